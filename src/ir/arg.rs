@@ -1,0 +1,242 @@
+//! UOp args: CONST values (with tinygrad's `ConstFloat` identity: keyed by bits, nan == nan),
+//! `Invalid`, `ParamArg`, RANGE `(axis, AxisType)` and SPECIAL names.
+use super::dtype::DType;
+use std::hash::{Hash, Hasher};
+
+/// A CONST arg. Ints are unbounded in tinygrad; the port holds them in i128 (const folding does
+/// not wrap fixed-width ints, see tinygrad-ir.md §2.3), floats as f64 (Python float).
+#[derive(Clone, Copy, Debug)]
+pub enum ConstVal {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Invalid,
+}
+
+impl ConstVal {
+    /// Python `==` between args (what `UPat(arg=...)` uses): `0 == 0.0 == False`,
+    /// `ConstFloat(nan) == nan`, `0.0 == -0.0`.
+    pub fn py_eq(&self, o: &ConstVal) -> bool {
+        use ConstVal::*;
+        match (self.as_f64(), o.as_f64()) {
+            (Some(a), Some(b)) => {
+                if let (Some(x), Some(y)) = (self.as_i128(), o.as_i128()) {
+                    return x == y;
+                }
+                a == b || (a.is_nan() && b.is_nan())
+            }
+            _ => matches!((self, o), (Invalid, Invalid)),
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            ConstVal::Bool(b) => Some(b as i32 as f64),
+            ConstVal::Int(i) => Some(i as f64),
+            ConstVal::Float(f) => Some(f),
+            ConstVal::Invalid => None,
+        }
+    }
+    /// Int view of bools and ints (not floats).
+    pub fn as_i128(&self) -> Option<i128> {
+        match *self {
+            ConstVal::Bool(b) => Some(b as i128),
+            ConstVal::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+    /// Python truthiness.
+    pub fn truthy(&self) -> bool {
+        match *self {
+            ConstVal::Bool(b) => b,
+            ConstVal::Int(i) => i != 0,
+            ConstVal::Float(f) => f != 0.0,
+            ConstVal::Invalid => true,
+        }
+    }
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, ConstVal::Invalid)
+    }
+}
+
+impl PartialEq for ConstVal {
+    /// Identity for hash-consing: floats by bit pattern (as `ConstFloat.__hash__`).
+    fn eq(&self, o: &Self) -> bool {
+        use ConstVal::*;
+        match (self, o) {
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => a.to_bits() == b.to_bits(),
+            (Invalid, Invalid) => true,
+            _ => false,
+        }
+    }
+}
+impl Eq for ConstVal {}
+impl Hash for ConstVal {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match self {
+            ConstVal::Bool(b) => (0u8, *b).hash(h),
+            ConstVal::Int(i) => (1u8, *i).hash(h),
+            ConstVal::Float(f) => (2u8, f.to_bits()).hash(h),
+            ConstVal::Invalid => 3u8.hash(h),
+        }
+    }
+}
+
+/// `AddrSpace` of dtype.py.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum AddrSpace {
+    Global = 1,
+    Local = 2,
+    Reg = 3,
+    Alu = 4,
+}
+
+impl AddrSpace {
+    pub fn name(self) -> &'static str {
+        match self {
+            AddrSpace::Global => "GLOBAL",
+            AddrSpace::Local => "LOCAL",
+            AddrSpace::Reg => "REG",
+            AddrSpace::Alu => "ALU",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<AddrSpace> {
+        Some(match s {
+            "GLOBAL" => AddrSpace::Global,
+            "LOCAL" => AddrSpace::Local,
+            "REG" => AddrSpace::Reg,
+            "ALU" => AddrSpace::Alu,
+            _ => return None,
+        })
+    }
+}
+
+/// `AxisType` of uop/ops.py (enum values from 1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum AxisType {
+    Device = 1,
+    Global,
+    Warp,
+    Local,
+    Weak,
+    GroupReduce,
+    Reduce,
+    Upcast,
+    Unroll,
+    Thread,
+    Placeholder,
+    Loop,
+}
+
+impl AxisType {
+    pub const ALL: &'static [AxisType] = &[
+        AxisType::Device,
+        AxisType::Global,
+        AxisType::Warp,
+        AxisType::Local,
+        AxisType::Weak,
+        AxisType::GroupReduce,
+        AxisType::Reduce,
+        AxisType::Upcast,
+        AxisType::Unroll,
+        AxisType::Thread,
+        AxisType::Placeholder,
+        AxisType::Loop,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            AxisType::Device => "DEVICE",
+            AxisType::Global => "GLOBAL",
+            AxisType::Warp => "WARP",
+            AxisType::Local => "LOCAL",
+            AxisType::Weak => "WEAK",
+            AxisType::GroupReduce => "GROUP_REDUCE",
+            AxisType::Reduce => "REDUCE",
+            AxisType::Upcast => "UPCAST",
+            AxisType::Unroll => "UNROLL",
+            AxisType::Thread => "THREAD",
+            AxisType::Placeholder => "PLACEHOLDER",
+            AxisType::Loop => "LOOP",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<AxisType> {
+        AxisType::ALL.iter().copied().find(|a| a.name() == s)
+    }
+}
+
+/// `ParamArg` (uop/ops.py): a kernel buffer (`PARAM`, slot ≥ 0) or a variable (`BUFFER`/`PARAM`
+/// with `AddrSpace.ALU` and `vmin_vmax`). Fields after `addrspace` (axis, device, volatile) are
+/// not used by the fuzzer and stay at their defaults.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ParamArg {
+    pub slot: i64,
+    pub dtype: DType,
+    pub vmin_vmax: Option<(i128, i128)>,
+    pub multiple_of: Option<i64>,
+    pub name: Option<String>,
+    /// `None` means the Python default `AddrSpace.GLOBAL`.
+    pub addrspace: Option<AddrSpace>,
+}
+
+impl ParamArg {
+    /// `UOp.variable(name, lo, hi, dtype)`: slot -1, multiple_of 1, ALU addrspace.
+    pub fn variable(name: &str, lo: i128, hi: i128, dtype: DType) -> ParamArg {
+        ParamArg {
+            slot: -1,
+            dtype,
+            vmin_vmax: Some((lo, hi)),
+            multiple_of: Some(1),
+            name: Some(name.to_string()),
+            addrspace: Some(AddrSpace::Alu),
+        }
+    }
+    /// `UOp.param(slot, dtype, shape)`: a global buffer.
+    pub fn buffer(slot: i64, dtype: DType) -> ParamArg {
+        ParamArg {
+            slot,
+            dtype,
+            vmin_vmax: None,
+            multiple_of: None,
+            name: None,
+            addrspace: None,
+        }
+    }
+    pub fn addrspace(&self) -> AddrSpace {
+        self.addrspace.unwrap_or(AddrSpace::Global)
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Arg {
+    None,
+    Const(ConstVal),
+    Param(Box<ParamArg>),
+    /// RANGE `(axis_id, AxisType)`.
+    Range(i64, AxisType),
+    /// SPECIAL name (`'gidx0'`).
+    Name(String),
+    /// CAST/BITCAST target dtype.
+    DType(DType),
+}
+
+impl Arg {
+    pub fn as_const(&self) -> Option<ConstVal> {
+        match self {
+            Arg::Const(c) => Some(*c),
+            _ => None,
+        }
+    }
+    pub fn as_dtype(&self) -> Option<DType> {
+        match self {
+            Arg::DType(d) => Some(*d),
+            _ => None,
+        }
+    }
+    pub fn as_param(&self) -> Option<&ParamArg> {
+        match self {
+            Arg::Param(p) => Some(p),
+            _ => None,
+        }
+    }
+}

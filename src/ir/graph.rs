@@ -1,0 +1,324 @@
+//! The hash-consed UOp DAG. As in tinygrad (`UOpMetaClass.ucache`), structurally equal nodes are
+//! the same node: a `UOp` handle is an index into a `Graph` arena, and `==` on handles is
+//! tinygrad's `is`. Nodes are immutable; rewriting only adds nodes.
+use super::arg::{Arg, ConstVal, ParamArg};
+use super::dtype::{DType, least_upper_dtype, least_upper_float};
+use super::ops::Ops;
+use super::truncate::round_float;
+use std::collections::HashMap;
+
+/// A node handle. Ordering is creation order, not tinygrad's `tuplize` order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct UOp(pub u32);
+
+impl UOp {
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Node {
+    pub op: Ops,
+    pub dtype: DType,
+    pub src: Box<[UOp]>,
+    pub arg: Arg,
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum IrError {
+    #[error("no dtype for {op:?} with srcs {srcs:?}")]
+    NoDType { op: Ops, srcs: Vec<DType> },
+    #[error("graph exceeds the node limit of {0}")]
+    TooLarge(usize),
+}
+
+#[derive(Clone, Default, Debug)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    intern: HashMap<Node, UOp>,
+}
+
+impl Graph {
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    pub fn node(&self, u: UOp) -> &Node {
+        &self.nodes[u.idx()]
+    }
+    pub fn op(&self, u: UOp) -> Ops {
+        self.nodes[u.idx()].op
+    }
+    pub fn dtype(&self, u: UOp) -> DType {
+        self.nodes[u.idx()].dtype
+    }
+    pub fn src(&self, u: UOp) -> &[UOp] {
+        &self.nodes[u.idx()].src
+    }
+    pub fn arg(&self, u: UOp) -> &Arg {
+        &self.nodes[u.idx()].arg
+    }
+    /// The CONST value of `u`, if `u` is a CONST.
+    pub fn const_val(&self, u: UOp) -> Option<ConstVal> {
+        let n = self.node(u);
+        if n.op == Ops::CONST {
+            n.arg.as_const()
+        } else {
+            None
+        }
+    }
+    pub fn all_nodes(&self) -> impl Iterator<Item = UOp> + '_ {
+        (0..self.nodes.len() as u32).map(UOp)
+    }
+
+    /// `UOp(op, dtype, src, arg)`: returns the existing node when one is structurally equal.
+    pub fn mk(&mut self, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
+        let node = Node {
+            op,
+            dtype,
+            src: src.into(),
+            arg,
+        };
+        if let Some(&u) = self.intern.get(&node) {
+            return u;
+        }
+        let u = UOp(self.nodes.len() as u32);
+        self.nodes.push(node.clone());
+        self.intern.insert(node, u);
+        u
+    }
+    /// Looks a node up without creating it.
+    pub fn find(&self, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
+        let node = Node {
+            op,
+            dtype,
+            src: src.into(),
+            arg: arg.clone(),
+        };
+        self.intern.get(&node).copied()
+    }
+    /// `UOp(op, src=..., arg=...)` with the dtype inferred by `dtype_from_uop`.
+    pub fn mk_infer(&mut self, op: Ops, src: &[UOp], arg: Arg) -> Result<UOp, IrError> {
+        let dt = self.infer_dtype(op, src, &arg)?;
+        Ok(self.mk(op, dt, src, arg))
+    }
+    /// `UOp.alu(op, *src)` / the operator sugar without promotion: dtype from `dtype_from_uop`.
+    pub fn alu(&mut self, op: Ops, src: &[UOp]) -> Result<UOp, IrError> {
+        self.mk_infer(op, src, Arg::None)
+    }
+
+    /// `dtype_from_uop` (uop/ops.py:114) for the ops the fuzzer builds.
+    pub fn infer_dtype(&self, op: Ops, src: &[UOp], arg: &Arg) -> Result<DType, IrError> {
+        use Ops::*;
+        let err = || IrError::NoDType {
+            op,
+            srcs: src.iter().map(|s| self.dtype(*s)).collect(),
+        };
+        let sdt = |i: usize| src.get(i).map(|s| self.dtype(*s));
+        let promo = |s: &[UOp]| -> Option<DType> {
+            let dts: Vec<DType> = s.iter().map(|x| self.dtype(*x)).collect();
+            if dts.is_empty() {
+                return None;
+            }
+            if dts.iter().all(|d| *d == dts[0]) {
+                Some(dts[0])
+            } else {
+                least_upper_dtype(&dts)
+            }
+        };
+        let is_invalid = |u: UOp| self.const_val(u).is_some_and(|c| c.is_invalid());
+        Ok(match op {
+            STORE | LINEAR | SINK | PROGRAM | SOURCE | END | BARRIER | GROUP | IF | ENDIF
+            | TUPLE | FUNCTION | CUSTOM_FUNCTION | REWRITE_ERROR | PYLITERAL | NOOP => DType::Void,
+            INDEX | LOAD | UNSHARD | REDUCE | AFTER | RANGE | CONTIGUOUS | CONTIGUOUS_BACKWARD
+            | COPY | STAGE | DETACH | MSTACK | MSELECT | ALLREDUCE | SPECIAL => {
+                sdt(0).ok_or_else(err)?
+            }
+            CMPLT | CMPNE | CMPEQ => DType::Bool,
+            SIN | LOG2 | EXP2 | SQRT | RECIPROCAL => {
+                if src.first().is_some_and(|s| is_invalid(*s)) {
+                    DType::Bool
+                } else {
+                    least_upper_float(sdt(0).ok_or_else(err)?).ok_or_else(err)?
+                }
+            }
+            WHERE => {
+                if sdt(0) != Some(DType::Bool) {
+                    return Err(err());
+                }
+                promo(&src[1..]).ok_or_else(err)?
+            }
+            STACK => {
+                if src.is_empty() {
+                    DType::Void
+                } else {
+                    promo(src).ok_or_else(err)?
+                }
+            }
+            GETADDR => DType::UInt64,
+            SHL | SHR => {
+                if !src
+                    .iter()
+                    .all(|s| self.dtype(*s).is_int() || is_invalid(*s))
+                {
+                    return Err(err());
+                }
+                sdt(0).ok_or_else(err)?
+            }
+            BUFFER | PARAM => arg.as_param().ok_or_else(err)?.dtype,
+            BINARY => DType::UInt8,
+            CAST | BITCAST => arg.as_dtype().ok_or_else(err)?,
+            CONST => match arg.as_const().ok_or_else(err)? {
+                ConstVal::Invalid | ConstVal::Bool(_) => DType::Bool,
+                ConstVal::Int(_) => DType::WeakInt,
+                ConstVal::Float(_) => DType::WeakFloat,
+            },
+            o if o.is_unary() => sdt(0).ok_or_else(err)?,
+            o if o.is_binary() || o.is_ternary() => promo(src).ok_or_else(err)?,
+            o if o.is_movement() => sdt(0).ok_or_else(err)?,
+            _ => return Err(err()),
+        })
+    }
+
+    /// `UOp.const(b, dtype)` = `UOp(CONST, dtype, arg=dtype.const(b))`: floats rounded to the
+    /// dtype (nan canonicalized), bools by truthiness, ints as given (not wrapped).
+    pub fn cnst(&mut self, dtype: DType, v: ConstVal) -> UOp {
+        let c = dtype_const(dtype, v);
+        self.mk(Ops::CONST, dtype, &[], Arg::Const(c))
+    }
+    pub fn cint(&mut self, dtype: DType, v: i128) -> UOp {
+        self.cnst(dtype, ConstVal::Int(v))
+    }
+    pub fn cfloat(&mut self, dtype: DType, v: f64) -> UOp {
+        self.cnst(dtype, ConstVal::Float(v))
+    }
+    pub fn cbool(&mut self, v: bool) -> UOp {
+        self.cnst(DType::Bool, ConstVal::Bool(v))
+    }
+    /// `UOp.variable(name, lo, hi, dtype)`: a 0-d BUFFER in the ALU addrspace (src = empty STACK).
+    pub fn variable(&mut self, name: &str, lo: i128, hi: i128, dtype: DType) -> UOp {
+        let shape = self.mk(Ops::STACK, DType::Void, &[], Arg::None);
+        self.mk(
+            Ops::BUFFER,
+            dtype,
+            &[shape],
+            Arg::Param(Box::new(ParamArg::variable(name, lo, hi, dtype))),
+        )
+    }
+    /// `UOp.param(slot, dtype, (size,))`: a global kernel buffer.
+    pub fn param(&mut self, slot: i64, dtype: DType, size: i128) -> UOp {
+        let sz = self.cint(DType::WeakInt, size);
+        self.mk(
+            Ops::PARAM,
+            dtype,
+            &[sz],
+            Arg::Param(Box::new(ParamArg::buffer(slot, dtype))),
+        )
+    }
+
+    /// Post-order toposort of everything reachable from `roots` (srcs before users, each once).
+    pub fn toposort(&self, roots: &[UOp]) -> Vec<UOp> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        let mut stack: Vec<(UOp, bool)> = roots.iter().rev().map(|r| (*r, false)).collect();
+        while let Some((u, expanded)) = stack.pop() {
+            if expanded {
+                out.push(u);
+                continue;
+            }
+            if seen[u.idx()] {
+                continue;
+            }
+            seen[u.idx()] = true;
+            stack.push((u, true));
+            for s in self.src(u).iter().rev() {
+                if !seen[s.idx()] {
+                    stack.push((*s, false));
+                }
+            }
+        }
+        out
+    }
+    /// Copies the subgraph under `roots` into a fresh graph (dropping dead nodes); returns the new roots.
+    pub fn extract(&self, roots: &[UOp]) -> (Graph, Vec<UOp>) {
+        let mut g = Graph::new();
+        let mut map: HashMap<UOp, UOp> = HashMap::new();
+        for u in self.toposort(roots) {
+            let n = self.node(u);
+            let src: Vec<UOp> = n.src.iter().map(|s| map[s]).collect();
+            let nu = g.mk(n.op, n.dtype, &src, n.arg.clone());
+            map.insert(u, nu);
+        }
+        let r = roots.iter().map(|r| map[r]).collect();
+        (g, r)
+    }
+}
+
+/// `DType.const(val)`.
+pub fn dtype_const(dtype: DType, v: ConstVal) -> ConstVal {
+    match v {
+        ConstVal::Invalid => ConstVal::Invalid,
+        _ if dtype.is_float() => {
+            let f = v.as_f64().unwrap();
+            ConstVal::Float(if f.is_nan() {
+                f64::NAN
+            } else {
+                round_float(dtype, f)
+            })
+        }
+        _ if dtype.is_bool() => ConstVal::Bool(v.truthy()),
+        ConstVal::Float(f) => ConstVal::Int(py_int_of_float(f)),
+        ConstVal::Bool(b) => ConstVal::Int(b as i128),
+        i => i,
+    }
+}
+
+/// Python `int(f)` truncation; callers must exclude nan/inf (Python raises there).
+pub fn py_int_of_float(f: f64) -> i128 {
+    f.trunc() as i128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn hash_consing_is_identity() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let x2 = g.variable("x", 0, 10, DType::WeakInt);
+        assert_eq!(x, x2);
+        let two = g.cint(DType::WeakInt, 2);
+        let a = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let b = g.alu(Ops::MUL, &[x, two]).unwrap();
+        assert_eq!(a, b);
+        let c = g.alu(Ops::MUL, &[two, x]).unwrap();
+        assert_ne!(a, c);
+        // -0.0 and 0.0 are distinct consts, nan is canonical
+        let z = g.cfloat(DType::Float, 0.0);
+        let nz = g.cfloat(DType::Float, -0.0);
+        assert_ne!(z, nz);
+        assert_eq!(
+            g.cfloat(DType::Float, f64::NAN),
+            g.cfloat(DType::Float, -f64::NAN)
+        );
+    }
+    #[test]
+    fn infers_dtypes_like_tinygrad() {
+        let mut g = Graph::new();
+        let a = g.variable("a", 0, 10, DType::Int8);
+        let b = g.variable("b", 0, 10, DType::UInt8);
+        let s = g.alu(Ops::ADD, &[a, b]).unwrap();
+        assert_eq!(g.dtype(s), DType::Int16);
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        assert_eq!(g.dtype(lt), DType::Bool);
+        let f = g.alu(Ops::SQRT, &[a]).unwrap();
+        assert_eq!(g.dtype(f), DType::Float);
+        assert!(g.alu(Ops::WHERE, &[a, a, b]).is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! `truncate[dtype]` of dtype.py: how a value is stored in a dtype. Ints wrap two's-complement
+//! (ctypes), floats round to the dtype (f16 overflow → ±inf, bf16 RNE through f32, fp8 as
+//! `float_to_fp8`), bool is truthiness, weak dtypes are not truncated.
+use super::dtype::DType;
+use half::f16;
+
+/// Two's-complement wrap of an int into a fixed-width int dtype; weakint is returned unchanged.
+pub fn wrap_int(dt: DType, v: i128) -> i128 {
+    if dt == DType::Bool {
+        return (v != 0) as i128;
+    }
+    if !dt.is_fixed_int() {
+        return v;
+    }
+    let bits = dt.bitsize();
+    let m = (v as u128) & ((1u128 << bits) - 1);
+    if dt.is_unsigned() || m < (1u128 << (bits - 1)) {
+        m as i128
+    } else {
+        m as i128 - (1i128 << bits)
+    }
+}
+
+/// Rounds a double to the dtype (`truncate[dt]`); weakfloat and double are unchanged.
+pub fn round_float(dt: DType, x: f64) -> f64 {
+    match dt {
+        DType::Half => f16_round(x),
+        DType::BFloat16 => bf16_round(x),
+        DType::Float => x as f32 as f64,
+        d if d.is_fp8() => fp8_to_float(float_to_fp8(x, d), d),
+        _ => x,
+    }
+}
+
+/// `float_to_fp16`: struct 'e' pack, OverflowError → copysign(inf). Python's pack rounds to
+/// nearest-even and raises on overflow past the largest finite after rounding.
+pub fn f16_round(x: f64) -> f64 {
+    f16::from_f64(x).to_f64()
+}
+
+/// `float_to_bf16`: truncate to f32 first, then RNE to the top 16 bits; inf/nan pass through.
+pub fn bf16_round(x: f64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let u = (x as f32).to_bits();
+    let u = (u.wrapping_add(0x7FFF).wrapping_add((u >> 16) & 1)) & 0xFFFF_0000;
+    f32::from_bits(u) as f64
+}
+
+/// (bias, sig_bits, mant_mask, min_denorm_half, ovf_threshold, max_norm, min_norm) of `_fp8_cfg`.
+fn fp8_cfg(dt: DType) -> (i64, u32, u64, u64, u64, u64, u64) {
+    match dt {
+        DType::Fp8E4M3 => (
+            7,
+            4,
+            0x7,
+            0x3F50000000000000,
+            0x407D000000000000,
+            0x7E,
+            0x3F90000000000000,
+        ),
+        DType::Fp8E5M2 => (
+            15,
+            3,
+            0x3,
+            0x3EE0000000000000,
+            0x40EE000000000000 - 1,
+            0x7B,
+            0x3F10000000000000,
+        ),
+        DType::Fp8E4M3Fnuz => (
+            8,
+            4,
+            0x7,
+            0x3F40000000000000,
+            0x406F000000000000 - 1,
+            0x7F,
+            0x3F80000000000000,
+        ),
+        DType::Fp8E5M2Fnuz => (
+            16,
+            3,
+            0x3,
+            0x3ED0000000000000,
+            0x40EE000000000000 - 1,
+            0x7F,
+            0x3F00000000000000,
+        ),
+        _ => panic!("fp8_cfg on {dt:?}"),
+    }
+}
+
+/// `float_to_fp8` of dtype.py, line for line.
+pub fn float_to_fp8(x: f64, dt: DType) -> u8 {
+    let fnuz = matches!(dt, DType::Fp8E4M3Fnuz | DType::Fp8E5M2Fnuz);
+    if fnuz && !x.is_finite() {
+        return 0x80;
+    }
+    if fnuz && x == 0.0 {
+        return 0;
+    }
+    if dt == DType::Fp8E4M3 && !x.is_finite() {
+        return if x.is_sign_positive() { 0x7f } else { 0xff };
+    }
+    if dt == DType::Fp8E5M2 && !x.is_finite() {
+        return (if x.is_sign_positive() { 0 } else { 0x80 })
+            | (if x.is_infinite() { 0x7c } else { 0x7f });
+    }
+    let (bias, sig_bits, mant_mask, min_denorm_half, ovf_threshold, max_norm, min_norm) =
+        fp8_cfg(dt);
+    let xbits = x.to_bits();
+    let half_ulp: u64 = 1 << (52 - sig_bits);
+    let sign = ((xbits >> 63) & 1) << 7;
+    let exp = ((xbits >> 52) & 0x7FF) as i64 - 1023 + bias;
+    let mut mantissa = (xbits >> (53 - sig_bits)) & mant_mask;
+    let absx = xbits & 0x7FFF_FFFF_FFFF_FFFF;
+    let res: u64 = if absx <= min_denorm_half {
+        0
+    } else if absx > ovf_threshold {
+        max_norm
+    } else if absx >= min_norm {
+        let mut res = ((exp as u64) << (sig_bits - 1)) | mantissa;
+        let round_bits = xbits & ((half_ulp << 1) - 1);
+        if round_bits > half_ulp || (round_bits == half_ulp && mantissa & 1 == 1) {
+            res += 1;
+        }
+        res
+    } else {
+        let shift = (1 - exp) as u32;
+        mantissa |= 1 << (sig_bits - 1);
+        let mut res = mantissa >> shift;
+        let half = half_ulp << shift;
+        let round_bits = (xbits | (1 << 52)) & ((half << 1) - 1);
+        if round_bits > half || (round_bits == half && res & 1 == 1) {
+            res += 1;
+        }
+        res
+    };
+    if fnuz && res == 0 {
+        0
+    } else {
+        (res | sign) as u8
+    }
+}
+
+/// `fp8_to_float` of dtype.py.
+pub fn fp8_to_float(x: u8, dt: DType) -> f64 {
+    let fnuz = matches!(dt, DType::Fp8E4M3Fnuz | DType::Fp8E5M2Fnuz);
+    if fnuz && x == 0x80 {
+        return f64::NAN;
+    }
+    if x & 0x7F == 0 {
+        return if x & 0x80 != 0 { -0.0 } else { 0.0 };
+    }
+    let (bias, sig_bits, ..) = fp8_cfg(dt);
+    let mant_bits = sig_bits - 1;
+    let exp_bits = 8 - sig_bits;
+    let exp_max = (1u32 << exp_bits) - 1;
+    let mant_max = (1u32 << mant_bits) - 1;
+    let sign = (x >> 7) & 1;
+    let exp = ((x as u32) >> mant_bits) & exp_max;
+    let mantissa = (x as u32) & mant_max;
+    if !fnuz && exp == exp_max {
+        if dt == DType::Fp8E5M2 {
+            let v = if mantissa != 0 {
+                f64::NAN
+            } else {
+                f64::INFINITY
+            };
+            return if sign == 1 { -v } else { v };
+        }
+        if mantissa == mant_max {
+            return f64::NAN;
+        }
+    }
+    let m = mantissa as f64 / (mant_max + 1) as f64;
+    let val = if exp == 0 {
+        m * 2f64.powi(1 - bias as i32)
+    } else {
+        (1.0 + m) * 2f64.powi(exp as i32 - bias as i32)
+    };
+    if sign == 1 { -val } else { val }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn wraps_like_ctypes() {
+        assert_eq!(wrap_int(DType::UInt8, 300), 44);
+        assert_eq!(wrap_int(DType::Int8, 128), -128);
+        assert_eq!(wrap_int(DType::Int32, 1 << 40), 0);
+        assert_eq!(wrap_int(DType::UInt64, -1), u64::MAX as i128);
+        assert_eq!(wrap_int(DType::WeakInt, 1 << 100), 1 << 100);
+    }
+    #[test]
+    fn rounds_like_python() {
+        assert_eq!(round_float(DType::Half, 60000.0 + 60000.0), f64::INFINITY);
+        assert_eq!(round_float(DType::Half, 65519.0), 65504.0);
+        assert_eq!(round_float(DType::Float, 0.1), 0.10000000149011612);
+        assert_eq!(round_float(DType::BFloat16, 1.00390625), 1.0); // tie → even
+        assert_eq!(round_float(DType::BFloat16, 1.01171875), 1.015625); // tie → even (up)
+        assert_eq!(
+            fp8_to_float(float_to_fp8(1.0, DType::Fp8E4M3), DType::Fp8E4M3),
+            1.0
+        );
+        assert!(round_float(DType::Fp8E4M3Fnuz, f64::INFINITY).is_nan());
+    }
+}
