@@ -5,7 +5,11 @@ use std::process::ExitCode;
 pub mod semantics;
 
 #[derive(Parser)]
-#[command(name = "uopfuzz", version, about = "Differential fuzzer for tinygrad 0.14.0 UOp rewrite rules")]
+#[command(
+    name = "uopfuzz",
+    version,
+    about = "Differential fuzzer for tinygrad 0.14.0 UOp rewrite rules"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub cmd: Cmd,

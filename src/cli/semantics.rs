@@ -29,19 +29,38 @@ pub fn run(a: Args) -> ExitCode {
     };
     if a.json {
         let mut j = serde_json::to_value(&s).unwrap_or_default();
-        if let Some(d) = j.get_mut("first_disagreements").and_then(|d| d.as_array_mut()) {
+        if let Some(d) = j
+            .get_mut("first_disagreements")
+            .and_then(|d| d.as_array_mut())
+        {
             d.truncate(a.show);
         }
         println!("{j}");
     } else {
-        println!("{:<12} {:>7} {:>7} {:>7} {:>8}", "op", "cells", "agree", "allowed", "disagree");
+        println!(
+            "{:<12} {:>7} {:>7} {:>7} {:>8}",
+            "op", "cells", "agree", "allowed", "disagree"
+        );
         for (op, c) in &s.per_op {
-            println!("{op:<12} {:>7} {:>7} {:>7} {:>8}", c.cells, c.agree, c.allowed, c.disagree);
+            println!(
+                "{op:<12} {:>7} {:>7} {:>7} {:>8}",
+                c.cells, c.agree, c.allowed, c.disagree
+            );
         }
         for (m, c) in &s.per_mode {
-            println!("{:<12} {:>7} {:>7} {:>7} {:>8}", format!("[{m}]"), c.cells, c.agree, c.allowed, c.disagree);
+            println!(
+                "{:<12} {:>7} {:>7} {:>7} {:>8}",
+                format!("[{m}]"),
+                c.cells,
+                c.agree,
+                c.allowed,
+                c.disagree
+            );
         }
-        println!("{:<12} {:>7} {:>7} {:>7} {:>8}", "TOTAL", s.cells, s.agree, s.allowed, s.disagree);
+        println!(
+            "{:<12} {:>7} {:>7} {:>7} {:>8}",
+            "TOTAL", s.cells, s.agree, s.allowed, s.disagree
+        );
         println!("\nallow-list ({} entries):", s.allowlist.len());
         for (k, reason, n) in &s.allowlist {
             println!("  {n:>6}  {k}  -- {reason}");
@@ -53,5 +72,9 @@ pub fn run(a: Args) -> ExitCode {
             }
         }
     }
-    if s.disagree == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if s.disagree == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
