@@ -3,3 +3,4 @@
 //! The pipeline, one module per stage; data flows one way (a stage uses only earlier ones):
 //! `ir` → `rewrite` → `gen` → `exec` → `oracle` → `smt` → `repro` → `farm`.
 pub mod ir;
+pub mod rewrite;
