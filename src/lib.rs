@@ -3,4 +3,5 @@
 //! The pipeline, one module per stage; data flows one way (a stage uses only earlier ones):
 //! `ir` → `rewrite` → `gen` → `exec` → `oracle` → `smt` → `repro` → `farm`.
 pub mod ir;
+pub mod oracle;
 pub mod rewrite;

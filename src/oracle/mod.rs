@@ -1,0 +1,3 @@
+//! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
+//! model and policy, and verdicts.
+pub mod tolerance;
