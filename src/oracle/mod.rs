@@ -1,3 +1,4 @@
 //! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
 //! model and policy, and verdicts.
+pub mod inputs;
 pub mod tolerance;
