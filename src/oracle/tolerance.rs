@@ -15,6 +15,7 @@
 //!   a comparison or TRUNC whose operand interval `[v−e, v+e]` straddles the decision point makes
 //!   the result *unstable*: it may legitimately differ (reported as `float-rounding`, never as a bug);
 //! - a value that is inf/NaN with nonzero error bound is unstable too (overflow is a rounding event).
+//!
 //! Two results `o` (original graph) and `n` (rewritten graph) agree when
 //! `|o − n| ≤ e_o + e_n + slack`, slack = `BACKEND_SLACK_ULPS` ulps of the result dtype (backends may
 //! contract a·b+c into an FMA, flush subnormals, or use approximate reciprocal: a few ulps).
