@@ -57,7 +57,9 @@ pub fn pm_data_invalid() -> RuleSet {
             rule!(
                 "pm_data_invalid/unary_into_gate",
                 "tinygrad/uop/symbolic.py:78",
-                UPat::ops(&unary_cast()).named("op").src(vec![invalid_gate()]),
+                UPat::ops(&unary_cast())
+                    .named("op")
+                    .src(vec![invalid_gate()]),
                 |cx, b| -> RuleResult {
                     let n = cx.g.node(b["op"]).clone();
                     let inner = cx.g.mk(n.op, n.dtype, &[b["x"]], n.arg);

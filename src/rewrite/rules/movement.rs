@@ -160,7 +160,9 @@ pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError
         && dt.is_int()
     {
         if f.is_nan() {
-            return Err(RuleError::Value("cannot convert float NaN to integer".into()));
+            return Err(RuleError::Value(
+                "cannot convert float NaN to integer".into(),
+            ));
         }
         if f.is_infinite() {
             return Err(RuleError::Runtime(

@@ -2,6 +2,7 @@
 //! their helpers `simplify_pow` (:16), `fold_bitcast` (:23), `fold_const_alu` (:36),
 //! `_quotient_base` (:41), `fold_add_divmod_recombine` (:52) and `fold_const_where` (:104).
 use super::movement::{const_like, uop_const};
+use crate::ir::alu::{AluError, AluMode, Val, exec_alu_mode};
 use crate::ir::dtype::least_upper_dtype;
 use crate::ir::ops::group;
 use crate::ir::{ConstVal, DType, Ops, UOp};
@@ -89,7 +90,9 @@ fn simplify_pow(cx: &mut Cx, x: UOp, c: UOp) -> RuleResult {
     // if int(c.val-0.5)+0.5 == c.val: return x.pow(c.val-0.5) * x.sqrt()
     let fv = v.as_f64().unwrap_or(f64::NAN) - 0.5;
     if fv.is_nan() {
-        return Err(RuleError::Value("cannot convert float NaN to integer".into()));
+        return Err(RuleError::Value(
+            "cannot convert float NaN to integer".into(),
+        ));
     }
     if fv.is_infinite() {
         return Err(RuleError::Runtime(
@@ -104,7 +107,9 @@ fn simplify_pow(cx: &mut Cx, x: UOp, c: UOp) -> RuleResult {
     // if int(c.val) == c.val: return (y := x.pow(c.val//2)) * y * (x if c.val%2 == 1 else 1)
     let (half, odd) = match v {
         ConstVal::Int(i) => (Py::I(floordiv(i, 2).unwrap()), floormod(i, 2) == Some(1)),
-        ConstVal::Float(f) if f.trunc() == f => ((f / 2.0).floor().into(), f.rem_euclid(2.0) == 1.0),
+        ConstVal::Float(f) if f.trunc() == f => {
+            ((f / 2.0).floor().into(), f.rem_euclid(2.0) == 1.0)
+        }
         _ => return Ok(None),
     };
     let y = pow(cx, x, half)?;
@@ -376,7 +381,11 @@ pub fn symbolic_simple_own() -> RuleSet {
                 "tinygrad/uop/symbolic.py:121",
                 bool_var("x").and(UPat::cvar("c")),
                 |cx, b| -> RuleResult {
-                    Ok(Some(if val(cx, b["c"]).truthy() { b["x"] } else { b["c"] }))
+                    Ok(Some(if val(cx, b["c"]).truthy() {
+                        b["x"]
+                    } else {
+                        b["c"]
+                    }))
                 }
             ),
             // (UPat.var("x", dtype=dtypes.bool) | UPat.cvar("c"), lambda x,c: c if c.val else x)
@@ -385,7 +394,11 @@ pub fn symbolic_simple_own() -> RuleSet {
                 "tinygrad/uop/symbolic.py:122",
                 bool_var("x").or(UPat::cvar("c")),
                 |cx, b| -> RuleResult {
-                    Ok(Some(if val(cx, b["c"]).truthy() { b["c"] } else { b["x"] }))
+                    Ok(Some(if val(cx, b["c"]).truthy() {
+                        b["c"]
+                    } else {
+                        b["x"]
+                    }))
                 }
             ),
             // (UPat.var("x", dtype=dtypes.bool) != UPat.const(False, dtypes.bool), lambda x: x)
@@ -492,9 +505,7 @@ pub fn symbolic_simple_own() -> RuleSet {
             rule!(
                 "symbolic_simple/and_mask_shr",
                 "tinygrad/uop/symbolic.py:139",
-                UPat::var("x")
-                    .and(UPat::cvar("mask"))
-                    .shr(UPat::cvar("k")),
+                UPat::var("x").and(UPat::cvar("mask")).shr(UPat::cvar("k")),
                 |cx, b| -> RuleResult {
                     let (Some(mask), Some(k)) = (ival(val(cx, b["mask"])), ival(val(cx, b["k"])))
                     else {
@@ -660,7 +671,8 @@ pub fn symbolic_simple_own() -> RuleSet {
                 UPat::var("x").mul(UPat::cint(0)),
                 |cx, b| -> RuleResult {
                     let x = b["x"];
-                    let nan = matches!(cx.g.const_val(x), Some(ConstVal::Float(f)) if !f.is_finite());
+                    let nan =
+                        matches!(cx.g.const_val(x), Some(ConstVal::Float(f)) if !f.is_finite());
                     let v = if nan {
                         ConstVal::Float(f64::NAN)
                     } else {
@@ -694,9 +706,9 @@ pub fn symbolic_simple_own() -> RuleSet {
             rule!(
                 "symbolic_simple/cast_cast_lossless",
                 "tinygrad/uop/symbolic.py:171",
-                UPat::op(Ops::CAST)
-                    .named("b")
-                    .src(vec![UPat::op(Ops::CAST).named("a").src(vec![UPat::var("x")])]),
+                UPat::op(Ops::CAST).named("b").src(vec![
+                    UPat::op(Ops::CAST).named("a").src(vec![UPat::var("x")])
+                ]),
                 |cx, b| -> RuleResult {
                     let (x, a, bb) = (b["x"], b["a"], b["b"]);
                     let (xd, ad, bd) = (cx.g.dtype(x), cx.g.dtype(a), cx.g.dtype(bb));
@@ -772,7 +784,7 @@ pub fn symbolic_simple_own() -> RuleSet {
             //  lambda x: x.cast(dtypes.uint64))
             rule!(
                 "symbolic_simple/threefry_unpack_high",
-                "tinygrad/uop/symbolic.py:181",
+                "tinygrad/uop/symbolic.py:182",
                 UPat::var_dt("x", &[DType::UInt32])
                     .cast(Some(DType::UInt64))
                     .shl(UPat::cint(32))
@@ -842,8 +854,270 @@ fn const_folding_pat() -> UPat {
     UPat::ops(&[Ops::CONST, Ops::STACK])
 }
 
-/// `fold_const_alu` (symbolic.py:36).
-fn fold_const_alu(_cx: &mut Cx, _a: UOp) -> RuleResult {
-    // PENDING: needs crate::ir::alu::exec_alu (branch interp); declines until it lands.
-    Ok(None)
+/// `const_arg` (symbolic.py:30) restricted to what `const_folding_pat` admits: a CONST's value
+/// (`None` = Invalid) or a STACK of CONSTs as a tuple; `None` from `const_arg` = not foldable.
+enum CArg {
+    S(Option<Val>),
+    T(Vec<Option<Val>>),
+}
+fn const_arg(cx: &Cx, u: UOp) -> Option<CArg> {
+    let g = &*cx.g;
+    match g.op(u) {
+        Ops::CONST => Some(CArg::S(Val::from_const(g.const_val(u)?))),
+        Ops::STACK if g.src(u).iter().all(|s| g.op(*s) == Ops::CONST) => Some(CArg::T(
+            g.src(u)
+                .iter()
+                .map(|s| g.const_val(*s).and_then(Val::from_const))
+                .collect(),
+        )),
+        _ => None,
+    }
+}
+
+fn alu_err(e: AluError) -> RuleError {
+    match e {
+        AluError::Value(m) => RuleError::Value(m.into()),
+        AluError::ZeroDivision(m) => RuleError::ZeroDivision(m.into()),
+        AluError::Overflow => RuleError::Overflow("exec_alu result beyond i128".into()),
+        e => RuleError::Runtime(e.to_string()),
+    }
+}
+
+/// `exec_alu` on scalars with `Invalid` (`None`) operands: a Binary op with an Invalid operand is
+/// Invalid (ops.py:1301); WHERE just selects; anything else raises TypeError in Python.
+fn exec_scalar(
+    op: Ops,
+    dt: DType,
+    vals: &[Option<Val>],
+    mode: AluMode,
+) -> Result<Option<Val>, RuleError> {
+    if vals.iter().any(|v| v.is_none()) {
+        if op.is_binary() {
+            return Ok(None);
+        }
+        if op == Ops::WHERE && vals.len() == 3 {
+            // `y if x else z`; an Invalid condition is truthy
+            return Ok(if vals[0].is_none_or(|c| c.truthy()) {
+                vals[1]
+            } else {
+                vals[2]
+            });
+        }
+        return Err(type_err("unsupported operand type for Invalid"));
+    }
+    let v: Vec<Val> = vals.iter().map(|v| v.unwrap()).collect();
+    exec_alu_mode(op, dt, &v, mode).map(Some).map_err(alu_err)
+}
+
+fn to_const(v: Option<Val>) -> ConstVal {
+    v.map(Val::to_const).unwrap_or(ConstVal::Invalid)
+}
+
+/// `fold_const_alu` (symbolic.py:36):
+/// `a.const_like(exec_alu(a.op, a.dtype, vals, truncate_output=False))`.
+fn fold_const_alu(cx: &mut Cx, a: UOp) -> RuleResult {
+    let mut vals = Vec::new();
+    for s in cx.g.src(a).to_vec() {
+        match const_arg(cx, s) {
+            Some(v) => vals.push(v),
+            None => return Ok(None),
+        }
+    }
+    let (op, dt) = (cx.g.op(a), cx.g.dtype(a));
+    let count = vals
+        .iter()
+        .filter_map(|v| match v {
+            CArg::T(t) => Some(t.len()),
+            CArg::S(_) => None,
+        })
+        .max();
+    let Some(count) = count else {
+        let sv: Vec<Option<Val>> = vals
+            .iter()
+            .map(|v| match v {
+                CArg::S(s) => *s,
+                CArg::T(_) => unreachable!("no tuple operands here"),
+            })
+            .collect();
+        let r = exec_scalar(op, dt, &sv, AluMode::FOLD)?;
+        return Ok(Some(const_like(cx, a, to_const(r), None)?));
+    };
+    // ops.py:1300: the per-element recursion drops truncate_output (so it truncates), with the
+    // ConstFloat operands of the CONST args
+    let mode = AluMode {
+        truncate: true,
+        const_float: true,
+    };
+    let mut elems = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut sv = Vec::with_capacity(vals.len());
+        for v in &vals {
+            sv.push(match v {
+                CArg::S(s) => *s,
+                CArg::T(t) => *t.get(i).ok_or_else(|| {
+                    RuleError::Runtime("IndexError: tuple index out of range".into())
+                })?,
+            });
+        }
+        elems.push(exec_scalar(op, dt, &sv, mode)?);
+    }
+    // UOp.const(tuple, dtype): a STACK of `UOp.const(c, dtype)`, then const_like's EXPAND check
+    let mut srcs = Vec::with_capacity(count);
+    for e in elems {
+        srcs.push(uop_const(cx, to_const(e), dt)?);
+    }
+    let st = cx.alu(Ops::STACK, &srcs)?;
+    Ok(Some(super::movement::expand_like(cx, a, st)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+    use crate::rewrite::engine::{Limits, RuleError, Stop, graph_rewrite};
+    use crate::rewrite::rules::symbolic_simple;
+    use std::collections::BTreeSet;
+
+    /// Parses one graph of `simple_cases.txt` (`OP dtype arg src-indices`, last line = root).
+    fn parse(g: &mut Graph, text: &str) -> UOp {
+        let mut nodes: Vec<UOp> = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let op = Ops::from_name(f[0]).unwrap_or_else(|| panic!("op {}", f[0]));
+            let dt = DType::from_py_name(f[1]).unwrap_or_else(|| panic!("dtype {}", f[1]));
+            let srcs: Vec<UOp> = f[3..]
+                .iter()
+                .map(|i| nodes[i.parse::<usize>().unwrap()])
+                .collect();
+            let a: Vec<&str> = f[2].split(':').collect();
+            let u = match a[0] {
+                "var" => g.variable(a[1], a[2].parse().unwrap(), a[3].parse().unwrap(), dt),
+                "pb" => g.param(a[1].parse().unwrap(), dt, a[2].parse().unwrap()),
+                _ => {
+                    let arg = match a[0] {
+                        "-" => Arg::None,
+                        "inv" => Arg::Const(ConstVal::Invalid),
+                        "b" => Arg::Const(ConstVal::Bool(a[1] == "1")),
+                        "i" => Arg::Const(ConstVal::Int(a[1].parse().unwrap())),
+                        "f" => {
+                            let bytes: Vec<u8> = (0..8)
+                                .map(|i| u8::from_str_radix(&a[1][2 * i..2 * i + 2], 16).unwrap())
+                                .collect();
+                            Arg::Const(ConstVal::Float(f64::from_le_bytes(
+                                bytes.try_into().unwrap(),
+                            )))
+                        }
+                        "dt" => Arg::DType(DType::from_py_name(a[1]).unwrap()),
+                        o => panic!("arg kind {o}"),
+                    };
+                    g.mk(op, dt, &srcs, arg)
+                }
+            };
+            nodes.push(u);
+        }
+        *nodes.last().unwrap()
+    }
+
+    /// Every case of `simple_cases.txt` (generated by tinygrad 0.14.0's `graph_rewrite(x,
+    /// symbolic_simple)`): the port must build the identical graph, or raise the same exception.
+    #[test]
+    fn golden_cases_match_tinygrad() {
+        let data = include_str!("simple_cases.txt");
+        let mut fired: BTreeSet<&'static str> = BTreeSet::new();
+        let mut n = 0;
+        let mut failures = Vec::new();
+        for case in data.split("=== ").skip(1) {
+            let (name, rest) = case.split_once('\n').unwrap();
+            let (input, out) = rest.split_once("--- out\n").unwrap();
+            let (input, out) = (input.trim_end(), out.trim_end());
+            let mut g = Graph::new();
+            let mut cache = Default::default();
+            let root = parse(&mut g, input);
+            let limits = Limits {
+                bottom_up: name.starts_with("bu_"),
+                ..Limits::default()
+            };
+            let res = graph_rewrite(&mut g, &mut cache, root, symbolic_simple(), &limits);
+            fired.extend(res.trace.iter().map(|s| s.rule));
+            n += 1;
+            if let Some(exc) = out.strip_prefix("ERR ") {
+                let ok = match (&res.stop, exc) {
+                    (
+                        Stop::RuleError {
+                            error: RuleError::Value(_),
+                            ..
+                        },
+                        "ValueError",
+                    ) => true,
+                    (
+                        Stop::RuleError {
+                            error: RuleError::Runtime(m),
+                            ..
+                        },
+                        e,
+                    ) => m.contains(e),
+                    _ => false,
+                };
+                if !ok {
+                    failures.push(format!("{name}: want {exc}, got {:?}", res.stop));
+                }
+                continue;
+            }
+            let want = parse(&mut g, out);
+            if res.stop != Stop::Done || res.root != want {
+                let (eg, er) = g.extract(&[res.root]);
+                failures.push(format!(
+                    "{name}: stop {:?}\n got {:?}\n trace {:?}",
+                    res.stop,
+                    eg.toposort(&er)
+                        .iter()
+                        .map(|u| eg.node(*u).clone())
+                        .collect::<Vec<_>>(),
+                    res.trace.iter().map(|s| s.rule).collect::<Vec<_>>()
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {n} cases differ:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        assert!(n >= 140, "only {n} cases");
+        // every rule fires on some case, except the two PERMUTE rules (no tuple args in the port)
+        let missing: Vec<&str> = symbolic_simple()
+            .rules
+            .iter()
+            .map(|r| r.name)
+            .filter(|r| !fired.contains(r) && !r.contains("permute"))
+            .collect();
+        assert!(missing.is_empty(), "rules never fired: {missing:?}");
+    }
+
+    #[test]
+    fn count_order_and_sources_match_inventory() {
+        let s = symbolic_simple();
+        assert_eq!(s.len(), 71);
+        assert_eq!(super::super::data_invalid::pm_data_invalid().len(), 13);
+        assert_eq!(super::symbolic_simple_own().len(), 50);
+        assert_eq!(super::super::movement::mop_cleanup().len(), 8);
+        // rule-inventory.tsv, set symbolic_simple, column `source`, in order
+        let inv: Vec<String> = [
+            75, 76, 78, 80, 81, 82, 84, 85, 87, 89, 91, 93, 95, 111, 112, 113, 114, 115, 116, 117,
+            118, 52, 121, 122, 123, 124, 125, 126, 127, 130, 131, 133, 134, 135, 136, 139, 141,
+            143, 147, 36, 36, 36, 153, 154, 155, 157, 158, 160, 161, 165, 168, 23, 171, 173, 174,
+            16, 178, 180, 182, 185, 104, 188, 190,
+        ]
+        .iter()
+        .map(|l| format!("tinygrad/uop/symbolic.py:{l}"))
+        .chain(
+            [7, 9, 11, 13, 16, 19, 22, 25]
+                .iter()
+                .map(|l| format!("tinygrad/uop/movement.py:{l}")),
+        )
+        .collect();
+        let got: Vec<&str> = s.rules.iter().map(|r| r.source).collect();
+        assert_eq!(got, inv);
+        let names: BTreeSet<&str> = s.rules.iter().map(|r| r.name).collect();
+        assert_eq!(names.len(), 71, "rule names must be unique");
+    }
 }
