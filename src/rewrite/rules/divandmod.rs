@@ -42,13 +42,7 @@ pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
         return Ok(u);
     }
     let _g = DepthGuard::enter()?;
-    let out = graph_rewrite(
-        cx.g,
-        cx.cache,
-        u,
-        super::symbolic(),
-        &Limits::default(),
-    );
+    let out = graph_rewrite(cx.g, cx.cache, u, super::symbolic(), &Limits::default());
     match out.stop {
         Stop::Done => Ok(out.root),
         Stop::RuleError { error, .. } => Err(error),
@@ -187,7 +181,9 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let _g = DepthGuard::enter()?;
     let srcs = cx.g.src(d).to_vec();
     let [x, y] = srcs[..] else {
-        return Err(RuleError::Value("fold_divmod_general: expected 2 srcs".into()));
+        return Err(RuleError::Value(
+            "fold_divmod_general: expected 2 srcs".into(),
+        ));
     };
     let is_mod = is_floormod(cx, d);
 
@@ -215,8 +211,15 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             return Err(type_err_none());
         };
         let yv = ival(cx.g, y)?;
-        if floormod(m as i128, yv).ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))? == 0 {
-            return Ok(if is_mod { Some(cx.const_like(d, 0)) } else { None });
+        if floormod(m as i128, yv)
+            .ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))?
+            == 0
+        {
+            return Ok(if is_mod {
+                Some(cx.const_like(d, 0))
+            } else {
+                None
+            });
         }
     }
 
@@ -364,7 +367,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             if !is_mod {
                 let r = cx.floordiv(newxs, floordiv(c, div).unwrap())?;
                 results.push((backward_slice_len(cx, newxs), r));
-            } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs)) {
+            } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs))
+            {
                 let mut b_parts = Vec::new();
                 for (f, t) in factors.iter().zip(&terms) {
                     let fm = floormod(*f, div).unwrap();
@@ -433,7 +437,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         if cx.g.op(y) == Ops::CONST {
             let c = cx.const_factor(u)?;
             let yv = ival(cx.g, y)?;
-            let cm = floormod(c, yv).ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))?;
+            let cm =
+                floormod(c, yv).ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))?;
             if cm != c {
                 let du = cx.divides(u, c)?.ok_or_else(type_err_none)?;
                 rem.push(cx.mul(du, cm)?);
@@ -496,10 +501,12 @@ pub fn div_and_mod_symbolic() -> RuleSet {
             rule!(
                 "divandmod/split_const_multiple",
                 "tinygrad/uop/divandmod.py:104",
-                UPat::ops(&[Ops::FLOORDIV, Ops::FLOORMOD]).named("n").src(vec![
-                    UPat::var_dt("x", &[DType::WeakInt]).add(UPat::cvar("c")),
-                    UPat::cvar("d"),
-                ]),
+                UPat::ops(&[Ops::FLOORDIV, Ops::FLOORMOD])
+                    .named("n")
+                    .src(vec![
+                        UPat::var_dt("x", &[DType::WeakInt]).add(UPat::cvar("c")),
+                        UPat::cvar("d"),
+                    ]),
                 |cx, b| {
                     let (c, d) = (ival(cx.g, b["c"])?, ival(cx.g, b["d"])?);
                     if d == 0 {
@@ -540,15 +547,22 @@ mod tests {
     fn rule_count() {
         assert_eq!(div_and_mod_symbolic().len(), 3);
         // symbolic = symbolic_simple + commutative (1) + own (43) + div_and_mod_symbolic (3)
-        let mine = crate::rewrite::rules::symbolic().len() - crate::rewrite::rules::symbolic_simple().len();
+        let mine = crate::rewrite::rules::symbolic().len()
+            - crate::rewrite::rules::symbolic_simple().len();
         assert_eq!(mine, 47);
+        assert_eq!(crate::rewrite::rules::symbolic().len(), 118);
     }
 
     #[test]
     fn divandmod_cases_match_tinygrad() {
         let (n, fails) = run_cases("divandmod/");
         assert!(n >= 15, "{n}");
-        assert!(fails.is_empty(), "{} of {n} failed:\n{}", fails.len(), fails.join("\n"));
+        assert!(
+            fails.is_empty(),
+            "{} of {n} failed:\n{}",
+            fails.len(),
+            fails.join("\n")
+        );
     }
 
     #[test]
@@ -558,6 +572,9 @@ mod tests {
         assert_eq!(cpython_int_set_order(&[12, 4]), vec![12, 4]);
         assert_eq!(cpython_int_set_order(&[4, 12, 4]), vec![4, 12]);
         // 5 inserts trigger a resize to 32 slots: order becomes ascending mod 32
-        assert_eq!(cpython_int_set_order(&[40, 3, 9, 2, 6]), vec![2, 3, 6, 40, 9]);
+        assert_eq!(
+            cpython_int_set_order(&[40, 3, 9, 2, 6]),
+            vec![2, 3, 6, 40, 9]
+        );
     }
 }

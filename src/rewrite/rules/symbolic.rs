@@ -243,8 +243,12 @@ fn lt_folding(cx: &mut Cx, x: UOp, c: i128) -> Result<Option<UOp>, RuleError> {
     let (mut smin, mut smax) = (0i128, 0i128);
     for u in &p {
         let (lo, hi) = cx.min_max(*u);
-        smin = smin.checked_add(vint(lo)?).ok_or_else(|| ovf("lt_folding"))?;
-        smax = smax.checked_add(vint(hi)?).ok_or_else(|| ovf("lt_folding"))?;
+        smin = smin
+            .checked_add(vint(lo)?)
+            .ok_or_else(|| ovf("lt_folding"))?;
+        smax = smax
+            .checked_add(vint(hi)?)
+            .ok_or_else(|| ovf("lt_folding"))?;
     }
     if 0 <= smin && smax < d {
         let s = cx.usum(np[0], &np[1..])?;
@@ -357,12 +361,16 @@ pub fn commutative() -> RuleSet {
             rule!(
                 "commutative/flip",
                 "tinygrad/uop/symbolic.py:217",
-                UPat::ops(group::COMMUTATIVE).dtype(&[DType::WeakInt]).named("x"),
+                UPat::ops(group::COMMUTATIVE)
+                    .dtype(&[DType::WeakInt])
+                    .named("x"),
                 |cx, b| {
                     let x = b["x"];
                     let src = cx.g.src(x).to_vec();
                     if src.len() < 2 {
-                        return Err(RuleError::Runtime("IndexError: tuple index out of range".into()));
+                        return Err(RuleError::Runtime(
+                            "IndexError: tuple index out of range".into(),
+                        ));
                     }
                     if tuplize_lt(cx.g, src[1], src[0])? && !tuplize_lt(cx.g, src[0], src[1])? {
                         let rev: Vec<UOp> = src.iter().rev().copied().collect();
@@ -541,7 +549,8 @@ pub fn symbolic_own() -> RuleSet {
             ]),
             |cx, b| {
                 let (t, tt, f, ff) = (b["t"], b["tt"], b["f"], b["ff"]);
-                if !((is_const(cx, t) && is_const(cx, tt)) || (is_const(cx, f) && is_const(cx, ff))) {
+                if !((is_const(cx, t) && is_const(cx, tt)) || (is_const(cx, f) && is_const(cx, ff)))
+                {
                     return Ok(None);
                 }
                 let op = cx.g.op(b["alu"]);
@@ -560,7 +569,8 @@ pub fn symbolic_own() -> RuleSet {
                 .add(v("c").where_(v("tt"), v("ff"))),
             |cx, b| {
                 let (t, tt, f, ff) = (b["t"], b["tt"], b["f"], b["ff"]);
-                if !((is_const(cx, t) && is_const(cx, tt)) || (is_const(cx, f) && is_const(cx, ff))) {
+                if !((is_const(cx, t) && is_const(cx, tt)) || (is_const(cx, f) && is_const(cx, ff)))
+                {
                     return Ok(None);
                 }
                 let a = cx.add(t, tt)?;
@@ -732,9 +742,7 @@ pub fn symbolic_own() -> RuleSet {
         rule!(
             "symbolic/lt_floordiv_const",
             "tinygrad/uop/symbolic.py:279",
-            UPat::var_dt("x", &[WeakInt])
-                .floordiv(cv("d"))
-                .lt(cv("c")),
+            UPat::var_dt("x", &[WeakInt]).floordiv(cv("d")).lt(cv("c")),
             |cx, b| {
                 let (d, c) = (ival(cx.g, b["d"])?, ival(cx.g, b["c"])?);
                 let cd = c.checked_mul(d).ok_or_else(|| ovf("c*d"))?;
@@ -838,11 +846,7 @@ pub fn symbolic_own() -> RuleSet {
             "tinygrad/uop/symbolic.py:294",
             v("x").cast(None).named("a").cast(None).named("b"),
             |cx, b| {
-                let (xd, ad, bd) = (
-                    cx.g.dtype(b["x"]),
-                    cx.g.dtype(b["a"]),
-                    cx.g.dtype(b["b"]),
-                );
+                let (xd, ad, bd) = (cx.g.dtype(b["x"]), cx.g.dtype(b["a"]), cx.g.dtype(b["b"]));
                 if !can_lossless_cast(xd, ad) {
                     return Ok(None);
                 }
@@ -933,7 +937,9 @@ pub fn symbolic_own() -> RuleSet {
                 let x = b["x"];
                 let src = cx.g.src(x).to_vec();
                 let Some(first) = src.first() else {
-                    return Err(RuleError::Runtime("IndexError: tuple index out of range".into()));
+                    return Err(RuleError::Runtime(
+                        "IndexError: tuple index out of range".into(),
+                    ));
                 };
                 let mut out = vec![*first];
                 let mut seen: Vec<UOp> = Vec::new();
@@ -998,7 +1004,7 @@ pub(crate) fn truediv(cx: &mut Cx, a: UOp, b: UOp) -> Result<UOp, RuleError> {
 
 /// Table-driven tests shared by `symbolic.rs` and `divandmod.rs`: every row of
 /// `testdata/symbolic_cases.txt` was produced by running the same input through tinygrad 0.14.0
-/// (`/tmp`-free generator: `testdata/gen_symbolic_cases.py`), so the expected graph *is*
+/// (generator: `testdata/gen_symbolic_cases.py` on `testdata/symbolic_cases.in`), so the expected graph *is*
 /// tinygrad's output. Inputs are s-expressions built with raw `UOp(op, src=...)` on both sides.
 #[cfg(test)]
 pub(crate) mod case_tests {
@@ -1028,7 +1034,9 @@ pub(crate) mod case_tests {
                     &args,
                     Arg::Range(ext.parse().unwrap(), AxisType::Loop),
                 ),
-                _ if !ext.is_empty() => g.mk(op, DType::from_py_name(ext).unwrap(), &args, Arg::None),
+                _ if !ext.is_empty() => {
+                    g.mk(op, DType::from_py_name(ext).unwrap(), &args, Arg::None)
+                }
                 _ => g.mk_infer(op, &args, Arg::None).unwrap(),
             };
         }
@@ -1038,7 +1046,9 @@ pub(crate) mod case_tests {
             if param {
                 parts.remove(0);
             }
-            let d = parts.get(3).map_or(DType::WeakInt, |n| DType::from_py_name(n).unwrap());
+            let d = parts
+                .get(3)
+                .map_or(DType::WeakInt, |n| DType::from_py_name(n).unwrap());
             let (lo, hi) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
             if !param {
                 return g.variable(parts[0], lo, hi, d);
@@ -1204,23 +1214,35 @@ mod tests {
     fn commutative_cases_match_tinygrad() {
         let (n, fails) = case_tests::run_cases("commutative/");
         assert!(n >= 8, "{n}");
-        assert!(fails.is_empty(), "{} of {n} failed:\n{}", fails.len(), fails.join("\n"));
+        assert!(
+            fails.is_empty(),
+            "{} of {n} failed:\n{}",
+            fails.len(),
+            fails.join("\n")
+        );
     }
 
     #[test]
     fn symbolic_own_cases_match_tinygrad() {
         let (n, fails) = case_tests::run_cases("symbolic/");
         assert!(n >= 75, "{n}");
-        assert!(fails.is_empty(), "{} of {n} failed:\n{}", fails.len(), fails.join("\n"));
+        assert!(
+            fails.is_empty(),
+            "{} of {n} failed:\n{}",
+            fails.len(),
+            fails.join("\n")
+        );
     }
 
     #[test]
     fn every_own_rule_has_a_positive_case() {
         let data = include_str!("testdata/symbolic_cases.txt");
-        for r in commutative().rules.iter().chain(symbolic_own().rules.iter()) {
-            let pos = data
-                .lines()
-                .any(|l| l.split(" | ").next() == Some(r.name));
+        for r in commutative()
+            .rules
+            .iter()
+            .chain(symbolic_own().rules.iter())
+        {
+            let pos = data.lines().any(|l| l.split(" | ").next() == Some(r.name));
             assert!(pos, "no positive case for {}", r.name);
         }
     }
@@ -1237,8 +1259,18 @@ mod tests {
         assert!(tuplize_lt(&g, a, b).unwrap());
         assert!(!tuplize_lt(&g, a, a).unwrap());
         // RANGE with the same axis id and different AxisType: Python raises TypeError
-        let r1 = g.mk(Ops::RANGE, DType::WeakInt, &[c3], Arg::Range(0, crate::ir::AxisType::Loop));
-        let r2 = g.mk(Ops::RANGE, DType::WeakInt, &[c3], Arg::Range(0, crate::ir::AxisType::Reduce));
+        let r1 = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[c3],
+            Arg::Range(0, crate::ir::AxisType::Loop),
+        );
+        let r2 = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[c3],
+            Arg::Range(0, crate::ir::AxisType::Reduce),
+        );
         assert!(tuplize_lt(&g, r1, r2).is_err());
         // 0.0 and -0.0 are equal under ==, so the tuples are equal
         let z = g.cfloat(DType::Float, 0.0);
