@@ -27,7 +27,7 @@
 //! truncated value (ADD/SUB/MUL/NEG/SHL/MULACC/POW are ring homomorphisms mod 2^n).
 use super::dtype::DType;
 use super::ops::Ops;
-use super::truncate::{bf16_round, fp8_to_float, float_to_fp8, round_float, wrap_int};
+use super::truncate::{bf16_round, float_to_fp8, fp8_to_float, round_float, wrap_int};
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
@@ -304,7 +304,11 @@ fn py_floordiv(a: Val, b: Val) -> R {
             }
             let q = x.checked_div(y).ok_or(AluError::Overflow)?;
             let r = x - q * y;
-            Ok(I(if r != 0 && ((r < 0) != (y < 0)) { q - 1 } else { q }))
+            Ok(I(if r != 0 && ((r < 0) != (y < 0)) {
+                q - 1
+            } else {
+                q
+            }))
         }
         _ => {
             let (x, y) = (a.as_f64(), b.as_f64());
@@ -361,7 +365,11 @@ fn py_rshift(a: Val, b: Val) -> R {
     if y < 0 {
         return Err(AluError::Value("negative shift count"));
     }
-    Ok(I(if y >= 128 { if x < 0 { -1 } else { 0 } } else { x >> y }))
+    Ok(I(if y >= 128 {
+        if x < 0 { -1 } else { 0 }
+    } else {
+        x >> y
+    }))
 }
 
 /// Result of `pow` before `safe_pow` interprets it.
@@ -432,7 +440,9 @@ fn float_pow(iv: f64, iw: f64) -> Result<Pow, AluError> {
     let ix = base.powf(iw);
     if ix.is_infinite() {
         // _Py_ADJUST_ERANGE1: an infinite result from finite inputs is ERANGE (underflow is not)
-        return Err(AluError::PyOverflow("(34, 'Numerical result out of range')"));
+        return Err(AluError::PyOverflow(
+            "(34, 'Numerical result out of range')",
+        ));
     }
     Ok(Pow::V(F(if negate { -ix } else { ix })))
 }
@@ -481,7 +491,11 @@ fn mul_add_exact(x: i128, y: i128, z: i128) -> Option<i128> {
         return None;
     }
     if neg {
-        if mag <= 1u128 << 127 { Some((mag as i128).wrapping_neg()) } else { None }
+        if mag <= 1u128 << 127 {
+            Some((mag as i128).wrapping_neg())
+        } else {
+            None
+        }
     } else if mag < 1u128 << 127 {
         Some(mag as i128)
     } else {
@@ -613,7 +627,8 @@ fn python_alu(op: Ops, s: &[Val], wrap: bool, const_float: bool) -> R {
     if s.len() != n {
         return Err(AluError::Type("wrong number of operands"));
     }
-    let nan_pair = |a: Val, b: Val| const_float && matches!((a, b), (F(x), F(y)) if x.is_nan() && y.is_nan());
+    let nan_pair =
+        |a: Val, b: Val| const_float && matches!((a, b), (F(x), F(y)) if x.is_nan() && y.is_nan());
     match op {
         LOG2 => Ok(F(if py_lt(I(0), s[0]) {
             s[0].as_f64().log2() // math.log2: log2(float(x)), inf → inf
@@ -643,7 +658,11 @@ fn python_alu(op: Ops, s: &[Val], wrap: bool, const_float: bool) -> R {
             Ok(F(if f.is_infinite() { f64::NAN } else { f.sin() }))
         }
         POW => safe_pow(s[0], s[1], wrap),
-        TRUNC => Ok(if f64_is_finite(s[0]) { py_trunc(s[0]) } else { s[0] }),
+        TRUNC => Ok(if f64_is_finite(s[0]) {
+            py_trunc(s[0])
+        } else {
+            s[0]
+        }),
         NEG => py_neg(s[0], wrap),
         ADD => py_add(s[0], s[1], wrap),
         SUB => py_sub(s[0], s[1], wrap),
@@ -924,7 +943,11 @@ pub fn bitcast_val(from: DType, to: DType, v: Val) -> R {
     }
     let (fi, fo) = match (storage_fmt(from), storage_fmt(to)) {
         (Some(a), Some(b)) => (a, b),
-        _ => return Err(AluError::Type("Struct() argument 1 must be a str or bytes object")),
+        _ => {
+            return Err(AluError::Type(
+                "Struct() argument 1 must be a str or bytes object",
+            ));
+        }
     };
     let bits = struct_pack(fi, to_storage_scalar(v, from))?;
     Ok(from_storage_scalar(struct_unpack(fo, bits), to))
@@ -1005,7 +1028,10 @@ pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
     if !dt.is_int() || arity(op) != Some(operands.len()) {
         return None;
     }
-    let ints: Vec<i128> = operands.iter().map(|v| v.as_i128()).collect::<Option<_>>()?;
+    let ints: Vec<i128> = operands
+        .iter()
+        .map(|v| v.as_i128())
+        .collect::<Option<_>>()?;
     let exact = |o: Ops, s: &[Val]| python_alu(o, s, false, false);
     match op {
         CDIV | CMOD | FLOORDIV | FLOORMOD => {
@@ -1056,7 +1082,9 @@ pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
             }
             range_ub(dt, exact(op, operands))
         }
-        MULACC => range_ub(dt, exact(MUL, &operands[..2])).or_else(|| range_ub(dt, exact(op, operands))),
+        MULACC => {
+            range_ub(dt, exact(MUL, &operands[..2])).or_else(|| range_ub(dt, exact(op, operands)))
+        }
         _ => None,
     }
 }
@@ -1083,4 +1111,3 @@ pub fn cast_ub(from: DType, to: DType, v: Val) -> Option<Ub> {
         _ => Some(Ub::FloatToInt),
     }
 }
-
