@@ -8,6 +8,8 @@ pub mod simple;
 pub mod sym;
 pub mod symbolic;
 pub mod transcendental;
+#[cfg(test)]
+mod symlate_tests;
 
 use super::engine::RuleSet;
 use std::sync::OnceLock;
