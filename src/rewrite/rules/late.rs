@@ -13,7 +13,6 @@ use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::UPat;
 use crate::rule;
 
-
 /// `powers_of_two.get(v, 0)` (op.py:75): log2 of `v` when `v` is `2**i` for `0 <= i < 64`
 /// (Python dict lookup: `True`/`2.0` hash like `1`/`2`), else 0.
 fn pow2_get(v: ConstVal) -> u32 {
@@ -118,7 +117,9 @@ pub fn magicgu(vmax: i128, d: i128) -> Result<(i128, u32), RuleError> {
             return Ok((m, s));
         }
     }
-    Err(RuleError::Runtime("AssertionError: magicgu found no s".into()))
+    Err(RuleError::Runtime(
+        "AssertionError: magicgu found no s".into(),
+    ))
 }
 
 /// `fast_idiv(ren, x, d, dont_cast)` (op.py:20) for a non-Metal renderer supporting every
@@ -143,10 +144,9 @@ pub fn fast_idiv(cx: &mut Cx, x: UOp, d: i128, dont_cast: bool) -> Result<Option
         return Ok(Some(cx.const_like(x, 0)));
     }
     let (m, s) = magicgu(vmax.max(vmin.checked_abs().ok_or_else(ov)?), d)?;
-    let (mlo, mhi) = (
-        m.checked_mul(vmin).ok_or_else(ov)?,
-        m.checked_mul(vmax).ok_or_else(ov)?,
-    );
+    // `m*vmin >= lo and m*vmax <= hi`: a product beyond i128 is beyond every dtype's range
+    let (mlo, mhi) = (m.checked_mul(vmin), m.checked_mul(vmax));
+    let fits = |lo: i128, hi: i128| mlo.is_some_and(|a| a >= lo) && mhi.is_some_and(|b| b <= hi);
     // `(x<0).where(x.ufix(1), 0)`: UOp.ufix ignores its receiver, so this is a weakint WHERE
     let fix = |cx: &mut Cx, base: UOp| -> Result<UOp, RuleError> {
         let l = cx.lt(x, 0)?;
@@ -154,7 +154,7 @@ pub fn fast_idiv(cx: &mut Cx, x: UOp, d: i128, dont_cast: bool) -> Result<Option
         let w = cx.where_(l, one, 0)?;
         cx.add(base, w)
     };
-    if mlo >= dmin && mhi <= dmax {
+    if fits(dmin, dmax) {
         let xm = cx.mul(x, m)?;
         let sh = cx.shr(xm, s as i128)?;
         return Ok(Some(if is_unsigned { sh } else { fix(cx, sh)? }));
@@ -181,7 +181,7 @@ pub fn fast_idiv(cx: &mut Cx, x: UOp, d: i128, dont_cast: bool) -> Result<Option
         _ => return Ok(None),
     };
     let (nmin, nmax) = (next.int_min().unwrap_or(0), next.int_max().unwrap_or(0));
-    if mlo >= nmin && mhi <= nmax {
+    if fits(nmin, nmax) {
         let xc = cx.cast(x, next);
         let xm = cx.mul(xc, m)?;
         let sh = cx.shr(xm, s as i128)?;
@@ -488,4 +488,40 @@ pub fn late_rewrite_patterns() -> RuleSet {
             ),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_counts() {
+        // get_simplifying_rewrite_patterns(all ops) = 4, get_late_rewrite_patterns(all ops, False) = 18
+        assert_eq!(simplifying_rewrite_patterns().len(), 4);
+        assert_eq!(late_rewrite_patterns().len(), 18);
+    }
+
+    #[test]
+    fn magicgu_matches_tinygrad() {
+        // values printed by tinygrad.codegen.decomp.op.magicgu
+        assert_eq!(magicgu(1000, 7), Ok((1171, 13)));
+        assert_eq!(magicgu((1 << 31) - 1, 3), Ok((715827883, 31)));
+        assert_eq!(magicgu((1 << 64) - 1, 7), Ok((21081993227096630419, 67)));
+        assert_eq!(magicgu(255, 10), Ok((205, 11)));
+        assert_eq!(magicgu(10, 1), Ok((1, 0)));
+        assert!(magicgu(10, 0).is_err());
+    }
+
+    #[test]
+    fn pow2_lookup_is_python_dict_lookup() {
+        assert_eq!(pow2_get(ConstVal::Int(8)), 3);
+        assert_eq!(pow2_get(ConstVal::Int(1)), 0);
+        assert_eq!(pow2_get(ConstVal::Int(6)), 0);
+        assert_eq!(pow2_get(ConstVal::Int(-8)), 0);
+        assert_eq!(pow2_get(ConstVal::Int(1 << 64)), 0);
+        assert_eq!(pow2_get(ConstVal::Float(4.0)), 2);
+        assert!(pow2_contains(ConstVal::Int(1)));
+        assert!(pow2_contains(ConstVal::Bool(true)));
+        assert!(!pow2_contains(ConstVal::Int(0)));
+    }
 }

@@ -7,9 +7,9 @@ pub mod movement;
 pub mod simple;
 pub mod sym;
 pub mod symbolic;
-pub mod transcendental;
 #[cfg(test)]
 mod symlate_tests;
+pub mod transcendental;
 
 use super::engine::RuleSet;
 use std::sync::OnceLock;

@@ -10,7 +10,6 @@ use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
 use std::collections::HashMap;
 
-
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
 }
@@ -103,13 +102,7 @@ fn subst_rec(
 
 /// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
 pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
-    let out = graph_rewrite(
-        cx.g,
-        cx.cache,
-        u,
-        super::symbolic(),
-        &Limits::default(),
-    );
+    let out = graph_rewrite(cx.g, cx.cache, u, super::symbolic(), &Limits::default());
     match out.stop {
         Stop::Done => Ok(out.root),
         Stop::RuleError { error, .. } => Err(error),
@@ -145,8 +138,7 @@ pub fn parse_valid(cx: &mut Cx, v: UOp) -> Result<Option<(UOp, bool, i128)>, Rul
     let src = g.src(v).to_vec();
     if op == Ops::CMPNE
         && g.op(src[1]) == Ops::CONST
-        && g
-            .const_val(src[1])
+        && g.const_val(src[1])
             .is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
         && g.op(src[0]) == Ops::CMPLT
         && g.dtype(g.src(src[0])[0]).is_int()
@@ -432,11 +424,12 @@ fn gated_store(cx: &mut Cx, index: UOp, gate: UOp, val: UOp) -> Result<UOp, Rule
             .and_then(|k| s.get(k).copied())
             .ok_or_else(|| runtime("IndexError: tuple index out of range"))?
     } else {
-        cx.g
-            .mk_infer(Ops::INDEX, &[buf, v], Arg::None)
+        cx.g.mk_infer(Ops::INDEX, &[buf, v], Arg::None)
             .map_err(|e| runtime(&e.to_string()))?
     };
-    Ok(cx.g.mk(Ops::STORE, DType::Void, &[new_index, val], Arg::None))
+    Ok(cx
+        .g
+        .mk(Ops::STORE, DType::Void, &[new_index, val], Arg::None))
 }
 
 fn noop(cx: &mut Cx) -> UOp {
@@ -586,11 +579,7 @@ pub fn sym_own() -> RuleSet {
             rule!(
                 "sym/x_div_1_plus_x",
                 "tinygrad/uop/symbolic.py:464",
-                UPat::var("x").mul(
-                    one_plus_x()
-                        .alu(Ops::RECIPROCAL, vec![])
-                        .named("d")
-                ),
+                UPat::var("x").mul(one_plus_x().alu(Ops::RECIPROCAL, vec![]).named("d")),
                 |cx, b| Ok(Some(cx.rsub(b["d"], 1)?))
             ),
             // (UPat.var("x") * ((1+UPat.var("x")).reciprocal().named("d")*UPat.var("y")), lambda x,y,d: y*(1-d))
@@ -742,3 +731,69 @@ pub fn pm_clean_up_group_sink() -> RuleSet {
     )
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::engine::graph_rewrite;
+
+    #[test]
+    fn rule_counts() {
+        assert_eq!(sym_own().len(), 17);
+        assert_eq!(pm_simplify_valid().len(), 2);
+        assert_eq!(pm_clean_up_group_sink().len(), 2);
+    }
+
+    #[test]
+    fn substitute_is_bottom_up_and_rebuilds() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let y = g.variable("y", 0, 10, DType::WeakInt);
+        let xy = g.alu(Ops::ADD, &[x, y]).unwrap();
+        let m = g.alu(Ops::MUL, &[xy, x]).unwrap();
+        let z = g.variable("z", 0, 3, DType::WeakInt);
+        // x -> z everywhere; (x+y) -> z replaces the whole subtree before its srcs are visited
+        let want = {
+            let zy = g.alu(Ops::ADD, &[z, y]).unwrap();
+            g.alu(Ops::MUL, &[zy, z]).unwrap()
+        };
+        assert_eq!(substitute(&mut g, m, &[(x, z)]), Ok(want));
+        let want2 = g.alu(Ops::MUL, &[z, x]).unwrap();
+        assert_eq!(substitute(&mut g, m, &[(xy, z)]), Ok(want2));
+        assert_eq!(substitute(&mut g, m, &[(x, x)]), Ok(m));
+        // a cycle is tinygrad's "infinite loop in fixed_point_rewrite"
+        assert!(substitute(&mut g, m, &[(x, y), (y, x)]).is_err());
+    }
+
+    #[test]
+    fn parse_valid_forms() {
+        let mut g = Graph::new();
+        let mut cache = Default::default();
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let x = cx.g.variable("x", 0, 10, DType::WeakInt);
+        let f = cx.g.variable("f", 0, 1, DType::Float);
+        let lt = cx.lt(x, 5).unwrap();
+        assert_eq!(parse_valid(&mut cx, lt), Ok(Some((x, true, 4))));
+        let ge = cx.ge(x, 3).unwrap();
+        assert_eq!(parse_valid(&mut cx, ge), Ok(Some((x, false, 3))));
+        let gt = cx.gt(x, 2).unwrap();
+        assert_eq!(parse_valid(&mut cx, gt), Ok(Some((x, false, 3))));
+        let flt = cx.lt(f, 1.0).unwrap();
+        assert_eq!(parse_valid(&mut cx, flt), Ok(None));
+    }
+
+    #[test]
+    fn reduce_rules_cannot_fire_without_a_reduce_arg() {
+        // the IR has no REDUCE arg yet (see `reduce_arg`): a REDUCE of a MUL stays as is
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let c = g.cint(DType::WeakInt, 3);
+        let m = g.alu(Ops::MUL, &[x, c]).unwrap();
+        let r = g.mk(Ops::REDUCE, DType::WeakInt, &[m], Arg::None);
+        let mut cache = Default::default();
+        let out = graph_rewrite(&mut g, &mut cache, r, &sym_own(), &Limits::default());
+        assert_eq!((out.stop, out.root), (Stop::Done, r));
+    }
+}

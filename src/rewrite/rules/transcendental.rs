@@ -7,6 +7,8 @@
 //! supports: EXP2/LOG2/SIN on half/float/double → the polynomial, on the other floats → computed in
 //! float32, and SQRT → `xpow(d, 0.5)`. That is 7 rules (Clang, which lacks EXP2/LOG2/SIN but has
 //! SQRT, would get the first 6).
+// the constants are tinygrad's literals, kept verbatim so a reviewer can diff them
+#![allow(clippy::excessive_precision, clippy::approx_constant)]
 use crate::ir::{DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
@@ -711,4 +713,37 @@ pub fn transcendental_patterns() -> RuleSet {
             ),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Graph;
+    use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+
+    #[test]
+    fn rule_count() {
+        // get_transcendental_patterns(ops, force_transcendental=True)
+        assert_eq!(transcendental_patterns().len(), 7);
+    }
+
+    #[test]
+    fn guards_leave_other_dtypes_alone() {
+        // weakfloat EXP2 matches neither dtype list; SQRT of anything is decomposed
+        let mut g = Graph::new();
+        let f = g.variable("f", 0, 1, DType::WeakFloat);
+        let e = g.alu(Ops::EXP2, &[f]).unwrap();
+        let mut cache = Default::default();
+        let out = graph_rewrite(
+            &mut g,
+            &mut cache,
+            e,
+            &transcendental_patterns(),
+            &Limits::default(),
+        );
+        assert_eq!((out.stop, out.root), (Stop::Done, e));
+        assert_eq!(exponent_bias(DType::Float), Ok(127));
+        assert_eq!(exponent_bias(DType::Fp8E4M3Fnuz), Ok(8));
+        assert_eq!(exponent_mask(DType::Double), Ok(2047));
+    }
 }
