@@ -513,3 +513,40 @@ fn golden_simplify_valid_with_symbolic() {
     let r = a(&mut g, Ops::WHERE, &[l, x, inv]);
     check("v_gated_fold", &mut g, r, &sym::pm_simplify_valid());
 }
+
+#[test]
+fn golden_pow_cast_mulacc_extra() {
+    let (w, i32_) = (DType::WeakInt, DType::Int32);
+    let own = sym::sym_own();
+    let mut g = Graph::new();
+    let xi = g.variable("x", -10, 10, i32_);
+    let yi = g.variable("y", -10, 10, i32_);
+    let r = a(&mut g, Ops::POW, &[xi, yi]);
+    check("o_pow_int", &mut g, r, &own);
+    let fh = g.variable("f", 0, 1, DType::Half);
+    let three = g.cfloat(DType::Half, 3.0);
+    let r = a(&mut g, Ops::POW, &[fh, three]);
+    check("o_pow_half", &mut g, r, &own);
+    let fw = g.variable("f", 0, 1, DType::WeakFloat);
+    let r = a(&mut g, Ops::SQRT, &[fw]);
+    check(
+        "t_sqrt_weakfloat",
+        &mut g,
+        r,
+        &transcendental::transcendental_patterns(),
+    );
+    let x = g.variable("x", 0, 10, w);
+    let c3 = c(&mut g, 3, w);
+    let s = a(&mut g, Ops::CMPLT, &[x, c3]);
+    let inv = g.cnst(DType::Bool, ConstVal::Invalid);
+    let wh = a(&mut g, Ops::WHERE, &[s, x, inv]);
+    let r = g.mk(Ops::CAST, i32_, &[wh], Arg::DType(i32_));
+    check("o_where_cast_invalid", &mut g, r, &own);
+    let late = late_rs();
+    for (name, k) in [("l_int_mulacc", 8), ("l_int_mulacc3", 3)] {
+        let k = c(&mut g, k, w);
+        let m = a(&mut g, Ops::MUL, &[xi, k]);
+        let r = a(&mut g, Ops::ADD, &[m, yi]);
+        check(name, &mut g, r, &late);
+    }
+}
