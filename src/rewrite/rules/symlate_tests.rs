@@ -550,3 +550,76 @@ fn golden_pow_cast_mulacc_extra() {
         check(name, &mut g, r, &late);
     }
 }
+
+const RANDOM: &str = include_str!("testdata/symlate_random.txt");
+
+/// Builds a graph from `symlate_random.py`'s `'|'`-separated SSA.
+fn parse_ssa(g: &mut Graph, text: &str) -> UOp {
+    let mut ids: Vec<UOp> = Vec::new();
+    for line in text.lines() {
+        let p: Vec<&str> = line.split('|').collect();
+        assert_eq!(p.len(), 4, "bad line {line}");
+        let op = Ops::from_name(p[0]).unwrap_or_else(|| panic!("op {}", p[0]));
+        let dt = DType::from_py_name(p[1].trim_start_matches("dtypes.")).unwrap();
+        let src: Vec<UOp> = p[3]
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| ids[s.parse::<usize>().unwrap()])
+            .collect();
+        let a = p[2];
+        let u = if let Some(v) = a.strip_prefix('v') {
+            let f: Vec<&str> = v.split(',').collect();
+            g.variable(f[0], f[1].parse().unwrap(), f[2].parse().unwrap(), dt)
+        } else {
+            let arg = match (op, a) {
+                (Ops::CONST, "inv") => Arg::Const(ConstVal::Invalid),
+                (Ops::CONST, _) => Arg::Const(match &a[..1] {
+                    "i" => ConstVal::Int(a[1..].parse().unwrap()),
+                    "b" => ConstVal::Bool(&a[1..] == "1"),
+                    _ => ConstVal::Float(f64::from_bits(u64::from_str_radix(&a[1..], 16).unwrap())),
+                }),
+                (Ops::CAST | Ops::BITCAST, _) => Arg::DType(dt),
+                (_, "") => Arg::None,
+                _ => panic!("arg {a}"),
+            };
+            g.mk(op, dt, &src, arg)
+        };
+        ids.push(u);
+    }
+    *ids.last().unwrap()
+}
+
+#[test]
+fn golden_random_differential() {
+    let sl = RuleSet::concat("sl", &[&late::simplifying_rewrite_patterns(), &late_rs()]);
+    let tr = transcendental::transcendental_patterns();
+    let mut n = 0;
+    for case in RANDOM.split("== ").filter(|c| !c.is_empty()) {
+        let (head, rest) = case.split_once('\n').unwrap();
+        let (input, want) = rest.trim_end().rsplit_once("\n-> ").unwrap();
+        let mut g = Graph::new();
+        let root = parse_ssa(&mut g, input);
+        let rs = if head.ends_with("sl") { &sl } else { &tr };
+        let mut cache = Default::default();
+        let out = graph_rewrite(&mut g, &mut cache, root, rs, &Limits::default());
+        if let Some(kind) = want.strip_prefix("EXC ") {
+            let Stop::RuleError { error, .. } = &out.stop else {
+                panic!(
+                    "case {head}: tinygrad raised {kind}, port gave {:?}",
+                    out.stop
+                )
+            };
+            assert!(
+                error.to_string().contains(kind) || kind == "ValueError",
+                "case {head}: {kind} vs {error}"
+            );
+        } else {
+            assert_eq!(out.stop, Stop::Done, "case {head}");
+            let got = ssa(&g, out.root);
+            let got = format!("nodes={} fnv={:#x}", got.lines().count(), fnv(&got));
+            assert_eq!(got, want, "case {head}:\n{}", ssa(&g, out.root));
+        }
+        n += 1;
+    }
+    assert_eq!(n, 170);
+}
