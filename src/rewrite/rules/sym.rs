@@ -476,8 +476,8 @@ pub fn sym_own() -> RuleSet {
                     .named("cast"),
                 |cx, b| {
                     let dt = cx.g.dtype(b["cast"]);
-                    let a = commit_weak(cx, b["a"], dt);
-                    let bb = commit_weak(cx, b["b"], dt);
+                    let a = commit_weak(cx, b["a"], dt)?;
+                    let bb = commit_weak(cx, b["b"], dt)?;
                     Ok(Some(cx.where_(b["s"], a, bb)?))
                 }
             ),
@@ -673,11 +673,31 @@ pub fn sym_own() -> RuleSet {
     )
 }
 
-/// `commit_weak(s, dt)` (uop/weak.py:10).
-pub fn commit_weak(cx: &mut Cx, s: UOp, dt: DType) -> UOp {
+/// `commit_weak(s, dt)` (uop/weak.py:10). `UOp.const(s.val, dt)` runs `dt.const`, whose `int(val)`
+/// raises for a nan (ValueError) or inf (OverflowError) float committed to an int dtype.
+pub fn commit_weak(cx: &mut Cx, s: UOp, dt: DType) -> Result<UOp, RuleError> {
     match cx.g.const_val(s) {
-        Some(v) => cx.konst(v, Some(dt)),
-        None => cx.cast(s, dt),
+        Some(v) => {
+            if let ConstVal::Float(f) = v
+                && dt.is_int()
+            {
+                if f.is_nan() {
+                    return Err(RuleError::Value(
+                        "cannot convert float NaN to integer".into(),
+                    ));
+                }
+                if f.is_infinite() {
+                    return Err(runtime(
+                        "OverflowError: cannot convert float infinity to integer",
+                    ));
+                }
+                if f.abs() >= 2f64.powi(127) {
+                    return Err(RuleError::Overflow(format!("int({f})")));
+                }
+            }
+            Ok(cx.konst(v, Some(dt)))
+        }
+        None => Ok(cx.cast(s, dt)),
     }
 }
 

@@ -542,6 +542,11 @@ fn golden_pow_cast_mulacc_extra() {
     let wh = a(&mut g, Ops::WHERE, &[s, x, inv]);
     let r = g.mk(Ops::CAST, i32_, &[wh], Arg::DType(i32_));
     check("o_where_cast_invalid", &mut g, r, &own);
+    let f = g.variable("f", 0, 1, DType::Float);
+    let nan = g.cfloat(DType::Float, f64::NAN);
+    let wn = a(&mut g, Ops::WHERE, &[s, f, nan]);
+    let r = g.mk(Ops::CAST, i32_, &[wn], Arg::DType(i32_));
+    check_err("o_where_cast_nan", &mut g, r, &own, "ValueError");
     let late = late_rs();
     for (name, k) in [("l_int_mulacc", 8), ("l_int_mulacc3", 3)] {
         let k = c(&mut g, k, w);
@@ -593,13 +598,20 @@ fn parse_ssa(g: &mut Graph, text: &str) -> UOp {
 fn golden_random_differential() {
     let sl = RuleSet::concat("sl", &[&late::simplifying_rewrite_patterns(), &late_rs()]);
     let tr = transcendental::transcendental_patterns();
+    let so = sym::sym_own();
     let mut n = 0;
     for case in RANDOM.split("== ").filter(|c| !c.is_empty()) {
         let (head, rest) = case.split_once('\n').unwrap();
         let (input, want) = rest.trim_end().rsplit_once("\n-> ").unwrap();
         let mut g = Graph::new();
         let root = parse_ssa(&mut g, input);
-        let rs = if head.ends_with("sl") { &sl } else { &tr };
+        let rs = if head.ends_with("sl") {
+            &sl
+        } else if head.ends_with("so") {
+            &so
+        } else {
+            &tr
+        };
         let mut cache = Default::default();
         let out = graph_rewrite(&mut g, &mut cache, root, rs, &Limits::default());
         if let Some(kind) = want.strip_prefix("EXC ") {
@@ -621,5 +633,5 @@ fn golden_random_differential() {
         }
         n += 1;
     }
-    assert_eq!(n, 170);
+    assert_eq!(n, 210);
 }

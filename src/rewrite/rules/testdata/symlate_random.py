@@ -51,6 +51,17 @@ def gen_float(dt, depth):
   op = rng.choice([Ops.ADD, Ops.MUL, Ops.RECIPROCAL, Ops.MUL, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT])
   if op in (Ops.RECIPROCAL, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT): return A(op, gen_float(dt, depth-1))
   return A(op, gen_float(dt, depth-1), gen_float(dt, depth-1))
+def gen_sym(dt, depth):
+  if depth == 0 or rng.random() < 0.2:
+    if rng.random() < 0.6: return UOp.variable(rng.choice("fg") if dt is not dtypes.weakint else rng.choice("xy"), 0, 1 if dt is not dtypes.weakint else 9, dt)
+    return UOp.const(rng.choice([-1, 1, 3] if dt is dtypes.weakint else [-1.0, 1.0, 2.0]), dt)
+  op = rng.choice([Ops.ADD, Ops.MUL, Ops.MUL, Ops.RECIPROCAL, Ops.POW, Ops.STACK] if dt is not dtypes.weakint else [Ops.ADD, Ops.MUL, Ops.MUL, Ops.STACK])
+  if op is Ops.RECIPROCAL: return A(op, gen_sym(dt, depth-1))
+  if op is Ops.STACK: return A(Ops.ADD, A(Ops.STACK, *([gen_sym(dt, 0)]*2)), A(Ops.STACK, *([gen_sym(dt, 0)]*2)))
+  a = gen_sym(dt, depth-1)
+  b = a if rng.random() < 0.3 else gen_sym(dt, depth-1)
+  if rng.random() < 0.2: b = A(Ops.ADD, UOp.const(1, dt), a) if rng.random() < 0.5 else A(Ops.RECIPROCAL, A(Ops.ADD, UOp.const(1, dt), a))
+  return A(op, a, b)
 cases = []
 for i in range(160):
   dt = rng.choice([dtypes.int32, dtypes.int32, dtypes.uint32, dtypes.int8, dtypes.int64])
@@ -59,10 +70,13 @@ for i in range(160):
   cases.append(("sl", root))
 for i in range(24):
   cases.append(("tr", gen_float(rng.choice([dtypes.float, dtypes.half, dtypes.double]), 2)))
+for i in range(40):
+  dt = rng.choice([dtypes.float, dtypes.weakint])
+  cases.append(("so", gen_sym(dt, 3)))
 for k, (pm, root) in enumerate(cases):
   print(f"== {k} {pm}")
   print(ssa2(root))
   try:
-    out = graph_rewrite(root, SL if pm == "sl" else TRANS, ctx=Ren())
+    out = graph_rewrite(root, {"sl": SL, "tr": TRANS, "so": SYM_OWN}[pm], ctx=Ren())
     s = ssa(out); print(f"-> nodes={len(s.splitlines())} fnv={fnv(s):#x}")
   except Exception as e: print(f"-> EXC {type(e).__name__}")
