@@ -14,6 +14,9 @@ use std::collections::HashMap;
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: HashMap<UOp, (ConstVal, ConstVal)>,
+    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
+    /// shape or one the port cannot represent (symbolic dims).
+    pub shape: HashMap<UOp, Option<Vec<i128>>>,
 }
 
 use ConstVal::{Bool as B, Float as F, Int as I};
