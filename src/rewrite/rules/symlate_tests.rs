@@ -3,6 +3,9 @@
 //! what real tinygrad 0.14.0 produced with the same pattern list (`testdata/symlate_expected.txt`,
 //! regenerate with `.venv/bin/python src/rewrite/rules/testdata/symlate_cases.py`). The graph is
 //! compared as flat SSA text (post-order DFS in src order); large graphs by node count + FNV-1a.
+//! `testdata/symlate_random.txt` holds random cases (`symlate_random.py`: simplifying+late with
+//! fast_idiv, transcendental, sym_own; `symlate_random_valid.py 1 300`: pm_simplify_valid, which
+//! re-simplifies with the full `symbolic()` port).
 use super::{late, sym, transcendental};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::engine::{Limits, RuleSet, Stop, graph_rewrite};
@@ -499,10 +502,8 @@ fn golden_guards_errors_widening() {
     check("v_lower_bound", &mut g, r, &psv);
 }
 
-/// `uop_given_valid` re-simplifies with `symbolic` (fake0 ∈ [0,0] folds to 0): needs the
-/// `symbolic` port (branch `symbolic`) merged.
+/// `uop_given_valid` re-simplifies with `symbolic` (fake0 ∈ [0,0] folds to 0).
 #[test]
-#[ignore = "needs the full symbolic() rule set (branches simple + symbolic)"]
 fn golden_simplify_valid_with_symbolic() {
     let w = DType::WeakInt;
     let mut g = Graph::new();
@@ -599,6 +600,7 @@ fn golden_random_differential() {
     let sl = RuleSet::concat("sl", &[&late::simplifying_rewrite_patterns(), &late_rs()]);
     let tr = transcendental::transcendental_patterns();
     let so = sym::sym_own();
+    let pv = sym::pm_simplify_valid();
     let mut n = 0;
     for case in RANDOM.split("== ").filter(|c| !c.is_empty()) {
         let (head, rest) = case.split_once('\n').unwrap();
@@ -609,6 +611,8 @@ fn golden_random_differential() {
             &sl
         } else if head.ends_with("so") {
             &so
+        } else if head.ends_with("pv") {
+            &pv
         } else {
             &tr
         };
@@ -633,5 +637,5 @@ fn golden_random_differential() {
         }
         n += 1;
     }
-    assert_eq!(n, 210);
+    assert_eq!(n, 510);
 }
