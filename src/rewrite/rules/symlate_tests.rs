@@ -613,6 +613,8 @@ fn golden_random_differential() {
             &so
         } else if head.ends_with("pv") {
             &pv
+        } else if head.ends_with("sy") {
+            super::sym()
         } else {
             &tr
         };
@@ -638,4 +640,15 @@ fn golden_random_differential() {
         n += 1;
     }
     assert_eq!(n, 510);
+}
+
+#[test]
+fn sym_composition_count() {
+    // sym = symbolic(118) + pm_simplify_valid(2) + own(17) + pm_clean_up_group_sink(2)
+    assert_eq!(super::symbolic().len(), 118);
+    assert_eq!(super::sym().len(), 139);
+    let names: Vec<&str> = super::sym().rules[118..].iter().map(|r| r.name).collect();
+    assert_eq!(names[0], "sym/simplify_valid");
+    assert_eq!(names[2], "sym/stack_broadcast_alu");
+    assert_eq!(names[20], "sym/flatten_sink_group");
 }
