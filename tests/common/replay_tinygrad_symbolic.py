@@ -106,6 +106,7 @@ def main(path):
   by_test = defaultdict(list)
   for line in open(path):
     rec = json.loads(line)
+    if rec["t"].startswith("harness."): continue  # the harness self-tests assert wrong things on purpose
     by_test[rec["t"]].append(rec)
   counts, bad, port_diff = defaultdict(int), 0, 0
   for t, recs in sorted(by_test.items()):
