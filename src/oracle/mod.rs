@@ -2,3 +2,4 @@
 //! model and policy, and verdicts.
 pub mod inputs;
 pub mod tolerance;
+pub mod verdict;
