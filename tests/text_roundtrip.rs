@@ -6,7 +6,7 @@
 //!     (spec_tensor, spec_program) and the SPEC=2 dtype check must equal `ir::spec`'s.
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::TestRunner;
 use std::path::Path;
 use uopfuzz::ir::spec::{self, Level, SpecOptions};
 use uopfuzz::ir::text::{parse_graph, write_graph};
@@ -18,8 +18,10 @@ enum Step {
     Var { dt: usize, lo: i64, span: u32, name: usize, param: bool, mult: u8 },
     Const { dt: usize, v: Val },
     Unary { op: usize, a: usize },
-    Binary { op: usize, a: usize, b: usize, keep_weak: bool },
-    Cmp { op: usize, a: usize, b: usize },
+    /// `mode`: 0 cast b to a's dtype, 1 keep a weak b, 2 a weak const b, 3 a weak const on the left
+    /// (shifts: a uint32 count)
+    Binary { op: usize, a: usize, b: usize, mode: u8 },
+    Cmp { op: usize, a: usize, b: usize, mode: u8 },
     Where { c: usize, a: usize, b: usize },
     Cast { a: usize, dt: usize },
     Bitcast { a: usize, pick: usize },
@@ -81,7 +83,12 @@ fn val() -> impl Strategy<Value = Val> {
             Just(f64::MAX),
             Just(0.1),
             Just(1e16),
-            Just(1e-5)
+            Just(1e15),
+            Just(9.999999999999998e15),
+            Just(1e-4),
+            Just(9.99e-5),
+            Just(1e-5),
+            Just(-123456.789)
         ]
         .prop_map(Val::Float),
         1 => any::<bool>().prop_map(Val::Bool),
@@ -98,9 +105,9 @@ fn step() -> impl Strategy<Value = Step> {
         ),
         3 => (0..ndt, val()).prop_map(|(dt, v)| Step::Const { dt, v }),
         2 => (0..UNARY.len(), ix()).prop_map(|(op, a)| Step::Unary { op, a }),
-        5 => (0..BINARY.len(), ix(), ix(), any::<bool>())
-            .prop_map(|(op, a, b, keep_weak)| Step::Binary { op, a, b, keep_weak }),
-        2 => (0..CMP.len(), ix(), ix()).prop_map(|(op, a, b)| Step::Cmp { op, a, b }),
+        5 => (0..BINARY.len(), ix(), ix(), 0u8..4)
+            .prop_map(|(op, a, b, mode)| Step::Binary { op, a, b, mode }),
+        2 => (0..CMP.len(), ix(), ix(), 0u8..4).prop_map(|(op, a, b, mode)| Step::Cmp { op, a, b, mode }),
         2 => (ix(), ix(), ix()).prop_map(|(c, a, b)| Step::Where { c, a, b }),
         2 => (ix(), 0..ndt).prop_map(|(a, dt)| Step::Cast { a, dt }),
         1 => (ix(), ix()).prop_map(|(a, pick)| Step::Bitcast { a, pick }),
@@ -192,6 +199,32 @@ impl B {
         }
         self.cast(u, dt)
     }
+    /// A weak const next to a `dt` operand (weak dtypes match anything, spec.py:75), or `None`.
+    fn weak_const(&mut self, dt: DType, v: usize) -> Option<UOp> {
+        if dt.is_int() {
+            Some(self.g.cint(DType::WeakInt, (v % 17) as i128 - 8))
+        } else if dt.is_float() {
+            Some(self.g.cfloat(DType::WeakFloat, (v % 17) as f64 * 0.75 - 4.0))
+        } else {
+            None
+        }
+    }
+    /// Operands `(x, y)` of a binary op with `x: dt` per `mode` (see `Step::Binary`).
+    fn operands(&mut self, x: UOp, y0: UOp, mode: u8, v: usize) -> (UOp, UOp) {
+        let dt = self.dt(x);
+        match mode {
+            1 => (x, self.coerce(y0, dt, true)),
+            2 => match self.weak_const(dt, v) {
+                Some(c) => (x, c),
+                None => (x, self.cast(y0, dt)),
+            },
+            3 => match self.weak_const(dt, v) {
+                Some(c) => (c, x),
+                None => (x, self.cast(y0, dt)),
+            },
+            _ => (x, self.cast(y0, dt)),
+        }
+    }
     fn push(&mut self, u: UOp) {
         if self.dt(u) != DType::Void {
             self.vals.push(u);
@@ -254,7 +287,7 @@ impl B {
                 }
                 self.alu(op, &[x]);
             }
-            Step::Binary { op, a, b, keep_weak } => {
+            Step::Binary { op, a, b, mode } => {
                 let op = BINARY[op];
                 let mut x = self.pick(a);
                 let y0 = self.pick(b);
@@ -274,18 +307,18 @@ impl B {
                 if let Some(t) = target {
                     x = self.cast(x, t);
                 }
-                let dx = self.dt(x);
-                let y = if matches!(op, Ops::SHL | Ops::SHR) && keep_weak && !self.dt(y0).is_weak() {
-                    self.cast(y0, DType::UInt32)
-                } else {
-                    self.coerce(y0, dx, keep_weak)
+                let (x, y) = match (op, mode) {
+                    // the shifted value stays first; the count may be uint32 or weak (spec.py:71)
+                    (Ops::SHL | Ops::SHR, 3) => (x, self.cast(y0, DType::UInt32)),
+                    (Ops::THREEFRY, 2 | 3) => (x, self.cast(y0, DType::UInt64)),
+                    _ => self.operands(x, y0, mode, b),
                 };
                 self.alu(op, &[x, y]);
             }
-            Step::Cmp { op, a, b } => {
+            Step::Cmp { op, a, b, mode } => {
                 let x = self.pick(a);
                 let y0 = self.pick(b);
-                let y = self.coerce(y0, self.dt(x), true);
+                let (x, y) = self.operands(x, y0, mode, b);
                 self.alu(CMP[op], &[x, y]);
             }
             Step::Where { c, a, b } => {
@@ -293,7 +326,7 @@ impl B {
                 let c = self.cast(c0, DType::Bool);
                 let x = self.pick(a);
                 let y0 = self.pick(b);
-                let y = self.coerce(y0, self.dt(x), true);
+                let (x, y) = self.operands(x, y0, (a % 4) as u8, b);
                 self.alu(Ops::WHERE, &[c, x, y]);
             }
             Step::Cast { a, dt } => {
@@ -500,10 +533,7 @@ fn tinygrad_builds_the_identical_graph() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("text_roundtrip");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut runner = TestRunner::new(Config {
-        rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::deterministic();
     let strat = recipe(true);
     let mut built = vec![];
     let mut files = vec![];
