@@ -121,7 +121,7 @@ fn step() -> impl Strategy<Value = Step> {
 /// `(strong, steps)`: a strong recipe uses no weak dtypes (int32 indices, PARAM variables), the
 /// shape of a lowered program, so the program spec has something to accept.
 fn recipe(bad: bool) -> impl Strategy<Value = (bool, Vec<Step>)> {
-    let bad_step = (0u8..10, 0usize..1000, 0usize..1000, 0..DType::ALL.len())
+    let bad_step = (0u8..22, 0usize..1000, 0usize..1000, 0..DType::ALL.len())
         .prop_map(|(kind, a, b, dt)| Step::Bad { kind, a, b, dt });
     let w = if bad { 1 } else { 0 };
     (
@@ -172,8 +172,10 @@ impl B {
     fn pick(&mut self, i: usize) -> UOp {
         if self.vals.is_empty() {
             let v = if self.strong {
+                // UOp.variable(..., param=True) (ops.py:969): an ALU PARAM with a 0-d shape src
                 let p = ParamArg::variable("x", 0, 10, DType::Int32);
-                self.g.mk(Ops::PARAM, DType::Int32, &[], Arg::Param(Box::new(p)))
+                let shape = self.g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+                self.g.mk(Ops::PARAM, DType::Int32, &[shape], Arg::Param(Box::new(p)))
             } else {
                 self.g.variable("x", 0, 10, DType::Int32)
             };
@@ -405,7 +407,26 @@ impl B {
                     6 => self.g.mk(Ops::XOR, dx, &[x, y], Arg::None),
                     7 => self.g.mk(Ops::SHL, dx, &[x, y], Arg::None),
                     8 => self.g.mk(Ops::SQRT, d, &[x], Arg::None),
-                    _ => self.g.mk(Ops::CAST, d, &[x], Arg::DType(dy)),
+                    9 => self.g.mk(Ops::CAST, d, &[x], Arg::DType(dy)),
+                    // structure: kernel ops over arbitrary operands
+                    10 => self.g.mk(Ops::INDEX, dx, &[x, y], Arg::None),
+                    11 => self.g.mk(Ops::LOAD, dx, &[x], Arg::None),
+                    12 => self.g.mk(Ops::END, DType::Void, &[x, y], Arg::None),
+                    13 => self.g.mk(Ops::STACK, d, &[x, y], Arg::None),
+                    14 => {
+                        let a = [AddrSpace::Local, AddrSpace::Reg, AddrSpace::Global, AddrSpace::Alu][dt % 4];
+                        // GLOBAL is spelled None (the default), as the reader canonicalizes it
+                        let a = (a != AddrSpace::Global).then_some(a);
+                        let p = ParamArg { addrspace: a, ..ParamArg::buffer(dt as i64 % 3, d) };
+                        self.g.mk(Ops::BUFFER, d, &[x], Arg::Param(Box::new(p)))
+                    }
+                    15 => self.g.mk(Ops::AFTER, dx, &[x, y], Arg::None),
+                    16 => self.g.mk(Ops::GROUP, DType::Void, &[x], Arg::None),
+                    17 => self.g.mk(Ops::RANGE, d, &[x], Arg::Range(0, AxisType::Loop)),
+                    18 => self.g.mk(Ops::STORE, DType::Void, &[x, y], Arg::None),
+                    19 => self.g.mk(Ops::BITCAST, d, &[x], Arg::DType(d)),
+                    20 => self.g.mk(Ops::ADD, dx, &[x, y, y], Arg::None),
+                    _ => self.g.mk(Ops::SPECIAL, d, &[x], Arg::Name("lidx1".into())),
                 };
                 self.push(u);
             }
@@ -529,7 +550,12 @@ fn tinygrad_builds_the_identical_graph() {
         println!("SKIP tinygrad_builds_the_identical_graph: .venv/bin/python is missing");
         return;
     };
-    const N: usize = 400;
+    // TEXT_ROUNDTRIP_GRAPHS=N runs more (one Python process either way)
+    let n: usize = std::env::var("TEXT_ROUNDTRIP_GRAPHS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+        .max(200);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("text_roundtrip");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -537,11 +563,11 @@ fn tinygrad_builds_the_identical_graph() {
     let strat = recipe(true);
     let mut built = vec![];
     let mut files = vec![];
-    for i in 0..N {
+    for i in 0..n {
         let r = strat.new_tree(&mut runner).unwrap().current();
         let b = build(&r);
         let text = write_graph(&b.g, &b.roots, &names_of(&b));
-        let f = dir.join(format!("g{i:03}.py"));
+        let f = dir.join(format!("g{i:05}.py"));
         std::fs::write(&f, &text).unwrap();
         files.push(f);
         built.push((b, text));
@@ -556,7 +582,7 @@ fn tinygrad_builds_the_identical_graph() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.ends_with("#### DONE\n"), "truncated harness output");
     let blocks: Vec<&str> = stdout.split("#### FILE ").skip(1).collect();
-    assert_eq!(blocks.len(), N);
+    assert_eq!(blocks.len(), n);
     let (mut same_text, mut spec_agree, mut ill_typed) = (0, [0usize; 3], 0);
     let (mut accepted, mut same_node) = ([0usize; 3], [0usize; 3]);
     let mut failures = vec![];
@@ -599,9 +625,9 @@ fn tinygrad_builds_the_identical_graph() {
         }
     }
     println!(
-        "text_roundtrip: {N} graphs ({ill_typed} with ill-typed nodes), tinygrad re-serialization identical: {same_text}/{N}; \
-         verdicts agree (tinygrad accepts / rejections compared by failing node): tensor {}/{N} ({}/{}), program {}/{N} ({}/{}), \
-         dtype {}/{N} ({}/{})",
+        "text_roundtrip: {n} graphs ({ill_typed} with ill-typed nodes), tinygrad re-serialization identical: {same_text}/{n}; \
+         verdicts agree (tinygrad accepts / rejections compared by failing node): tensor {}/{n} ({}/{}), program {}/{n} ({}/{}), \
+         dtype {}/{n} ({}/{})",
         spec_agree[0], accepted[0], same_node[0], spec_agree[1], accepted[1], same_node[1],
         spec_agree[2], accepted[2], same_node[2]
     );

@@ -694,6 +694,12 @@ impl Cx<'_> {
                 Some(s) => self.dt(*s),
                 None => return Err("WMMA needs 3 srcs".into()),
             },
+            // ops.py:137: an INDEX into an image-shaped PARAM is float; `b.shape` raises on no shape
+            INDEX if self.src_op_is(u, 0, &[PARAM]) => match self.shape(src[0]) {
+                Ok(Some(s)) if s.len() == 3 && s[2] == Dim::Int(4) => DType::Float,
+                Ok(Some(_)) => self.dt(src[0]),
+                _ => return Err("dtype_from_uop raises: PARAM src has no shape".into()),
+            },
             _ => self
                 .g
                 .infer_dtype(op, src, self.g.arg(u))
