@@ -15,19 +15,65 @@ use uopfuzz::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamAr
 /// One construction step; indices pick earlier values modulo their count.
 #[derive(Clone, Debug)]
 enum Step {
-    Var { dt: usize, lo: i64, span: u32, name: usize, param: bool, mult: u8 },
-    Const { dt: usize, v: Val },
-    Unary { op: usize, a: usize },
+    Var {
+        dt: usize,
+        lo: i64,
+        span: u32,
+        name: usize,
+        param: bool,
+        mult: u8,
+    },
+    Const {
+        dt: usize,
+        v: Val,
+    },
+    Unary {
+        op: usize,
+        a: usize,
+    },
     /// `mode`: 0 cast b to a's dtype, 1 keep a weak b, 2 a weak const b, 3 a weak const on the left
     /// (shifts: a uint32 count)
-    Binary { op: usize, a: usize, b: usize, mode: u8 },
-    Cmp { op: usize, a: usize, b: usize, mode: u8 },
-    Where { c: usize, a: usize, b: usize },
-    Cast { a: usize, dt: usize },
-    Bitcast { a: usize, pick: usize },
-    Kernel { dt: usize, size: u16, a: usize, axis: usize, special: bool, gated: bool, slot: u8 },
+    Binary {
+        op: usize,
+        a: usize,
+        b: usize,
+        mode: u8,
+    },
+    Cmp {
+        op: usize,
+        a: usize,
+        b: usize,
+        mode: u8,
+    },
+    Where {
+        c: usize,
+        a: usize,
+        b: usize,
+    },
+    Cast {
+        a: usize,
+        dt: usize,
+    },
+    Bitcast {
+        a: usize,
+        pick: usize,
+    },
+    Kernel {
+        dt: usize,
+        size: u16,
+        a: usize,
+        axis: usize,
+        special: bool,
+        gated: bool,
+        slot: u8,
+    },
     /// a deliberately ill-typed node (`kind` picks how)
-    Bad { kind: u8, a: usize, b: usize, dt: usize },
+    Bad {
+        kind: u8,
+        a: usize,
+        b: usize,
+        dt: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -38,8 +84,24 @@ enum Val {
     Invalid,
 }
 
-const NAMES: &[&str] = &["x", "y_1", "it's", "tab\tq\"", "back\\slash", "a'b\"c", "ctl\x01\x7f"];
-const UNARY: &[Ops] = &[Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL, Ops::NEG, Ops::TRUNC];
+const NAMES: &[&str] = &[
+    "x",
+    "y_1",
+    "it's",
+    "tab\tq\"",
+    "back\\slash",
+    "a'b\"c",
+    "ctl\x01\x7f",
+];
+const UNARY: &[Ops] = &[
+    Ops::EXP2,
+    Ops::LOG2,
+    Ops::SIN,
+    Ops::SQRT,
+    Ops::RECIPROCAL,
+    Ops::NEG,
+    Ops::TRUNC,
+];
 const BINARY: &[Ops] = &[
     Ops::ADD,
     Ops::MUL,
@@ -167,7 +229,11 @@ impl B {
     }
     /// The index dtype: weakint before lowering, int32 after.
     fn idx_dt(&self) -> DType {
-        if self.strong { DType::Int32 } else { DType::WeakInt }
+        if self.strong {
+            DType::Int32
+        } else {
+            DType::WeakInt
+        }
     }
     fn pick(&mut self, i: usize) -> UOp {
         if self.vals.is_empty() {
@@ -175,7 +241,8 @@ impl B {
                 // UOp.variable(..., param=True) (ops.py:969): an ALU PARAM with a 0-d shape src
                 let p = ParamArg::variable("x", 0, 10, DType::Int32);
                 let shape = self.g.mk(Ops::STACK, DType::Void, &[], Arg::None);
-                self.g.mk(Ops::PARAM, DType::Int32, &[shape], Arg::Param(Box::new(p)))
+                self.g
+                    .mk(Ops::PARAM, DType::Int32, &[shape], Arg::Param(Box::new(p)))
             } else {
                 self.g.variable("x", 0, 10, DType::Int32)
             };
@@ -206,7 +273,10 @@ impl B {
         if dt.is_int() {
             Some(self.g.cint(DType::WeakInt, (v % 17) as i128 - 8))
         } else if dt.is_float() {
-            Some(self.g.cfloat(DType::WeakFloat, (v % 17) as f64 * 0.75 - 4.0))
+            Some(
+                self.g
+                    .cfloat(DType::WeakFloat, (v % 17) as f64 * 0.75 - 4.0),
+            )
         } else {
             None
         }
@@ -242,7 +312,14 @@ impl B {
     fn step(&mut self, s: &Step) {
         let all = self.dtypes();
         match *s {
-            Step::Var { dt, lo, span, name, param, mult } => {
+            Step::Var {
+                dt,
+                lo,
+                span,
+                name,
+                param,
+                mult,
+            } => {
                 let dt = all[dt % all.len()];
                 let (lo, hi) = (lo as i128, lo as i128 + span as i128);
                 let u = if param || self.strong {
@@ -253,7 +330,11 @@ impl B {
                         vmin_vmax: Some((lo, hi)),
                         multiple_of: (mult > 0).then_some(mult as i64),
                         name: Some(NAMES[name].to_string()),
-                        addrspace: Some(if mult == 3 { AddrSpace::Local } else { AddrSpace::Alu }),
+                        addrspace: Some(if mult == 3 {
+                            AddrSpace::Local
+                        } else {
+                            AddrSpace::Alu
+                        }),
                     };
                     let shape = self.g.mk(Ops::STACK, DType::Void, &[], Arg::None);
                     self.g.mk(Ops::PARAM, dt, &[shape], Arg::Param(Box::new(p)))
@@ -353,17 +434,27 @@ impl B {
                     self.push(u);
                 }
             }
-            Step::Kernel { dt, size, a, axis, special, gated, slot } => {
+            Step::Kernel {
+                dt,
+                size,
+                a,
+                axis,
+                special,
+                gated,
+                slot,
+            } => {
                 let dt = all[dt % all.len()];
                 let buf = self.g.param(slot as i64, dt, size as i128);
                 let out = self.g.param(slot as i64 + 4, dt, size as i128);
                 let it = self.idx_dt();
                 let end = self.g.cint(it, size as i128);
                 let i = if special {
-                    self.g.mk(Ops::SPECIAL, it, &[end], Arg::Name("gidx0".into()))
+                    self.g
+                        .mk(Ops::SPECIAL, it, &[end], Arg::Name("gidx0".into()))
                 } else {
                     let at = AxisType::ALL[axis % AxisType::ALL.len()];
-                    self.g.mk(Ops::RANGE, it, &[end], Arg::Range(slot as i64, at))
+                    self.g
+                        .mk(Ops::RANGE, it, &[end], Arg::Range(slot as i64, at))
                 };
                 let idx = self.g.mk(Ops::INDEX, dt, &[buf, i], Arg::None);
                 let ld = if gated {
@@ -398,7 +489,11 @@ impl B {
                     0 => self.g.mk(Ops::ADD, dx, &[x, y], Arg::None),
                     1 => self.g.mk(Ops::MUL, d, &[x, x], Arg::None),
                     2 => {
-                        let v = if d.is_float() { ConstVal::Int(3) } else { ConstVal::Float(0.5) };
+                        let v = if d.is_float() {
+                            ConstVal::Int(3)
+                        } else {
+                            ConstVal::Float(0.5)
+                        };
                         self.g.mk(Ops::CONST, d, &[], Arg::Const(v))
                     }
                     3 => self.g.mk(Ops::WHERE, dy, &[x, y, y], Arg::None),
@@ -414,15 +509,25 @@ impl B {
                     12 => self.g.mk(Ops::END, DType::Void, &[x, y], Arg::None),
                     13 => self.g.mk(Ops::STACK, d, &[x, y], Arg::None),
                     14 => {
-                        let a = [AddrSpace::Local, AddrSpace::Reg, AddrSpace::Global, AddrSpace::Alu][dt % 4];
+                        let a = [
+                            AddrSpace::Local,
+                            AddrSpace::Reg,
+                            AddrSpace::Global,
+                            AddrSpace::Alu,
+                        ][dt % 4];
                         // GLOBAL is spelled None (the default), as the reader canonicalizes it
                         let a = (a != AddrSpace::Global).then_some(a);
-                        let p = ParamArg { addrspace: a, ..ParamArg::buffer(dt as i64 % 3, d) };
+                        let p = ParamArg {
+                            addrspace: a,
+                            ..ParamArg::buffer(dt as i64 % 3, d)
+                        };
                         self.g.mk(Ops::BUFFER, d, &[x], Arg::Param(Box::new(p)))
                     }
                     15 => self.g.mk(Ops::AFTER, dx, &[x, y], Arg::None),
                     16 => self.g.mk(Ops::GROUP, DType::Void, &[x], Arg::None),
-                    17 => self.g.mk(Ops::RANGE, d, &[x], Arg::Range(0, AxisType::Loop)),
+                    17 => self
+                        .g
+                        .mk(Ops::RANGE, d, &[x], Arg::Range(0, AxisType::Loop)),
                     18 => self.g.mk(Ops::STORE, DType::Void, &[x, y], Arg::None),
                     19 => self.g.mk(Ops::BITCAST, d, &[x], Arg::DType(d)),
                     20 => self.g.mk(Ops::ADD, dx, &[x, y, y], Arg::None),
@@ -458,7 +563,11 @@ fn build((strong, steps): &(bool, Vec<Step>)) -> Built {
     if steps.len() > 3 {
         roots.push(b.pick(steps.len()));
         // an unusable name: the writer substitutes one, and the re-print must keep it
-        names.push(if steps.len() % 2 == 0 { "n3".into() } else { "extra".into() });
+        names.push(if steps.len() % 2 == 0 {
+            "n3".into()
+        } else {
+            "extra".into()
+        });
     }
     Built {
         g: b.g,
@@ -474,7 +583,8 @@ fn names_of(b: &Built) -> Vec<&str> {
 
 fn roundtrip_identity(b: &Built) -> Result<String, TestCaseError> {
     let text = write_graph(&b.g, &b.roots, &names_of(b));
-    let p = parse_graph(&text, "gen.py").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    let p =
+        parse_graph(&text, "gen.py").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
     prop_assert_eq!(p.roots.len(), b.roots.len());
     // node for node: the parsed roots' toposorts equal the originals'
     let (o1, o2) = (b.g.toposort(&b.roots), p.graph.toposort(&p.root_uops()));
@@ -534,7 +644,11 @@ fn py_verdict(rest: &str, tag: &str) -> Result<(), Option<usize>> {
     if msg.starts_with(" OK") {
         return Ok(());
     }
-    let num = |s: &str| s.split(|c: char| !c.is_ascii_digit()).next().and_then(|d| d.parse().ok());
+    let num = |s: &str| {
+        s.split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|d| d.parse().ok())
+    };
     Err(if let Some(i) = msg.find("verification failed at ") {
         num(&msg[i + 23..])
     } else if let Some(m) = msg.strip_prefix(" FAIL n") {
@@ -578,7 +692,11 @@ fn tinygrad_builds_the_identical_graph() {
         .args(&files)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.ends_with("#### DONE\n"), "truncated harness output");
     let blocks: Vec<&str> = stdout.split("#### FILE ").skip(1).collect();
@@ -596,7 +714,9 @@ fn tinygrad_builds_the_identical_graph() {
         if graph == *text {
             same_text += 1;
         } else {
-            failures.push(format!("{path}: tinygrad re-serialized differently:\n{rest}"));
+            failures.push(format!(
+                "{path}: tinygrad re-serialized differently:\n{rest}"
+            ));
             continue;
         }
         let py = [
@@ -620,7 +740,10 @@ fn tinygrad_builds_the_identical_graph() {
             if agree {
                 spec_agree[k] += 1;
             } else {
-                failures.push(format!("{path}: check {k}: tinygrad {:?}, rust {:?}\n{rest}", py[k], rs[k]));
+                failures.push(format!(
+                    "{path}: check {k}: tinygrad {:?}, rust {:?}\n{rest}",
+                    py[k], rs[k]
+                ));
             }
         }
     }
@@ -628,8 +751,20 @@ fn tinygrad_builds_the_identical_graph() {
         "text_roundtrip: {n} graphs ({ill_typed} with ill-typed nodes), tinygrad re-serialization identical: {same_text}/{n}; \
          verdicts agree (tinygrad accepts / rejections compared by failing node): tensor {}/{n} ({}/{}), program {}/{n} ({}/{}), \
          dtype {}/{n} ({}/{})",
-        spec_agree[0], accepted[0], same_node[0], spec_agree[1], accepted[1], same_node[1],
-        spec_agree[2], accepted[2], same_node[2]
+        spec_agree[0],
+        accepted[0],
+        same_node[0],
+        spec_agree[1],
+        accepted[1],
+        same_node[1],
+        spec_agree[2],
+        accepted[2],
+        same_node[2]
     );
-    assert!(failures.is_empty(), "{} failures, first:\n{}", failures.len(), failures[0]);
+    assert!(
+        failures.is_empty(),
+        "{} failures, first:\n{}",
+        failures.len(),
+        failures[0]
+    );
 }

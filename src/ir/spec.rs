@@ -228,19 +228,26 @@ impl Cx<'_> {
         self.matches(x, dt) || self.dt(x).is_weak()
     }
     fn dts(&self, u: UOp) -> String {
-        let v: Vec<String> = self.src(u).iter().map(|s| self.dt(*s).to_string()).collect();
+        let v: Vec<String> = self
+            .src(u)
+            .iter()
+            .map(|s| self.dt(*s).to_string())
+            .collect();
         format!("src dtypes [{}]", v.join(", "))
     }
     fn shape(&self, u: UOp) -> Shape {
         self.shapes.get(&u).cloned().unwrap_or(Err(()))
     }
     fn src_op_is(&self, u: UOp, i: usize, ops: &[Ops]) -> bool {
-        self.src(u).get(i).is_some_and(|s| ops.contains(&self.op(*s)))
+        self.src(u)
+            .get(i)
+            .is_some_and(|s| ops.contains(&self.op(*s)))
     }
     /// `(INDEX|SHRINK).or_casted()` (spec.py:120).
     fn is_index_like(&self, u: UOp) -> bool {
         let idx = [Ops::INDEX, Ops::SHRINK];
-        idx.contains(&self.op(u)) || (self.op(u) == Ops::CAST && self.src_op_is(u, 0, &idx) && self.src(u).len() == 1)
+        idx.contains(&self.op(u))
+            || (self.op(u) == Ops::CAST && self.src_op_is(u, 0, &idx) && self.src(u).len() == 1)
     }
     /// `UOp.is_variable` (ops.py:975).
     fn is_variable(&self, u: UOp) -> bool {
@@ -260,7 +267,12 @@ impl Cx<'_> {
             None => Ok(Dim::Sym(s)),
         };
         if self.op(u) == Ops::STACK {
-            return self.src(u).iter().map(|s| dim(*s)).collect::<Result<_, _>>().map(Some);
+            return self
+                .src(u)
+                .iter()
+                .map(|s| dim(*s))
+                .collect::<Result<_, _>>()
+                .map(Some);
         }
         Ok(Some(vec![dim(u)?]))
     }
@@ -300,7 +312,10 @@ impl Cx<'_> {
             DETACH | CONTIGUOUS | CONTIGUOUS_BACKWARD | AFTER | LOAD | STORE | END => s0(),
             BITCAST => {
                 let Some(ps) = s0()? else { return Ok(None) };
-                let (o, i) = (self.dt(u).itemsize(), src.first().map_or(0, |s| self.dt(*s).itemsize()));
+                let (o, i) = (
+                    self.dt(u).itemsize(),
+                    src.first().map_or(0, |s| self.dt(*s).itemsize()),
+                );
                 if o != i && !ps.is_empty() {
                     return Err(()); // rescaled last axis: not modelled
                 }
@@ -355,9 +370,11 @@ impl Cx<'_> {
                 _ => None,
             },
             // spec.py:151
-            CUSTOM_FUNCTION => verdict(matches!(g.arg(u), Arg::Name(_)), rule::UNREPRESENTABLE, || {
-                "CUSTOM_FUNCTION arg must be a str".into()
-            }),
+            CUSTOM_FUNCTION => verdict(
+                matches!(g.arg(u), Arg::Name(_)),
+                rule::UNREPRESENTABLE,
+                || "CUSTOM_FUNCTION arg must be a str".into(),
+            ),
             // spec.py:154
             CALL if dt == DType::Void
                 && self.src_op_is(u, 0, &[SINK, LINEAR, PROGRAM, COPY, CUSTOM_FUNCTION]) =>
@@ -512,7 +529,8 @@ impl Cx<'_> {
             STACK if src.is_empty() && dt == DType::Void => ok(),
             STACK if !src.is_empty() => {
                 let shapes: Vec<Shape> = src.iter().map(|s| self.shape(*s)).collect();
-                let same = matches!(&shapes[0], Ok(Some(_))) && shapes.iter().all(|s| *s == shapes[0]);
+                let same =
+                    matches!(&shapes[0], Ok(Some(_))) && shapes.iter().all(|s| *s == shapes[0]);
                 verdict(
                     same && src.iter().all(|s| self.matches_or_weak(*s, dt)),
                     rule::STACK,
@@ -577,8 +595,11 @@ impl Cx<'_> {
                 || self.describe(u),
             ),
             // spec.py:84: `... or None`
-            INDEX if !src.is_empty()
-                && src[1..].iter().all(|s| self.dt(*s).is_int() || self.invalid(*s)) =>
+            INDEX
+                if !src.is_empty()
+                    && src[1..]
+                        .iter()
+                        .all(|s| self.dt(*s).is_int() || self.invalid(*s)) =>
             {
                 ok()
             }
@@ -604,38 +625,51 @@ impl Cx<'_> {
             // spec.py:96
             GROUP
                 if dt == DType::Void
-                    && src.iter().all(|s| matches!(self.op(*s), GROUP | STORE | NOOP | INS | END)) =>
+                    && src
+                        .iter()
+                        .all(|s| matches!(self.op(*s), GROUP | STORE | NOOP | INS | END)) =>
             {
                 ok()
             }
             // spec.py:99
-            AFTER if !src.is_empty() && {
-                let o = self.op(src[0]);
-                o.is_movement()
-                    || matches!(o, PARAM | BUFFER | CONTIGUOUS | INDEX | AFTER | UNSHARD | BITCAST | INS)
-            } =>
+            AFTER
+                if !src.is_empty() && {
+                    let o = self.op(src[0]);
+                    o.is_movement()
+                        || matches!(
+                            o,
+                            PARAM | BUFFER | CONTIGUOUS | INDEX | AFTER | UNSHARD | BITCAST | INS
+                        )
+                } =>
             {
                 verdict(self.matches(src[0], dt), rule::AFTER, || self.dts(u))
             }
             // spec.py:104
             CUSTOMI | CUSTOM => ok(),
             // spec.py:107
-            CALL if !src.is_empty() && self.dt(src[0]) != DType::Void => verdict(
-                self.matches(src[0], DType::UInt64),
-                rule::CALL,
-                || self.dts(u),
-            ),
+            CALL if !src.is_empty() && self.dt(src[0]) != DType::Void => {
+                verdict(self.matches(src[0], DType::UInt64), rule::CALL, || {
+                    self.dts(u)
+                })
+            }
             // spec.py:111-117
             PYLITERAL | INS => ok(),
             BARRIER if dt == DType::Void => ok(),
             // spec.py:120-121 (validate_index is True with CHECK_OOB=0)
             LOAD if src.len() == 1 && self.is_index_like(src[0]) => ok(),
-            LOAD if src.len() == 3 && self.is_index_like(src[0]) && self.dt(src[2]) == DType::Bool => {
+            LOAD if src.len() == 3
+                && self.is_index_like(src[0])
+                && self.dt(src[2]) == DType::Bool =>
+            {
                 verdict(self.matches(src[1], dt), rule::LOAD_ALT, || self.dts(u))
             }
             // spec.py:123-127
             STORE if src.len() == 2 && self.is_index_like(src[0]) => ok(),
-            STORE if src.len() == 3 && self.is_index_like(src[0]) && self.dt(src[2]) == DType::Bool => {
+            STORE
+                if src.len() == 3
+                    && self.is_index_like(src[0])
+                    && self.dt(src[2]) == DType::Bool =>
+            {
                 ok()
             }
             STORE if src.len() == 2 && dt == DType::Void => ok(),
@@ -772,8 +806,15 @@ mod tests {
             ..Default::default()
         };
         let e = check_with(&g, &[wa], opts).unwrap_err();
-        assert_eq!((e.rule, e.index, e.op), (rule::WEAK_IN_PROGRAM, 1, Ops::ADD));
-        assert!(e.to_string().starts_with("n1 (Ops.ADD, dtypes.weakint): spec.py:209"), "{e}");
+        assert_eq!(
+            (e.rule, e.index, e.op),
+            (rule::WEAK_IN_PROGRAM, 1, Ops::ADD)
+        );
+        assert!(
+            e.to_string()
+                .starts_with("n1 (Ops.ADD, dtypes.weakint): spec.py:209"),
+            "{e}"
+        );
         // a Variable BUFFER belongs to the tensor graph; programs only have REG/LOCAL BUFFERs
         let e = check_with(&g, &[x], opts).unwrap_err();
         assert_eq!(e.rule, rule::BUFFER_ADDRSPACE);
@@ -849,7 +890,12 @@ mod tests {
         let buf = g.param(0, DType::Float, 16);
         let out = g.param(1, DType::Float, 16);
         let n = g.cint(DType::WeakInt, 16);
-        let r = g.mk(Ops::RANGE, DType::WeakInt, &[n], Arg::Range(0, AxisType::Loop));
+        let r = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[n],
+            Arg::Range(0, AxisType::Loop),
+        );
         let idx = g.mk(Ops::INDEX, DType::Float, &[buf, r], Arg::None);
         let ld = g.mk(Ops::LOAD, DType::Float, &[idx], Arg::None);
         let two = g.cfloat(DType::Float, 2.0);
@@ -869,7 +915,12 @@ mod tests {
         let bad_ld = g.mk(Ops::LOAD, DType::Float, &[buf], Arg::None);
         assert_eq!(err(&g, bad_ld), rule::NO_RULE);
         // RANGE dtype must match its end
-        let r2 = g.mk(Ops::RANGE, DType::Int32, &[n], Arg::Range(1, AxisType::Loop));
+        let r2 = g.mk(
+            Ops::RANGE,
+            DType::Int32,
+            &[n],
+            Arg::Range(1, AxisType::Loop),
+        );
         assert_eq!(err(&g, r2), rule::RANGE);
         // a GLOBAL BUFFER and a PARAM without ParamArg
         let gb = g.mk(

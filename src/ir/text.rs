@@ -474,7 +474,10 @@ fn lex_num(b: &[u8], start: usize) -> Result<(Tok, usize), LErr> {
     let mut i = start;
     let mut is_float = false;
     let prefixed = b[start] == b'0'
-        && matches!(b.get(start + 1), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B'));
+        && matches!(
+            b.get(start + 1),
+            Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
+        );
     while i < b.len() {
         let c = b[i];
         if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' {
@@ -526,9 +529,7 @@ fn lex_num(b: &[u8], start: usize) -> Result<(Tok, usize), LErr> {
         }
         return match u128::from_str_radix(digits, radix) {
             Ok(v) => Ok((Tok::Int(Some(v)), i)),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-                Ok((Tok::Int(None), i))
-            }
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok((Tok::Int(None), i)),
             Err(_) => Err(bad()),
         };
     }
@@ -548,7 +549,10 @@ fn lex_num(b: &[u8], start: usize) -> Result<(Tok, usize), LErr> {
         if !mant_ok || !exp_ok {
             return Err(bad());
         }
-        return lower.parse::<f64>().map(|f| (Tok::Float(f), i)).map_err(|_| bad());
+        return lower
+            .parse::<f64>()
+            .map(|f| (Tok::Float(f), i))
+            .map_err(|_| bad());
     }
     if !clean.bytes().all(|c| c.is_ascii_digit()) {
         return Err(bad());
@@ -689,7 +693,10 @@ impl P<'_> {
                 off,
             }),
             Tok::Int(v) => Ok(Ex { e: E::Int(v), off }),
-            Tok::Float(f) => Ok(Ex { e: E::Float(f), off }),
+            Tok::Float(f) => Ok(Ex {
+                e: E::Float(f),
+                off,
+            }),
             Tok::Str(s) => Ok(Ex { e: E::Str(s), off }),
             Tok::Ident(first) => {
                 let mut path = vec![first];
@@ -853,7 +860,10 @@ fn const_float_of(ex: &Ex) -> Result<f64, LErr> {
         E::Name(p) if path_is(p, &["inf"]) => f64::INFINITY,
         E::Name(p) if path_is(p, &["nan"]) => {
             if neg {
-                return Err((ex.off, "-nan is not tinygrad's canonical nan; write nan".into()));
+                return Err((
+                    ex.off,
+                    "-nan is not tinygrad's canonical nan; write nan".into(),
+                ));
             }
             f64::NAN
         }
@@ -876,7 +886,10 @@ fn const_of(ex: &Ex) -> Result<ConstVal, LErr> {
             [(None, x)] => const_float_of(x).map(ConstVal::Float),
             _ => Err((ex.off, "ConstFloat takes one positional argument".into())),
         },
-        _ => want(ex, "a CONST value (int, True/False, ConstFloat(...), Invalid)"),
+        _ => want(
+            ex,
+            "a CONST value (int, True/False, ConstFloat(...), Invalid)",
+        ),
     }
 }
 
@@ -904,7 +917,9 @@ fn param_of(ex: &Ex) -> Result<ParamArg, LErr> {
         match k.as_str() {
             "vmin_vmax" if is_none(v) => pa.vmin_vmax = None,
             "vmin_vmax" => match &v.e {
-                E::Tuple(t) if t.len() == 2 => pa.vmin_vmax = Some((int_of(&t[0])?, int_of(&t[1])?)),
+                E::Tuple(t) if t.len() == 2 => {
+                    pa.vmin_vmax = Some((int_of(&t[0])?, int_of(&t[1])?))
+                }
                 _ => return want(v, "a (vmin, vmax) tuple of ints"),
             },
             "multiple_of" if is_none(v) => pa.multiple_of = None,
@@ -1080,9 +1095,10 @@ impl Reader {
             for it in items {
                 match &it.e {
                     E::Name(p) if p.len() == 1 && is_node_name(&p[0]) => {
-                        let u = self.names.get(&p[0]).ok_or_else(|| {
-                            (it.off, format!("{} is not defined (yet)", p[0]))
-                        })?;
+                        let u = self
+                            .names
+                            .get(&p[0])
+                            .ok_or_else(|| (it.off, format!("{} is not defined (yet)", p[0])))?;
                         src.push(*u);
                     }
                     _ => return want(it, "a node name nK"),
@@ -1186,23 +1202,71 @@ mod tests {
 
     #[test]
     fn rejects_bad_input_with_positions() {
-        let e = perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nn1 = UOp(Ops.ADD, dtypes.int, (n0, n2))");
+        let e =
+            perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nn1 = UOp(Ops.ADD, dtypes.int, (n0, n2))");
         assert_eq!((e.line, e.col), (2, 36));
-        assert!(e.to_string().starts_with("f.py:2:36: n2 is not defined"), "{e}");
-        assert!(perr("n0 = UOp(Ops.FOO, dtypes.int, ())").msg.contains("unknown op"));
-        assert!(perr("n0 = UOp(Ops.ADD, dtypes.int7, ())").msg.contains("unknown dtype"));
-        assert!(perr("n0 = UOp(Ops.ADD, dtypes.int, (), 3)").msg.contains("takes no arg"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.float, (), 1.5)").msg.contains("ConstFloat"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.int, (), 2**3)").msg.contains("unexpected character"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.int, (), 170141183460469231731687303715884105728)").msg.contains("i128"));
-        assert!(perr("n0 = UOp(Ops.CAST, dtypes.int, (), ParamArg(0, dtypes.int))").msg.contains("dtype"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nn0 = UOp(Ops.CONST, dtypes.int, (), 2)").msg.contains("twice"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nUOp = n0").msg.contains("cannot name"));
+        assert!(
+            e.to_string().starts_with("f.py:2:36: n2 is not defined"),
+            "{e}"
+        );
+        assert!(
+            perr("n0 = UOp(Ops.FOO, dtypes.int, ())")
+                .msg
+                .contains("unknown op")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.ADD, dtypes.int7, ())")
+                .msg
+                .contains("unknown dtype")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.ADD, dtypes.int, (), 3)")
+                .msg
+                .contains("takes no arg")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.float, (), 1.5)")
+                .msg
+                .contains("ConstFloat")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.int, (), 2**3)")
+                .msg
+                .contains("unexpected character")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.int, (), 170141183460469231731687303715884105728)")
+                .msg
+                .contains("i128")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CAST, dtypes.int, (), ParamArg(0, dtypes.int))")
+                .msg
+                .contains("dtype")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nn0 = UOp(Ops.CONST, dtypes.int, (), 2)")
+                .msg
+                .contains("twice")
+        );
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.int, (), 1)\nUOp = n0")
+                .msg
+                .contains("cannot name")
+        );
         assert!(perr("print(1)").msg.contains("expected"));
-        assert!(perr("  n0 = UOp(Ops.CONST, dtypes.int, (), 1)").msg.contains("indentation"));
+        assert!(
+            perr("  n0 = UOp(Ops.CONST, dtypes.int, (), 1)")
+                .msg
+                .contains("indentation")
+        );
         let deep = format!("n0 = {}1{}", "(".repeat(40), ")".repeat(40));
         assert!(perr(&deep).msg.contains("nesting"));
-        assert!(perr("n0 = UOp(Ops.CONST, dtypes.float, (), ConstFloat(-nan))").msg.contains("nan"));
+        assert!(
+            perr("n0 = UOp(Ops.CONST, dtypes.float, (), ConstFloat(-nan))")
+                .msg
+                .contains("nan")
+        );
     }
 
     #[test]
@@ -1214,8 +1278,14 @@ mod tests {
                  out = n0\n# --- uopfuzz graph end ---\nprint(out)\nwhatever(:\n";
         let p = parse_graph(t, "r.py").unwrap();
         assert_eq!(p.graph.len(), 3);
-        assert_eq!(p.graph.const_val(p.root("out").unwrap()), Some(ConstVal::Int(-7)));
-        assert_eq!(p.graph.const_val(UOp(1)), Some(ConstVal::Float(f64::NEG_INFINITY)));
+        assert_eq!(
+            p.graph.const_val(p.root("out").unwrap()),
+            Some(ConstVal::Int(-7))
+        );
+        assert_eq!(
+            p.graph.const_val(UOp(1)),
+            Some(ConstVal::Float(f64::NEG_INFINITY))
+        );
         assert_eq!(p.graph.const_val(UOp(2)), Some(ConstVal::Int(16)));
         // without a begin marker, code before the graph is an error
         assert!(parse_graph("print(1)\nn0 = UOp(Ops.NOOP, dtypes.void)", "x").is_err());
@@ -1229,7 +1299,10 @@ mod tests {
                  n3 = UOp(Ops.SPECIAL, dtypes.weakint, (n0,), 'gidx\\x30')\nr = n1\ns = n2\nt = n3\n";
         let p = parse_graph(t, "k.py").unwrap();
         let g = &p.graph;
-        assert_eq!(g.arg(p.root("r").unwrap()), &Arg::Param(Box::new(ParamArg::buffer(0, DType::Float))));
+        assert_eq!(
+            g.arg(p.root("r").unwrap()),
+            &Arg::Param(Box::new(ParamArg::buffer(0, DType::Float)))
+        );
         assert_eq!(g.arg(p.root("s").unwrap()), &Arg::Range(3, AxisType::Loop));
         assert_eq!(g.arg(p.root("t").unwrap()), &Arg::Name("gidx0".into()));
     }
@@ -1242,7 +1315,12 @@ mod tests {
             roots.push(g.cint(DType::WeakInt, v));
         }
         for f in [f64::NAN, f64::INFINITY, -0.0, 5e-324, 1e300, -1.0e-7] {
-            roots.push(g.mk(Ops::CONST, DType::Double, &[], Arg::Const(ConstVal::Float(f))));
+            roots.push(g.mk(
+                Ops::CONST,
+                DType::Double,
+                &[],
+                Arg::Const(ConstVal::Float(f)),
+            ));
         }
         roots.push(g.mk(Ops::CONST, DType::Bool, &[], Arg::Const(ConstVal::Invalid)));
         let t = write_graph(&g, &roots, &[]);
