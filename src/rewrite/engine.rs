@@ -1,0 +1,510 @@
+//! `PatternMatcher` and `graph_rewrite` (uop/ops.py:1455, :1632-1746) with what a fuzzer needs on
+//! top: every rule is named and cites its tinygrad source line, every application is traced, a
+//! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
+//! non-termination as a typed outcome instead of hanging.
+use super::upat::{Bindings, UPat};
+use crate::ir::{Graph, Ops, UOp};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a rule function raised, as tinygrad's Python would (ZeroDivisionError, ValueError, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("ZeroDivisionError: {0}")]
+    ZeroDivision(String),
+    #[error("ValueError: {0}")]
+    Value(String),
+    #[error("RuntimeError: {0}")]
+    Runtime(String),
+    /// Python computes on unbounded ints; the port's i128 overflowed. Not a tinygrad error: the
+    /// graph is out of the port's range and the result is discarded.
+    #[error("integer beyond the port's i128 range: {0}")]
+    Overflow(String),
+}
+
+pub type RuleResult = Result<Option<UOp>, RuleError>;
+pub type RuleFn = fn(&mut Cx, &Bindings) -> RuleResult;
+
+/// The mutable state a rule sees: the graph it builds into and the analysis caches.
+pub struct Cx<'a> {
+    pub g: &'a mut Graph,
+    pub cache: &'a mut super::analysis::Cache,
+}
+
+/// One tinygrad pattern: `(UPat, fn)`, with a stable name and the tinygrad line it ports.
+pub struct Rule {
+    /// `set/short_name`, e.g. `symbolic_simple/add_zero`. Stable: findings and the known-findings list use it.
+    pub name: &'static str,
+    /// `tinygrad/uop/symbolic.py:111`.
+    pub source: &'static str,
+    pub pat: UPat,
+    pub f: RuleFn,
+    early_reject: Vec<Ops>,
+}
+
+impl Rule {
+    pub fn new(name: &'static str, source: &'static str, pat: UPat, f: RuleFn) -> Rule {
+        let early_reject = pat.early_reject();
+        Rule {
+            name,
+            source,
+            pat,
+            f,
+            early_reject,
+        }
+    }
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rule({} @ {})", self.name, self.source)
+    }
+}
+
+/// `rule!("set/name", "file.py:line", pattern, |cx, b| ...)`: rules as data with names.
+#[macro_export]
+macro_rules! rule {
+    ($name:expr, $src:expr, $pat:expr, $f:expr) => {
+        $crate::rewrite::engine::Rule::new($name, $src, $pat, $f)
+    };
+}
+
+/// `PatternMatcher`: an ordered rule list indexed by op. `a + b` concatenates (a first).
+#[derive(Clone, Debug, Default)]
+pub struct RuleSet {
+    pub name: String,
+    pub rules: Vec<Arc<Rule>>,
+    by_op: HashMap<Ops, Vec<usize>>,
+}
+
+impl RuleSet {
+    pub fn new(name: &str, rules: Vec<Rule>) -> RuleSet {
+        RuleSet::from_arcs(name, rules.into_iter().map(Arc::new).collect())
+    }
+    pub fn from_arcs(name: &str, rules: Vec<Arc<Rule>>) -> RuleSet {
+        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            // a pattern with no op constraint is registered nowhere, as tinygrad asserts p.op is not None
+            for op in r.pat.op.iter().flatten() {
+                by_op.entry(*op).or_default().push(i);
+            }
+        }
+        RuleSet {
+            name: name.to_string(),
+            rules,
+            by_op,
+        }
+    }
+    /// `pm1 + pm2`.
+    pub fn concat(name: &str, sets: &[&RuleSet]) -> RuleSet {
+        RuleSet::from_arcs(
+            name,
+            sets.iter().flat_map(|s| s.rules.iter().cloned()).collect(),
+        )
+    }
+    /// A copy with rule `name` replaced (the oracle's injected bad rules use this).
+    pub fn with_replaced(&self, name: &str, new: Rule) -> Option<RuleSet> {
+        let i = self.rules.iter().position(|r| r.name == name)?;
+        let mut rules = self.rules.clone();
+        rules[i] = Arc::new(new);
+        Some(RuleSet::from_arcs(&self.name, rules))
+    }
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+    /// `PatternMatcher.rewrite`: first rule (in list order) whose fn returns a node other than
+    /// `u` wins; returns the index of that rule too.
+    pub fn rewrite(&self, cx: &mut Cx, u: UOp) -> Result<Option<(usize, UOp)>, (usize, RuleError)> {
+        let Some(idxs) = self.by_op.get(&cx.g.op(u)) else {
+            return Ok(None);
+        };
+        let src_ops: Vec<Ops> = cx.g.src(u).iter().map(|s| cx.g.op(*s)).collect();
+        for &i in idxs {
+            let r = &self.rules[i];
+            if !r.early_reject.iter().all(|o| src_ops.contains(o)) {
+                continue;
+            }
+            for b in r.pat.matches(cx.g, u) {
+                match (r.f)(cx, &b) {
+                    Ok(Some(ret)) if ret != u => return Ok(Some((i, ret))),
+                    Ok(Some(_)) => {}
+                    Ok(None) => {}
+                    Err(e) => return Err((i, e)),
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// One applied rule: `before` was rewritten to `after` by `rule`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub rule: &'static str,
+    pub source: &'static str,
+    pub before: UOp,
+    pub after: UOp,
+}
+
+/// Why a rewrite stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stop {
+    /// Fixpoint reached (tinygrad's normal return).
+    Done,
+    /// `fuel` applications were made; the result is the graph at that point.
+    FuelExhausted,
+    /// tinygrad's `REWRITE_STACK_LIMIT` ("infinite loop in graph_rewrite") or the step limit.
+    NonTermination { steps: usize },
+    /// A rule function raised (tinygrad's graph_rewrite would raise the same).
+    RuleError {
+        rule: &'static str,
+        source: &'static str,
+        node: UOp,
+        error: RuleError,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Stop after this many rule applications (None = unlimited).
+    pub fuel: Option<usize>,
+    /// tinygrad's REWRITE_STACK_LIMIT.
+    pub stack_limit: usize,
+    /// Guards loops that do not grow the stack (each application counts one step).
+    pub max_steps: usize,
+    pub bottom_up: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            fuel: None,
+            stack_limit: 250_000,
+            max_steps: 200_000,
+            bottom_up: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub root: UOp,
+    pub stop: Stop,
+    pub trace: Vec<Step>,
+}
+
+struct Rw<'a> {
+    rules: &'a RuleSet,
+    limits: &'a Limits,
+    trace: Vec<Step>,
+    stop: Option<Stop>,
+}
+
+impl Rw<'_> {
+    /// `pm_rewrite` with tracing and fuel; `None` once stopped.
+    fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
+        if self.stop.is_some() {
+            return None;
+        }
+        if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
+            self.stop = Some(Stop::FuelExhausted);
+            return None;
+        }
+        if self.trace.len() >= self.limits.max_steps {
+            self.stop = Some(Stop::NonTermination {
+                steps: self.trace.len(),
+            });
+            return None;
+        }
+        match self.rules.rewrite(cx, u) {
+            Ok(Some((i, after))) => {
+                let r = &self.rules.rules[i];
+                self.trace.push(Step {
+                    rule: r.name,
+                    source: r.source,
+                    before: u,
+                    after,
+                });
+                Some(after)
+            }
+            Ok(None) => None,
+            Err((i, error)) => {
+                let r = &self.rules.rules[i];
+                self.stop = Some(Stop::RuleError {
+                    rule: r.name,
+                    source: r.source,
+                    node: u,
+                    error,
+                });
+                None
+            }
+        }
+    }
+}
+
+/// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
+fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
+    let node = g.node(n).clone();
+    let same = node
+        .src
+        .iter()
+        .zip(new_src)
+        .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let dt = if same {
+        node.dtype
+    } else {
+        g.infer_dtype(node.op, new_src, &node.arg)
+            .unwrap_or(node.dtype)
+    };
+    g.mk(node.op, dt, new_src, node.arg)
+}
+
+/// `graph_rewrite(root, rules)` (`RewriteContext.unified_rewrite`, uop/ops.py:1675): post-order,
+/// each node's srcs first, then the rules to a per-node fixpoint, memoized over the DAG.
+/// With `limits.bottom_up` the rules run pre-order as `bpm` to a fixpoint before descending.
+pub fn graph_rewrite(
+    g: &mut Graph,
+    cache: &mut super::analysis::Cache,
+    root: UOp,
+    rules: &RuleSet,
+    limits: &Limits,
+) -> Outcome {
+    let mut cx = Cx { g, cache };
+    let mut rw = Rw {
+        rules,
+        limits,
+        trace: Vec::new(),
+        stop: None,
+    };
+    let mut replace: HashMap<UOp, UOp> = HashMap::new();
+    let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
+    let mut on_stack: std::collections::HashSet<UOp> = [root].into_iter().collect();
+    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::new();
+    let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::new();
+    macro_rules! finish {
+        ($n:expr, $v:expr) => {{
+            replace.insert($n, $v);
+            if let Some(w) = waitlist.remove(&$n) {
+                stack.extend(w);
+            }
+        }};
+    }
+    while let Some((n, stage, mut new_n)) = stack.pop() {
+        if stack.len() > limits.stack_limit {
+            rw.stop = Some(Stop::NonTermination {
+                steps: rw.trace.len(),
+            });
+            break;
+        }
+        if rw
+            .stop
+            .as_ref()
+            .is_some_and(|s| !matches!(s, Stop::FuelExhausted))
+        {
+            break;
+        }
+        if replace.contains_key(&n) {
+            continue;
+        }
+        match stage {
+            0 => {
+                if limits.bottom_up {
+                    let mut test_n = Some(n);
+                    let mut seen = std::collections::HashSet::new();
+                    while let Some(t) = test_n {
+                        if !seen.insert(t) {
+                            rw.stop = Some(Stop::NonTermination {
+                                steps: rw.trace.len(),
+                            });
+                            break;
+                        }
+                        new_n = t;
+                        test_n = match bpm_cache.get(&t) {
+                            Some(r) => *r,
+                            None => {
+                                let r = rw.apply(&mut cx, t);
+                                bpm_cache.insert(t, r);
+                                r
+                            }
+                        };
+                    }
+                }
+                stack.push((n, 1, new_n));
+                for x in cx.g.src(new_n).to_vec().into_iter().rev() {
+                    if on_stack.insert(x) {
+                        stack.push((x, 0, x));
+                    }
+                }
+            }
+            1 => {
+                let srcs = cx.g.src(new_n).to_vec();
+                let mut tmp = Vec::with_capacity(srcs.len());
+                let mut ready = true;
+                for x in &srcs {
+                    match replace.get(x) {
+                        Some(rx) => tmp.push(*rx),
+                        None => {
+                            waitlist.entry(*x).or_default().push((n, 1, new_n));
+                            ready = false;
+                            break;
+                        }
+                    }
+                }
+                if !ready {
+                    continue;
+                }
+                let new_src_n = if tmp == srcs {
+                    let r = if limits.bottom_up {
+                        None
+                    } else {
+                        rw.apply(&mut cx, new_n)
+                    };
+                    match r {
+                        None => {
+                            finish!(n, new_n);
+                            continue;
+                        }
+                        Some(r) => r,
+                    }
+                } else {
+                    rebuild(cx.g, new_n, &tmp)
+                };
+                stack.push((n, 2, new_src_n));
+                stack.push((new_src_n, 0, new_src_n));
+            }
+            _ => match replace.get(&new_n) {
+                None => waitlist.entry(new_n).or_default().push((n, 2, new_n)),
+                Some(r) => {
+                    let r = *r;
+                    finish!(n, r);
+                }
+            },
+        }
+    }
+    let stop = rw.stop.unwrap_or(Stop::Done);
+    let out_root = match stop {
+        Stop::Done => replace[&root],
+        // fuel: finish the structural rebuild without applying more rules
+        Stop::FuelExhausted => replace.get(&root).copied().unwrap_or_else(|| {
+            let steps = rw.trace.clone();
+            rebuild_with(cx.g, root, &steps)
+        }),
+        _ => root,
+    };
+    Outcome {
+        root: out_root,
+        stop,
+        trace: rw.trace,
+    }
+}
+
+/// Applies the recorded steps (before → after) structurally to `root`: used when fuel stopped the
+/// rewrite mid-way, to get the graph "after the first N applications".
+pub fn rebuild_with(g: &mut Graph, root: UOp, steps: &[Step]) -> UOp {
+    let map: HashMap<UOp, UOp> = steps.iter().map(|s| (s.before, s.after)).collect();
+    let mut memo: HashMap<UOp, UOp> = HashMap::new();
+    for u in g.toposort(&[root]) {
+        let src: Vec<UOp> = g.src(u).iter().map(|s| memo[s]).collect();
+        let mut v = if src.as_slice() == g.src(u) {
+            u
+        } else {
+            rebuild(g, u, &src)
+        };
+        let mut hops = 0;
+        while let Some(w) = map.get(&v) {
+            if *w == v || hops > steps.len() {
+                break;
+            }
+            v = *w;
+            hops += 1;
+        }
+        memo.insert(u, v);
+    }
+    memo[&root]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::DType;
+
+    fn add_zero() -> Rule {
+        crate::rule!(
+            "test/add_zero",
+            "test",
+            UPat::var("x").add(UPat::cint(0)),
+            |_cx, b| Ok(Some(b["x"]))
+        )
+    }
+
+    #[test]
+    fn rewrites_to_fixpoint_and_traces() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let z = g.cint(DType::WeakInt, 0);
+        let a = g.alu(Ops::ADD, &[x, z]).unwrap();
+        let b = g.alu(Ops::ADD, &[z, a]).unwrap();
+        let c = g.alu(Ops::MUL, &[b, b]).unwrap();
+        let rs = RuleSet::new("t", vec![add_zero()]);
+        let mut cache = Default::default();
+        let out = graph_rewrite(&mut g, &mut cache, c, &rs, &Limits::default());
+        assert_eq!(out.stop, Stop::Done);
+        let want = g.alu(Ops::MUL, &[x, x]).unwrap();
+        assert_eq!(out.root, want);
+        assert_eq!(out.trace.len(), 2);
+        assert_eq!(out.trace[0].rule, "test/add_zero");
+        // fuel 1: only the inner add is rewritten
+        let out1 = graph_rewrite(
+            &mut g,
+            &mut cache,
+            c,
+            &rs,
+            &Limits {
+                fuel: Some(1),
+                ..Limits::default()
+            },
+        );
+        assert_eq!(out1.stop, Stop::FuelExhausted);
+        assert_eq!(out1.trace.len(), 1);
+        let half = g.alu(Ops::ADD, &[z, x]).unwrap();
+        let want1 = g.alu(Ops::MUL, &[half, half]).unwrap();
+        assert_eq!(out1.root, want1);
+    }
+
+    #[test]
+    fn loop_is_a_typed_outcome() {
+        // x*1 -> x+0 and x+0 -> x*1 never terminates
+        let r1 = crate::rule!("t/a", "t", UPat::var("x").mul(UPat::cint(1)), |cx, b| {
+            let z = cx.g.cint(DType::WeakInt, 0);
+            Ok(Some(cx.g.alu(Ops::ADD, &[b["x"], z]).unwrap()))
+        });
+        let r2 = crate::rule!("t/b", "t", UPat::var("x").add(UPat::cint(0)), |cx, b| {
+            let one = cx.g.cint(DType::WeakInt, 1);
+            Ok(Some(cx.g.alu(Ops::MUL, &[b["x"], one]).unwrap()))
+        });
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let one = g.cint(DType::WeakInt, 1);
+        let m = g.alu(Ops::MUL, &[x, one]).unwrap();
+        let rs = RuleSet::new("t", vec![r1, r2]);
+        let mut cache = Default::default();
+        let out = graph_rewrite(
+            &mut g,
+            &mut cache,
+            m,
+            &rs,
+            &Limits {
+                max_steps: 1000,
+                ..Limits::default()
+            },
+        );
+        assert!(
+            matches!(out.stop, Stop::NonTermination { .. }),
+            "{:?}",
+            out.stop
+        );
+    }
+}

@@ -1,0 +1,467 @@
+//! `UPat` of tinygrad (uop/ops.py:1317) as data: op/dtype alternatives, src as ordered tuple,
+//! permutations (commutative list) or repeat, arg compared with Python `==`, names that must bind
+//! the same node, `allow_any_len`, `UPat.any`. `UPat::matches` returns every binding in the order
+//! `UPat.match` produces them, which decides which rule application tinygrad picks.
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SrcPat {
+    /// `src=(a, b)`: exact order.
+    Tuple(Vec<UPat>),
+    /// `src=[a, b]`: every permutation (`itertools.permutations`), or one order if all equal.
+    Perm(Vec<UPat>),
+    /// `src=p`: every src matches `p`, any length.
+    Repeat(Box<UPat>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgPat {
+    /// A CONST value compared with Python `==` (`UPat.const(0)` matches 0, 0.0, -0.0, False).
+    Const(ConstVal),
+    /// Any other arg, compared exactly.
+    Exact(Arg),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UPat {
+    pub op: Option<Vec<Ops>>,
+    pub dtype: Option<Vec<DType>>,
+    pub src: Option<SrcPat>,
+    pub arg: Option<ArgPat>,
+    pub name: Option<&'static str>,
+    pub allow_any_len: bool,
+    /// `UPat.any(*alts)`: the alternatives live in `src` as a `Tuple`.
+    pub is_any: bool,
+}
+
+/// Name → node bindings of one match, in binding order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bindings(pub Vec<(&'static str, UOp)>);
+
+impl Bindings {
+    pub fn get(&self, name: &str) -> Option<UOp> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, u)| *u)
+    }
+    fn bind(&mut self, name: &'static str, u: UOp) -> bool {
+        match self.get(name) {
+            Some(prev) => prev == u,
+            None => {
+                self.0.push((name, u));
+                true
+            }
+        }
+    }
+}
+
+impl std::ops::Index<&str> for Bindings {
+    type Output = UOp;
+    fn index(&self, name: &str) -> &UOp {
+        &self
+            .0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| {
+                panic!("rule reads unbound name {name:?}: a bug in the rule's pattern")
+            })
+            .1
+    }
+}
+
+// `add`/`mul`/`shl`/`shr` mirror UPat's Python operator sugar by name; UPat is not a number.
+#[allow(clippy::should_implement_trait)]
+impl UPat {
+    fn blank() -> UPat {
+        UPat {
+            op: None,
+            dtype: None,
+            src: None,
+            arg: None,
+            name: None,
+            allow_any_len: false,
+            is_any: false,
+        }
+    }
+    /// `UPat(op)`.
+    pub fn op(op: Ops) -> UPat {
+        UPat {
+            op: Some(vec![op]),
+            ..UPat::blank()
+        }
+    }
+    /// `UPat((op1, op2, ...))`.
+    pub fn ops(ops: &[Ops]) -> UPat {
+        UPat {
+            op: Some(ops.to_vec()),
+            ..UPat::blank()
+        }
+    }
+    /// `UPat.var(name)`: any node.
+    pub fn var(name: &'static str) -> UPat {
+        UPat {
+            name: Some(name),
+            ..UPat::blank()
+        }
+    }
+    /// `UPat.var(name, dtype)`.
+    pub fn var_dt(name: &'static str, dts: &[DType]) -> UPat {
+        UPat {
+            name: Some(name),
+            dtype: Some(dts.to_vec()),
+            ..UPat::blank()
+        }
+    }
+    /// `UPat()` (anonymous, matches anything).
+    pub fn any_node() -> UPat {
+        UPat::blank()
+    }
+    /// `UPat.cvar(name)`.
+    pub fn cvar(name: &'static str) -> UPat {
+        UPat {
+            name: Some(name),
+            ..UPat::op(Ops::CONST)
+        }
+    }
+    /// `UPat.cvar(name, dtype)`.
+    pub fn cvar_dt(name: &'static str, dts: &[DType]) -> UPat {
+        UPat {
+            name: Some(name),
+            dtype: Some(dts.to_vec()),
+            ..UPat::op(Ops::CONST)
+        }
+    }
+    /// `UPat.const(b)` / `ufix(b)`: a CONST whose arg `== b`.
+    pub fn cnst(v: ConstVal) -> UPat {
+        UPat {
+            arg: Some(ArgPat::Const(v)),
+            ..UPat::op(Ops::CONST)
+        }
+    }
+    pub fn cint(v: i128) -> UPat {
+        UPat::cnst(ConstVal::Int(v))
+    }
+    pub fn cbool(v: bool) -> UPat {
+        UPat::cnst(ConstVal::Bool(v))
+    }
+    pub fn cfloat(v: f64) -> UPat {
+        UPat::cnst(ConstVal::Float(v))
+    }
+    /// `UPat.const(b, dtype)`.
+    pub fn cnst_dt(v: ConstVal, dts: &[DType]) -> UPat {
+        UPat {
+            dtype: Some(dts.to_vec()),
+            ..UPat::cnst(v)
+        }
+    }
+    /// `UPat.any(*alts)`.
+    pub fn any(alts: Vec<UPat>) -> UPat {
+        UPat {
+            src: Some(SrcPat::Tuple(alts)),
+            is_any: true,
+            ..UPat::blank()
+        }
+    }
+    pub fn named(mut self, name: &'static str) -> UPat {
+        self.name = Some(name);
+        self
+    }
+    pub fn dtype(mut self, dts: &[DType]) -> UPat {
+        self.dtype = Some(dts.to_vec());
+        self
+    }
+    pub fn src(mut self, s: Vec<UPat>) -> UPat {
+        self.src = Some(SrcPat::Tuple(s));
+        self
+    }
+    /// `src=[...]`: match in any order.
+    pub fn src_perm(mut self, s: Vec<UPat>) -> UPat {
+        self.src = Some(SrcPat::Perm(s));
+        self
+    }
+    pub fn src_repeat(mut self, p: UPat) -> UPat {
+        self.src = Some(SrcPat::Repeat(Box::new(p)));
+        self
+    }
+    pub fn arg(mut self, a: Arg) -> UPat {
+        self.arg = Some(ArgPat::Exact(a));
+        self
+    }
+    pub fn any_len(mut self) -> UPat {
+        self.allow_any_len = true;
+        self
+    }
+    /// `x.or_casted(name)`: `UPat.any(x.named(name), UPat(CAST, name=name, src=(x,)))`.
+    pub fn or_casted(self, name: Option<&'static str>) -> UPat {
+        let first = match name {
+            Some(n) => self.clone().named(n),
+            None => self.clone(),
+        };
+        let cast = UPat {
+            name,
+            ..UPat::op(Ops::CAST).src(vec![self])
+        };
+        UPat::any(vec![first, cast])
+    }
+    /// `x.or_after(name)`.
+    pub fn or_after(self, name: Option<&'static str>) -> UPat {
+        let first = match name {
+            Some(n) => self.clone().named(n),
+            None => self.clone(),
+        };
+        let after = UPat {
+            name,
+            ..UPat::op(Ops::AFTER).src(vec![self]).any_len()
+        };
+        UPat::any(vec![first, after])
+    }
+    /// `x.f(op, **kw)`: `UPat(op, src=(x,))`.
+    pub fn f(self, op: Ops) -> UPat {
+        UPat::op(op).src(vec![self])
+    }
+    /// `x.cast(dtype)` (returns `x` itself when it already matches exactly that dtype).
+    pub fn cast(self, dt: Option<DType>) -> UPat {
+        if let Some(d) = dt
+            && self.dtype.as_deref() == Some(&[d][..])
+        {
+            return self;
+        }
+        let mut p = UPat::op(Ops::CAST).src(vec![self]);
+        p.dtype = dt.map(|d| vec![d]);
+        p
+    }
+    pub fn bitcast(self, dt: Option<DType>) -> UPat {
+        let mut p = UPat::op(Ops::BITCAST).src(vec![self]);
+        p.dtype = dt.map(|d| vec![d]);
+        p
+    }
+    /// `UPat.alu(op, *src)`: result dtype is bool for CMPLT/CMPNE, else the *last* operand's
+    /// match dtype; commutative ops match in any order.
+    pub fn alu(self, op: Ops, rest: Vec<UPat>) -> UPat {
+        let mut asrc = vec![self];
+        asrc.extend(rest);
+        let dtype = if matches!(op, Ops::CMPLT | Ops::CMPNE) {
+            Some(vec![DType::Bool])
+        } else {
+            asrc.last().unwrap().dtype.clone()
+        };
+        let src = if op.is_commutative() {
+            SrcPat::Perm(asrc)
+        } else {
+            SrcPat::Tuple(asrc)
+        };
+        UPat {
+            op: Some(vec![op]),
+            dtype,
+            src: Some(src),
+            ..UPat::blank()
+        }
+    }
+    pub fn add(self, o: UPat) -> UPat {
+        self.alu(Ops::ADD, vec![o])
+    }
+    pub fn mul(self, o: UPat) -> UPat {
+        self.alu(Ops::MUL, vec![o])
+    }
+    /// `x // y` (FLOORDIV).
+    pub fn floordiv(self, o: UPat) -> UPat {
+        self.alu(Ops::FLOORDIV, vec![o])
+    }
+    /// `x % y` (FLOORMOD).
+    pub fn floormod(self, o: UPat) -> UPat {
+        self.alu(Ops::FLOORMOD, vec![o])
+    }
+    pub fn lt(self, o: UPat) -> UPat {
+        self.alu(Ops::CMPLT, vec![o])
+    }
+    pub fn ne(self, o: UPat) -> UPat {
+        self.alu(Ops::CMPNE, vec![o])
+    }
+    pub fn xor(self, o: UPat) -> UPat {
+        self.alu(Ops::XOR, vec![o])
+    }
+    pub fn or(self, o: UPat) -> UPat {
+        self.alu(Ops::OR, vec![o])
+    }
+    pub fn and(self, o: UPat) -> UPat {
+        self.alu(Ops::AND, vec![o])
+    }
+    pub fn maximum(self, o: UPat) -> UPat {
+        self.alu(Ops::MAX, vec![o])
+    }
+    pub fn shl(self, o: UPat) -> UPat {
+        self.alu(Ops::SHL, vec![o])
+    }
+    pub fn shr(self, o: UPat) -> UPat {
+        self.alu(Ops::SHR, vec![o])
+    }
+    /// `c.where(t, f)`.
+    pub fn where_(self, t: UPat, f: UPat) -> UPat {
+        self.alu(Ops::WHERE, vec![t, f])
+    }
+
+    /// Ops that must appear among a node's srcs for this pattern to match (`early_reject`).
+    pub fn early_reject(&self) -> Vec<Ops> {
+        let pats: Vec<&UPat> = match &self.src {
+            None => vec![],
+            Some(SrcPat::Repeat(p)) => vec![p],
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => {
+                if self.is_any {
+                    vec![]
+                } else {
+                    v.iter().collect()
+                }
+            }
+        };
+        let mut out: Vec<Ops> = pats
+            .iter()
+            .filter_map(|p| p.op.as_ref().filter(|o| o.len() == 1).map(|o| o[0]))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Every binding under which `self` matches `u`, in tinygrad's order.
+    pub fn matches(&self, g: &Graph, u: UOp) -> Vec<Bindings> {
+        let mut out = Vec::new();
+        self.match_into(g, u, Bindings::default(), &mut out);
+        out
+    }
+
+    fn match_into(&self, g: &Graph, u: UOp, mut store: Bindings, out: &mut Vec<Bindings>) {
+        if self.is_any {
+            if let Some(SrcPat::Tuple(alts)) = &self.src {
+                for a in alts {
+                    a.match_into(g, u, store.clone(), out);
+                }
+            }
+            return;
+        }
+        let n = g.node(u);
+        if let Some(ops) = &self.op
+            && !ops.contains(&n.op)
+        {
+            return;
+        }
+        if let Some(name) = self.name
+            && !store.bind(name, u)
+        {
+            return;
+        }
+        if let Some(dts) = &self.dtype
+            && !dts.contains(&n.dtype)
+        {
+            return;
+        }
+        match &self.arg {
+            None => {}
+            Some(ArgPat::Const(v)) => match n.arg.as_const() {
+                Some(c) if c.py_eq(v) => {}
+                _ => return,
+            },
+            Some(ArgPat::Exact(a)) => {
+                if *a != n.arg {
+                    return;
+                }
+            }
+        }
+        let (required, strict) = match &self.src {
+            None => (0, false),
+            Some(SrcPat::Repeat(_)) => (0, false),
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !self.allow_any_len),
+        };
+        if n.src.len() < required || (strict && n.src.len() != required) {
+            return;
+        }
+        let srcs: Vec<UOp> = n.src.to_vec();
+        match &self.src {
+            None => out.push(store),
+            Some(SrcPat::Repeat(p)) => {
+                let pats: Vec<&UPat> = std::iter::repeat_n(&**p, srcs.len()).collect();
+                match_seq(g, &srcs, &pats, store, out);
+            }
+            Some(SrcPat::Tuple(v)) => {
+                let pats: Vec<&UPat> = v.iter().collect();
+                match_seq(g, &srcs, &pats, store, out);
+            }
+            Some(SrcPat::Perm(v)) => {
+                if v.iter().all(|p| p == &v[0]) {
+                    let pats: Vec<&UPat> = v.iter().collect();
+                    match_seq(g, &srcs, &pats, store, out);
+                } else {
+                    for perm in permutations(v.len()) {
+                        let pats: Vec<&UPat> = perm.iter().map(|i| &v[*i]).collect();
+                        match_seq(g, &srcs, &pats, store.clone(), out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Matches srcs pairwise (zip: extra srcs beyond the patterns are unconstrained), expanding stores.
+fn match_seq(g: &Graph, srcs: &[UOp], pats: &[&UPat], store: Bindings, out: &mut Vec<Bindings>) {
+    let mut stores = vec![store];
+    for (u, p) in srcs.iter().zip(pats.iter()) {
+        let mut next = Vec::new();
+        for s in stores {
+            p.match_into(g, *u, s, &mut next);
+        }
+        if next.is_empty() {
+            return;
+        }
+        stores = next;
+    }
+    out.extend(stores);
+}
+
+/// `itertools.permutations(range(n))` in its lexicographic order.
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    fn rec(cur: &mut Vec<usize>, used: &mut Vec<bool>, out: &mut Vec<Vec<usize>>) {
+        if cur.len() == used.len() {
+            out.push(cur.clone());
+            return;
+        }
+        for i in 0..used.len() {
+            if !used[i] {
+                used[i] = true;
+                cur.push(i);
+                rec(cur, used, out);
+                cur.pop();
+                used[i] = false;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    rec(&mut Vec::new(), &mut vec![false; n], &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn commutative_and_same_name() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let zero = g.cint(DType::WeakInt, 0);
+        let a = g.alu(Ops::ADD, &[zero, x]).unwrap();
+        // `x + 0` matches `0 + x` through the permutation
+        let p = UPat::var("x").add(UPat::cint(0));
+        let m = p.matches(&g, a);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0]["x"], x);
+        // `x ^ x` needs the same node twice
+        let xx = g.alu(Ops::XOR, &[x, x]).unwrap();
+        let xz = g.alu(Ops::XOR, &[x, zero]).unwrap();
+        let p = UPat::var("x").xor(UPat::var("x"));
+        assert_eq!(p.matches(&g, xx).len(), 1);
+        assert!(p.matches(&g, xz).is_empty());
+        // const 0 matches -0.0 (Python ==), and float 0.0 matches int pattern 0
+        let f = g.variable("f", 0, 1, DType::Float);
+        let nz = g.cfloat(DType::Float, -0.0);
+        let fa = g.alu(Ops::ADD, &[f, nz]).unwrap();
+        assert_eq!(UPat::var("x").add(UPat::cint(0)).matches(&g, fa).len(), 1);
+        assert_eq!(permutations(3).len(), 6);
+        assert_eq!(permutations(3)[1], vec![0, 2, 1]);
+    }
+}
