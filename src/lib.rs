@@ -2,6 +2,6 @@
 //!
 //! The pipeline, one module per stage; data flows one way (a stage uses only earlier ones):
 //! `ir` → `rewrite` → `gen` → `exec` → `oracle` → `smt` → `repro` → `farm`.
+pub mod r#gen;
 pub mod ir;
 pub mod rewrite;
-pub mod r#gen;

@@ -17,12 +17,7 @@ fn ok(lo: i128, hi: i128) -> Option<Iv> {
 }
 
 fn corners(a: Iv, b: Iv, f: impl Fn(i128, i128) -> Option<i128>) -> Option<Iv> {
-    let c = [
-        f(a.0, b.0)?,
-        f(a.0, b.1)?,
-        f(a.1, b.0)?,
-        f(a.1, b.1)?,
-    ];
+    let c = [f(a.0, b.0)?, f(a.0, b.1)?, f(a.1, b.0)?, f(a.1, b.1)?];
     ok(*c.iter().min()?, *c.iter().max()?)
 }
 

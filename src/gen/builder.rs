@@ -5,10 +5,10 @@
 //! rules of `spec_shared`, uop/spec.py:49-63): operands equal the result dtype, WHERE's condition
 //! is bool, comparisons give bool, shifts/bitwise/div/mod stay off floats, transcendentals and
 //! POW stay on floats.
+use super::Family;
 use super::bounds::{self, Iv};
 use super::source::{Source, pick, weighted};
 use super::swarm::Swarm;
-use super::Family;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +27,7 @@ enum Prod {
     NewSpecial,
     Load,
     CmpLeaf,
+    CastVar,
     Bin(Ops),
     Unary(Ops),
     Where,
@@ -240,25 +241,63 @@ impl<'a> Builder<'a> {
     }
 
     fn leaf_prods(&mut self, dt: DType) -> Vec<(Prod, u32)> {
-        // Const first: an exhausted source picks it, and it always exists
+        // Const first: an exhausted source picks it, and it always exists. Weights: inputs
+        // (variables, loop indexes, loads) outweigh constants, or most graphs would fold to a
+        // constant before any algebraic rule sees them; constants still make ~30% of leaves
+        // because `x op c` is the shape most rules match.
         let mut v = vec![(Prod::Const, 3)];
         if self.var_possible(dt) {
             v.push((Prod::Var, 4));
         }
         if dt == DType::WeakInt && !self.scope.is_empty() {
+            // loop indexes are what kernel index math is made of
             v.push((Prod::ScopeLeaf, 5));
         }
         if dt == DType::WeakInt && self.new_ranges && self.range_bits.len() < 8 {
+            // RANGE twice as often as SPECIAL: the range rules (`RANGE % end`, `RANGE // end`,
+            // vmin/vmax of ranges) are more numerous; at most 8 loop leaves per graph
             v.push((Prod::NewRange, 2));
             v.push((Prod::NewSpecial, 1));
         }
         if self.loads && self.load_possible(dt) {
+            // a kernel's values come from memory first of all
             v.push((Prod::Load, 6));
         }
         if dt == DType::Bool && (self.sw.has(Ops::CMPLT) || self.sw.has(Ops::CMPNE)) {
+            // comparisons are bool's only leaves that depend on inputs
             v.push((Prod::CmpLeaf, 5));
         }
+        if dt.is_float() && (self.sw.has(Ops::CAST) || self.sw.has(Ops::BITCAST)) {
+            // without float variables a float graph would otherwise have only constant leaves
+            // (and fold away whole); an int variable cast or bitcast to float is the input
+            v.push((Prod::CastVar, 4));
+        }
         v
+    }
+
+    /// `CAST(int var)` or `BITCAST(same-size int var)` to float `dt`.
+    fn cast_var(&mut self, dt: DType) -> Option<UOp> {
+        // CAST and BITCAST equally when both are on: casts give ordinary values, bitcasts of
+        // full-range ints give every float bit pattern (nan payloads, subnormals, inf)
+        let bitcast = self.sw.has(Ops::BITCAST) && (!self.sw.has(Ops::CAST) || self.s.ratio(1, 2));
+        if bitcast {
+            let ts: Vec<DType> = self
+                .bitcast_sources(dt)
+                .into_iter()
+                .filter(|t| t.is_fixed_int())
+                .collect();
+            let t = pick(self.s, &ts)?;
+            let x = self.var(t)?;
+            return Some(self.mk(Ops::BITCAST, dt, &[x], Arg::DType(dt)));
+        }
+        let ts: Vec<DType> = self
+            .cast_sources(dt)
+            .into_iter()
+            .filter(|t| t.is_int())
+            .collect();
+        let t = pick(self.s, &ts)?;
+        let x = self.var(t)?;
+        Some(self.mk(Ops::CAST, dt, &[x], Arg::DType(dt)))
     }
 
     fn leaf(&mut self, dt: DType, _depth: u32) -> UOp {
@@ -275,13 +314,18 @@ impl<'a> Builder<'a> {
                 Some(self.special(e))
             }
             Prod::Load => self.load(dt, 1),
+            Prod::CastVar => self.cast_var(dt),
             Prod::CmpLeaf => {
                 let ops: Vec<Ops> = [Ops::CMPLT, Ops::CMPNE]
                     .into_iter()
                     .filter(|o| self.sw.has(*o))
                     .collect();
                 let op = pick(self.s, &ops).unwrap_or(Ops::CMPNE);
-                let t = { let c = self.cmp_dtypes(); pick(self.s, &c) }.unwrap_or(DType::Bool);
+                let t = {
+                    let c = self.cmp_dtypes();
+                    pick(self.s, &c)
+                }
+                .unwrap_or(DType::Bool);
                 let a = self.leaf_nocmp(t);
                 let b = self.leaf_nocmp(t);
                 Some(self.alu(op, DType::Bool, &[a, b]))
@@ -352,6 +396,7 @@ impl<'a> Builder<'a> {
             }
         }
         if has(WHERE) {
+            // WHERE chains carry the mixing of families and the where-folding rules
             v.push((Prod::Where, 3));
         }
         if b {
@@ -361,6 +406,8 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        // casts cross dtypes (the cast-folding rules need chains of them); bitcasts are fewer:
+        // only two rules read them
         if has(CAST) && !self.cast_sources(dt).is_empty() {
             v.push((Prod::Cast, 2));
         }
@@ -371,6 +418,8 @@ impl<'a> Builder<'a> {
             // 0..10: fuzz_symbolic.py's unary_ops get up to as much weight as ADD
             v.push((Prod::Fuzz, self.sw.fuzz_shapes_pct.div_ceil(10)));
         }
+        // operator sugar (mixin/elementwise.py): rare, each shape is a few nodes and a handful of
+        // rules targets exactly it (`-1*(x+c)`, `!(x<c)`, `(x!=y)!=True`, the int minimum)
         if self.sw.sugar {
             let signed = dt == DType::WeakInt || dt.is_signed_fixed() || f;
             if signed && has(ADD) && has(MUL) {
@@ -395,6 +444,29 @@ impl<'a> Builder<'a> {
             }
         }
         v
+    }
+
+    /// A node of exactly `op` and `dt` with random operands (pattern-directed generation fills
+    /// sub-patterns that constrain only the op). `None` when `op` cannot have dtype `dt`.
+    pub(crate) fn build_op(&mut self, op: Ops, dt: DType, depth: u32) -> Option<UOp> {
+        use Ops::*;
+        let i = dt.is_int();
+        let f = dt.is_float();
+        let b = dt == DType::Bool;
+        let p = match op {
+            ADD | MUL | MAX if i || f || b => Prod::Bin(op),
+            FLOORDIV | FLOORMOD | CDIV | CMOD | SHL | SHR if i => Prod::Bin(op),
+            AND | OR | XOR if i || b => Prod::Bin(op),
+            POW if f => Prod::Bin(op),
+            EXP2 | LOG2 | SIN | SQRT | RECIPROCAL if f => Prod::Unary(op),
+            TRUNC if i || f || b => Prod::Unary(op),
+            WHERE => Prod::Where,
+            CMPLT | CMPNE if b => Prod::Cmp(op),
+            CAST if !self.cast_sources(dt).is_empty() => Prod::Cast,
+            BITCAST if !self.bitcast_sources(dt).is_empty() => Prod::Bitcast,
+            _ => return None,
+        };
+        self.build(p, dt, depth.max(1))
     }
 
     fn build(&mut self, p: Prod, dt: DType, depth: u32) -> Option<UOp> {
@@ -427,18 +499,27 @@ impl<'a> Builder<'a> {
                 self.alu(WHERE, dt, &[c, a, b])
             }
             Prod::Cmp(op) => {
-                let t = { let c = self.cmp_dtypes(); pick(self.s, &c) }?;
+                let t = {
+                    let c = self.cmp_dtypes();
+                    pick(self.s, &c)
+                }?;
                 let a = self.expr(t, d);
                 let b = self.expr(t, d);
                 self.alu(op, DType::Bool, &[a, b])
             }
             Prod::Cast => {
-                let t = { let c = self.cast_sources(dt); pick(self.s, &c) }?;
+                let t = {
+                    let c = self.cast_sources(dt);
+                    pick(self.s, &c)
+                }?;
                 let x = self.expr(t, d);
                 self.mk(CAST, dt, &[x], Arg::DType(dt))
             }
             Prod::Bitcast => {
-                let t = { let c = self.bitcast_sources(dt); pick(self.s, &c) }?;
+                let t = {
+                    let c = self.bitcast_sources(dt);
+                    pick(self.s, &c)
+                }?;
                 let x = self.expr(t, d);
                 self.mk(BITCAST, dt, &[x], Arg::DType(dt))
             }
@@ -463,7 +544,10 @@ impl<'a> Builder<'a> {
                 self.not(a)
             }
             Prod::Ge | Prod::Le | Prod::Gt | Prod::Eq => {
-                let t = { let c = self.cmp_dtypes(); pick(self.s, &c) }?;
+                let t = {
+                    let c = self.cmp_dtypes();
+                    pick(self.s, &c)
+                }?;
                 let a = self.expr(t, d);
                 let b = self.expr(t, d);
                 match p {
@@ -603,11 +687,13 @@ impl<'a> Builder<'a> {
 
     /// A div/mod divisor: mostly a non-zero constant; sometimes an expression, which may be 0
     /// (Python: x//0 == 0, x%0 == x; C: UB) so the oracle sees that edge too.
-    fn divisor(&mut self, dt: DType, d: u32) -> UOp {
+    pub(crate) fn divisor(&mut self, dt: DType, d: u32) -> UOp {
         if self.sw.expr_divisor_pct > 0 && self.pct(self.sw.expr_divisor_pct) {
             return self.expr(dt, d);
         }
         let (lo, hi) = dt.int_bounds().unwrap_or((-16, 16));
+        // 80/20: the small divisors divmod folding is written for, then edge divisors that
+        // probe sign and overflow handling
         let v = if self.pct(80) {
             // fuzz_symbolic.py's divisors: ±1..9
             let mut k = self.s.int_in(-9, 8);
@@ -635,12 +721,13 @@ impl<'a> Builder<'a> {
     /// and then (`wild_shift_pct`) a count >= width, defined in Python (shifts everything out)
     /// and UB in C. Never negative: Python raises ValueError on that, which only crashes the
     /// rewrite (tinygrad-ir.md §2.3).
-    fn shift_count(&mut self, dt: DType, d: u32) -> UOp {
+    pub(crate) fn shift_count(&mut self, dt: DType, d: u32) -> UOp {
         let weak = dt == DType::WeakInt;
         // count dtype: the operand's, or the uint32/weakint counts spec_shared allows
         let cdt = if weak {
             DType::WeakInt
         } else {
+            // mostly the operand's dtype; the two other spec-legal count dtypes now and then
             match weighted(self.s, &[8, 1, 1]) {
                 1 => DType::UInt32,
                 2 => DType::WeakInt,
@@ -654,6 +741,8 @@ impl<'a> Builder<'a> {
             let v = self.s.int_in(width, width + 8).min(cmax);
             return self.cint(cdt, v);
         }
+        // constant counts (what the shift rules and `x*2^k -> x<<k` produce) dominate;
+        // expression counts (masked or proven in range) a third of the time
         match weighted(self.s, &[8, 2, 2]) {
             1 | 2 => {
                 let e = self.expr(cdt, d);
@@ -720,6 +809,7 @@ impl<'a> Builder<'a> {
             ];
             table[self.s.choose(table.len())]
         } else if self.pct(80) {
+            // small constants as in fuzz_symbolic.py; 20% anywhere in the dtype
             self.s.int_in(-10, 10)
         } else {
             self.s.int_in(lo, hi)
@@ -732,7 +822,7 @@ impl<'a> Builder<'a> {
         ConstVal::Int(v.clamp(lo, hi))
     }
 
-    fn float_val(&mut self, dt: DType, edge: bool) -> f64 {
+    pub(crate) fn float_val(&mut self, dt: DType, edge: bool) -> f64 {
         if edge {
             const T: &[f64] = &[
                 0.0,
@@ -768,6 +858,7 @@ impl<'a> Builder<'a> {
             ];
             return T[self.s.choose(T.len())];
         }
+        // small integers (exact in every float dtype), fractions, raw bit patterns
         match weighted(self.s, &[5, 3, 2]) {
             0 => self.s.int_in(-10, 10) as f64,
             // a fraction: division of two small ints is exactly rounded, so identical on
@@ -788,7 +879,8 @@ impl<'a> Builder<'a> {
 
     fn var_possible(&self, dt: DType) -> bool {
         let kind_ok = dt.is_int() || (dt.is_float() && self.sw.float_vars);
-        kind_ok && (self.n_vars < self.sw.max_vars || self.vars.iter().any(|v| self.g.dtype(*v) == dt))
+        kind_ok
+            && (self.n_vars < self.sw.max_vars || self.vars.iter().any(|v| self.g.dtype(*v) == dt))
     }
 
     /// An existing variable of `dt` or a new one.
@@ -800,6 +892,7 @@ impl<'a> Builder<'a> {
             .filter(|v| self.g.dtype(*v) == dt)
             .collect();
         let can_new = self.n_vars < self.sw.max_vars && (dt.is_int() || self.sw.float_vars);
+        // reuse 2/3 of the time: shared variables make `x op x` and cancellation shapes
         if !have.is_empty() && (!can_new || self.s.ratio(2, 3)) {
             return pick(self.s, &have);
         }
@@ -813,11 +906,14 @@ impl<'a> Builder<'a> {
     pub fn new_var(&mut self, dt: DType, lo: i128, hi: i128) -> UOp {
         let name = format!("v{}", self.n_vars);
         self.n_vars += 1;
+        // BUFFER (UOp.variable) and PARAM (the tests' Variable, kernel-side) forms equally often:
+        // some rules only match PARAM (`PARAM vmin==vmax`, multiple_of)
         let param = self.sw.param_vars && self.s.ratio(1, 2);
         let (mut lo, mut hi, mut mult) = (lo, hi, 1i64);
         // multiple_of feeds fold_divmod_general's "PARAM multiple_of % y == 0" case; only the
         // PARAM form carries it in the tests (`Variable(..., multiple_of=)`), weakint only
         if param && dt == DType::WeakInt && self.s.ratio(1, 4) {
+            // a quarter of PARAM weakint variables; powers of two and 3 (non-power) divisors
             let m = [2i128, 3, 4, 8, 16][self.s.choose(5)];
             let (l, h) = (-bounds::floordiv(-lo, m) * m, bounds::floordiv(hi, m) * m);
             if l <= h {
@@ -851,6 +947,8 @@ impl<'a> Builder<'a> {
         if dt == DType::WeakInt {
             // fuzz_symbolic.py: Variable("vi", 0, ub), ub in 1..9, 16..256
             const UB: &[i128] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 32, 64, 128, 256];
+            // mostly fuzz_symbolic.py's [0, ub]; then [1, ub+1], symmetric, negative-only,
+            // single point (vmin == vmax folds) and large ranges
             return match weighted(self.s, &[6, 2, 2, 1, 1, 1]) {
                 0 => (0, UB[self.s.choose(UB.len())]),
                 1 => (1, UB[self.s.choose(UB.len())] + 1),
@@ -864,6 +962,7 @@ impl<'a> Builder<'a> {
                     (c, c)
                 }
                 _ => {
+                    // int32-sized (index lowering picks int32) or beyond it (int64)
                     if self.s.ratio(1, 2) {
                         (0, (1 << 31) - 1)
                     } else {
@@ -912,7 +1011,7 @@ impl<'a> Builder<'a> {
         self.mk(Ops::SPECIAL, DType::WeakInt, &[end], Arg::Name(name))
     }
 
-    fn new_range_leaf(&mut self) -> UOp {
+    pub(crate) fn new_range_leaf(&mut self) -> UOp {
         // symbolic ends as in test_uop_symbolic (`UOp.range(a+2, 0)`) need a non-negative var
         let nonneg: Vec<UOp> = self
             .vars
@@ -921,13 +1020,14 @@ impl<'a> Builder<'a> {
             .filter(|v| self.g.dtype(*v) == DType::WeakInt)
             .filter(|v| matches!(self.info[v.idx()].iv, Some((lo, _)) if lo >= 0))
             .collect();
+        // symbolic ends a quarter of the time when possible; most kernels have constant ends
         let end = if !nonneg.is_empty() && self.s.ratio(1, 4) {
             let v = pick(self.s, &nonneg).unwrap_or(nonneg[0]);
             let k = self.s.int_in(1, 3);
             let c = self.cint(DType::WeakInt, k);
             self.alu(Ops::ADD, DType::WeakInt, &[v, c])
         } else {
-            // end 1 makes the range a constant 0 (the `vmin == vmax` folds)
+            // end 1 (1 in 8) makes the range a constant 0 (the `vmin == vmax` folds)
             let e = if self.s.ratio(1, 8) {
                 1
             } else {
@@ -980,7 +1080,7 @@ impl<'a> Builder<'a> {
     }
 
     /// An input buffer of `dt` (existing, or new while the budget lasts) and its size.
-    fn input_buffer(&mut self, dt: DType) -> Option<(UOp, i128)> {
+    pub(crate) fn input_buffer(&mut self, dt: DType) -> Option<(UOp, i128)> {
         if dt == DType::WeakInt || dt.is_weak() {
             return None;
         }
@@ -990,12 +1090,14 @@ impl<'a> Builder<'a> {
             .copied()
             .filter(|(b, _)| self.g.dtype(*b) == dt)
             .collect();
+        // 3/4 reuse: several loads of one buffer (at different indexes) is the common kernel
         if !have.is_empty() && (self.inputs.len() >= self.sw.max_bufs || self.s.ratio(3, 4)) {
             return Some(have[self.s.choose(have.len())]);
         }
         if self.inputs.len() >= self.sw.max_bufs {
             return None;
         }
+        // tiny (1-element and broadcast-like), mid-size and 256-element buffers equally
         let size = match self.s.choose(3) {
             0 => self.s.int_in(1, 8),
             1 => self.s.int_in(9, 64),
@@ -1028,6 +1130,7 @@ impl<'a> Builder<'a> {
     /// interval, by `% size`, or by a validity gate `cond.where(idx, Invalid)` whose condition
     /// implies the bounds (tinygrad's gated index, uop/ops.py:641 `valid`).
     pub fn index_expr(&mut self, size: i128, depth: u32) -> UOp {
+        // half affine (the loop-nest indexing codegen produces), half arbitrary index math
         let e = if !self.scope.is_empty() && self.s.ratio(1, 2) {
             self.affine()
         } else {
@@ -1051,6 +1154,7 @@ impl<'a> Builder<'a> {
         let scope = self.scope.clone();
         let mut acc: Option<UOp> = None;
         for r in scope {
+            // each loop variable takes part 2/3 of the time: full and partial (broadcast) reads
             if Some(r) != must && !self.s.ratio(2, 3) {
                 continue;
             }
@@ -1066,6 +1170,7 @@ impl<'a> Builder<'a> {
                 Some(a) => self.alu(Ops::ADD, DType::WeakInt, &[a, t]),
             });
         }
+        // a small offset half the time (padding/shift reads; negative ones need the gate/mod)
         let off = if self.s.ratio(1, 2) {
             Some(self.s.int_in(-2, 4))
         } else {
@@ -1085,12 +1190,15 @@ impl<'a> Builder<'a> {
         let iv = self.iv(e);
         let inside = matches!(iv, Some((lo, hi)) if lo >= 0 && hi < size);
         if inside {
+            // an in-bounds index still gets a gate at half the swarm's gate rate (masked loads
+            // of valid addresses, what padding produces)
             if self.sw.gate_pct > 0 && self.pct(self.sw.gate_pct / 2) {
                 let c = self.expr(DType::Bool, 2);
                 return self.gate(c, e);
             }
             return e;
         }
+        // out of bounds: gate it (at least 20% so gates exist in every swarm) or wrap with % size
         if self.pct(self.sw.gate_pct.max(20)) {
             // clauses that make the access in bounds: !(e < 0) and e < size
             let mut clauses = Vec::new();
@@ -1103,12 +1211,13 @@ impl<'a> Builder<'a> {
                 let n = self.cint(DType::WeakInt, size);
                 clauses.push(self.alu(Ops::CMPLT, DType::Bool, &[e, n]));
             }
+            // an extra, unrelated clause a quarter of the time (simplify_valid splits AND chains)
             if self.s.ratio(1, 4) {
                 let c = self.expr(DType::Bool, 1);
                 clauses.push(c);
             }
             let mut c = clauses[0];
-            for x in clauses[1..].to_vec() {
+            for x in clauses[1..].iter().copied() {
                 c = self.alu(Ops::AND, DType::Bool, &[c, x]);
             }
             self.gate(c, e)

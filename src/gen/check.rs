@@ -148,7 +148,12 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         BITCAST => {
             arity(1)?;
             let s = sd(0);
-            if s.itemsize() != dt.itemsize() || s.is_weak() || dt.is_weak() || s.is_bool() || dt.is_bool() {
+            if s.itemsize() != dt.itemsize()
+                || s.is_weak()
+                || dt.is_weak()
+                || s.is_bool()
+                || dt.is_bool()
+            {
                 return Err(format!("bitcast {s:?} -> {dt:?}"));
             }
         }
@@ -157,11 +162,10 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
             if dt != DType::WeakInt || sd(0) != DType::WeakInt {
                 return Err("range/special must be weakint".into());
             }
-            let ok_arg = match (&n.arg, n.op) {
-                (Arg::Range(..), RANGE) => true,
-                (Arg::Name(_), SPECIAL) => true,
-                _ => false,
-            };
+            let ok_arg = matches!(
+                (&n.arg, n.op),
+                (Arg::Range(..), RANGE) | (Arg::Name(_), SPECIAL)
+            );
             if !ok_arg {
                 return Err("bad arg".into());
             }
@@ -202,7 +206,11 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         INDEX => {
             arity(2)?;
             let buf = n.src[0];
-            let base = if g.op(buf) == AFTER { g.src(buf)[0] } else { buf };
+            let base = if g.op(buf) == AFTER {
+                g.src(buf)[0]
+            } else {
+                buf
+            };
             if !matches!(g.op(base), PARAM | BUFFER) {
                 return Err("INDEX of a non-buffer".into());
             }
@@ -263,7 +271,9 @@ fn in_bounds(g: &Graph, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), S
         }
         let mut cl = Vec::new();
         clauses(g, c, &mut cl);
-        let is_const = |u: UOp, v: i128| g.const_val(u).and_then(|c| c.as_i128()) == Some(v) && g.op(u) == Ops::CONST;
+        let is_const = |u: UOp, v: i128| {
+            g.const_val(u).and_then(|c| c.as_i128()) == Some(v) && g.op(u) == Ops::CONST
+        };
         let lo_ok = matches!(iv[e.idx()], Some((lo, _)) if lo >= 0)
             || cl.iter().any(|x| {
                 // !(e < 0) is (e < 0) != True
@@ -282,4 +292,85 @@ fn in_bounds(g: &Graph, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), S
         }
     }
     Err(format!("index may leave [0, {size}): {:?}", iv[idx.idx()]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AxisType;
+
+    fn err(g: &Graph, u: UOp) -> String {
+        check_typing(g, u)
+            .expect_err("ill-formed graph accepted")
+            .msg
+    }
+
+    #[test]
+    fn rejects_ill_typed_alus() {
+        let mut g = Graph::new();
+        let a = g.variable("a", 0, 10, DType::Int8);
+        let b = g.variable("b", 0, 10, DType::Int16);
+        // mixed operand dtypes (tinygrad would promote; the generator promises exact dtypes)
+        let u = g.mk(Ops::ADD, DType::Int16, &[a, b], Arg::None);
+        assert!(err(&g, u).contains("dtype_from_uop") || err(&g, u).contains("operand"));
+        // explicit dtype that disagrees with dtype_from_uop
+        let u = g.mk(Ops::CMPLT, DType::Int8, &[a, a], Arg::None);
+        assert!(err(&g, u).contains("dtype_from_uop"));
+        // WHERE on an int condition
+        let u = g.mk(Ops::WHERE, DType::Int8, &[a, a, a], Arg::None);
+        assert!(check_typing(&g, u).is_err());
+        // bitwise on floats, division of floats, transcendental on ints
+        let f = g.variable("f", 0, 1, DType::Float);
+        for op in [Ops::XOR, Ops::FLOORDIV] {
+            let u = g.mk(op, DType::Float, &[f, f], Arg::None);
+            assert!(check_typing(&g, u).is_err(), "{op:?}");
+        }
+        let u = g.mk(Ops::SQRT, DType::Int8, &[a], Arg::None);
+        assert!(check_typing(&g, u).is_err());
+        // a constant out of its dtype's range
+        let c = g.cint(DType::UInt8, 300);
+        assert!(err(&g, c).contains("out of range"));
+        // a shift count that may be negative
+        let n = g.variable("n", -1, 3, DType::Int8);
+        let u = g.mk(Ops::SHL, DType::Int8, &[a, n], Arg::None);
+        assert!(err(&g, u).contains("negative"));
+        // bitcast between sizes
+        let u = g.mk(Ops::BITCAST, DType::Float, &[a], Arg::DType(DType::Float));
+        assert!(err(&g, u).contains("bitcast"));
+        // and a well-typed graph passes
+        let k = g.cint(DType::Int8, 3);
+        let s = g.mk(Ops::SHL, DType::Int8, &[a, k], Arg::None);
+        let m = g.mk(Ops::MUL, DType::Int8, &[s, a], Arg::None);
+        check_typing(&g, m).unwrap();
+    }
+
+    #[test]
+    fn index_bounds_by_interval_or_gate() {
+        let mut g = Graph::new();
+        let buf = g.param(0, DType::Float, 8);
+        let e8 = g.cint(DType::WeakInt, 8);
+        let r = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[e8],
+            Arg::Range(0, AxisType::Loop),
+        );
+        let ok = g.mk(Ops::INDEX, DType::Float, &[buf, r], Arg::None);
+        check_typing(&g, ok).unwrap();
+        let one = g.cint(DType::WeakInt, 1);
+        let r1 = g.mk(Ops::ADD, DType::WeakInt, &[r, one], Arg::None);
+        let oob = g.mk(Ops::INDEX, DType::Float, &[buf, r1], Arg::None);
+        assert!(err(&g, oob).contains("index may leave"));
+        // gated by r+1 < 8: in bounds
+        let lt = g.mk(Ops::CMPLT, DType::Bool, &[r1, e8], Arg::None);
+        let inv = g.cnst(DType::Bool, ConstVal::Invalid);
+        let gidx = g.mk(Ops::WHERE, DType::WeakInt, &[lt, r1, inv], Arg::None);
+        let gated = g.mk(Ops::INDEX, DType::Float, &[buf, gidx], Arg::None);
+        check_typing(&g, gated).unwrap();
+        // a gate that does not imply the bound does not count
+        let t = g.cbool(true);
+        let bad = g.mk(Ops::WHERE, DType::WeakInt, &[t, r1, inv], Arg::None);
+        let badi = g.mk(Ops::INDEX, DType::Float, &[buf, bad], Arg::None);
+        assert!(check_typing(&g, badi).is_err());
+    }
 }

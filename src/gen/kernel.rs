@@ -31,11 +31,18 @@ pub(crate) fn kernel(b: &mut Builder) -> UOp {
     let dt = pick(b.s, &b.sw.root_dtypes.clone()).unwrap_or(DType::Float);
 
     // outer dims: 0, 1 or 2, each a RANGE or a SPECIAL; ends up to 16 so outputs stay <= 256
+    // mostly 1-2 outer dims; 0 (a single-thread kernel) now and then
     let n_outer = weighted(b.s, &[1, 4, 3]);
     let mut dims: Vec<(UOp, i128)> = Vec::new();
     for _ in 0..n_outer {
-        let end = if b.s.ratio(1, 8) { 1 } else { b.s.int_in(2, 16) };
+        // end 1 in 8 dims: size-1 dims are what the range-folding rules remove
+        let end = if b.s.ratio(1, 8) {
+            1
+        } else {
+            b.s.int_in(2, 16)
+        };
         let e = b.cint(DType::WeakInt, end);
+        // with specials on, half the dims are GPU indexes (after pm_add_gpudims)
         let d = if b.sw.use_special && b.s.ratio(1, 2) {
             b.special(e)
         } else {
@@ -60,6 +67,7 @@ pub(crate) fn kernel(b: &mut Builder) -> UOp {
         };
         let out = b.param(dt, out_size);
         // a gated store: some threads write nothing
+        // gated stores at half the swarm's gate rate: fewer than gated loads, as in real kernels
         let sidx = if b.sw.gate_pct > 0 && b.s.ratio(b.sw.gate_pct / 2, 100) {
             let c = b.expr(DType::Bool, 2);
             b.gate(c, out_idx)
@@ -90,6 +98,7 @@ pub(crate) fn kernel(b: &mut Builder) -> UOp {
             KernelShape::RegReduce => {
                 let res = reg_reduce(b, dt, red, &dims, depth);
                 b.offer(res);
+                // the reduce result stored as is (a plain reduce) or combined (fused elementwise)
                 let v = if b.s.ratio(1, 2) {
                     res
                 } else {
@@ -152,6 +161,7 @@ fn row_major(b: &mut Builder, dims: &[(UOp, i128)]) -> UOp {
 
 /// Opens a REDUCE range (in scope until `close`).
 fn reduce_range(b: &mut Builder) -> UOp {
+    // reduce lengths up to 8 keep interpretation cheap; 1 in 8 is the degenerate 1-long reduce
     let end = if b.s.ratio(1, 8) { 1 } else { b.s.int_in(2, 8) };
     let e = b.cint(DType::WeakInt, end);
     let r = b.range(e, AxisType::Reduce);
@@ -198,6 +208,7 @@ fn reg_reduce(b: &mut Builder, dt: DType, red: Ops, dims: &[(UOp, i128)], depth:
 /// The value a reduce folds in: mostly a read along the reduce range combined with an
 /// expression (as a real reduce reads its input along the axis), else any expression.
 fn reduce_body(b: &mut Builder, dt: DType, r: UOp, depth: u32) -> UOp {
+    // 3/4 of reduces read along their axis (the real shape); half of those are the bare read
     if b.s.ratio(3, 4)
         && let Some(ld) = b.load_along(dt, r)
     {

@@ -222,7 +222,12 @@ fn family_dtypes(family: Family) -> (&'static [DType], &'static [DType]) {
     ];
     match family {
         Family::Index => (&[WeakInt], &[WeakInt, Bool]),
-        Family::FixedInt => (DType::INTS, &[Bool, WeakInt, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64]),
+        Family::FixedInt => (
+            DType::INTS,
+            &[
+                Bool, WeakInt, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64,
+            ],
+        ),
         Family::Float => (DType::FUZZ_FLOATS, ALL_EXEC),
         Family::Bool => (&[Bool], ALL_EXEC),
         Family::Kernel => (KERNEL_VALUES, ALL_EXEC),
@@ -247,6 +252,10 @@ mod tests {
             assert!((3..=6).contains(&s.max_depth));
             distinct.insert(format!("{:?}", s.ops));
         }
-        assert!(distinct.len() > 40, "swarm op sets barely vary: {}", distinct.len());
+        assert!(
+            distinct.len() > 40,
+            "swarm op sets barely vary: {}",
+            distinct.len()
+        );
     }
 }
