@@ -204,7 +204,12 @@ impl Dir<'_, '_> {
             self.node(p, &dts, role)?
         };
         if let Some(name) = p.name {
-            self.binds.push((name, u));
+            match self.bound(name) {
+                // bound meanwhile by a sub-pattern: one node cannot be its own operand
+                Some(prev) if prev != u => return None,
+                Some(_) => {}
+                None => self.binds.push((name, u)),
+            }
         }
         Some(u)
     }
@@ -404,27 +409,23 @@ impl Dir<'_, '_> {
                 Some(std::iter::repeat_n(&**x, n).collect())
             }
         };
-        let Some(pats) = pats else {
+        let Some(mut pats) = pats else {
             return self.unconstrained(op, dt);
         };
-        if let Some(n) = arity(op)
-            && pats.len() != n
-            && !(p.allow_any_len && pats.len() < n)
-        {
+        let blank = UPat::any_node();
+        if let Some(n) = arity(op) {
+            if p.allow_any_len && pats.len() < n {
+                // operands past the pattern's are unconstrained
+                pats.resize(n, &blank);
+            }
+            if pats.len() != n {
+                return None;
+            }
+        }
+        if pats.is_empty() {
             return None;
         }
         let srcs = self.srcs(op, dt, &pats)?;
-        // any_len patterns may leave operands unconstrained
-        let srcs = match arity(op) {
-            Some(n) if srcs.len() < n => {
-                let mut s = srcs;
-                let rest = self.unconstrained(op, dt)?;
-                let n = s.len();
-                s.extend_from_slice(&self.b.g.src(rest)[n..]);
-                s
-            }
-            _ => srcs,
-        };
         // `src=[a, b]` matches in any order: vary the order so both sides get exercised
         let mut srcs = srcs;
         if matches!(p.src, Some(SrcPat::Perm(_))) && srcs.len() == 2 && self.b.s.ratio(1, 2) {
@@ -495,7 +496,7 @@ impl Dir<'_, '_> {
             }
             Ops::LOAD => g.op(n.src[0]) == Ops::INDEX,
             Ops::STORE => g.op(n.src[0]) == Ops::INDEX && g.dtype(n.src[1]) == g.dtype(n.src[0]),
-            Ops::END => n.src[1..].iter().all(|r| g.op(*r) == Ops::RANGE),
+            Ops::END => n.src.len() >= 2 && n.src[1..].iter().all(|r| g.op(*r) == Ops::RANGE),
             _ => true,
         }
     }
