@@ -549,9 +549,29 @@ fn to_python(g: &uopfuzz::ir::Graph, root: uopfuzz::ir::UOp) -> String {
 }
 
 /// Writes generated graphs as Python for a cross-check against tinygrad 0.14.0:
-/// `GEN_PY=/tmp/g.py cargo test --test gen_props export_python -- --ignored`, then run the
-/// checker script described in the gen report (`type_verify(spec_full)` under `SPEC=2`, and
-/// `graph_rewrite(sym)`).
+/// `GEN_PY=/tmp/g.py GEN_N=1000 cargo test --test gen_props export_python -- --ignored`, then
+/// with `.venv/bin/python` (every graph is rebuilt under `SPEC=2`, which checks each explicit
+/// dtype against `dtype_from_uop`, then `type_verify`-ed with `spec_full` and rewritten by `sym`):
+/// ```text
+/// import sys, collections
+/// from math import inf, nan
+/// from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType, graph_rewrite
+/// from tinygrad.dtype import dtypes, AddrSpace, ConstFloat, Invalid
+/// from tinygrad.uop.symbolic import sym
+/// from tinygrad.uop.spec import type_verify, spec_full
+/// from tinygrad.helpers import Context
+/// ns = {}; exec(open(sys.argv[1]).read(), ns); bad = collections.Counter()
+/// for fam, seed, code in ns["GRAPHS"]:
+///   env = dict(UOp=UOp, Ops=Ops, ParamArg=ParamArg, AxisType=AxisType, dtypes=dtypes,
+///              AddrSpace=AddrSpace, ConstFloat=ConstFloat, Invalid=Invalid, inf=inf, nan=nan)
+///   try:
+///     with Context(SPEC=2): exec(code, env)
+///     type_verify(env["ast"], spec_full)
+///   except Exception as e: bad[("spec", fam, type(e).__name__)] += 1; continue
+///   try: graph_rewrite(env["ast"], sym)
+///   except Exception as e: bad[("rewrite", fam, type(e).__name__)] += 1
+/// print(len(ns["GRAPHS"]), bad)
+/// ```
 #[test]
 #[ignore]
 fn export_python() {
@@ -601,6 +621,20 @@ fn export_python() {
 #[test]
 #[ignore]
 fn family_stats() {
+    use rand::{RngExt, SeedableRng};
+    let mut r = rand::rngs::StdRng::seed_from_u64(5);
+    for len in [16usize, 64, 256, 1024] {
+        let mut nodes = 0usize;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..len).map(|_| r.random()).collect();
+            nodes +=
+                generate_from_bytes(&bytes, &GenConfig::default()).map_or(0, |x| x.graph.len());
+        }
+        println!(
+            "{len:>5} random bytes: {:.1} nodes/graph",
+            nodes as f64 / 2000.0
+        );
+    }
     for f in Family::ALL {
         let n = 2000u64;
         let (mut nodes, mut closed, mut consts) = (0usize, 0usize, 0usize);

@@ -125,9 +125,11 @@ pub struct Generated {
     pub graph: Graph,
     pub root: UOp,
     pub family: Family,
-    /// Sorted by name.
+    /// The variables (BUFFER/PARAM in `AddrSpace.ALU`), sorted by name. RANGE and SPECIAL
+    /// leaves are inputs too: each takes a value in `[0, end)`.
     pub vars: Vec<VarInfo>,
-    /// Sorted by slot.
+    /// The global `PARAM` buffers, sorted by slot. REG accumulators (`BUFFER` in
+    /// `AddrSpace.REG`, 1 element) are kernel-internal: the kernel initialises them itself.
     pub buffers: Vec<BufInfo>,
     /// The configuration this graph was drawn under (for logs and triage).
     pub swarm: Swarm,
