@@ -2,6 +2,11 @@
 //!
 //! The pipeline, one module per stage; data flows one way (a stage uses only earlier ones):
 //! `ir` → `rewrite` → `gen` → `exec` → `oracle` → `smt` → `repro` → `farm`.
+// Ported control flow mirrors tinygrad's Python `if` chains; collapsing them would hide the diff.
+#![allow(clippy::collapsible_match, clippy::collapsible_if)]
+
+// `gen` is a reserved keyword in Rust 2024: the module is `r#gen` (`uopfuzz::r#gen::...`).
 pub mod r#gen;
 pub mod ir;
+pub mod oracle;
 pub mod rewrite;

@@ -58,6 +58,27 @@ impl ConstVal {
     }
 }
 
+impl From<i128> for ConstVal {
+    fn from(v: i128) -> ConstVal {
+        ConstVal::Int(v)
+    }
+}
+impl From<i32> for ConstVal {
+    fn from(v: i32) -> ConstVal {
+        ConstVal::Int(v as i128)
+    }
+}
+impl From<f64> for ConstVal {
+    fn from(v: f64) -> ConstVal {
+        ConstVal::Float(v)
+    }
+}
+impl From<bool> for ConstVal {
+    fn from(v: bool) -> ConstVal {
+        ConstVal::Bool(v)
+    }
+}
+
 impl PartialEq for ConstVal {
     /// Identity for hash-consing: floats by bit pattern (as `ConstFloat.__hash__`).
     fn eq(&self, o: &Self) -> bool {

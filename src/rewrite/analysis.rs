@@ -1,9 +1,684 @@
-//! Analyses the rules read: `_min_max` (vmin/vmax), `const_factor`, `divides`, `split_uop`, ...
-//! Cached per node (nodes are immutable, so a cache entry never goes stale).
-use crate::ir::{ConstVal, UOp};
+//! Analyses the rules read (uop/ops.py): `_min_max` (vmin/vmax, :1051), `const_factor` (:1007),
+//! `divides` (:1016), `pop_const` (:1029), `gcd` (:1032), `divide_exact`, `split_uop` (:660).
+//! Values are Python values (`ConstVal`: bool/int/float), combined with Python's numeric rules.
+//! vmin/vmax are cached per node (nodes are immutable, so an entry never goes stale).
+//!
+//! Fidelity note: Python ints are unbounded and weakint's min/max are ±2^799; the port uses i128
+//! with weakint bounds ±2^120 and saturating arithmetic. Graphs whose bounds reach that far are
+//! outside what the port decides faithfully (the fidelity harness measures this).
+use super::engine::{Cx, RuleError};
+use super::sugar::Py;
+use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
 use std::collections::HashMap;
 
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: HashMap<UOp, (ConstVal, ConstVal)>,
+    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
+    /// shape or one the port cannot represent (symbolic dims).
+    pub shape: HashMap<UOp, Option<Vec<i128>>>,
+}
+
+use ConstVal::{Bool as B, Float as F, Int as I};
+
+fn as_num(v: ConstVal) -> ConstVal {
+    match v {
+        B(b) => I(b as i128),
+        x => x,
+    }
+}
+
+/// Python `a + b` on numbers (bool counts as int); i128 saturates.
+pub fn py_add(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_add(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) + y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+pub fn py_sub(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_sub(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) - y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+pub fn py_mul(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_mul(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) * y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+/// Python `a < b` (int/float compared exactly enough for the ranges the port handles).
+pub fn py_lt(a: ConstVal, b: ConstVal) -> bool {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => x < y,
+        (x, y) => x.as_f64().unwrap_or(f64::NAN) < y.as_f64().unwrap_or(f64::NAN),
+    }
+}
+/// Python `max(a, b)`: returns `a` unless `b > a` (so `max(nan, 1)` is nan).
+pub fn py_max(a: ConstVal, b: ConstVal) -> ConstVal {
+    if py_lt(a, b) { b } else { a }
+}
+/// Python `min(a, b)`: returns `a` unless `b < a`.
+pub fn py_min(a: ConstVal, b: ConstVal) -> ConstVal {
+    if py_lt(b, a) { b } else { a }
+}
+fn py_min_of(v: &[ConstVal]) -> ConstVal {
+    v[1..].iter().fold(v[0], |m, x| py_min(m, *x))
+}
+fn py_max_of(v: &[ConstVal]) -> ConstVal {
+    v[1..].iter().fold(v[0], |m, x| py_max(m, *x))
+}
+/// Python `//` on ints (floor); `None` for division by zero.
+pub fn floordiv(a: i128, b: i128) -> Option<i128> {
+    if b == 0 {
+        return None;
+    }
+    let q = a.checked_div(b)?;
+    Some(if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    })
+}
+/// Python `%` on ints (sign of the divisor).
+pub fn floormod(a: i128, b: i128) -> Option<i128> {
+    Some(a - floordiv(a, b)?.checked_mul(b)?)
+}
+/// tinygrad `cdiv` (helpers.py:71): truncating, `x/0 → 0`.
+pub fn cdiv(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        0
+    } else {
+        (a.unsigned_abs() / b.unsigned_abs()) as i128 * if (a < 0) != (b < 0) { -1 } else { 1 }
+    }
+}
+fn int(v: ConstVal) -> Option<i128> {
+    as_num(v).as_i128()
+}
+fn py_eq(a: ConstVal, b: ConstVal) -> bool {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => x == y,
+        (x, y) => x.as_f64() == y.as_f64(),
+    }
+}
+
+/// `(dtype.min, dtype.max)`.
+pub fn dtype_bounds(dt: DType) -> (ConstVal, ConstVal) {
+    if let Some((lo, hi)) = dt.int_bounds() {
+        (I(lo), I(hi))
+    } else if dt.is_float() {
+        (F(f64::NEG_INFINITY), F(f64::INFINITY))
+    } else {
+        (B(false), B(true))
+    }
+}
+
+fn trunc_bound(v: ConstVal, dt: DType) -> ConstVal {
+    match as_num(v) {
+        F(f) if dt.is_float() => F(crate::ir::truncate::round_float(dt, f)),
+        F(f) if dt.is_int() => I(f.trunc() as i128),
+        x if dt.is_float() => F(crate::ir::truncate::round_float(dt, x.as_f64().unwrap())),
+        x => x,
+    }
+}
+
+/// `UOp._min_max` of one node given its srcs' bounds.
+fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
+    let n = g.node(u);
+    let mm = |s: UOp| cache.min_max[&s];
+    let dt = n.dtype;
+    if n.op.is_binary() && !dt.is_float() && n.src.len() == 2 {
+        let ((a0, a1), (b0, b1)) = (mm(n.src[0]), mm(n.src[1]));
+        let ints = [int(a0), int(a1), int(b0), int(b1)];
+        let all_int =
+            ints.iter().all(|x| x.is_some()) && ![a0, a1, b0, b1].iter().any(|v| matches!(v, F(_)));
+        match n.op {
+            Ops::ADD => return (py_add(a0, b0), py_add(a1, b1)),
+            Ops::SUB => return (py_sub(a0, b1), py_sub(a1, b0)),
+            Ops::AND if dt.is_int() && py_eq(b0, b1) && !py_lt(b1, I(0)) => {
+                return (I(0), if py_lt(a0, I(0)) { b1 } else { py_min(a1, b1) });
+            }
+            Ops::MUL => {
+                let v = [
+                    py_mul(a0, b0),
+                    py_mul(a0, b1),
+                    py_mul(a1, b0),
+                    py_mul(a1, b1),
+                ];
+                return (py_min_of(&v), py_max_of(&v));
+            }
+            Ops::SHL | Ops::SHR if py_eq(b0, b1) && all_int => {
+                let (x0, x1, k) = (ints[0].unwrap(), ints[1].unwrap(), ints[2].unwrap());
+                if k >= 0 {
+                    let sh = |x: i128| -> i128 {
+                        if n.op == Ops::SHR {
+                            if k >= 127 {
+                                if x < 0 { -1 } else { 0 }
+                            } else {
+                                x >> k
+                            }
+                        } else if k >= 127 || x.unsigned_abs().leading_zeros() <= k as u32 + 1 {
+                            if x < 0 {
+                                i128::MIN
+                            } else if x == 0 {
+                                0
+                            } else {
+                                i128::MAX
+                            }
+                        } else {
+                            x << k
+                        }
+                    };
+                    return (I(sh(x0)), I(sh(x1)));
+                }
+            }
+            _ => {}
+        }
+        if all_int {
+            let (s0min, s0max, s1min, s1max) = (
+                ints[0].unwrap(),
+                ints[1].unwrap(),
+                ints[2].unwrap(),
+                ints[3].unwrap(),
+            );
+            match n.op {
+                Ops::CMOD => {
+                    let c = s1min;
+                    if c == s1max && c > 0 {
+                        let lo = if s0min > 0 {
+                            0
+                        } else if 0 >= s0min && s0min > -c {
+                            s0min
+                        } else {
+                            -(s1max - 1)
+                        };
+                        let hi = if s0max < 0 {
+                            0
+                        } else if 0 <= s0max && s0max < c {
+                            s0max
+                        } else {
+                            c - 1
+                        };
+                        return (I(lo), I(hi));
+                    }
+                    if s1min > 0 {
+                        return if s0min >= 0 {
+                            (I(0), I(s1max - 1))
+                        } else if s0max <= 0 {
+                            (I(-(s1max - 1)), I(0))
+                        } else {
+                            (I(-(s1max - 1)), I(s1max - 1))
+                        };
+                    }
+                    if s1max < 0 {
+                        return if s0min >= 0 {
+                            (I(0), I(-s1min - 1))
+                        } else if s0max <= 0 {
+                            (I(-(-s1min - 1)), I(0))
+                        } else {
+                            (I(-(-s1min - 1)), I(-s1min - 1))
+                        };
+                    }
+                }
+                Ops::CDIV => {
+                    if s1min.signum() * s1max.signum() > 0 {
+                        let v = [
+                            I(cdiv(s0min, s1min)),
+                            I(cdiv(s0min, s1max)),
+                            I(cdiv(s0max, s1min)),
+                            I(cdiv(s0max, s1max)),
+                        ];
+                        return (py_min_of(&v), py_max_of(&v));
+                    }
+                }
+                Ops::FLOORDIV => {
+                    if s0min > s0max {
+                        return (I(0), I(0));
+                    }
+                    if s1min.signum() * s1max.signum() > 0 {
+                        let f = |a, b| I(floordiv(a, b).unwrap_or(0));
+                        let v = [
+                            f(s0min, s1min),
+                            f(s0min, s1max),
+                            f(s0max, s1min),
+                            f(s0max, s1max),
+                        ];
+                        return (py_min_of(&v), py_max_of(&v));
+                    }
+                }
+                Ops::FLOORMOD => {
+                    if s0min > s0max {
+                        return (I(0), I(0));
+                    }
+                    let c = s1min;
+                    if c == s1max && c != 0 {
+                        let same = floordiv(s0min, c) == floordiv(s0max, c);
+                        return if same {
+                            (
+                                I(floormod(s0min, c).unwrap()),
+                                I(floormod(s0max, c).unwrap()),
+                            )
+                        } else if c > 0 {
+                            (I(0), I(c - 1))
+                        } else {
+                            (I(c + 1), I(0))
+                        };
+                    }
+                    if s1min > 0 {
+                        return (I(0), I(s1max - 1));
+                    }
+                    if s1max < 0 {
+                        return (I(s1min + 1), I(0));
+                    }
+                }
+                Ops::XOR if s1min == -1 && s1max == -1 && !matches!(a0, B(_)) => {
+                    return (I(!s0max), I(!s0min));
+                }
+                _ => {}
+            }
+        }
+        match n.op {
+            Ops::MAX => return (py_max(a0, b0), py_max(a1, b1)),
+            Ops::CMPLT => return (B(py_lt(a1, b0)), B(py_lt(a0, b1))),
+            Ops::CMPNE => {
+                let lo = py_lt(a1, b0) || py_lt(b1, a0);
+                let hi = !(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1));
+                return (B(lo), B(hi));
+            }
+            // Python `a or b` / `a and b` on the bound values
+            Ops::OR if dt == DType::Bool => {
+                return (
+                    if a0.truthy() { a0 } else { b0 },
+                    if a1.truthy() { a1 } else { b1 },
+                );
+            }
+            Ops::AND if dt == DType::Bool => {
+                return (
+                    if !a0.truthy() { a0 } else { b0 },
+                    if !a1.truthy() { a1 } else { b1 },
+                );
+            }
+            _ => {}
+        }
+    }
+    match n.op {
+        Ops::WHERE if dt.is_int() => {
+            let ((t0, t1), (f0, f1)) = (mm(n.src[1]), mm(n.src[2]));
+            return (py_min(t0, f0), py_max(t1, f1));
+        }
+        Ops::PARAM | Ops::BUFFER => {
+            if let Some((lo, hi)) = n.arg.as_param().and_then(|p| p.vmin_vmax) {
+                return (I(lo), I(hi));
+            }
+        }
+        Ops::RANGE | Ops::SPECIAL if dt != DType::Void => {
+            // (self.src[0]-1).vmax
+            return (I(0), py_sub(mm(n.src[0]).1, I(1)));
+        }
+        Ops::AFTER | Ops::INDEX => return mm(n.src[0]),
+        Ops::STACK if !n.src.is_empty() => {
+            let lo: Vec<ConstVal> = n.src.iter().map(|s| mm(*s).0).collect();
+            let hi: Vec<ConstVal> = n.src.iter().map(|s| mm(*s).1).collect();
+            return (py_min_of(&lo), py_max_of(&hi));
+        }
+        Ops::CONST => {
+            if let Some(c) = n.arg.as_const()
+                && !c.is_invalid()
+            {
+                return (c, c);
+            }
+        }
+        Ops::CAST => {
+            let (mut smin, mut smax) = mm(n.src[0]);
+            let finite = |v: ConstVal| v.as_f64().is_some_and(|f| f.is_finite());
+            if (dt.is_float() || dt.is_int()) && finite(smin) && finite(smax) {
+                smin = trunc_bound(smin, dt);
+                smax = trunc_bound(smax, dt);
+            }
+            let (dmin, dmax) = dtype_bounds(dt);
+            if dt.is_unsigned() && !py_lt(smin, I(0)) && !py_lt(dmax, smax) {
+                return (smin, smax);
+            }
+            if DType::FLOATS.contains(&dt) || dt.is_signed_fixed() || dt == DType::WeakInt {
+                return (py_max(dmin, smin), py_min(smax, dmax));
+            }
+        }
+        _ => {}
+    }
+    dtype_bounds(dt)
+}
+
+/// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
+/// must not overflow the stack).
+pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
+    if let Some(v) = cache.min_max.get(&u) {
+        return *v;
+    }
+    let mut stack = vec![(u, false)];
+    while let Some((x, expanded)) = stack.pop() {
+        if cache.min_max.contains_key(&x) {
+            continue;
+        }
+        if expanded {
+            let v = min_max_node(g, cache, x);
+            cache.min_max.insert(x, v);
+        } else {
+            stack.push((x, true));
+            for s in g.src(x) {
+                if !cache.min_max.contains_key(s) {
+                    stack.push((*s, false));
+                }
+            }
+        }
+    }
+    cache.min_max[&u]
+}
+
+/// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.
+pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
+    let mut out = Vec::new();
+    let mut stack = vec![u];
+    while let Some(x) = stack.pop() {
+        if g.op(x) == sep {
+            stack.extend(g.src(x).iter().rev());
+        } else {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// `math.gcd` (non-negative).
+pub fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i128
+}
+
+fn const_int(g: &Graph, u: UOp) -> Result<i128, RuleError> {
+    match g.const_val(u) {
+        Some(c) => {
+            int(c).ok_or_else(|| RuleError::Runtime("int arithmetic on a non-int const".into()))
+        }
+        None => Err(RuleError::Runtime("expected a CONST".into())),
+    }
+}
+
+/// Identity element of `op` for `pop_const` (`identity_element`, uop/ops.py).
+fn identity_element(op: Ops, dt: DType) -> ConstVal {
+    let v = match op {
+        Ops::ADD => 0,
+        Ops::MUL => 1,
+        _ => 0,
+    };
+    crate::ir::graph::dtype_const(dt, I(v))
+}
+
+impl Cx<'_> {
+    pub fn vmin(&mut self, u: UOp) -> ConstVal {
+        min_max(self.g, self.cache, u).0
+    }
+    pub fn vmax(&mut self, u: UOp) -> ConstVal {
+        min_max(self.g, self.cache, u).1
+    }
+    pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
+        min_max(self.g, self.cache, u)
+    }
+    pub fn split_uop(&self, u: UOp, sep: Ops) -> Vec<UOp> {
+        split_uop(self.g, u, sep)
+    }
+    /// `const_factor`: largest known int dividing `u` (may be negative, as in tinygrad).
+    pub fn const_factor(&self, u: UOp) -> Result<i128, RuleError> {
+        let g = &*self.g;
+        Ok(match g.op(u) {
+            Ops::CONST => const_int(g, u)?,
+            Ops::STACK => {
+                let mut acc = 0;
+                for s in g.src(u) {
+                    acc = gcd(acc, self.const_factor(*s)?);
+                }
+                acc
+            }
+            Ops::ADD => gcd(
+                self.const_factor(g.src(u)[0])?,
+                self.const_factor(g.src(u)[1])?,
+            ),
+            Ops::MUL => {
+                let (a, b) = (g.src(u)[0], g.src(u)[1]);
+                if g.op(a) == Ops::CONST {
+                    const_int(g, a)?
+                } else if g.op(b) == Ops::CONST {
+                    const_int(g, b)?
+                } else {
+                    1
+                }
+            }
+            Ops::PARAM | Ops::BUFFER => g
+                .arg(u)
+                .as_param()
+                .and_then(|p| p.multiple_of)
+                .map(|m| m as i128)
+                .unwrap_or(1),
+            _ => 1,
+        })
+    }
+    /// `divides(v)`: `u / v` built exactly, or None when not provably divisible.
+    pub fn divides(&mut self, u: UOp, v: i128) -> Result<Option<UOp>, RuleError> {
+        if v == 1 {
+            return Ok(Some(u));
+        }
+        if v == 0 {
+            return Err(RuleError::ZeroDivision("integer modulo by zero".into()));
+        }
+        match self.g.op(u) {
+            Ops::CONST => {
+                let c = const_int(self.g, u)?;
+                Ok(if floormod(c, v) == Some(0) {
+                    Some(self.const_like(u, floordiv(c, v).unwrap()))
+                } else {
+                    None
+                })
+            }
+            Ops::STACK => {
+                let srcs = self.g.src(u).to_vec();
+                let mut out = Vec::new();
+                for s in srcs {
+                    match self.divides(s, v)? {
+                        Some(d) => out.push(d),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(self.alu(Ops::STACK, &out)?))
+            }
+            Ops::ADD => {
+                let (a, b) = (self.g.src(u)[0], self.g.src(u)[1]);
+                let Some(d0) = self.divides(a, v)? else {
+                    return Ok(None);
+                };
+                let Some(d1) = self.divides(b, v)? else {
+                    return Ok(None);
+                };
+                Ok(Some(self.add(d0, d1)?))
+            }
+            Ops::MUL => {
+                let (a, b) = (self.g.src(u)[0], self.g.src(u)[1]);
+                if let Some(d0) = self.divides(a, v)? {
+                    return Ok(Some(self.mul(d0, b)?));
+                }
+                if let Some(d1) = self.divides(b, v)? {
+                    return Ok(Some(self.mul(a, d1)?));
+                }
+                Ok(None)
+            }
+            Ops::PARAM | Ops::BUFFER => {
+                let m = self.g.arg(u).as_param().and_then(|p| p.multiple_of);
+                match m {
+                    Some(m) => Ok(if floormod(m as i128, v) == Some(0) {
+                        Some(self.floordiv(u, v)?)
+                    } else {
+                        None
+                    }),
+                    None => Ok(None),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+    /// `pop_const(op)`: `(x, c)` for `x op c`, else `(u, identity)`.
+    pub fn pop_const(&self, u: UOp, op: Ops) -> (UOp, ConstVal) {
+        let g = &*self.g;
+        if g.op(u) == op && g.op(g.src(u)[1]) == Ops::CONST {
+            (g.src(u)[0], g.const_val(g.src(u)[1]).unwrap())
+        } else {
+            (u, identity_element(op, g.dtype(u)))
+        }
+    }
+    /// `math.prod(items, start=start)`: `start * items[0] * ...` with Python's left fold (so a
+    /// Python-int start of 1 builds `MUL(CONST 1, x)`, as tinygrad does).
+    pub fn prod(&mut self, start: Py, items: &[UOp]) -> Result<Py, RuleError> {
+        let mut acc = start;
+        for it in items {
+            acc = Py::U(match acc {
+                Py::U(a) => self.mul(a, *it)?,
+                c => self.rmul(*it, c)?,
+            });
+        }
+        Ok(acc)
+    }
+    /// `UOp.gcd(*uops)`: common MUL factors times the gcd of the const factors.
+    pub fn uop_gcd(&mut self, uops: &[UOp]) -> Result<UOp, RuleError> {
+        let mut terms = Vec::new();
+        let mut factors = Vec::new();
+        for u in uops {
+            let f = self.const_factor(*u)?;
+            let t = self
+                .divides(*u, f)?
+                .ok_or_else(|| RuleError::Runtime("gcd: term not divisible".into()))?;
+            terms.push(t);
+            factors.push(f);
+        }
+        // Counter intersection, elements in first-seen order of the first Counter
+        let mut count: Vec<(UOp, usize)> = Vec::new();
+        for t in split_uop(self.g, terms[0], Ops::MUL) {
+            match count.iter_mut().find(|(u, _)| *u == t) {
+                Some(e) => e.1 += 1,
+                None => count.push((t, 1)),
+            }
+        }
+        for term in &terms[1..] {
+            let parts = split_uop(self.g, *term, Ops::MUL);
+            for e in count.iter_mut() {
+                let c = parts.iter().filter(|p| **p == e.0).count();
+                e.1 = e.1.min(c);
+            }
+        }
+        let mut elems: Vec<UOp> = Vec::new();
+        for (u, c) in &count {
+            elems.extend(std::iter::repeat_n(*u, *c));
+        }
+        let g = factors.iter().fold(0, |a, b| gcd(a, *b));
+        let last = self.const_like(terms[0], g);
+        elems.push(last);
+        match self.prod(Py::I(1), &elems)? {
+            Py::U(u) => Ok(u),
+            _ => unreachable!("prod of a non-empty list is a UOp"),
+        }
+    }
+    /// `divide_exact(v)`.
+    pub fn divide_exact(&mut self, u: UOp, v: UOp) -> Result<Option<UOp>, RuleError> {
+        if u == v {
+            return Ok(Some(self.const_like(u, 1)));
+        }
+        if self.g.op(v) == Ops::CONST {
+            let c = const_int(self.g, v)?;
+            return self.divides(u, c);
+        }
+        match self.g.op(u) {
+            Ops::ADD => {
+                let (a, b) = (self.g.src(u)[0], self.g.src(u)[1]);
+                let Some(s0) = self.divide_exact(a, v)? else {
+                    return Ok(None);
+                };
+                let Some(s1) = self.divide_exact(b, v)? else {
+                    return Ok(None);
+                };
+                Ok(Some(self.add(s0, s1)?))
+            }
+            Ops::MUL => {
+                let (fac, c) = self.pop_const(u, Ops::MUL);
+                let (dfac, dc) = self.pop_const(v, Ops::MUL);
+                let (Some(c), Some(dc)) = (int(c), int(dc)) else {
+                    return Ok(None);
+                };
+                let mut count: Vec<(UOp, i64)> = Vec::new();
+                for t in split_uop(self.g, fac, Ops::MUL) {
+                    match count.iter_mut().find(|(u, _)| *u == t) {
+                        Some(e) => e.1 += 1,
+                        None => count.push((t, 1)),
+                    }
+                }
+                for t in split_uop(self.g, dfac, Ops::MUL) {
+                    match count.iter_mut().find(|(u, _)| *u == t) {
+                        Some(e) => e.1 -= 1,
+                        None => count.push((t, -1)),
+                    }
+                }
+                if floormod(c, dc)
+                    .ok_or_else(|| RuleError::ZeroDivision("integer modulo by zero".into()))?
+                    == 0
+                    && count.iter().all(|(_, n)| *n >= 0)
+                {
+                    let mut elems = Vec::new();
+                    for (t, n) in &count {
+                        elems.extend(std::iter::repeat_n(*t, *n as usize));
+                    }
+                    let start = self.const_like(u, floordiv(c, dc).unwrap());
+                    return Ok(match self.prod(Py::U(start), &elems)? {
+                        Py::U(r) => Some(r),
+                        _ => None,
+                    });
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn min_max_matches_tinygrad_cases() {
+        let mut g = Graph::new();
+        let mut cache = Cache::default();
+        // a in [1,7]: a // -2 has range [-4, -1] (test_uop_symbolic: floor div by negative const)
+        let a = g.variable("a", 1, 7, DType::WeakInt);
+        let m2 = g.cint(DType::WeakInt, -2);
+        let d = g.alu(Ops::FLOORDIV, &[a, m2]).unwrap();
+        assert_eq!(min_max(&g, &mut cache, d), (I(-4), I(-1)));
+        // uint32 u+1 on full range is not wrapped: vmax 2^32
+        let u = g.variable("u", 0, u32::MAX as i128, DType::UInt32);
+        let one = g.cint(DType::UInt32, 1);
+        let s = g.alu(Ops::ADD, &[u, one]).unwrap();
+        assert_eq!(min_max(&g, &mut cache, s).1, I(1 << 32));
+        // x % 4 on [-3, 5] → (0, 3); cmod with negative numerator
+        let x = g.variable("x", -3, 5, DType::WeakInt);
+        let four = g.cint(DType::WeakInt, 4);
+        let fm = g.alu(Ops::FLOORMOD, &[x, four]).unwrap();
+        assert_eq!(min_max(&g, &mut cache, fm), (I(0), I(3)));
+        let cm = g.alu(Ops::CMOD, &[x, four]).unwrap();
+        assert_eq!(min_max(&g, &mut cache, cm), (I(-3), I(3)));
+        let lt = g.alu(Ops::CMPLT, &[x, four]).unwrap();
+        assert_eq!(min_max(&g, &mut cache, lt), (B(false), B(true)));
+        let r = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[four],
+            crate::ir::Arg::Range(0, crate::ir::AxisType::Loop),
+        );
+        assert_eq!(min_max(&g, &mut cache, r), (I(0), I(3)));
+    }
 }

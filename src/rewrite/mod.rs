@@ -2,6 +2,8 @@
 //! tinygrad 0.14.0's rule sets, rule by rule in tinygrad's order.
 pub mod analysis;
 pub mod engine;
+pub mod rules;
+pub mod sugar;
 pub mod upat;
 
 pub use engine::{

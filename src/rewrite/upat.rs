@@ -67,6 +67,8 @@ impl std::ops::Index<&str> for Bindings {
     }
 }
 
+// `add`/`mul`/`shl`/`shr` mirror UPat's Python operator sugar by name; UPat is not a number.
+#[allow(clippy::should_implement_trait)]
 impl UPat {
     fn blank() -> UPat {
         UPat {

@@ -1,0 +1,6 @@
+//! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
+//! model and policy, and verdicts.
+pub mod inject;
+pub mod inputs;
+pub mod tolerance;
+pub mod verdict;

@@ -1,0 +1,580 @@
+//! `div_and_mod_symbolic` (uop/divandmod.py), 3 rules, with `fold_divmod_general` ported step by
+//! step (same order of attempts). `functools.cache` is not reproduced: the function is pure over
+//! hash-consed nodes, so recomputing gives the same node.
+use super::symbolic::{ival, ovf, py_le, vint};
+use crate::ir::{ConstVal, DType, Ops, UOp};
+use crate::rewrite::analysis::{floordiv, floormod, gcd, py_lt};
+use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};
+use crate::rewrite::sugar::Py;
+use crate::rewrite::upat::UPat;
+use crate::rule;
+use std::cell::Cell;
+
+thread_local! {
+    /// Nesting of `.simplify()` / `fold_divmod_general` recursion. Python would raise
+    /// RecursionError somewhere; the port stops at a fixed depth instead of overflowing the stack.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+const MAX_DEPTH: usize = 48;
+
+struct DepthGuard;
+impl DepthGuard {
+    fn enter() -> Result<DepthGuard, RuleError> {
+        let d = DEPTH.with(|c| c.get());
+        if d >= MAX_DEPTH {
+            return Err(RuleError::Runtime(
+                "RecursionError: simplify/fold_divmod_general nested too deep".into(),
+            ));
+        }
+        DEPTH.with(|c| c.set(d + 1));
+        Ok(DepthGuard)
+    }
+}
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        DEPTH.with(|c| c.set(c.get().saturating_sub(1)));
+    }
+}
+
+/// `UOp.simplify()` (uop/ops.py:510) = `graph_rewrite(u, symbolic)` on the same graph.
+pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
+    if cx.g.op(u) == Ops::CONST {
+        return Ok(u);
+    }
+    let _g = DepthGuard::enter()?;
+    let out = graph_rewrite(cx.g, cx.cache, u, super::symbolic(), &Limits::default());
+    match out.stop {
+        Stop::Done => Ok(out.root),
+        Stop::RuleError { error, .. } => Err(error),
+        Stop::NonTermination { .. } => Err(RuleError::Runtime(
+            "infinite loop in graph_rewrite (inside simplify)".into(),
+        )),
+        Stop::FuelExhausted => Err(RuleError::Runtime("fuel exhausted inside simplify".into())),
+    }
+}
+
+/// `bool(u)` = `UOp._eval`: simplify, then vmin must equal vmax (else ValueError).
+fn uop_bool(cx: &mut Cx, u: UOp) -> Result<bool, RuleError> {
+    let s = simplify(cx, u)?;
+    let (lo, hi) = cx.min_max(s);
+    if !lo.py_eq(&hi) {
+        return Err(RuleError::Value(format!(
+            "eval failed to be a single number, range is {lo:?} to {hi:?}"
+        )));
+    }
+    Ok(lo.truthy())
+}
+
+/// Iteration order of a CPython (3.11) `set` of non-negative ints built by adding `vals` in
+/// order (`setobject.c`: `set_add_entry` with linear probing + perturbation, resize at 3/5 fill,
+/// `hash(i) == i`). `nest_by_factor` iterates such a set and `min` keeps the first tie, so the
+/// order decides which of equally small results tinygrad returns.
+fn cpython_int_set_order(vals: &[i128]) -> Vec<i128> {
+    const LINEAR_PROBES: usize = 9;
+    const PERTURB_SHIFT: u32 = 5;
+    fn insert_clean(table: &mut [Option<i128>], v: i128) {
+        let mask = table.len() - 1;
+        let mut perturb = v as u64 as usize;
+        let mut i = (v as u64 as usize) & mask;
+        loop {
+            if table[i].is_none() {
+                table[i] = Some(v);
+                return;
+            }
+            if i + LINEAR_PROBES <= mask {
+                for j in 1..=LINEAR_PROBES {
+                    if table[i + j].is_none() {
+                        table[i + j] = Some(v);
+                        return;
+                    }
+                }
+            }
+            perturb >>= PERTURB_SHIFT;
+            i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
+        }
+    }
+    let mut table: Vec<Option<i128>> = vec![None; 8];
+    let mut used = 0usize;
+    for &v in vals {
+        let mask = table.len() - 1;
+        let mut perturb = v as u64 as usize;
+        let mut i = (v as u64 as usize) & mask;
+        let mut present = false;
+        let slot = 'search: loop {
+            let probes = if i + LINEAR_PROBES <= mask {
+                LINEAR_PROBES
+            } else {
+                0
+            };
+            for j in 0..=probes {
+                match table[i + j] {
+                    None => break 'search i + j,
+                    Some(e) if e == v => {
+                        present = true;
+                        break 'search i + j;
+                    }
+                    _ => {}
+                }
+            }
+            perturb >>= PERTURB_SHIFT;
+            i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
+        };
+        if present {
+            continue;
+        }
+        table[slot] = Some(v);
+        used += 1;
+        // no deletions: fill == used
+        if used * 5 >= mask * 3 {
+            let minused = if used > 50000 { used * 2 } else { used * 4 };
+            let mut newsize = 8;
+            while newsize <= minused {
+                newsize <<= 1;
+            }
+            let old = std::mem::replace(&mut table, vec![None; newsize]);
+            for e in old.into_iter().flatten() {
+                insert_clean(&mut table, e);
+            }
+        }
+    }
+    table.into_iter().flatten().collect()
+}
+
+fn uop(p: Py) -> Result<UOp, RuleError> {
+    match p {
+        Py::U(u) => Ok(u),
+        _ => Err(RuleError::Runtime("expected a UOp".into())),
+    }
+}
+
+fn type_err_none() -> RuleError {
+    RuleError::Runtime("TypeError: unsupported operand type(s): 'NoneType'".into())
+}
+
+fn is_floormod(cx: &Cx, d: UOp) -> bool {
+    cx.g.op(d) == Ops::FLOORMOD
+}
+
+/// Python `sum(items)` over UOps: `0 + items[0] + ...` (the int start builds `ADD(CONST 0, ...)`).
+fn py_sum(cx: &mut Cx, items: &[UOp]) -> Result<Py, RuleError> {
+    let mut acc = Py::I(0);
+    for it in items {
+        acc = Py::U(match acc {
+            Py::U(a) => cx.add(a, *it)?,
+            c => cx.radd(*it, c)?,
+        });
+    }
+    Ok(acc)
+}
+
+/// `len(u.backward_slice)`.
+fn backward_slice_len(cx: &Cx, u: UOp) -> usize {
+    cx.g.toposort(&[u]).len() - 1
+}
+
+fn ck(v: Option<i128>, what: &str) -> Result<i128, RuleError> {
+    v.ok_or_else(|| ovf(what))
+}
+
+/// `fold_divmod_general` (uop/divandmod.py:8).
+pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
+    let _g = DepthGuard::enter()?;
+    let srcs = cx.g.src(d).to_vec();
+    let [x, y] = srcs[..] else {
+        return Err(RuleError::Value(
+            "fold_divmod_general: expected 2 srcs".into(),
+        ));
+    };
+    let is_mod = is_floormod(cx, d);
+
+    let (y0, y1) = cx.min_max(y);
+    if y0.py_eq(&ConstVal::Int(0)) && y1.py_eq(&ConstVal::Int(0)) {
+        return Err(RuleError::ZeroDivision(format!(
+            "{} by zero trying to rewrite",
+            if is_mod { "Mod" } else { "Division" }
+        )));
+    }
+    // x//y is constant
+    let xdiv = cx.floordiv(x, y)?;
+    let (xd0, xd1) = cx.min_max(xdiv);
+    if xd0.py_eq(&xd1) {
+        if is_mod {
+            let m = cx.rmul(y, xd0)?;
+            return Ok(Some(cx.sub(x, m)?));
+        }
+        return Ok(Some(cx.const_like(xdiv, xd0)));
+    }
+    // PARAM // c is irreducible
+    if cx.g.op(x) == Ops::PARAM && cx.g.op(y) == Ops::CONST {
+        let m = cx.g.arg(x).as_param().and_then(|p| p.multiple_of);
+        let Some(m) = m else {
+            return Err(type_err_none());
+        };
+        let yv = ival(cx.g, y)?;
+        if floormod(m as i128, yv)
+            .ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))?
+            == 0
+        {
+            return Ok(if is_mod {
+                Some(cx.const_like(d, 0))
+            } else {
+                None
+            });
+        }
+    }
+
+    // split uops for the rest of the processing
+    let (x_peeled, const_v) = cx.pop_const(x, Ops::ADD);
+    let konst = vint(const_v)?;
+    let uops_no_const = cx.split_uop(x_peeled, Ops::ADD);
+
+    // ** Constant Denominator Rules **
+    if cx.g.op(y) == Ops::CONST && ival(cx.g, y)? > 0 {
+        let c = ival(cx.g, y)?;
+        // nested_div: (x%(k*c))//c -> (x//c)%k
+        if !is_mod && cx.g.op(x) == Ops::FLOORMOD {
+            let xs1 = cx.g.src(x)[1];
+            if let Some(k) = cx.divides(xs1, c)? {
+                let gt = cx.gt(k, 0)?;
+                if uop_bool(cx, gt)? {
+                    let xs0 = cx.g.src(x)[0];
+                    let q = cx.floordiv(xs0, y)?;
+                    return Ok(Some(cx.floormod(q, k)?));
+                }
+            }
+        }
+        // remove_nested_mod in sum: (a%4 + b)%2 -> (a+b)%2
+        if is_mod {
+            let mut new_xs = Vec::new();
+            let mut changed = false;
+            for &u0 in &uops_no_const {
+                let mut u = u0;
+                if cx.g.op(u) == Ops::FLOORMOD {
+                    let us1 = cx.g.src(u)[1];
+                    if cx.divides(us1, c)?.is_some() {
+                        u = cx.g.src(u)[0];
+                        changed = true;
+                    }
+                }
+                new_xs.push(u);
+            }
+            if changed {
+                let s = cx.usum(new_xs[0], &new_xs[1..])?;
+                let s = cx.add(s, konst)?;
+                return Ok(Some(cx.floormod(s, y)?));
+            }
+        }
+        // Shared decomposition for folding rules
+        let mut terms: Vec<Option<UOp>> = Vec::new();
+        let mut factors: Vec<i128> = Vec::new();
+        for &u in &uops_no_const {
+            let f = cx.const_factor(u)?;
+            terms.push(cx.divides(u, f)?);
+            factors.push(f);
+        }
+
+        // fold_divmod_congruence
+        let mut rem_choices: Vec<Vec<i128>> = Vec::new();
+        for &f in &factors {
+            let r = floormod(f, c).unwrap();
+            let rc = ck(r.checked_sub(c), "r-c")?;
+            if r * 2 == c || terms.len() == 1 {
+                rem_choices.push(vec![r, rc]);
+            } else {
+                // min(r, r-c, key=abs): first of the minima
+                rem_choices.push(vec![if r.abs() <= rc.abs() { r } else { rc }]);
+            }
+        }
+        // itertools.product: last position varies fastest
+        let n = rem_choices.len();
+        let mut idx = vec![0usize; n];
+        'product: loop {
+            let rems: Vec<i128> = idx.iter().zip(&rem_choices).map(|(i, ch)| ch[*i]).collect();
+            // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
+            let mut prods = Vec::new();
+            for (r, t) in rems.iter().zip(&terms) {
+                let t = t.ok_or_else(type_err_none)?;
+                prods.push(cx.rmul(t, *r)?);
+            }
+            let s = uop(py_sum(cx, &prods)?)?;
+            let rem = cx.add(s, floormod(konst, c).unwrap())?;
+            let (r0, r1) = cx.min_max(rem);
+            let (r0, r1) = (vint(r0)?, vint(r1)?);
+            let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
+            if q0 == q1 {
+                if is_mod {
+                    return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
+                }
+                let mut parts = Vec::new();
+                for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+                    let t = t.ok_or_else(type_err_none)?;
+                    let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
+                    parts.push(cx.rmul(t, q)?);
+                }
+                let s = uop(py_sum(cx, &parts)?)?;
+                let s = cx.add(s, floordiv(konst, c).unwrap())?;
+                return Ok(Some(cx.add(s, q0)?));
+            }
+            // advance the product index
+            let mut k = n;
+            loop {
+                if k == 0 {
+                    break 'product;
+                }
+                k -= 1;
+                idx[k] += 1;
+                if idx[k] < rem_choices[k].len() {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+
+        // gcd_with_remainder: factor out common gcd from numerator
+        let g = factors.iter().fold(c, |a, f| gcd(a, *f));
+        if g > 1 {
+            let Some(xd) = cx.divides(x_peeled, g)? else {
+                return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
+            };
+            let xs = simplify(cx, xd)?;
+            let cg = floordiv(c, g).unwrap();
+            let new_x = cx.add(xs, floormod(floordiv(konst, g).unwrap(), cg).unwrap())?;
+            if py_le(ConstVal::Int(0), cx.vmin(new_x)) {
+                if is_mod {
+                    let m = cx.floormod(new_x, cg)?;
+                    let m = cx.mul(m, g)?;
+                    return Ok(Some(cx.add(m, floormod(konst, g).unwrap())?));
+                }
+                let q = cx.floordiv(new_x, cg)?;
+                return Ok(Some(cx.add(q, floordiv(konst, c).unwrap())?));
+            }
+        }
+
+        // nest_by_factor: x//c -> (x//f)//(c//f), x%c -> (x//f%(c//f))*f + b where b=x%f
+        let mut divs = Vec::new();
+        for (u, f) in uops_no_const.iter().zip(&factors) {
+            let af = ck(f.checked_abs(), "abs")?;
+            if cx.g.op(*u) != Ops::CONST && 1 < af && af < c && floormod(c, *f) == Some(0) {
+                divs.push(af);
+            }
+        }
+        let mut results: Vec<(usize, UOp)> = Vec::new();
+        for div in cpython_int_set_order(&divs) {
+            let xd = cx.floordiv(x, div)?;
+            let Some(newxs) = fold_divmod_general(cx, xd)? else {
+                continue;
+            };
+            if !is_mod {
+                let r = cx.floordiv(newxs, floordiv(c, div).unwrap())?;
+                results.push((backward_slice_len(cx, newxs), r));
+            } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs))
+            {
+                let mut b_parts = Vec::new();
+                for (f, t) in factors.iter().zip(&terms) {
+                    let fm = floormod(*f, div).unwrap();
+                    if fm != 0 {
+                        let t = t.ok_or_else(type_err_none)?;
+                        b_parts.push(cx.rmul(t, fm)?);
+                    }
+                }
+                let cm = floormod(konst, div).unwrap();
+                if cm != 0 {
+                    b_parts.push(cx.const_like(x, cm));
+                }
+                let b = if b_parts.is_empty() {
+                    cx.const_like(x, 0)
+                } else {
+                    cx.usum(b_parts[0], &b_parts[1..])?
+                };
+                let (b0, b1) = cx.min_max(b);
+                if py_le(ConstVal::Int(0), b0) && py_lt(b1, ConstVal::Int(div)) {
+                    let k = cx.ufix(Py::I(floordiv(c, div).unwrap()));
+                    let r = cx.floormod(newxs, k)?;
+                    let r = cx.mul(r, div)?;
+                    let r = cx.add(r, b)?;
+                    results.push((backward_slice_len(cx, r), r));
+                }
+            }
+        }
+        // min(results, key=len): first of the minima
+        if let Some(best) = results.iter().min_by_key(|r| r.0) {
+            return Ok(Some(best.1));
+        }
+    }
+
+    // ** Variable Denominator / Fallback Rules **
+    let all_uops = cx.split_uop(x, Ops::ADD);
+
+    // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
+    let mut gargs = all_uops.clone();
+    gargs.push(y);
+    let gu = cx.uop_gcd(&gargs)?;
+    let gu = simplify(cx, gu)?;
+    let is_one = cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+    if !is_one {
+        let Some(xe) = cx.divide_exact(x, gu)? else {
+            return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
+        };
+        let Some(ye) = cx.divide_exact(y, gu)? else {
+            return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
+        };
+        let op = cx.g.op(d);
+        let ret = cx.alu(op, &[xe, ye])?;
+        return Ok(Some(if is_mod { cx.mul(ret, gu)? } else { ret }));
+    }
+
+    // factor_remainder: (d*x+y)//d -> x+y//d
+    if py_lt(cx.vmin(y), ConstVal::Int(0)) || py_lt(cx.vmin(x), ConstVal::Int(0)) {
+        return Ok(None);
+    }
+    let mut quo = Vec::new();
+    let mut rem = Vec::new();
+    for &u in &all_uops {
+        if let Some(q) = cx.divide_exact(u, y)? {
+            quo.push(q);
+            continue;
+        }
+        if cx.g.op(y) == Ops::CONST {
+            let c = cx.const_factor(u)?;
+            let yv = ival(cx.g, y)?;
+            let cm =
+                floormod(c, yv).ok_or_else(|| RuleError::ZeroDivision("modulo by zero".into()))?;
+            if cm != c {
+                let du = cx.divides(u, c)?.ok_or_else(type_err_none)?;
+                rem.push(cx.mul(du, cm)?);
+                if is_mod {
+                    quo.push(cx.const_like(u, 0));
+                } else {
+                    let du = cx.divides(u, c)?.ok_or_else(type_err_none)?;
+                    quo.push(cx.mul(du, floordiv(c, yv).unwrap())?);
+                }
+                continue;
+            }
+        }
+        rem.push(u);
+    }
+    if quo.is_empty() {
+        return Ok(None);
+    }
+    let z = cx.const_like(x, 0);
+    let new_x = match py_sum(cx, &rem)? {
+        Py::U(s) => cx.add(s, z)?,
+        c => cx.radd(z, c)?,
+    };
+    if py_lt(cx.vmin(new_x), ConstVal::Int(0)) {
+        return Ok(None);
+    }
+    if is_mod {
+        return Ok(Some(cx.floormod(new_x, y)?));
+    }
+    let q = cx.floordiv(new_x, y)?;
+    let s = uop(py_sum(cx, &quo)?)?;
+    Ok(Some(cx.add(q, s)?))
+}
+
+/// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules.
+pub fn div_and_mod_symbolic() -> RuleSet {
+    RuleSet::new(
+        "div_and_mod_symbolic",
+        vec![
+            // ((UPat.var("x")//UPat.cvar("c") + UPat.cvar("a"))//UPat.cvar("d"), lambda x,c,a,d: (x+a*c)//(c*d) if d.vmin>0 else None)
+            rule!(
+                "divandmod/floordiv_add_floordiv",
+                "tinygrad/uop/divandmod.py:101",
+                UPat::var("x")
+                    .floordiv(UPat::cvar("c"))
+                    .add(UPat::cvar("a"))
+                    .floordiv(UPat::cvar("d")),
+                |cx, b| {
+                    if !py_lt(ConstVal::Int(0), cx.vmin(b["d"])) {
+                        return Ok(None);
+                    }
+                    let ac = cx.mul(b["a"], b["c"])?;
+                    let n = cx.add(b["x"], ac)?;
+                    let cd = cx.mul(b["c"], b["d"])?;
+                    Ok(Some(cx.floordiv(n, cd)?))
+                }
+            ),
+            // (UPat((Ops.FLOORDIV, Ops.FLOORMOD), src=(UPat.var("x", dtypes.weakint)+UPat.cvar("c"), UPat.cvar("d")), name="n"),
+            //   lambda n,x,c,d: None if d.val==0 or c.val%d.val==c.val else
+            //     (x+c.val%d.val)//d + c.val//d.val if n.op is Ops.FLOORDIV else (x+c.val%d.val)%d),
+            rule!(
+                "divandmod/split_const_multiple",
+                "tinygrad/uop/divandmod.py:104",
+                UPat::ops(&[Ops::FLOORDIV, Ops::FLOORMOD])
+                    .named("n")
+                    .src(vec![
+                        UPat::var_dt("x", &[DType::WeakInt]).add(UPat::cvar("c")),
+                        UPat::cvar("d"),
+                    ]),
+                |cx, b| {
+                    let (c, d) = (ival(cx.g, b["c"])?, ival(cx.g, b["d"])?);
+                    if d == 0 {
+                        return Ok(None);
+                    }
+                    let cm = floormod(c, d).unwrap();
+                    if cm == c {
+                        return Ok(None);
+                    }
+                    let xs = cx.add(b["x"], cm)?;
+                    if cx.g.op(b["n"]) == Ops::FLOORDIV {
+                        let q = cx.floordiv(xs, b["d"])?;
+                        Ok(Some(cx.add(q, floordiv(c, d).unwrap())?))
+                    } else {
+                        Ok(Some(cx.floormod(xs, b["d"])?))
+                    }
+                }
+            ),
+            // (UPat((Ops.FLOORDIV, Ops.FLOORMOD), dtypes.weakint, name="d"), lambda d: fold_divmod_general(d))
+            rule!(
+                "divandmod/fold_divmod_general",
+                "tinygrad/uop/divandmod.py:108",
+                UPat::ops(&[Ops::FLOORDIV, Ops::FLOORMOD])
+                    .dtype(&[DType::WeakInt])
+                    .named("d"),
+                |cx, b| fold_divmod_general(cx, b["d"])
+            ),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::rules::symbolic::case_tests::run_cases;
+
+    #[test]
+    fn rule_count() {
+        assert_eq!(div_and_mod_symbolic().len(), 3);
+        // symbolic = symbolic_simple + commutative (1) + own (43) + div_and_mod_symbolic (3)
+        let mine = crate::rewrite::rules::symbolic().len()
+            - crate::rewrite::rules::symbolic_simple().len();
+        assert_eq!(mine, 47);
+        assert_eq!(crate::rewrite::rules::symbolic().len(), 118);
+    }
+
+    #[test]
+    fn divandmod_cases_match_tinygrad() {
+        let (n, fails) = run_cases("divandmod/");
+        assert!(n >= 15, "{n}");
+        assert!(
+            fails.is_empty(),
+            "{} of {n} failed:\n{}",
+            fails.len(),
+            fails.join("\n")
+        );
+    }
+
+    #[test]
+    fn cpython_set_order() {
+        // small ints below the table size iterate ascending; 12 and 4 collide in slot 4 (8 slots)
+        assert_eq!(cpython_int_set_order(&[3, 2, 5]), vec![2, 3, 5]);
+        assert_eq!(cpython_int_set_order(&[12, 4]), vec![12, 4]);
+        assert_eq!(cpython_int_set_order(&[4, 12, 4]), vec![4, 12]);
+        // 5 inserts trigger a resize to 32 slots: order becomes ascending mod 32
+        assert_eq!(
+            cpython_int_set_order(&[40, 3, 9, 2, 6]),
+            vec![2, 3, 6, 40, 9]
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! tinygrad's operator sugar on UOps (`mixin/elementwise.py`, `UOp.ufix/const_like/alu`), so a
+//! rule body reads like its Python lambda *and builds the same nodes*: `x + 1` on an int32 `x` is
+//! `ADD(x, CONST weakint 1)` because `_broadcasted` keeps a bare weak CONST weak.
+use super::engine::{Cx, RuleError};
+use crate::ir::dtype::{DType, least_upper_dtype};
+use crate::ir::{Arg, ConstVal, Ops, UOp};
+
+/// A Python operand: a UOp or a Python constant (`ConstType`).
+#[derive(Clone, Copy, Debug)]
+pub enum Py {
+    U(UOp),
+    I(i128),
+    F(f64),
+    B(bool),
+    Invalid,
+}
+
+impl From<UOp> for Py {
+    fn from(u: UOp) -> Py {
+        Py::U(u)
+    }
+}
+impl From<i128> for Py {
+    fn from(v: i128) -> Py {
+        Py::I(v)
+    }
+}
+impl From<i32> for Py {
+    fn from(v: i32) -> Py {
+        Py::I(v as i128)
+    }
+}
+impl From<f64> for Py {
+    fn from(v: f64) -> Py {
+        Py::F(v)
+    }
+}
+impl From<bool> for Py {
+    fn from(v: bool) -> Py {
+        Py::B(v)
+    }
+}
+impl From<ConstVal> for Py {
+    fn from(v: ConstVal) -> Py {
+        match v {
+            ConstVal::Bool(b) => Py::B(b),
+            ConstVal::Int(i) => Py::I(i),
+            ConstVal::Float(f) => Py::F(f),
+            ConstVal::Invalid => Py::Invalid,
+        }
+    }
+}
+
+impl Py {
+    fn val(self) -> Option<ConstVal> {
+        match self {
+            Py::U(_) => None,
+            Py::I(i) => Some(ConstVal::Int(i)),
+            Py::F(f) => Some(ConstVal::Float(f)),
+            Py::B(b) => Some(ConstVal::Bool(b)),
+            Py::Invalid => Some(ConstVal::Invalid),
+        }
+    }
+}
+
+/// `dtypes.from_py`.
+fn dtype_from_py(v: ConstVal) -> DType {
+    match v {
+        ConstVal::Bool(_) | ConstVal::Invalid => DType::Bool,
+        ConstVal::Int(_) => DType::WeakInt,
+        ConstVal::Float(_) => DType::WeakFloat,
+    }
+}
+
+/// `weak_dtype`.
+pub fn weak_dtype(d: DType) -> DType {
+    if d.is_float() {
+        DType::WeakFloat
+    } else if d.is_int() {
+        DType::WeakInt
+    } else {
+        d
+    }
+}
+
+fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
+    least_upper_dtype(&[a, b])
+        .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+}
+
+impl Cx<'_> {
+    /// `UOp.const(b, dtype)`; `dtype=None` infers it from the Python value.
+    pub fn konst(&mut self, v: impl Into<ConstVal>, dtype: Option<DType>) -> UOp {
+        let v = v.into();
+        let dt = match (dtype, v) {
+            (_, ConstVal::Invalid) | (None, _) => dtype_from_py(v),
+            (Some(d), _) => d,
+        };
+        self.g.cnst(dt, v)
+    }
+    /// `x.const_like(b)`.
+    pub fn const_like(&mut self, x: UOp, v: impl Into<ConstVal>) -> UOp {
+        let dt = self.g.dtype(x);
+        self.konst(v, Some(dt))
+    }
+    /// `UOp.ufix(x)`.
+    pub fn ufix(&mut self, x: Py) -> UOp {
+        match x {
+            Py::U(u) => u,
+            other => self.konst(other.val().unwrap(), None),
+        }
+    }
+    /// `UOp(op, src=srcs)` with the dtype from `dtype_from_uop`.
+    pub fn alu(&mut self, op: Ops, srcs: &[UOp]) -> Result<UOp, RuleError> {
+        self.g
+            .alu(op, srcs)
+            .map_err(|e| RuleError::Runtime(e.to_string()))
+    }
+    /// `x.cast(dt)`: no node when the dtype already matches.
+    pub fn cast(&mut self, x: UOp, dt: DType) -> UOp {
+        if self.g.dtype(x) == dt {
+            x
+        } else {
+            self.g.mk(Ops::CAST, dt, &[x], Arg::DType(dt))
+        }
+    }
+    /// `x.bitcast(dt)`.
+    pub fn bitcast(&mut self, x: UOp, dt: DType) -> UOp {
+        if self.g.dtype(x) == dt {
+            x
+        } else {
+            self.g.mk(Ops::BITCAST, dt, &[x], Arg::DType(dt))
+        }
+    }
+    fn is_weak_const(&self, u: UOp) -> bool {
+        self.g.dtype(u).is_weak() && self.g.op(u) == Ops::CONST
+    }
+    /// `_broadcasted(y, reverse)`: promote both to the least upper dtype, keeping a bare weak
+    /// CONST weak (re-typed weakint → weakfloat if needed).
+    pub fn broadcasted(&mut self, x: UOp, y: Py, reverse: bool) -> Result<(UOp, UOp), RuleError> {
+        let y = self.ufix(y);
+        let (a, b) = if reverse { (y, x) } else { (x, y) };
+        let out = lub(self.g.dtype(a), self.g.dtype(b))?;
+        let mut promote = |t: UOp| -> UOp {
+            if self.g.const_val(t).is_some_and(|c| c.is_invalid()) {
+                t
+            } else if self.is_weak_const(t) {
+                let v = self.g.const_val(t).unwrap();
+                self.g.cnst(weak_dtype(out), v)
+            } else {
+                self.cast(t, out)
+            }
+        };
+        Ok((promote(a), promote(b)))
+    }
+    /// `_binop(op, y, reverse)`.
+    pub fn binop(
+        &mut self,
+        op: Ops,
+        x: UOp,
+        y: impl Into<Py>,
+        reverse: bool,
+    ) -> Result<UOp, RuleError> {
+        let (a, b) = self.broadcasted(x, y.into(), reverse)?;
+        self.alu(op, &[a, b])
+    }
+    pub fn add(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::ADD, x, y, false)
+    }
+    /// `y + x` with a Python constant on the left (`__radd__`).
+    pub fn radd(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::ADD, x, y, true)
+    }
+    pub fn mul(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::MUL, x, y, false)
+    }
+    pub fn rmul(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::MUL, x, y, true)
+    }
+    /// `-x`: `x * -1`, or `logical_not` for bool.
+    pub fn neg(&mut self, x: UOp) -> Result<UOp, RuleError> {
+        if self.g.dtype(x) == DType::Bool {
+            self.logical_not(x)
+        } else {
+            self.mul(x, -1)
+        }
+    }
+    /// `x - y` = `a.alu(ADD, -b)` after promotion.
+    pub fn sub(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let (a, b) = self.broadcasted(x, y.into(), false)?;
+        let nb = self.neg(b)?;
+        self.alu(Ops::ADD, &[a, nb])
+    }
+    /// `y - x` with a Python constant on the left (`__rsub__`).
+    pub fn rsub(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let (a, b) = self.broadcasted(x, y.into(), true)?;
+        let nb = self.neg(b)?;
+        self.alu(Ops::ADD, &[a, nb])
+    }
+    /// `x // y` (FLOORDIV for ints).
+    pub fn floordiv(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let (a, b) = self.broadcasted(x, y.into(), false)?;
+        if self.g.dtype(a).is_int() && self.g.dtype(b).is_int() {
+            self.alu(Ops::FLOORDIV, &[a, b])
+        } else {
+            Err(RuleError::Runtime(
+                "float floordiv sugar is not ported".into(),
+            ))
+        }
+    }
+    /// `x % y` (FLOORMOD for ints).
+    pub fn floormod(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let (a, b) = self.broadcasted(x, y.into(), false)?;
+        if self.g.dtype(a).is_int() && self.g.dtype(b).is_int() {
+            self.alu(Ops::FLOORMOD, &[a, b])
+        } else {
+            Err(RuleError::Runtime("float mod sugar is not ported".into()))
+        }
+    }
+    /// `x < y`.
+    pub fn lt(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::CMPLT, x, y, false)
+    }
+    /// `x > y` = `CMPLT(y, x)`.
+    pub fn gt(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::CMPLT, x, y, true)
+    }
+    /// `x >= y` = `(x < y).logical_not()`.
+    pub fn ge(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let l = self.lt(x, y)?;
+        self.logical_not(l)
+    }
+    pub fn ne(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::CMPNE, x, y, false)
+    }
+    /// `x.eq(y)` = `x.ne(y).logical_not()`.
+    pub fn eq(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let n = self.ne(x, y)?;
+        self.logical_not(n)
+    }
+    /// `logical_not` = `x.cast(bool).ne(True)`.
+    pub fn logical_not(&mut self, x: UOp) -> Result<UOp, RuleError> {
+        let b = self.cast(x, DType::Bool);
+        self.ne(b, true)
+    }
+    pub fn xor(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::XOR, x, y, false)
+    }
+    pub fn or(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::OR, x, y, false)
+    }
+    pub fn and(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::AND, x, y, false)
+    }
+    pub fn shl(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::SHL, x, y, false)
+    }
+    pub fn shr(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::SHR, x, y, false)
+    }
+    pub fn maximum(&mut self, x: UOp, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        self.binop(Ops::MAX, x, y, false)
+    }
+    /// `~x`: `x ^ dtype.max` (unsigned) or `x ^ -1`; bool → logical_not.
+    pub fn bitwise_not(&mut self, x: UOp) -> Result<UOp, RuleError> {
+        let dt = self.g.dtype(x);
+        if dt == DType::Bool {
+            return self.logical_not(x);
+        }
+        if dt.is_unsigned() {
+            self.xor(x, dt.int_max().unwrap())
+        } else {
+            self.xor(x, -1)
+        }
+    }
+    /// `c.where(x, y)`.
+    pub fn where_(&mut self, c: UOp, x: impl Into<Py>, y: impl Into<Py>) -> Result<UOp, RuleError> {
+        let (x, y) = (x.into(), y.into());
+        // `ref.ufix(x)`: UOp.ufix ignores `ref`; a Python const becomes a weak CONST
+        let xu = self.ufix(x);
+        let (a, b) = self.broadcasted(xu, y, false)?;
+        self.alu(Ops::WHERE, &[c, a, b])
+    }
+    pub fn reciprocal(&mut self, x: UOp) -> Result<UOp, RuleError> {
+        self.alu(Ops::RECIPROCAL, &[x])
+    }
+    /// `usum`: reduce with `+` (`|` for bool), starting from `first`.
+    pub fn usum(&mut self, first: UOp, rest: &[UOp]) -> Result<UOp, RuleError> {
+        let mut acc = first;
+        for r in rest {
+            acc = if self.g.dtype(acc) == DType::Bool {
+                self.or(acc, *r)?
+            } else {
+                self.add(acc, *r)?
+            };
+        }
+        Ok(acc)
+    }
+    /// `uprod`: reduce with `*` (`&` for bool).
+    pub fn uprod(&mut self, first: UOp, rest: &[UOp]) -> Result<UOp, RuleError> {
+        let mut acc = first;
+        for r in rest {
+            acc = if self.g.dtype(acc) == DType::Bool {
+                self.and(acc, *r)?
+            } else {
+                self.mul(acc, *r)?
+            };
+        }
+        Ok(acc)
+    }
+}
