@@ -321,15 +321,29 @@ fn graphs_per_second() {
     );
 }
 
-/// The project spec checker, once it lands on main (`ir::spec::check(&Graph, UOp)`): enable by
-/// removing the `cfg(any())`.
-#[cfg(any())]
+/// The project spec checker (`ir::spec::check`: tinygrad's spec_tensor + spec_shared, the
+/// `SPEC=2` dtype rule and the port rules) accepts every generated graph, grammar-built and
+/// pattern-directed.
 #[test]
 fn generated_graphs_pass_the_spec_checker() {
-    for seed in 0..2000u64 {
+    for seed in 0..3000u64 {
         let x = generate_seeded(seed, &GenConfig::default());
         if let Err(e) = uopfuzz::ir::spec::check(&x.graph, x.root) {
-            panic!("seed {seed}: {e:?}\n{}", dump(&x.graph, x.root));
+            panic!(
+                "seed {seed} {:?}: {e:?}\n{}",
+                x.family,
+                dump(&x.graph, x.root)
+            );
+        }
+    }
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    let mut r = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(12);
+    for i in 0..1000u64 {
+        let pat = random_pat(&mut r, 3);
+        if let Some(x) = generate_for_pattern_seeded(i, &pat, &GenConfig::default())
+            && let Err(e) = uopfuzz::ir::spec::check(&x.graph, x.root)
+        {
+            panic!("pattern {pat:?}: {e:?}\n{}", dump(&x.graph, x.root));
         }
     }
 }
@@ -768,4 +782,17 @@ fn directed_generation_on_random_patterns() {
     println!("random patterns: {built}/{tries} realised, {hits} match");
     assert!(hits * 100 >= built * 99, "{hits} of {built}");
     assert!(built * 2 >= tries, "only {built} of {tries} realised");
+}
+
+/// Generated graphs survive the repro text form (`ir::text`): write, parse, same graph.
+#[test]
+fn generated_graphs_round_trip_through_text() {
+    use uopfuzz::ir::text::{parse_graph, write_graph};
+    for seed in 0..1000u64 {
+        let x = generate_seeded(seed, &GenConfig::default());
+        let t = write_graph(&x.graph, &[x.root], &["root"]);
+        let p = parse_graph(&t, "gen").unwrap_or_else(|e| panic!("seed {seed}: {e}\n{t}"));
+        let r = p.root("root").expect("root bound");
+        assert_eq!(dump(&p.graph, r), dump(&x.graph, x.root), "seed {seed}");
+    }
 }
