@@ -796,3 +796,48 @@ fn generated_graphs_round_trip_through_text() {
         assert_eq!(dump(&p.graph, r), dump(&x.graph, x.root), "seed {seed}");
     }
 }
+
+/// Smoke run of the port's `sym` over generated graphs, tallying how each rewrite stops
+/// (a panic here is a port bug): `cargo test --release --test gen_props port_sym_smoke -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn port_sym_smoke() {
+    use uopfuzz::rewrite::engine::{Limits, Stop};
+    use uopfuzz::rewrite::{analysis::Cache, graph_rewrite, rules::sym};
+    let mut stops: BTreeMap<String, usize> = BTreeMap::new();
+    let mut panics = Vec::new();
+    let n: u64 = std::env::var("GEN_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    for seed in 0..n {
+        let x = generate_seeded(seed, &GenConfig::default());
+        let r = std::panic::catch_unwind(|| {
+            let mut g = x.graph.clone();
+            let mut cache = Cache::default();
+            graph_rewrite(&mut g, &mut cache, x.root, sym(), &Limits::default()).stop
+        });
+        match r {
+            Ok(Stop::RuleError { rule, error, .. }) => {
+                *stops
+                    .entry(
+                        format!("RuleError {rule}: {error:?}")
+                            .chars()
+                            .take(90)
+                            .collect(),
+                    )
+                    .or_default() += 1
+            }
+            Ok(s) => *stops.entry(format!("{s:?}")).or_default() += 1,
+            Err(_) => panics.push((seed, x.family)),
+        }
+    }
+    for (k, v) in &stops {
+        println!("{v:>6} {k}");
+    }
+    println!(
+        "panics: {} {:?}",
+        panics.len(),
+        &panics[..panics.len().min(10)]
+    );
+}
