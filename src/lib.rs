@@ -7,6 +7,8 @@
 
 pub mod cli;
 pub mod exec;
+// `gen` is a reserved word in Rust 2024; the stage is `uopfuzz::r#gen`.
+pub mod r#gen;
 pub mod ir;
 pub mod oracle;
 pub mod rewrite;
