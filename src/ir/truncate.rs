@@ -199,7 +199,10 @@ mod tests {
         assert_eq!(round_float(DType::Half, 60000.0 + 60000.0), f64::INFINITY);
         assert_eq!(round_float(DType::Half, 65519.0), 65504.0);
         // no double rounding through f32 (tinygrad gives 1.0009765625)
-        assert_eq!(round_float(DType::Half, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)), 1.0009765625);
+        assert_eq!(
+            round_float(DType::Half, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+            1.0009765625
+        );
         assert_eq!(round_float(DType::Float, 0.1), 0.10000000149011612);
         assert_eq!(round_float(DType::BFloat16, 1.00390625), 1.0); // tie → even
         assert_eq!(round_float(DType::BFloat16, 1.01171875), 1.015625); // tie → even (up)
