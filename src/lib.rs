@@ -4,3 +4,4 @@
 //! `ir` → `rewrite` → `gen` → `exec` → `oracle` → `smt` → `repro` → `farm`.
 pub mod ir;
 pub mod rewrite;
+pub mod smt;
