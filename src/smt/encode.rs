@@ -173,7 +173,9 @@ impl VarMap {
                         out.push(ai.le(aj).implies(ri.le(rj)));
                         out.push(aj.le(ai).implies(rj.le(ri)));
                     }
-                    Transc::Sin => out.push(ai.eq_fpa(aj.unary_neg()).implies(ri.eq_fpa(rj.unary_neg()))),
+                    Transc::Sin => {
+                        out.push(ai.eq_fpa(aj.unary_neg()).implies(ri.eq_fpa(rj.unary_neg())))
+                    }
                 }
             }
         }
@@ -249,6 +251,16 @@ pub(crate) fn fconst(v: f64, bits: (u32, u32)) -> Float {
         d
     } else {
         d.to_fp_with_rounding_mode(&rne(), &s)
+    }
+}
+
+/// `v` rounded into the sort (RNE).
+fn fconst_round(v: f64, bits: (u32, u32)) -> Float {
+    let d = Float::from_f64(v);
+    if bits == DOUBLE {
+        d
+    } else {
+        d.to_fp_with_rounding_mode(&rne(), &sort_of(bits))
     }
 }
 
@@ -402,7 +414,11 @@ impl Enc<'_> {
                 let r = round_float(d, f);
                 let exact = f.is_nan() || r.to_bits() == f.to_bits();
                 Val {
-                    t: Term::Float(if exact { fconst(f, bits) } else { fconst(f, DOUBLE) }),
+                    t: Term::Float(if exact {
+                        fconst(f, bits)
+                    } else {
+                        fconst(f, DOUBLE)
+                    }),
                     dt,
                     iv: None,
                 }
@@ -455,6 +471,15 @@ impl Enc<'_> {
                 i.ge(z3x::int_const(lo)),
                 i.le(z3x::int_const(hi)),
             ])),
+            // a float variable promises its bounds too (rules read them as vmin/vmax)
+            Term::Float(f) => {
+                let (e, sb) = float_sort_bits(f);
+                let (l, h) = (
+                    fconst_round(lo as f64, (e, sb)),
+                    fconst_round(hi as f64, (e, sb)),
+                );
+                Some(f.ge(&l) & f.le(&h))
+            }
             Term::BV(b) => {
                 let (dlo, dhi) = dt.int_bounds()?;
                 let (lo, hi) = (lo.max(dlo), hi.min(dhi));
@@ -483,10 +508,14 @@ impl Enc<'_> {
         let is_var =
             p.vmin_vmax.is_some() || p.addrspace == Some(crate::ir::AddrSpace::Alu) || p.slot < 0;
         if !is_var {
-            return Err(Unsupported::new(n.op, dt, "a buffer, not a scalar variable"));
+            return Err(Unsupported::new(
+                n.op,
+                dt,
+                "a buffer, not a scalar variable",
+            ));
         }
         let name = p.name.clone().unwrap_or_else(|| format!("p{}", p.slot));
-        let bounds = if dt.is_int() { p.vmin_vmax } else { None };
+        let bounds = if dt == DType::Bool { None } else { p.vmin_vmax };
         let key = format!("var:{name}:{}", dt.py_name());
         let i = self.vm.get_or_make(key, &name, dt, |disp| {
             let t = Self::fresh(disp, dt)?;
@@ -614,9 +643,9 @@ impl Enc<'_> {
         match &v.t {
             Term::Float(_) | Term::Bool(_) => true,
             Term::BV(b) => b.get_size() <= 53,
-            Term::Int(_) => v
-                .iv
-                .is_some_and(|(lo, hi)| lo >= -(1i128 << 53) && hi <= (1i128 << 53)),
+            Term::Int(_) => {
+                v.iv.is_some_and(|(lo, hi)| lo >= -(1i128 << 53) && hi <= (1i128 << 53))
+            }
         }
     }
 
@@ -743,8 +772,10 @@ impl Enc<'_> {
         let exact = t.to_sbv_with_rounding_mode(&RoundingMode::round_towards_zero(), w);
         let bad = f.is_nan() | f.is_infinite();
         if dt == DType::WeakInt {
-            let oob = exact.bvslt(bv_wide(i64::MIN as i128, w)) | exact.bvsgt(bv_wide(i64::MAX as i128, w));
-            self.ub.push(bad | if w > 64 { oob } else { Bool::from_bool(false) });
+            let oob = exact.bvslt(bv_wide(i64::MIN as i128, w))
+                | exact.bvsgt(bv_wide(i64::MAX as i128, w));
+            self.ub
+                .push(bad | if w > 64 { oob } else { Bool::from_bool(false) });
             return Ok(Val {
                 t: Term::Int(exact.to_int(true)),
                 dt,
@@ -755,8 +786,16 @@ impl Enc<'_> {
         // out of range: compare the exact integer (it fits in w signed bits) with the bounds;
         // a bound outside what w bits can hold is never crossed
         let (lo, hi) = dt.int_bounds().unwrap_or((0, 0));
-        let wmin = if w >= 128 { i128::MIN } else { -(1i128 << (w - 1)) };
-        let wmax = if w >= 128 { i128::MAX } else { (1i128 << (w - 1)) - 1 };
+        let wmin = if w >= 128 {
+            i128::MIN
+        } else {
+            -(1i128 << (w - 1))
+        };
+        let wmax = if w >= 128 {
+            i128::MAX
+        } else {
+            (1i128 << (w - 1)) - 1
+        };
         let mut oob = Vec::new();
         if lo > wmin {
             oob.push(exact.bvslt(bv_wide(lo, w)));
@@ -801,6 +840,11 @@ impl Enc<'_> {
             self.imprecise.push(f.is_nan());
             f.is_nan().ite(&bv_const(qnan, n), &f.to_ieee_bv())
         } else {
+            if let Term::Int(i) = &x.t {
+                // struct.pack of a value outside the format raises (struct.error)
+                let (lo, hi) = sdt.int_bounds().unwrap_or((0, 0));
+                self.ub.push(Self::out_of(i, lo, hi));
+            }
             self.wrap_bv(x, n)?
         };
         if dt.is_float() {
@@ -897,7 +941,9 @@ impl Enc<'_> {
         let any_float = a.dt.is_float() || b.dt.is_float();
         let r = if any_float {
             if !(self.double_exact(a) && self.double_exact(b)) {
-                return Err(unsup("int/float comparison where the int may not be exact in double"));
+                return Err(unsup(
+                    "int/float comparison where the int may not be exact in double",
+                ));
             }
             let (fa, fb) = self.same_sort_floats(a, b)?;
             match op {
@@ -986,9 +1032,7 @@ impl Enc<'_> {
                 Ops::MUL => Some(f[0].mul_with_rounding_mode(&f[1], &m)),
                 Ops::NEG => Some(f[0].unary_neg()),
                 Ops::SQRT => Some(f[0].sqrt_with_rounding_mode(&m)),
-                Ops::RECIPROCAL => {
-                    Some(fconst(1.0, bits).div_with_rounding_mode(&f[0], &m))
-                }
+                Ops::RECIPROCAL => Some(fconst(1.0, bits).div_with_rounding_mode(&f[0], &m)),
                 // python max(a, b) is `b if b > a else a` (max(nan, 1) = nan, max(1, nan) = 1)
                 Ops::MAX => Some(f[1].gt(&f[0]).ite(&f[1], &f[0])),
                 Ops::TRUNC => Some(Self::py_trunc(&f[0], bits)),
@@ -1001,7 +1045,9 @@ impl Enc<'_> {
         if matches!(op, Ops::EXP2 | Ops::LOG2 | Ops::SIN | Ops::POW)
             && s.iter().any(|v| !v.dt.is_float())
         {
-            return Err(unsup("transcendental of an int (Python computes it on ints)"));
+            return Err(unsup(
+                "transcendental of an int (Python computes it on ints)",
+            ));
         }
         if op == Ops::MAX && !s.iter().all(|v| self.double_exact(v)) {
             return Err(unsup("max of an int that may not be exact in double"));
@@ -1081,24 +1127,25 @@ impl Enc<'_> {
             }
             // log2(x) if x > 0 else -inf if x == 0 else nan
             Transc::Log2 => {
-                self.vm.axioms.push((x.gt(&zero) & finite.clone()).implies(rfinite));
+                self.vm
+                    .axioms
+                    .push((x.gt(&zero) & finite.clone()).implies(rfinite));
                 x.is_nan().ite(
                     &nan,
                     &x.is_zero().ite(
                         &inf.unary_neg(),
                         &x.lt(&zero).ite(
                             &nan,
-                            &x.is_infinite()
-                                .ite(&inf, &x.eq_fpa(&one).ite(&zero, &r)),
+                            &x.is_infinite().ite(&inf, &x.eq_fpa(&one).ite(&zero, &r)),
                         ),
                     ),
                 )
             }
             // sin(x) if not isinf(x) else nan; sin(±0) = ±0
             Transc::Sin => {
-                self.vm.axioms.push(
-                    finite.implies(rfinite & r.ge(one.unary_neg()) & r.le(&one)),
-                );
+                self.vm
+                    .axioms
+                    .push(finite.implies(rfinite & r.ge(one.unary_neg()) & r.le(&one)));
                 (x.is_nan() | x.is_infinite()).ite(&nan, &x.is_zero().ite(x, &r))
             }
         };
@@ -1122,10 +1169,7 @@ impl Enc<'_> {
             &one,
             &x.eq_fpa(&one).ite(
                 &one,
-                &(x.is_nan() | y.is_nan()).ite(
-                    &nan,
-                    &(x.is_zero() & y.lt(&zero)).ite(&inf, &r),
-                ),
+                &(x.is_nan() | y.is_nan()).ite(&nan, &(x.is_zero() & y.lt(&zero)).ite(&inf, &r)),
             ),
         )
     }
@@ -1144,19 +1188,35 @@ impl Enc<'_> {
         let (t, ivr) = match op {
             Ops::ADD => (
                 &x[0] + &x[1],
-                iv(0).zip(iv(1)).and_then(|(a, b)| iv_ok(a.0 + b.0, a.1 + b.1)),
+                iv(0)
+                    .zip(iv(1))
+                    .and_then(|(a, b)| iv_ok(a.0 + b.0, a.1 + b.1)),
             ),
             Ops::SUB => (
                 &x[0] - &x[1],
-                iv(0).zip(iv(1)).and_then(|(a, b)| iv_ok(a.0 - b.1, a.1 - b.0)),
+                iv(0)
+                    .zip(iv(1))
+                    .and_then(|(a, b)| iv_ok(a.0 - b.1, a.1 - b.0)),
             ),
-            Ops::MUL => (&x[0] * &x[1], iv(0).zip(iv(1)).and_then(|(a, b)| iv_mul(a, b))),
+            Ops::MUL => (
+                &x[0] * &x[1],
+                iv(0).zip(iv(1)).and_then(|(a, b)| iv_mul(a, b)),
+            ),
             Ops::NEG => (x[0].unary_minus(), iv(0).and_then(|a| iv_ok(-a.1, -a.0))),
             Ops::MAX => (
                 x[1].gt(&x[0]).ite(&x[1], &x[0]),
-                iv(0).zip(iv(1)).and_then(|(a, b)| iv_ok(a.0.max(b.0), a.1.max(b.1))),
+                iv(0)
+                    .zip(iv(1))
+                    .and_then(|(a, b)| iv_ok(a.0.max(b.0), a.1.max(b.1))),
             ),
-            Ops::MULACC => (&(&x[0] * &x[1]) + &x[2], None),
+            Ops::MULACC => (
+                &(&x[0] * &x[1]) + &x[2],
+                iv(0)
+                    .zip(iv(1))
+                    .and_then(|(a, b)| iv_mul(a, b))
+                    .zip(iv(2))
+                    .and_then(|(p, c)| iv_ok(p.0 + c.0, p.1 + c.1)),
+            ),
             Ops::CDIV | Ops::CMOD | Ops::FLOORDIV | Ops::FLOORMOD => {
                 self.ub.push(x[1].eq(&zero));
                 let t = match op {
@@ -1165,7 +1225,11 @@ impl Enc<'_> {
                     Ops::FLOORDIV => int_floordiv(&x[0], &x[1]),
                     _ => &x[0] - &(&int_floordiv(&x[0], &x[1]) * &x[1]),
                 };
-                (t, None)
+                // |a // b|, |a % b| (C or floor) never exceed max(|a|, |b|); x/0 gives 0 or a
+                let m = iv(0)
+                    .zip(iv(1))
+                    .map(|(a, b)| mag(a).max(if op == Ops::FLOORMOD { mag(b) } else { 0 }));
+                (t, m.and_then(|m| iv_ok(-m, m)))
             }
             Ops::AND | Ops::OR | Ops::XOR => {
                 // Python's bitwise ops on unbounded two's complement: exact in a BV wide enough
@@ -1180,7 +1244,10 @@ impl Enc<'_> {
                     Ops::OR => p.bvor(&q),
                     _ => p.bvxor(&q),
                 };
-                (r.to_int(true), None)
+                (
+                    r.to_int(true),
+                    iv_ok(-(1i128 << (w - 1)), (1i128 << (w - 1)) - 1),
+                )
             }
             Ops::SHL | Ops::SHR => {
                 // a << b = a * 2^b, a >> b = floor(a / 2^b); b < 0 raises ValueError
@@ -1202,7 +1269,16 @@ impl Enc<'_> {
                     };
                     t = x[1].eq(Int::from_i64(k as i64)).ite(&v, &t);
                 }
-                (t, None)
+                // SHR never grows |a|; SHL by at most `hi`
+                let ivr = iv(0).and_then(|a| {
+                    if op == Ops::SHR {
+                        iv_ok(-mag(a), mag(a))
+                    } else {
+                        let m = mag(a).checked_mul(1i128.checked_shl(hi.max(0) as u32)?)?;
+                        iv_ok(-m, m)
+                    }
+                });
+                (t, ivr)
             }
             _ => return Err(unsup("op on weakint")),
         };
@@ -1212,15 +1288,20 @@ impl Enc<'_> {
             Ops::ADD | Ops::SUB | Ops::MUL | Ops::NEG => self.ub.push(Self::out_of(&t, lo, hi)),
             Ops::MULACC => {
                 let p = &x[0] * &x[1];
-                self.ub.push(Self::out_of(&p, lo, hi) | Self::out_of(&t, lo, hi));
+                self.ub
+                    .push(Self::out_of(&p, lo, hi) | Self::out_of(&t, lo, hi));
             }
-            Ops::SHL => {
-                self.ub.push(x[1].ge(Int::from_i64(64)) | x[0].lt(&zero) | Self::out_of(&t, lo, hi))
-            }
+            Ops::SHL => self
+                .ub
+                .push(x[1].ge(Int::from_i64(64)) | x[0].lt(&zero) | Self::out_of(&t, lo, hi)),
             Ops::SHR => self.ub.push(x[1].ge(Int::from_i64(64))),
             _ => {}
         }
-        Ok(Val { t: Term::Int(t), dt, iv: ivr })
+        Ok(Val {
+            t: Term::Int(t),
+            dt,
+            iv: ivr,
+        })
     }
 
     // ---------------------------------------------------------------- fixed-width ints
@@ -1242,11 +1323,17 @@ impl Enc<'_> {
         }
         if let Some(w) = Self::native_bv(s, dt) {
             let ok = match (op, signed) {
-                (Ops::ADD, true) => w[0].bvadd_no_overflow(&w[1], true) & w[0].bvadd_no_underflow(&w[1]),
+                (Ops::ADD, true) => {
+                    w[0].bvadd_no_overflow(&w[1], true) & w[0].bvadd_no_underflow(&w[1])
+                }
                 (Ops::ADD, false) => w[0].bvadd_no_overflow(&w[1], false),
-                (Ops::SUB, true) => w[0].bvsub_no_overflow(&w[1]) & w[0].bvsub_no_underflow(&w[1], true),
+                (Ops::SUB, true) => {
+                    w[0].bvsub_no_overflow(&w[1]) & w[0].bvsub_no_underflow(&w[1], true)
+                }
                 (Ops::SUB, false) => w[0].bvsub_no_underflow(&w[1], false),
-                (Ops::MUL, true) => w[0].bvmul_no_overflow(&w[1], true) & w[0].bvmul_no_underflow(&w[1]),
+                (Ops::MUL, true) => {
+                    w[0].bvmul_no_overflow(&w[1], true) & w[0].bvmul_no_underflow(&w[1])
+                }
                 (Ops::MUL, false) => w[0].bvmul_no_overflow(&w[1], false),
                 (Ops::NEG, true) => w[0].bvneg_no_overflow(),
                 (Ops::NEG, false) => w[0].eq(bv_const(0, n)),
@@ -1277,7 +1364,9 @@ impl Enc<'_> {
             Ops::NEG => x[0].unary_minus(),
             Ops::MULACC => {
                 let p = &x[0] * &x[1];
-                return Ok(Some(Self::out_of(&p, lo, hi) | Self::out_of(&(&p + &x[2]), lo, hi)));
+                return Ok(Some(
+                    Self::out_of(&p, lo, hi) | Self::out_of(&(&p + &x[2]), lo, hi),
+                ));
             }
             _ => return Ok(None),
         };
@@ -1294,7 +1383,13 @@ impl Enc<'_> {
         let zero = bv_const(0, n);
         match op {
             // homomorphic mod 2^n: wrap the operands, compute in n bits
-            Ops::ADD | Ops::SUB | Ops::MUL | Ops::NEG | Ops::AND | Ops::OR | Ops::XOR
+            Ops::ADD
+            | Ops::SUB
+            | Ops::MUL
+            | Ops::NEG
+            | Ops::AND
+            | Ops::OR
+            | Ops::XOR
             | Ops::MULACC => {
                 let w: Vec<BV> = s.iter().map(|v| self.wrap_bv(v, n)).collect::<R<_>>()?;
                 let r = match op {
@@ -1354,7 +1449,7 @@ impl Enc<'_> {
                         (Ops::FLOORDIV, true) => {
                             let q = a.bvsdiv(b);
                             let r = a.bvsrem(b);
-                            let adj = r.eq(&zero).not() & r.bvslt(&zero).xor(&b.bvslt(&zero));
+                            let adj = r.eq(&zero).not() & r.bvslt(&zero).xor(b.bvslt(&zero));
                             bz.ite(&zero, &adj.ite(&q.bvsub(bv_const(1, n)), &q))
                         }
                         // bvsmod takes the divisor's sign: Python's %
@@ -1388,7 +1483,11 @@ impl Enc<'_> {
             Term::BV(b) => {
                 let w = b.get_size();
                 let cs = c.dt.is_signed_fixed();
-                let max = if cs { (1i128 << (w - 1)) - 1 } else { (1i128 << w.min(126)) - 1 };
+                let max = if cs {
+                    (1i128 << (w - 1)) - 1
+                } else {
+                    (1i128 << w.min(126)) - 1
+                };
                 if (k as i128) > max {
                     Bool::from_bool(false)
                 } else if cs {
@@ -1455,7 +1554,11 @@ impl Enc<'_> {
                 }
                 (Term::BV(_) | Term::Bool(_), None) if a.dt.bitsize() < w => {
                     let wb = self.wrap_bv(a, w - 1)?;
-                    Ok(if a.dt.is_signed_fixed() { wb.sign_ext(1) } else { wb.zero_ext(1) })
+                    Ok(if a.dt.is_signed_fixed() {
+                        wb.sign_ext(1)
+                    } else {
+                        wb.zero_ext(1)
+                    })
                 }
                 _ => Err(Unsupported::new(op, dt, "shifted value of unknown range")),
             }
@@ -1465,8 +1568,10 @@ impl Enc<'_> {
             let w = (n + promoted + 2).max(bits_for(a.iv.unwrap_or((0, 0))) + promoted + 2);
             if w <= 256 {
                 let xa = exact_a(w)?;
-                let sh = (neg.clone() | Self::count_ge(c, promoted)?)
-                    .ite(&bv_const(0, w), &self.count_low(c, w.min(64))?.zero_ext(w - w.min(64)));
+                let sh = (neg.clone() | Self::count_ge(c, promoted)?).ite(
+                    &bv_const(0, w),
+                    &self.count_low(c, w.min(64))?.zero_ext(w - w.min(64)),
+                );
                 let full = xa.bvshl(&sh);
                 let (lo, hi) = dt.int_bounds().unwrap_or((0, 0));
                 let narrow = n < 32;
@@ -1486,16 +1591,21 @@ impl Enc<'_> {
             }
         } else {
             // a value outside the dtype (a CONST): shift its exact value, then wrap
-            let (lo, hi) = a
-                .iv
-                .ok_or_else(|| Unsupported::new(op, dt, "shifted value of unknown range"))?;
+            let (lo, hi) =
+                a.iv.ok_or_else(|| Unsupported::new(op, dt, "shifted value of unknown range"))?;
             let w = bits_for((lo, hi)).max(n) + 1;
             let wide = exact_a(w)?;
-            wide.bvashr(&eff.zero_ext(w - n)).extract(n - 1, 0)
+            let weff =
+                (neg | Self::count_ge(c, w)?).ite(&bv_const(w as i128, w), &self.count_low(c, w)?);
+            wide.bvashr(&weff).extract(n - 1, 0)
         };
         self.ub.push(or_all(&ub));
         Ok(self.bv_val(r, dt))
     }
+}
+
+fn mag((lo, hi): (i128, i128)) -> i128 {
+    lo.saturating_abs().max(hi.saturating_abs())
 }
 
 /// Signed bits that hold every value of the interval.
@@ -1518,5 +1628,9 @@ fn iv_mul(a: (i128, i128), b: (i128, i128)) -> Option<(i128, i128)> {
 /// A wide (> 128 bit) two's-complement constant.
 fn bv_wide(v: i128, w: u32) -> BV {
     let small = bv_const(v, 128);
-    if w > 128 { small.sign_ext(w - 128) } else { small.extract(w - 1, 0) }
+    if w > 128 {
+        small.sign_ext(w - 128)
+    } else {
+        small.extract(w - 1, 0)
+    }
 }

@@ -8,5 +8,4 @@ pub mod z3x;
 
 pub use encode::{Encoded, Term, Unsupported, VarInfo, VarMap, encode};
 pub use query::{FloatPolicy, Model, Verdict, check_refinement, eval_at};
-
-
+pub use verify::{VerifyOpts, VerifyReport, verify_rules};

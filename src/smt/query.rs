@@ -4,7 +4,7 @@
 //! `new` refines `orig` when every input on which `orig` is defined (no UB) gives a `new` that is
 //! defined too and stores the same value. The solver looks for a counterexample:
 //! `∃ inputs. domain ∧ ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`.
-use super::encode::{Encoded, Term, Unsupported, VarMap, encode, float_bits, fconst};
+use super::encode::{Encoded, Term, Unsupported, VarMap, encode, fconst, float_bits};
 use super::z3x::{and_all, bv_const};
 use crate::ir::truncate::{round_float, wrap_int};
 use crate::ir::{ConstVal, DType, Graph, UOp};
