@@ -1,5 +1,6 @@
 //! Stage 1: the tinygrad 0.14.0 IR — ops, dtypes, args, the hash-consed graph, the text form
 //! and the spec checker. Every later stage builds on this and nothing here depends on them.
+pub mod alu;
 pub mod arg;
 pub mod dtype;
 pub mod graph;
