@@ -375,3 +375,137 @@ pub fn eval_at(g: &Graph, root: UOp, model: &Model) -> Result<Evaluated, Unsuppo
         approximate: e.approximate,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Arg, Ops};
+    use crate::smt::verify::free_variable;
+
+    fn v(g: &mut Graph, dt: DType) -> UOp {
+        match dt.int_bounds() {
+            Some((lo, hi)) if dt.is_fixed_int() => g.variable("x", lo, hi, dt),
+            _ => free_variable(g, "x", dt),
+        }
+    }
+
+    #[test]
+    fn wraparound_breaks_mul_div_on_uint8() {
+        // (x*2)//2 == x fails where x*2 wraps; on uint8 that is UB (8-bit arithmetic leaving its
+        // range: C computes it in int), so the original is never defined there
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 200, DType::UInt8);
+        let two = g.cint(DType::UInt8, 2);
+        let m = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
+        assert!(matches!(
+            check_refinement(&g, d, x, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        // on uint32, wrapping is defined: x = 2^31 is a counterexample
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::UInt32);
+        let two = g.cint(DType::UInt32, 2);
+        let m = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
+        let Verdict::Counterexample(c) = check_refinement(&g, d, x, FloatPolicy::strict(), 5000)
+        else {
+            panic!("expected a counterexample");
+        };
+        let xv = c.inputs.get("x").and_then(|c| c.as_i128()).unwrap();
+        assert!(xv >= 1 << 31, "{c:?}");
+        assert_eq!(c.orig, Some(ConstVal::Int(xv - (1 << 31))));
+    }
+
+    #[test]
+    fn float_max_is_pythons_max() {
+        // max(x, nan) = x but max(nan, x) = nan: MAX is not commutative under NaN
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::Float);
+        let nan = g.cfloat(DType::Float, f64::NAN);
+        let a = g.alu(Ops::MAX, &[x, nan]).unwrap();
+        let b = g.alu(Ops::MAX, &[nan, x]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::Float, ConstVal::Float(1.5));
+        assert_eq!(
+            eval_at(&g, a, &m).unwrap().value,
+            Some(ConstVal::Float(1.5))
+        );
+        assert!(
+            matches!(eval_at(&g, b, &m).unwrap().value, Some(ConstVal::Float(f)) if f.is_nan())
+        );
+        assert!(matches!(
+            check_refinement(&g, a, b, FloatPolicy::strict(), 5000),
+            Verdict::Counterexample(_)
+        ));
+        // fast-math: inputs finite, but the NaN constant is in the graph: orig is poison only
+        // where a result is non-finite; max(x, nan) = x is finite, max(nan, x) = nan differs
+        assert!(matches!(
+            check_refinement(&g, a, b, FloatPolicy::fast_math(), 5000),
+            Verdict::Counterexample(_)
+        ));
+    }
+
+    #[test]
+    fn half_rounds_and_overflows_like_struct_e() {
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::Half);
+        let c = g.cfloat(DType::Half, 65504.0);
+        let s = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::Half, ConstVal::Float(8.0));
+        // 65512 rounds down to 65504 (spacing 32 there)
+        assert_eq!(
+            eval_at(&g, s, &m).unwrap().value,
+            Some(ConstVal::Float(65504.0))
+        );
+        // 65520 is the tie between 65504 (odd mantissa) and 2^16: RNE overflows to inf
+        m.set("x", DType::Half, ConstVal::Float(16.0));
+        assert_eq!(
+            eval_at(&g, s, &m).unwrap().value,
+            Some(ConstVal::Float(f64::INFINITY))
+        );
+    }
+
+    #[test]
+    fn out_of_range_const_is_compared_exactly() {
+        // CONST uchar 300 (const folding leaves it) is 300 in a compare, 44 in an ADD
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 255, DType::UInt8);
+        let c = g.mk(
+            Ops::CONST,
+            DType::UInt8,
+            &[],
+            Arg::Const(ConstVal::Int(300)),
+        );
+        let lt = g.alu(Ops::CMPLT, &[x, c]).unwrap();
+        let t = g.cbool(true);
+        assert!(matches!(
+            check_refinement(&g, lt, t, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        let add = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::UInt8, ConstVal::Int(0));
+        let e = eval_at(&g, add, &m).unwrap();
+        assert_eq!(e.value, Some(ConstVal::Int(44)));
+        // 0 + 300 leaves uint8: 8-bit arithmetic out of range is flagged like the interpreter
+        assert_eq!(e.ub, Some(true));
+    }
+
+    #[test]
+    fn changed_root_dtype_compares_exact_values() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::Int32);
+        let w = g.mk(Ops::CAST, DType::WeakInt, &[x], Arg::DType(DType::WeakInt));
+        assert!(matches!(
+            check_refinement(&g, x, w, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        let f = g.mk(Ops::CAST, DType::Float, &[x], Arg::DType(DType::Float));
+        assert!(matches!(
+            check_refinement(&g, x, f, FloatPolicy::strict(), 5000),
+            Verdict::Unsupported(_)
+        ));
+    }
+}
