@@ -28,6 +28,7 @@
 //! or an out-of-range value. UB is eager: every node of the graph is evaluated (ops_python runs
 //! every UOp; a rendered kernel computes both arms of a WHERE).
 use super::z3x::{self, Z3Refused, and_all, bv_const, float_sort_bits, or_all};
+use crate::ir::alu::Val as AluVal;
 use crate::ir::truncate::round_float;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use std::collections::HashMap;
@@ -689,16 +690,38 @@ impl Enc<'_> {
         })
     }
 
+    /// The operands as n-bit BVs of `dt` when each value is known to lie in dt's range (so
+    /// the BV holds the exact Python value): same-dtype values, in-range CONSTs (a weak `1`),
+    /// values whose interval fits. `None` sends the op down the exact-`Int` path.
     fn native_bv(vals: &[Val], dt: DType) -> Option<Vec<BV>> {
+        let n = dt.bitsize();
+        let (lo, hi) = dt.int_bounds()?;
         vals.iter()
             .map(|v| match &v.t {
                 Term::BV(b)
-                    if b.get_size() == dt.bitsize()
-                        && v.dt.is_signed_fixed() == dt.is_signed_fixed() =>
+                    if b.get_size() == n && v.dt.is_signed_fixed() == dt.is_signed_fixed() =>
                 {
                     Some(b.clone())
                 }
-                _ => None,
+                _ => match v.iv {
+                    Some((a, z)) if a == z && a >= lo && a <= hi => Some(bv_const(a, n)),
+                    Some((a, z)) if a >= lo && z <= hi => match &v.t {
+                        Term::BV(b) => {
+                            let w = b.get_size();
+                            Some(if w > n {
+                                b.extract(n - 1, 0)
+                            } else if v.dt.is_signed_fixed() {
+                                b.sign_ext(n - w)
+                            } else {
+                                b.zero_ext(n - w)
+                            })
+                        }
+                        Term::Int(i) => Some(BV::from_int(i, n)),
+                        Term::Bool(b) => Some(bool_bv(b, n)),
+                        Term::Float(_) => None,
+                    },
+                    _ => None,
+                },
             })
             .collect()
     }
@@ -958,12 +981,14 @@ impl Enc<'_> {
                 Ops::CMPNE => x.xor(&y),
                 _ => x.iff(&y),
             }
-        } else if let (Term::BV(x), Term::BV(y)) = (&a.t, &b.t)
-            && x.get_size() == y.get_size()
-            && a.dt.is_signed_fixed() == b.dt.is_signed_fixed()
+        } else if let Some((w, dt)) = [a.dt, b.dt]
+            .into_iter()
+            .filter(|d| d.is_fixed_int())
+            .find_map(|d| Self::native_bv(s, d).map(|w| (w, d)))
         {
+            let (x, y) = (&w[0], &w[1]);
             match op {
-                Ops::CMPLT if a.dt.is_signed_fixed() => x.bvslt(y),
+                Ops::CMPLT if dt.is_signed_fixed() => x.bvslt(y),
                 Ops::CMPLT => x.bvult(y),
                 Ops::CMPNE => x.eq(y).not(),
                 _ => x.eq(y),
@@ -1085,6 +1110,24 @@ impl Enc<'_> {
         r.is_zero().ite(&fconst(0.0, bits), &r)
     }
 
+    /// A transcendental of numerals is computed, as the interpreter computes it (`ir::alu`, the
+    /// same libm): constant graphs and const folding stay exact. Python raising (POW's
+    /// OverflowError) is UB.
+    fn concrete(&mut self, op: Ops, args: &[&Float]) -> Option<Float> {
+        let alu_args: Vec<AluVal> = args
+            .iter()
+            .map(|a| z3x::float_value(a).map(AluVal::Float))
+            .collect::<Option<_>>()?;
+        match crate::ir::alu::exec_alu(op, DType::Double, &alu_args, true) {
+            Ok(AluVal::Float(r)) => Some(fconst(r, DOUBLE)),
+            Ok(_) => None,
+            Err(_) => {
+                self.ub.push(Bool::from_bool(true));
+                Some(fconst(f64::NAN, DOUBLE))
+            }
+        }
+    }
+
     fn uf(name: &str, arity: usize) -> FuncDecl {
         let d = sort_of(DOUBLE);
         let dom: Vec<&Sort> = (0..arity).map(|_| &d).collect();
@@ -1095,6 +1138,9 @@ impl Enc<'_> {
     /// doubles, with Python's special cases spelled out and the facts of the real functions that
     /// hold for libm as axioms (more in `VarMap::uf_axioms`).
     fn transcendental(&mut self, op: Ops, x: &Float) -> Float {
+        if let Some(v) = self.concrete(op, &[x]) {
+            return v;
+        }
         self.approximate = true;
         let (name, kind) = match op {
             Ops::EXP2 => ("tg_exp2", Transc::Exp2),
@@ -1156,6 +1202,9 @@ impl Enc<'_> {
     /// `safe_pow` (uop/ops.py:1282): pow(x, 0) = 1, pow(1, y) = 1, NaN otherwise propagates,
     /// 0 ** negative raises ZeroDivisionError → +inf; the rest is uninterpreted.
     fn pow(&mut self, x: &Float, y: &Float) -> Float {
+        if let Some(v) = self.concrete(Ops::POW, &[x, y]) {
+            return v;
+        }
         self.approximate = true;
         let r = Self::uf("tg_pow", 2)
             .apply(&[x, y])

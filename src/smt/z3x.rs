@@ -139,3 +139,19 @@ pub fn or_all(v: &[Bool]) -> Bool {
         _ => Bool::or(v),
     }
 }
+
+/// The value of a float numeral (any of the four sorts), `None` if `f` does not simplify to one.
+pub fn float_value(f: &Float) -> Option<f64> {
+    let f = f.simplify();
+    if f.is_nan().simplify().as_bool()? {
+        return Some(f64::NAN);
+    }
+    let bits = f.to_ieee_bv().simplify().as_u64()?;
+    Some(match float_sort_bits(&f) {
+        (5, 11) => half::f16::from_bits(bits as u16).to_f64(),
+        (8, 8) => f32::from_bits((bits as u32) << 16) as f64,
+        (8, 24) => f32::from_bits(bits as u32) as f64,
+        (11, 53) => f64::from_bits(bits),
+        _ => return None,
+    })
+}
