@@ -27,7 +27,7 @@
 //! truncated value (ADD/SUB/MUL/NEG/SHL/MULACC/POW are ring homomorphisms mod 2^n).
 use super::dtype::DType;
 use super::ops::Ops;
-use super::truncate::{bf16_round, fp8_to_float, float_to_fp8, round_float, wrap_int};
+use super::truncate::{bf16_round, float_to_fp8, fp8_to_float, round_float, wrap_int};
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
@@ -304,7 +304,11 @@ fn py_floordiv(a: Val, b: Val) -> R {
             }
             let q = x.checked_div(y).ok_or(AluError::Overflow)?;
             let r = x - q * y;
-            Ok(I(if r != 0 && ((r < 0) != (y < 0)) { q - 1 } else { q }))
+            Ok(I(if r != 0 && ((r < 0) != (y < 0)) {
+                q - 1
+            } else {
+                q
+            }))
         }
         _ => {
             let (x, y) = (a.as_f64(), b.as_f64());
@@ -361,7 +365,11 @@ fn py_rshift(a: Val, b: Val) -> R {
     if y < 0 {
         return Err(AluError::Value("negative shift count"));
     }
-    Ok(I(if y >= 128 { if x < 0 { -1 } else { 0 } } else { x >> y }))
+    Ok(I(if y >= 128 {
+        if x < 0 { -1 } else { 0 }
+    } else {
+        x >> y
+    }))
 }
 
 /// Result of `pow` before `safe_pow` interprets it.
@@ -432,7 +440,9 @@ fn float_pow(iv: f64, iw: f64) -> Result<Pow, AluError> {
     let ix = base.powf(iw);
     if ix.is_infinite() {
         // _Py_ADJUST_ERANGE1: an infinite result from finite inputs is ERANGE (underflow is not)
-        return Err(AluError::PyOverflow("(34, 'Numerical result out of range')"));
+        return Err(AluError::PyOverflow(
+            "(34, 'Numerical result out of range')",
+        ));
     }
     Ok(Pow::V(F(if negate { -ix } else { ix })))
 }
@@ -481,7 +491,11 @@ fn mul_add_exact(x: i128, y: i128, z: i128) -> Option<i128> {
         return None;
     }
     if neg {
-        if mag <= 1u128 << 127 { Some((mag as i128).wrapping_neg()) } else { None }
+        if mag <= 1u128 << 127 {
+            Some((mag as i128).wrapping_neg())
+        } else {
+            None
+        }
     } else if mag < 1u128 << 127 {
         Some(mag as i128)
     } else {
@@ -613,7 +627,8 @@ fn python_alu(op: Ops, s: &[Val], wrap: bool, const_float: bool) -> R {
     if s.len() != n {
         return Err(AluError::Type("wrong number of operands"));
     }
-    let nan_pair = |a: Val, b: Val| const_float && matches!((a, b), (F(x), F(y)) if x.is_nan() && y.is_nan());
+    let nan_pair =
+        |a: Val, b: Val| const_float && matches!((a, b), (F(x), F(y)) if x.is_nan() && y.is_nan());
     match op {
         LOG2 => Ok(F(if py_lt(I(0), s[0]) {
             s[0].as_f64().log2() // math.log2: log2(float(x)), inf → inf
@@ -643,7 +658,11 @@ fn python_alu(op: Ops, s: &[Val], wrap: bool, const_float: bool) -> R {
             Ok(F(if f.is_infinite() { f64::NAN } else { f.sin() }))
         }
         POW => safe_pow(s[0], s[1], wrap),
-        TRUNC => Ok(if f64_is_finite(s[0]) { py_trunc(s[0]) } else { s[0] }),
+        TRUNC => Ok(if f64_is_finite(s[0]) {
+            py_trunc(s[0])
+        } else {
+            s[0]
+        }),
         NEG => py_neg(s[0], wrap),
         ADD => py_add(s[0], s[1], wrap),
         SUB => py_sub(s[0], s[1], wrap),
@@ -924,7 +943,11 @@ pub fn bitcast_val(from: DType, to: DType, v: Val) -> R {
     }
     let (fi, fo) = match (storage_fmt(from), storage_fmt(to)) {
         (Some(a), Some(b)) => (a, b),
-        _ => return Err(AluError::Type("Struct() argument 1 must be a str or bytes object")),
+        _ => {
+            return Err(AluError::Type(
+                "Struct() argument 1 must be a str or bytes object",
+            ));
+        }
     };
     let bits = struct_pack(fi, to_storage_scalar(v, from))?;
     Ok(from_storage_scalar(struct_unpack(fo, bits), to))
@@ -1005,7 +1028,10 @@ pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
     if !dt.is_int() || arity(op) != Some(operands.len()) {
         return None;
     }
-    let ints: Vec<i128> = operands.iter().map(|v| v.as_i128()).collect::<Option<_>>()?;
+    let ints: Vec<i128> = operands
+        .iter()
+        .map(|v| v.as_i128())
+        .collect::<Option<_>>()?;
     let exact = |o: Ops, s: &[Val]| python_alu(o, s, false, false);
     match op {
         CDIV | CMOD | FLOORDIV | FLOORMOD => {
@@ -1056,7 +1082,9 @@ pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
             }
             range_ub(dt, exact(op, operands))
         }
-        MULACC => range_ub(dt, exact(MUL, &operands[..2])).or_else(|| range_ub(dt, exact(op, operands))),
+        MULACC => {
+            range_ub(dt, exact(MUL, &operands[..2])).or_else(|| range_ub(dt, exact(op, operands)))
+        }
         _ => None,
     }
 }
@@ -1083,7 +1111,6 @@ pub fn cast_ub(from: DType, to: DType, v: Val) -> Option<Ub> {
         _ => Some(Ub::FloatToInt),
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -1134,12 +1161,18 @@ mod tests {
         assert_eq!(run(SHL, Int32, &[I(1), I(31)]), Ok(I(-(1 << 31))));
         assert_eq!(run(SHR, Int32, &[I(-8), I(1)]), Ok(I(-4)));
         assert_eq!(run(SHR, Int32, &[I(-8), I(100)]), Ok(I(-1)));
-        assert!(matches!(run(SHL, Int32, &[I(5), I(-1)]), Err(AluError::Value(_))));
+        assert!(matches!(
+            run(SHL, Int32, &[I(5), I(-1)]),
+            Err(AluError::Value(_))
+        ));
         // the exact product of two u64 maxes exceeds i128: computed mod 2^128, then wrapped
         let m = I(u64::MAX as i128);
         assert_eq!(run(MUL, UInt64, &[m, m]), Ok(I(1)));
         assert_eq!(fold(MUL, UInt64, &[m, m]), Err(AluError::Overflow));
-        assert_eq!(run(MUL, Int64, &[I(i64::MIN as i128), I(-1)]), Ok(I(i64::MIN as i128)));
+        assert_eq!(
+            run(MUL, Int64, &[I(i64::MIN as i128), I(-1)]),
+            Ok(I(i64::MIN as i128))
+        );
         assert_eq!(run(NEG, Int32, &[min32()]), Ok(min32()));
         assert_eq!(run(POW, Int32, &[I(3), I(40)]), Ok(I(689956897)));
         // -1 << 127 is exactly i128::MIN; weakint is never truncated
@@ -1148,7 +1181,11 @@ mod tests {
         // x*y overflows i128 but x*y+z does not: Python is exact, so is the port
         let (x, y) = (I((1 << 63) + 1), I(1 << 64));
         assert_eq!(
-            run(MULACC, WeakInt, &[x, y, I(-984626706414447249454126671029953007)]),
+            run(
+                MULACC,
+                WeakInt,
+                &[x, y, I(-984626706414447249454126671029953007)]
+            ),
             Ok(I(169156556754054784500679921118563704337))
         );
     }
@@ -1183,7 +1220,10 @@ mod tests {
         assert_eq!(run(LOG2, Float, &[F(-0.0)]), Ok(F(f64::NEG_INFINITY)));
         assert_eq!(bits(run(LOG2, Float, &[F(-1.0)])), 0x7ff8000000000000);
         assert_eq!(run(LOG2, Float, &[F(f64::INFINITY)]), Ok(F(f64::INFINITY)));
-        assert_eq!(bits(run(SIN, Float, &[F(f64::INFINITY)])), 0x7ff8000000000000);
+        assert_eq!(
+            bits(run(SIN, Float, &[F(f64::INFINITY)])),
+            0x7ff8000000000000
+        );
         assert_eq!(bits(run(SIN, Double, &[F(1e22)])), 0xbfeb453ab76bf397);
         assert_eq!(bits(run(SQRT, Float, &[F(-1.0)])), 0x7ff8000000000000);
         assert_eq!(bits(run(SQRT, Float, &[F(-0.0)])), 0x8000000000000000);
@@ -1202,53 +1242,107 @@ mod tests {
         assert_eq!(run(POW, Float, &[F(0.0), F(-1.0)]), Ok(F(f64::INFINITY)));
         // ZeroDivisionError → +inf even for -0.0 (IEEE pow would give -inf)
         assert_eq!(run(POW, Float, &[F(-0.0), F(-1.0)]), Ok(F(f64::INFINITY)));
-        assert_eq!(bits(run(POW, Double, &[F(-8.0), F(1.0 / 3.0)])), 0x7ff8000000000000);
-        assert!(matches!(run(POW, Double, &[F(10.0), F(400.0)]), Err(AluError::PyOverflow(_))));
-        assert!(matches!(run(POW, Double, &[F(-1e300), F(1.5)]), Err(AluError::PyOverflow(_))));
-        assert!(matches!(run(POW, Int32, &[I(2), I(-1)]), Err(AluError::Type(_))));
+        assert_eq!(
+            bits(run(POW, Double, &[F(-8.0), F(1.0 / 3.0)])),
+            0x7ff8000000000000
+        );
+        assert!(matches!(
+            run(POW, Double, &[F(10.0), F(400.0)]),
+            Err(AluError::PyOverflow(_))
+        ));
+        assert!(matches!(
+            run(POW, Double, &[F(-1e300), F(1.5)]),
+            Err(AluError::PyOverflow(_))
+        ));
+        assert!(matches!(
+            run(POW, Int32, &[I(2), I(-1)]),
+            Err(AluError::Type(_))
+        ));
         assert_eq!(fold(POW, Int32, &[I(2), I(-1)]), Ok(F(0.5)));
         assert_eq!(run(POW, Float, &[NAN, F(0.0)]), Ok(F(1.0)));
         assert_eq!(run(POW, Float, &[F(1.0), NAN]), Ok(F(1.0)));
-        assert_eq!(run(POW, Float, &[F(f64::NEG_INFINITY), F(3.0)]), Ok(F(f64::NEG_INFINITY)));
+        assert_eq!(
+            run(POW, Float, &[F(f64::NEG_INFINITY), F(3.0)]),
+            Ok(F(f64::NEG_INFINITY))
+        );
     }
 
     #[test]
     fn float_rounding_per_dtype() {
-        assert_eq!(run(ADD, Half, &[F(60000.0), F(60000.0)]), Ok(F(f64::INFINITY)));
+        assert_eq!(
+            run(ADD, Half, &[F(60000.0), F(60000.0)]),
+            Ok(F(f64::INFINITY))
+        );
         assert_eq!(run(ADD, Half, &[F(65504.0), F(8.0)]), Ok(F(65504.0)));
         assert_eq!(run(ADD, Half, &[F(65504.0), F(16.0)]), Ok(F(f64::INFINITY)));
         // ties to even, straight from the double (no double rounding through f32)
         assert_eq!(run(ADD, Half, &[F(1.0), F(2f64.powi(-11))]), Ok(F(1.0)));
         let above = 1.0 + 2f64.powi(-40);
-        assert_eq!(run(ADD, Half, &[F(above), F(2f64.powi(-11))]), Ok(F(1.0009765625)));
+        assert_eq!(
+            run(ADD, Half, &[F(above), F(2f64.powi(-11))]),
+            Ok(F(1.0009765625))
+        );
         assert_eq!(run(ADD, BFloat16, &[F(1.0), F(2f64.powi(-8))]), Ok(F(1.0)));
         let (a, b) = (0.1f32 as f64, 0.2f32 as f64);
         assert_eq!(run(ADD, Float, &[F(a), F(b)]), Ok(F(0.30000001192092896)));
-        assert_eq!(run(MULACC, Float, &[F(a), F(3.0), F(1.0)]), Ok(F(1.2999999523162842)));
-        assert_eq!(run(ADD, Int32, &[F(1.5), I(1)]).map_err(|e| e.py_exception()), Err(Some("TypeError")));
-        assert_eq!(run(FDIV, Float, &[F(1.0), F(2.0)]), Err(AluError::Unsupported(FDIV)));
+        assert_eq!(
+            run(MULACC, Float, &[F(a), F(3.0), F(1.0)]),
+            Ok(F(1.2999999523162842))
+        );
+        assert_eq!(
+            run(ADD, Int32, &[F(1.5), I(1)]).map_err(|e| e.py_exception()),
+            Err(Some("TypeError"))
+        );
+        assert_eq!(
+            run(FDIV, Float, &[F(1.0), F(2.0)]),
+            Err(AluError::Unsupported(FDIV))
+        );
     }
 
     #[test]
     fn casts_and_bitcasts() {
-        assert!(matches!(cast_val(Float, Int32, NAN), Err(AluError::Value(_))));
-        assert!(matches!(cast_val(Float, Int32, F(f64::INFINITY)), Err(AluError::PyOverflow(_))));
+        assert!(matches!(
+            cast_val(Float, Int32, NAN),
+            Err(AluError::Value(_))
+        ));
+        assert!(matches!(
+            cast_val(Float, Int32, F(f64::INFINITY)),
+            Err(AluError::PyOverflow(_))
+        ));
         assert_eq!(cast_val(Float, UInt8, F(-3.7)), Ok(I(253)));
         assert_eq!(const_val(UInt8, F(-3.7)), Ok(I(-3)));
         assert_eq!(cast_val(Float, Int32, F(1e10)), Ok(I(1410065408)));
         assert_eq!(cast_val(Float, Int64, F(3e38)), Ok(I(0)));
-        assert_eq!(bits(cast_val(Float, Float, F(-f64::NAN))), 0x7ff8000000000000);
+        assert_eq!(
+            bits(cast_val(Float, Float, F(-f64::NAN))),
+            0x7ff8000000000000
+        );
         assert_eq!(cast_val(Int32, Half, I(100000)), Ok(F(f64::INFINITY)));
         assert_eq!(cast_val(Int32, Float, I((1 << 24) + 1)), Ok(F(16777216.0)));
-        assert_eq!(cast_val(Int64, Double, I((1 << 53) + 1)), Ok(F(9007199254740992.0)));
+        assert_eq!(
+            cast_val(Int64, Double, I((1 << 53) + 1)),
+            Ok(F(9007199254740992.0))
+        );
         assert_eq!(bitcast_val(Float, UInt32, F(-1.0)), Ok(I(3212836864)));
-        assert_eq!(bits(bitcast_val(UInt16, Half, I(0x7e01))), 0x7ff8000000000000);
+        assert_eq!(
+            bits(bitcast_val(UInt16, Half, I(0x7e01))),
+            0x7ff8000000000000
+        );
         assert_eq!(bitcast_val(BFloat16, UInt16, F(1.0)), Ok(I(16256)));
-        assert_eq!(bits(bitcast_val(UInt16, BFloat16, I(0xffff))), 0xffffe00000000000);
-        assert!(matches!(bitcast_val(Int32, Float, I(1 << 40)), Err(AluError::Struct(_))));
+        assert_eq!(
+            bits(bitcast_val(UInt16, BFloat16, I(0xffff))),
+            0xffffe00000000000
+        );
+        assert!(matches!(
+            bitcast_val(Int32, Float, I(1 << 40)),
+            Err(AluError::Struct(_))
+        ));
         assert_eq!(bitcast_val(UInt8, Bool, I(2)), Ok(B(true)));
         assert_eq!(bitcast_val(Float, Int32, F(1e300)), Ok(I(2139095040)));
-        assert!(matches!(bitcast_val(Float, Int64, F(1.0)), Err(AluError::Assertion(_))));
+        assert!(matches!(
+            bitcast_val(Float, Int64, F(1.0)),
+            Err(AluError::Assertion(_))
+        ));
     }
 
     #[test]
@@ -1266,30 +1360,66 @@ mod tests {
     #[test]
     fn ub_flags() {
         assert_eq!(ub_reason(CDIV, Int32, &[I(1), I(0)]), Some(Ub::DivByZero));
-        assert_eq!(ub_reason(FLOORMOD, WeakInt, &[I(1), I(0)]), Some(Ub::DivByZero));
-        assert_eq!(ub_reason(CMOD, Int32, &[min32(), I(-1)]), Some(Ub::DivOverflow));
+        assert_eq!(
+            ub_reason(FLOORMOD, WeakInt, &[I(1), I(0)]),
+            Some(Ub::DivByZero)
+        );
+        assert_eq!(
+            ub_reason(CMOD, Int32, &[min32(), I(-1)]),
+            Some(Ub::DivOverflow)
+        );
         assert_eq!(ub_reason(CDIV, UInt32, &[I(u32::MAX as i128), I(1)]), None);
         assert_eq!(ub_reason(SHL, Int32, &[I(1), I(32)]), Some(Ub::ShiftCount));
         assert_eq!(ub_reason(SHR, UInt64, &[I(1), I(-1)]), Some(Ub::ShiftCount));
-        assert_eq!(ub_reason(SHL, Int32, &[I(-1), I(1)]), Some(Ub::ShiftNegative));
-        assert_eq!(ub_reason(SHL, Int32, &[I(1), I(31)]), Some(Ub::ShiftOverflow));
+        assert_eq!(
+            ub_reason(SHL, Int32, &[I(-1), I(1)]),
+            Some(Ub::ShiftNegative)
+        );
+        assert_eq!(
+            ub_reason(SHL, Int32, &[I(1), I(31)]),
+            Some(Ub::ShiftOverflow)
+        );
         assert_eq!(ub_reason(SHL, UInt32, &[I(3), I(31)]), None);
-        assert_eq!(ub_reason(SHL, UInt8, &[I(1), I(8)]), Some(Ub::NarrowOverflow));
+        assert_eq!(
+            ub_reason(SHL, UInt8, &[I(1), I(8)]),
+            Some(Ub::NarrowOverflow)
+        );
         assert_eq!(ub_reason(SHR, Int8, &[I(-128), I(10)]), None);
-        assert_eq!(ub_reason(ADD, Int32, &[I(i32::MAX as i128), I(1)]), Some(Ub::SignedOverflow));
+        assert_eq!(
+            ub_reason(ADD, Int32, &[I(i32::MAX as i128), I(1)]),
+            Some(Ub::SignedOverflow)
+        );
         assert_eq!(ub_reason(ADD, UInt32, &[I(u32::MAX as i128), I(1)]), None);
-        assert_eq!(ub_reason(MUL, UInt16, &[I(65535), I(65535)]), Some(Ub::NarrowOverflow));
-        assert_eq!(ub_reason(NEG, Int64, &[I(i64::MIN as i128)]), Some(Ub::SignedOverflow));
-        assert_eq!(ub_reason(SUB, UInt8, &[I(5), I(10)]), Some(Ub::NarrowOverflow));
-        assert_eq!(ub_reason(MULACC, Int32, &[I(1 << 20), I(1 << 20), I(-(1 << 30))]), Some(Ub::SignedOverflow));
-        assert_eq!(ub_reason(ADD, WeakInt, &[I(i64::MAX as i128), I(1)]), Some(Ub::WeakOverflow));
+        assert_eq!(
+            ub_reason(MUL, UInt16, &[I(65535), I(65535)]),
+            Some(Ub::NarrowOverflow)
+        );
+        assert_eq!(
+            ub_reason(NEG, Int64, &[I(i64::MIN as i128)]),
+            Some(Ub::SignedOverflow)
+        );
+        assert_eq!(
+            ub_reason(SUB, UInt8, &[I(5), I(10)]),
+            Some(Ub::NarrowOverflow)
+        );
+        assert_eq!(
+            ub_reason(MULACC, Int32, &[I(1 << 20), I(1 << 20), I(-(1 << 30))]),
+            Some(Ub::SignedOverflow)
+        );
+        assert_eq!(
+            ub_reason(ADD, WeakInt, &[I(i64::MAX as i128), I(1)]),
+            Some(Ub::WeakOverflow)
+        );
         assert_eq!(ub_reason(ADD, Float, &[F(f64::MAX), F(f64::MAX)]), None);
         assert!(!ub_of(ADD, Int32, &[I(1), I(2)]));
         assert_eq!(cast_ub(Float, Int32, NAN), Some(Ub::FloatToInt));
         assert_eq!(cast_ub(Float, UInt8, F(-0.5)), None);
         assert_eq!(cast_ub(Float, UInt8, F(-1.0)), Some(Ub::FloatToInt));
         assert_eq!(cast_ub(Double, Int32, F(2147483647.9)), None);
-        assert_eq!(cast_ub(Double, Int32, F(2147483648.0)), Some(Ub::FloatToInt));
+        assert_eq!(
+            cast_ub(Double, Int32, F(2147483648.0)),
+            Some(Ub::FloatToInt)
+        );
         assert_eq!(cast_ub(Int64, Int8, I(1000)), None);
     }
 }
