@@ -12,3 +12,4 @@ pub mod r#gen;
 pub mod ir;
 pub mod oracle;
 pub mod rewrite;
+pub mod smt;
