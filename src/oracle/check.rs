@@ -674,6 +674,20 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
             });
             return res;
         }
+        Stop::Unresolved => {
+            let last = rw.trace.last().map(|s| s.rule).unwrap_or("-");
+            res.detected = Some(Detected {
+                class: Class::RewriteError,
+                summary: format!(
+                    "graph_rewrite raises KeyError: a rewrite made a node depend on itself (last rule: {last})"
+                ),
+                blamed: rw.trace.len().checked_sub(1),
+                point: None,
+                expected: None,
+                actual: None,
+            });
+            return res;
+        }
         Stop::FuelExhausted => unreachable!("no fuel given"),
     }
     if opts.idempotence {
