@@ -115,6 +115,8 @@ pub struct Observed {
     pub buffers: Vec<Buffer>,
     pub ub: bool,
     pub error: Option<String>,
+    /// The root is `Invalid` (a masked index: don't-care).
+    pub invalid: bool,
 }
 
 /// A detected problem, before it is written out.
@@ -334,17 +336,20 @@ fn end_of(g: &Graph, u: UOp, env: &Env) -> Option<i128> {
 /// Runs one graph at one point.
 pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
     match interp::eval(g, root, env) {
+        // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
         Ok(o) => Observed {
             value: o.value,
             buffers: o.buffers,
-            ub: o.ub,
+            ub: o.hard_ub,
             error: None,
+            invalid: o.invalid,
         },
         Err(e) => Observed {
             value: None,
             buffers: vec![],
             ub: false,
             error: Some(e.to_string()),
+            invalid: false,
         },
     }
 }
@@ -389,13 +394,13 @@ fn decide(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    if o.error.is_some() || o.ub {
+    if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
     }
     if is_budget(&n.error) {
         return PointVerdict::Skip;
     }
-    if n.error.is_some() || n.ub {
+    if n.error.is_some() || n.ub || n.invalid {
         return PointVerdict::LessDefined;
     }
     let dt = g.dtype(orig);
