@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod bench;
 pub mod fuzz;
 pub mod semantics;
 pub mod verify_rules;
@@ -23,6 +24,8 @@ pub enum Cmd {
     Semantics(semantics::Args),
     /// Fuzz the rewrite rules: generate, rewrite, execute, compare, save findings.
     Fuzz(fuzz::Args),
+    /// Benchmarks, as ratios against tinygrad measured in the same run.
+    Bench(bench::Args),
     /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
     VerifyRules(verify_rules::Args),
 }
@@ -31,6 +34,7 @@ pub fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Semantics(a) => semantics::run(a),
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
+        Cmd::Bench(a) => bench::run(a),
         Cmd::VerifyRules(a) => verify_rules::run(a),
     }
 }

@@ -13,7 +13,7 @@ use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{Limits, RuleError, RuleSet, Step, Stop, graph_rewrite};
 use rand::RngExt;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A rewrite pipeline: rule sets applied one after the other, as tinygrad's codegen runs
 /// `sym`, then the simplifying patterns, then the late decompositions. Fuel counts applications
@@ -335,7 +335,12 @@ fn end_of(g: &Graph, u: UOp, env: &Env) -> Option<i128> {
 
 /// Runs one graph at one point.
 pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
-    match interp::eval(g, root, env) {
+    observe_plan(g, &interp::Plan::new(g, root), env)
+}
+
+/// `observe` with the interpreter's plan built once per graph.
+pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
+    match interp::eval_plan(g, plan, env) {
         // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
         Ok(o) => Observed {
             value: o.value,
@@ -514,7 +519,7 @@ pub struct ApproxResult {
 /// Evaluates a scalar graph node by node with a running error bound per float value
 /// (tolerance.rs has the model). `None` for kernels or anything it does not model.
 pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
-    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::new();
+    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::default();
     let mut nonfinite = false;
     for u in g.toposort(&[root]) {
         let n = g.node(u);
@@ -726,8 +731,14 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         return res;
     }
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
+    let (plan_o, plan_n) = (
+        interp::Plan::new(&g, case.root),
+        interp::Plan::new(&g, rw.root),
+    );
     for p in make_points(case, opts) {
-        let (v, o, n) = compare_point(&g, case.root, rw.root, &p.env, opts.policy);
+        let o = observe_plan(&g, &plan_o, &p.env);
+        let n = observe_plan(&g, &plan_n, &p.env);
+        let v = decide(&g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
             PointVerdict::Agree => res.points_compared += 1,

@@ -9,7 +9,7 @@
 use super::engine::{Cx, RuleError};
 use super::sugar::Py;
 use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Default, Debug)]
 pub struct Cache {

@@ -4,7 +4,7 @@
 //! non-termination as a typed outcome instead of hanging.
 use super::upat::{Bindings, UPat};
 use crate::ir::{Graph, Ops, UOp};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
 /// What a rule function raised, as tinygrad's Python would (ZeroDivisionError, ValueError, ...).
@@ -82,7 +82,7 @@ impl RuleSet {
         RuleSet::from_arcs(name, rules.into_iter().map(Arc::new).collect())
     }
     pub fn from_arcs(name: &str, rules: Vec<Arc<Rule>>) -> RuleSet {
-        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::new();
+        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::default();
         for (i, r) in rules.iter().enumerate() {
             // a pattern with no op constraint is registered nowhere, as tinygrad asserts p.op is not None
             for op in r.pat.op.iter().flatten() {
@@ -282,11 +282,11 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
     };
-    let mut replace: HashMap<UOp, UOp> = HashMap::new();
+    let mut replace: HashMap<UOp, UOp> = HashMap::default();
     let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
-    let mut on_stack: std::collections::HashSet<UOp> = [root].into_iter().collect();
-    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::new();
-    let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::new();
+    let mut on_stack: FxHashSet<UOp> = [root].into_iter().collect();
+    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::default();
+    let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::default();
     macro_rules! finish {
         ($n:expr, $v:expr) => {{
             replace.insert($n, $v);
@@ -316,7 +316,7 @@ pub fn graph_rewrite(
             0 => {
                 if limits.bottom_up {
                     let mut test_n = Some(n);
-                    let mut seen = std::collections::HashSet::new();
+                    let mut seen = FxHashSet::default();
                     while let Some(t) = test_n {
                         if !seen.insert(t) {
                             rw.stop = Some(Stop::NonTermination {
@@ -413,7 +413,7 @@ pub fn graph_rewrite(
 /// rewrite mid-way, to get the graph "after the first N applications".
 pub fn rebuild_with(g: &mut Graph, root: UOp, steps: &[Step]) -> UOp {
     let map: HashMap<UOp, UOp> = steps.iter().map(|s| (s.before, s.after)).collect();
-    let mut memo: HashMap<UOp, UOp> = HashMap::new();
+    let mut memo: HashMap<UOp, UOp> = HashMap::default();
     for u in g.toposort(&[root]) {
         let src: Vec<UOp> = g.src(u).iter().map(|s| memo[s]).collect();
         let mut v = if src.as_slice() == g.src(u) {
