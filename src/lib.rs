@@ -5,6 +5,8 @@
 // Ported control flow mirrors tinygrad's Python `if` chains; collapsing them would hide the diff.
 #![allow(clippy::collapsible_match, clippy::collapsible_if)]
 
+pub mod cli;
+pub mod exec;
 pub mod ir;
 pub mod oracle;
 pub mod rewrite;
