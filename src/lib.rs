@@ -7,6 +7,10 @@
 
 pub mod cli;
 pub mod exec;
+// `gen` is a reserved word in Rust 2024; the stage is `uopfuzz::r#gen`.
+pub mod r#gen;
 pub mod ir;
 pub mod oracle;
+pub mod repro;
 pub mod rewrite;
+pub mod smt;

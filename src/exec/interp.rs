@@ -280,6 +280,17 @@ enum Frame {
     /// END: evaluate the range ends, then iterate the body.
     End { u: usize, st: EndState },
 }
+/// The shape of an END, computed once per node.
+struct EndInfo {
+    body: usize,
+    /// RANGEs iterated, outermost first, and the nodes holding their ends.
+    loops: Vec<usize>,
+    ends: Vec<usize>,
+    /// `END(body, RANGE void, cond)`: the void RANGE and the condition.
+    while_range: Option<usize>,
+    cond: Option<usize>,
+}
+
 enum EndState {
     Ends {
         next: usize,
@@ -304,11 +315,14 @@ struct Interp<'a> {
     root: usize,
     nodes: Vec<UOp>,
     lid: HashMap<UOp, usize>,
+    /// Local ids of each node's sources.
+    srcs: Vec<Box<[usize]>>,
     /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
     ranges: Vec<Vec<usize>>,
     /// Current binding of RANGE/SPECIAL nodes.
     bind: Vec<Option<i128>>,
     memo: Vec<Option<(Box<[i128]>, V)>>,
+    end_info: Vec<Option<Rc<EndInfo>>>,
     globals: Vec<Buffer>,
     /// Declared element counts of global buffers, checked against `globals`.
     declared: HashMap<usize, usize>,
@@ -332,13 +346,19 @@ impl<'a> Interp<'a> {
         let nodes = g.toposort(&[root]);
         let lid: HashMap<UOp, usize> = nodes.iter().enumerate().map(|(i, u)| (*u, i)).collect();
         let n = nodes.len();
+        let srcs = nodes
+            .iter()
+            .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
+            .collect();
         let mut it = Interp {
+            srcs,
             g,
             env,
             root: lid[&root],
             ranges: Vec::with_capacity(n),
             bind: vec![None; n],
             memo: vec![None; n],
+            end_info: (0..n).map(|_| None).collect(),
             globals: env.buffers.clone(),
             declared: HashMap::new(),
             locals: HashMap::new(),
@@ -438,11 +458,7 @@ impl<'a> Interp<'a> {
         }
     }
     fn src_ids(&self, i: usize) -> Vec<usize> {
-        self.g
-            .src(self.nodes[i])
-            .iter()
-            .map(|s| self.lid[s])
-            .collect()
+        self.srcs[i].to_vec()
     }
     fn err_malformed(&self, i: usize, what: &'static str) -> ExecError {
         ExecError::Malformed {
@@ -534,10 +550,12 @@ impl<'a> Interp<'a> {
                         stack.pop();
                         continue;
                     }
-                    let order = self.order(i);
+                    let n = self.srcs[i].len();
+                    // AFTER runs its dependencies before its value
+                    let rot = (self.g.op(self.nodes[i]) == Ops::AFTER) as usize;
                     let mut pushed = None;
-                    while *next < order.len() {
-                        let s = order[*next];
+                    while *next < n {
+                        let s = self.srcs[i][(*next + rot) % n];
                         if !self.valid(s) {
                             pushed = Some(s);
                             break;
@@ -585,48 +603,64 @@ impl<'a> Interp<'a> {
             Frame::Node { u: i, next: 0 }
         }
     }
-    /// Source evaluation order: AFTER runs its dependencies before its value.
-    fn order(&self, i: usize) -> Vec<usize> {
-        let mut s = self.src_ids(i);
-        if self.g.op(self.nodes[i]) == Ops::AFTER && !s.is_empty() {
-            s.rotate_left(1);
-        }
-        s
-    }
 
     /// One step of an END. Returns a node to evaluate next, or `None` when this END is done
     /// (its memo set) or made progress without needing a child.
-    fn step_end(&mut self, i: usize, st: &mut EndState) -> Result<Option<usize>, ExecError> {
-        let src = self.src_ids(i);
-        let (body, rs) = match src.split_first() {
+    fn end_info(&mut self, i: usize) -> Result<Rc<EndInfo>, ExecError> {
+        if let Some(e) = &self.end_info[i] {
+            return Ok(e.clone());
+        }
+        let (body, rs) = match self.srcs[i].split_first() {
             Some((b, r)) => (*b, r.to_vec()),
             None => return Err(self.err_malformed(i, "END without a body")),
         };
+        let is_range = |r: &usize| self.g.op(self.nodes[*r]) == Ops::RANGE;
+        let is_void = |r: &usize| self.g.dtype(self.nodes[*r]) == DType::Void;
         // loop ranges, outermost (smallest axis id) first; SPECIALs and others are bound already
         let mut loops: Vec<usize> = rs
             .iter()
             .copied()
-            .filter(|r| {
-                self.g.op(self.nodes[*r]) == Ops::RANGE
-                    && self.g.dtype(self.nodes[*r]) != DType::Void
-            })
+            .filter(|r| is_range(r) && !is_void(r))
             .collect();
         loops.sort_by_key(|r| match self.g.arg(self.nodes[*r]) {
             Arg::Range(a, _) => *a,
             _ => 0,
         });
-        let while_range = rs.iter().copied().find(|r| {
-            self.g.op(self.nodes[*r]) == Ops::RANGE && self.g.dtype(self.nodes[*r]) == DType::Void
+        let while_range = rs.iter().copied().find(|r| is_range(r) && is_void(r));
+        let cond = rs
+            .last()
+            .copied()
+            .filter(|c| self.g.dtype(self.nodes[*c]) == DType::Bool);
+        if while_range.is_some() && cond.is_none() {
+            return Err(self.err_malformed(i, "loop END needs a bool condition"));
+        }
+        let mut ends = Vec::with_capacity(loops.len());
+        for r in &loops {
+            ends.push(
+                *self.srcs[*r]
+                    .first()
+                    .ok_or_else(|| self.err_malformed(*r, "RANGE without end"))?,
+            );
+        }
+        let e = Rc::new(EndInfo {
+            body,
+            loops,
+            ends,
+            while_range,
+            cond,
         });
+        self.end_info[i] = Some(e.clone());
+        Ok(e)
+    }
+
+    /// One step of an END. Returns a node to evaluate next, or `None` when this END is done
+    /// (its memo set) or made progress without needing a child.
+    fn step_end(&mut self, i: usize, st: &mut EndState) -> Result<Option<usize>, ExecError> {
+        let info = self.end_info(i)?;
+        let (body, loops) = (info.body, &info.loops);
         match st {
             EndState::Ends { next } => {
-                if let Some(w) = while_range {
-                    if !rs
-                        .last()
-                        .is_some_and(|c| self.g.dtype(self.nodes[*c]) == DType::Bool)
-                    {
-                        return Err(self.err_malformed(i, "loop END needs a bool condition"));
-                    }
+                if let Some(w) = info.while_range {
                     *st = EndState::While {
                         k: 0,
                         saved: self.bind[w],
@@ -635,29 +669,24 @@ impl<'a> Interp<'a> {
                     return Ok(None);
                 }
                 // range ends, evaluated outside the loop
-                while *next < loops.len() {
-                    let r = loops[*next];
-                    let e = *self
-                        .src_ids(r)
-                        .first()
-                        .ok_or_else(|| self.err_malformed(r, "RANGE without end"))?;
+                while *next < info.ends.len() {
+                    let e = info.ends[*next];
                     if !self.valid(e) {
                         return Ok(Some(e));
                     }
                     *next += 1;
                 }
                 let mut ends = Vec::with_capacity(loops.len());
-                for &r in &loops {
-                    let e = self.src_ids(r)[0];
-                    let v = self.get(e).clone();
-                    ends.push(self.int_of(r, &v)?);
+                for (r, e) in loops.iter().zip(&info.ends) {
+                    let v = self.get(*e).clone();
+                    ends.push(self.int_of(*r, &v)?);
                 }
                 let saved: Vec<Option<i128>> = loops.iter().map(|r| self.bind[*r]).collect();
                 if ends.iter().any(|e| *e <= 0) {
                     self.set(i, V::Void);
                     return Ok(None);
                 }
-                for &r in &loops {
+                for &r in loops {
                     self.bind[r] = Some(0);
                 }
                 *st = EndState::Iter {
@@ -705,8 +734,9 @@ impl<'a> Interp<'a> {
                 Ok(None)
             }
             EndState::While { k, saved, phase } => {
-                let w = while_range.unwrap_or(i);
-                let cond = *rs.last().unwrap_or(&i);
+                let (Some(w), Some(cond)) = (info.while_range, info.cond) else {
+                    return Err(self.err_malformed(i, "loop END needs a bool condition"));
+                };
                 match *phase {
                     0 => {
                         self.bind[w] = Some(*k);
@@ -845,12 +875,7 @@ impl<'a> Interp<'a> {
 
     /// Applies `f` lane by lane over scalar/vector operands (scalars broadcast, as
     /// `exec_alu` does for tuples).
-    fn lanes(
-        &mut self,
-        i: usize,
-        vals: &[V],
-        f: &mut LaneFn<'_, 'a>,
-    ) -> Result<V, ExecError> {
+    fn lanes(&mut self, i: usize, vals: &[V], f: &mut LaneFn<'_, 'a>) -> Result<V, ExecError> {
         let n = vals
             .iter()
             .filter_map(|v| {
@@ -867,20 +892,18 @@ impl<'a> Interp<'a> {
                 (v, _) => Some(v.clone()),
             }
         };
-        let one = |it: &mut Self,
-                   k: Option<usize>,
-                   f: &mut LaneFn<'_, 'a>|
-         -> Result<V, ExecError> {
-            let mut xs = Vec::with_capacity(vals.len());
-            for v in vals {
-                match lane(v, k) {
-                    Some(V::S(x)) => xs.push(x),
-                    Some(V::Invalid) => return Ok(V::Invalid),
-                    _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
+        let one =
+            |it: &mut Self, k: Option<usize>, f: &mut LaneFn<'_, 'a>| -> Result<V, ExecError> {
+                let mut xs = Vec::with_capacity(vals.len());
+                for v in vals {
+                    match lane(v, k) {
+                        Some(V::S(x)) => xs.push(x),
+                        Some(V::Invalid) => return Ok(V::Invalid),
+                        _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
+                    }
                 }
-            }
-            Ok(V::S(f(it, &xs)?))
-        };
+                Ok(V::S(f(it, &xs)?))
+            };
         match n {
             None => one(self, None, f),
             Some(n) => {

@@ -67,13 +67,22 @@ impl Cell {
             Ops::CAST if self.mode == Mode::Fold => const_val(self.dt, self.args[0]),
             Ops::CAST => cast_val(from, self.dt, self.args[0]),
             Ops::BITCAST => bitcast_val(from, self.dt, self.args[0]),
-            op => exec_alu_mode(op, self.dt, &self.args, mode),
+            op => exec_alu_mode(op, self.exec_dtype(), &self.args, mode),
+        }
+    }
+    /// The dtype `exec_alu` is called with: the node's dtype, i.e. bool for comparisons
+    /// (`dt` is the operand dtype the cell is filed under).
+    pub fn exec_dtype(&self) -> DType {
+        if self.op.is_comparison() {
+            DType::Bool
+        } else {
+            self.dt
         }
     }
     fn to_json(&self) -> Json {
         let mut j = json!({
             "op": self.op.name(),
-            "dt": self.dt.py_name(),
+            "dt": self.exec_dtype().py_name(),
             "a": self.args.iter().map(|v| val_json(*v)).collect::<Vec<_>>(),
             "mode": self.mode.name(),
         });

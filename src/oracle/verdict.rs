@@ -83,7 +83,14 @@ pub struct Signature {
 
 impl std::fmt::Display for Signature {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}|{}|{}|{}", self.class.name(), self.rule, self.dtype, self.backend)
+        write!(
+            f,
+            "{}|{}|{}|{}",
+            self.class.name(),
+            self.rule,
+            self.dtype,
+            self.backend
+        )
     }
 }
 
