@@ -4,7 +4,7 @@
 # DEV=PYTHON semantics (runtime/ops_python.py: exec_alu with truncate_output=True, CAST = truncate(dtype.const(x)),
 # BITCAST = dtype.bitcast, stores through the buffer dtype), walking the graph node by node (loops: END iterates its
 # RANGEs, innermost fastest). Exit 1: tinygrad shows the problem; 0: it does not; 2: the check cannot run.
-def _uopfuzz_tail(ns):
+def _uopfuzz_tail(ns, only_eval=False):
   import sys, math, itertools
   from tinygrad.uop.ops import Ops, GroupOp, graph_rewrite, exec_alu
   from tinygrad.dtype import dtypes, truncate, bitcast, Invalid, AddrSpace
@@ -12,20 +12,24 @@ def _uopfuzz_tail(ns):
   inputs, buffers = ns.get("INPUTS", {}), ns.get("BUFFERS", {})
   sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
-  def ruleset(name):
+  def stages(name):  # [(PatternMatcher, ctx)], as uopfuzz's rule sets compose tinygrad's (src/rewrite/rules/mod.rs)
     from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym
-    if name in ("symbolic_simple", "symbolic", "sym"): return {"symbolic_simple": symbolic_simple, "symbolic": symbolic, "sym": sym}[name], None
     allops = tuple(Ops)
+    if name in ("symbolic_simple", "symbolic", "sym"): return [({"symbolic_simple": symbolic_simple, "symbolic": symbolic, "sym": sym}[name], None)]
     if name == "simplifying":
       from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns
-      return symbolic_simple + get_simplifying_rewrite_patterns(allops), None
+      return [(symbolic_simple + get_simplifying_rewrite_patterns(allops), None)]
     if name == "late":
       from tinygrad.codegen.decomp.op import get_late_rewrite_patterns
       from tinygrad.codegen.decomp.transcendental import get_transcendental_patterns
       class Ren:  # the renderer fast_idiv consults, as uopfuzz models it (src/rewrite/rules/late.rs)
         def supported_dtypes(self): return list(dtypes.ints) + list(dtypes.floats) + [dtypes.bool]
-      return symbolic_simple + get_late_rewrite_patterns(allops, False) + get_transcendental_patterns(allops, True), Ren()
+      return [(symbolic_simple + get_late_rewrite_patterns(allops, False) + get_transcendental_patterns(allops, True), Ren())]
+    if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")  # the codegen order
     raise KeyError(f"unknown rule set {name!r}")
+  def rewrite(u, sts):
+    for pm, ctx in sts: u = graph_rewrite(u, pm, ctx=ctx)
+    return u
 
   def plain(v): return float(v) if isinstance(v, float) else v  # drop ConstFloat (its == says nan == nan)
   def trunc(dt, v): return plain(truncate.get(dt, lambda x: x)(v))
@@ -52,7 +56,10 @@ def _uopfuzz_tail(ns):
 
   class Run:
     def __init__(self, root):
-      self.root, self.memo, self.bind, self.locals, self.globals, self.steps = root, {}, {}, {}, {}, 0
+      self.root, self.memo, self.bind, self.locals, self.steps = root, {}, {}, {}, 0
+      # every buffer of BUFFERS (as stored: uopfuzz writes values already truncated to the PARAM's
+      # dtype), also those a rewritten kernel no longer reads; the bound is set by its PARAM
+      self.globals = {slot: ([plain(x) for x in data], None) for slot, data in buffers.items()}
       self.rng = {u: tuple(u.ranges) for u in root.toposort()}
     def key(self, u): return tuple(self.bind.get(r) for r in self.rng[u])
     def ev(self, u):
@@ -77,7 +84,8 @@ def _uopfuzz_tail(ns):
           x = inputs[a.name]
           return float(x) if dtypes.is_float(dt) else bool(x) if dt == dtypes.bool else int(x)
         if op is Ops.PARAM:
-          if a.slot not in self.globals: self.globals[a.slot] = ([trunc(dt, x) for x in buffers[a.slot]], int(v[0]) if v else None)
+          data, _ = self.globals[a.slot]
+          self.globals[a.slot] = (data, int(v[0]) if v else None)
           return ("global", a.slot)
         self.locals[u] = ([zero(dt)] * int(v[0]), int(v[0]))
         return ("local", u)
@@ -108,6 +116,8 @@ def _uopfuzz_tail(ns):
       if op is Ops.BITCAST: return lanes(lambda x: plain(bitcast(x, u.src[0].dtype, dt)), v)
       if op is Ops.FDIV: return lanes(lambda a, b: trunc(dt, fdiv(float(a), float(b))), v)
       if op is Ops.THREEFRY: return lanes(lambda a, b: trunc(dt, threefry2x32(int(a), int(b))), v)
+      if op is Ops.WHERE and not isinstance(v[0], tuple) and (v[0] is Invalid or v[1] is Invalid or v[2] is Invalid):
+        return v[1] if v[0] else v[2]  # a gated Invalid passes through untruncated (exec_alu would truncate it)
       if op in GroupOp.ALU: return plain(exec_alu(op, dt, v))
       raise NotImplementedError(f"uopfuzz tail: {op} is not evaluated")
     def end(self, u):
@@ -150,22 +160,30 @@ def _uopfuzz_tail(ns):
     if isinstance(a, dict) and isinstance(b, dict): return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)): return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, float):
-      return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+      return (math.isnan(a) and math.isnan(b)) or a == b  # NaN = NaN, -0.0 = 0.0 (as oracle::check::same_val)
     if a is Invalid or b is Invalid: return a is b
-    return type(a) is type(b) and a == b
+    return not isinstance(a, float) and not isinstance(b, float) and a == b
   def show(v):
-    if isinstance(v, dict): return ", ".join(f"buffer {k} = {show(x)}" for k, x in v.items())
+    if isinstance(v, dict): return ", ".join(f"buffer {k} = {show(x)}" for k, x in v.items()) or "None"
     if isinstance(v, list): return "[" + ", ".join(show(x) for x in v) + "]"
     return repr(v)
 
-  at = ", ".join(f"{k}={v!r}" for k, v in inputs.items()) or "no inputs"
+  if only_eval:  # for uopfuzz's cross-check of this evaluator against its interpreter (tests/repro.rs)
+    out = {}
+    for name in ("root", "rewritten"):
+      if ns.get(name) is None: continue
+      try: out[name] = show(Run(ns[name]).run())
+      except Exception as e: out[name] = f"error: {type(e).__name__}: {e}"  # noqa: BLE001
+    return out
+  at = ", ".join([f"{k}={v!r}" for k, v in inputs.items()] + [f"buffer {k}={show(v)}" for k, v in buffers.items()]) or "no inputs"
+  if ns.get("INJECT"): print(f"note: uopfuzz recorded this with its injected bad rule {ns['INJECT']}, which tinygrad's rules do not have")
   print(f"uopfuzz recorded: expected {ns.get('EXPECTED')}, actual {ns.get('ACTUAL')} ({cls}, rules {rules_name})")
-  try: pm, ctx = ruleset(rules_name)
+  try: sts = stages(rules_name)
   except KeyError as e:
     print(f"cannot check: {e}")
     return 2
   root = ns["root"]
-  try: rw = graph_rewrite(root, pm, ctx=ctx)
+  try: rw = rewrite(root, sts)
   except Exception as e:  # noqa: BLE001 -- any raise inside graph_rewrite is the finding (rewrite-error / nontermination)
     print(f"reproduces in tinygrad: graph_rewrite(root, {rules_name}) raised {type(e).__name__}: {e}")
     return 1
@@ -174,7 +192,7 @@ def _uopfuzz_tail(ns):
     print("tinygrad's graph_rewrite gives the recorded `rewritten` graph" if rw is rec else
           "tinygrad's graph_rewrite differs from the recorded `rewritten` graph (uopfuzz's rewrite and tinygrad's disagree; checking tinygrad's)")
   if cls == "not-idempotent":
-    try: rw2 = graph_rewrite(rw, pm, ctx=ctx)
+    try: rw2 = rewrite(rw, sts)
     except Exception as e:  # noqa: BLE001
       print(f"reproduces in tinygrad: the second graph_rewrite raised {type(e).__name__}: {e}")
       return 1
@@ -193,6 +211,8 @@ def _uopfuzz_tail(ns):
     return 1
   if same(expected, got):
     print(f"tinygrad does not show the mismatch: root and graph_rewrite(root, {rules_name}) both give {show(expected)} at {at}")
+    if "undefined" in f"{ns.get('ACTUAL')} {ns.get('SUMMARY')}":
+      print("note: uopfuzz's finding is undefined behaviour on C-like backends, which DEV=PYTHON semantics define; this check cannot show it")
     return 0
   print(f"reproduces in tinygrad: expected {show(expected)} got {show(got)} (at {at})")
   return 1

@@ -2,6 +2,9 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod import_artifact;
+pub mod replay;
+pub mod report;
 pub mod semantics;
 
 #[derive(Parser)]

@@ -61,6 +61,9 @@ pub struct Meta {
     pub seed: Option<u64>,
     /// The rule set the finding was made with (`rewrite::rules::by_name`).
     pub rules: String,
+    /// The oracle injection (`oracle::inject`) switched into `rules` when the finding was made;
+    /// replay uses it unless told otherwise (tinygrad itself, in the tail, never has it).
+    pub inject: Option<String>,
     pub float_policy: String,
     /// Class, blamed rule, dtype family, backend.
     pub signature: Signature,
@@ -84,7 +87,8 @@ impl Meta {
             tinygrad_version: TINYGRAD_VERSION.into(),
             seed: None,
             rules: rules.into(),
-            float_policy: "ieee".into(),
+            inject: None,
+            float_policy: "fast-math".into(),
             signature: Signature {
                 class: Class::RewriteBug,
                 rule: "-".into(),
@@ -209,9 +213,26 @@ impl Repro {
                 .and_then(|l| l.to_val())
                 .ok_or_else(|| format!("input value {s:?} is not a Python number or bool"))
         };
+        // variable names of the graph: the fuzz loop writes a free RANGE's value as `rangeN`,
+        // which is `range:N` here unless a variable has that name
+        let mut vars: Vec<String> = Vec::new();
+        for u in graph.toposort(&[root]) {
+            if let Arg::Param(p) = graph.arg(u)
+                && p.addrspace() == crate::ir::AddrSpace::Alu
+                && let Some(n) = &p.name
+            {
+                vars.push(n.clone());
+            }
+        }
         let mut inputs = Vec::new();
         for (k, v) in &f.inputs {
-            inputs.push((k.clone(), lit_val(v)?));
+            let key = match k.strip_prefix("range") {
+                Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && !vars.contains(k) => {
+                    format!("range:{d}")
+                }
+                _ => k.clone(),
+            };
+            inputs.push((key, lit_val(v)?));
         }
         let mut buffers = Vec::new();
         for (slot, vals) in &f.buffers {
@@ -261,6 +282,9 @@ pub fn write_repro(r: &Repro, path: &str) -> String {
     kv("backend", &m.signature.backend);
     kv("signature", &m.signature.to_string());
     kv("rules", &m.rules);
+    if let Some(i) = &m.inject {
+        kv("inject", i);
+    }
     kv("float-policy", &m.float_policy);
     kv(
         "seed",
@@ -280,8 +304,11 @@ pub fn write_repro(r: &Repro, path: &str) -> String {
     out.push_str("#\n");
     let _ = writeln!(
         out,
-        "# `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, {}).",
-        m.rules
+        "# `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, {}){}.",
+        m.rules,
+        m.inject
+            .as_ref()
+            .map_or(String::new(), |i| format!(" with the injected bad rule {i}"))
     );
     out.push_str(
         "# Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in\n\
@@ -313,6 +340,8 @@ pub fn write_repro(r: &Repro, path: &str) -> String {
     }
     out.push_str("}\n");
     let opt = |s: &Option<String>| s.as_deref().map_or("None".to_string(), text::py_str_repr);
+    let _ = writeln!(out, "INJECT = {}", opt(&m.inject));
+    let _ = writeln!(out, "SUMMARY = {}", text::py_str_repr(&one_line(&m.summary)));
     let _ = writeln!(out, "EXPECTED = {}", opt(&m.expected));
     let _ = writeln!(out, "ACTUAL = {}", opt(&m.actual));
     out.push_str(TAIL);
@@ -385,6 +414,8 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
         {
             continue; // prose, not a key
         }
+        // as the writer stores it: one line (a lone `\r` inside a line becomes a space)
+        let v = one_line(v.trim_end());
         let v = v.trim_end();
         let vcol = 2 + k.len() + 3;
         match k {
@@ -401,6 +432,7 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
             "dtype" => dtype = Some(v.to_string()),
             "backend" => backend = Some(v.to_string()),
             "rules" => header_rules = Some((v.to_string(), lineno)),
+            "inject" => meta.inject = (v != "-").then(|| v.to_string()),
             "float-policy" => meta.float_policy = v.into(),
             "seed" => {
                 meta.seed = if v == "-" {

@@ -10,7 +10,6 @@
 pub mod dedup;
 pub mod file;
 pub mod import;
-mod inject_shim;
 pub mod pylit;
 pub mod replay;
 pub mod report;
@@ -21,6 +20,14 @@ use crate::oracle::verdict::Finding;
 use file::{REWRITTEN, ROOT, Repro};
 use std::collections::HashMap;
 use std::path::Path;
+
+/// The tinygrad source line of a port rule (`rewrite::rules::all_rules`), by its stable name.
+pub fn rule_source(name: &str) -> Option<&'static str> {
+    crate::rewrite::rules::all_rules()
+        .iter()
+        .find(|r| r.name == name)
+        .map(|r| r.source)
+}
 
 /// Largest file `load_path` reads (a generated graph's repro is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;

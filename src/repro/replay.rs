@@ -1,29 +1,35 @@
 //! Replay: re-run a finding from its repro — rewrite the original with the recorded rule set (or
-//! a given one, optionally with one injected bad rule), execute original and rewritten on the
-//! reference interpreter at the recorded inputs, compare. Deterministic: the rewrite engine and
-//! the interpreter depend only on the file, so a file gives the same outcome on every machine.
+//! a given one, optionally with one of the oracle's injected bad rules switched in), execute
+//! original and rewritten on the reference interpreter at the recorded inputs, compare.
+//! Deterministic: the rewrite engine, the interpreter and the comparison depend only on the file,
+//! so a file gives the same outcome on every machine.
 use super::file::Repro;
-use crate::exec::interp::{self, ExecError, Outcome, UbKind};
+use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::ParseError;
+use crate::ir::{Graph, UOp};
+use crate::oracle::check::{Observed, PointVerdict, compare_point};
+use crate::oracle::fuzz::choose_rules;
+use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
-use crate::rewrite::engine::{Limits, RuleSet, Stop, graph_rewrite};
-use crate::rewrite::rules;
+use crate::rewrite::engine::{RuleError, Stop};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
-    /// Rule set to rewrite with instead of the recorded one.
+    /// Rule set to rewrite with instead of the recorded one (a `rewrite::rules` set name or
+    /// `pipeline`).
     pub rules: Option<String>,
-    /// Name of an injected bad rule to switch in (`oracle::inject`).
+    /// Name of an injected bad rule to switch in (`oracle::inject`); `none` drops the one the
+    /// repro recorded.
     pub inject: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
-    /// The rewrite still raises, loops, is not idempotent (for that class) or changes the value.
+    /// The rewrite still raises, loops, is not idempotent (for that class) or changes the result.
     Reproduces,
     /// Everything agrees at the recorded inputs (a fixed finding).
     DoesNotReproduce,
@@ -37,13 +43,14 @@ pub struct Replayed {
     pub detail: String,
     pub rules: String,
     pub inject: Option<String>,
+    pub float_policy: String,
     /// The original's result and the rewritten's, as Python reprs (when both ran).
     pub expected: Option<String>,
     pub actual: Option<String>,
     /// Whether uopfuzz's rewrite today gives the recorded `rewritten` graph (`None`: none recorded
     /// or the rewrite did not finish).
     pub same_as_recorded: Option<bool>,
-    /// Rules applied by the rewrite, first application order, each once.
+    /// Rules applied by the rewrite, in first-application order, each once.
     pub applied: Vec<String>,
 }
 
@@ -57,115 +64,88 @@ pub enum ReplayError {
     Usage(String),
 }
 
-/// The injected-rule hook of `--inject`: one call site, so switching to the oracle's
-/// `uopfuzz::oracle::inject::ruleset_with(name, set)` is a one-line change (the shim's
-/// injections are listed by `inject_shim::list`).
-pub fn injected_ruleset(name: &str, set: &RuleSet) -> Option<RuleSet> {
-    super::inject_shim::ruleset_with(name, set)
+/// The recorded float policy (`fast-math` / `strict`, as the fuzz loop writes it).
+pub fn parse_policy(s: &str) -> Option<FloatPolicy> {
+    match s {
+        "fast-math" | "fastmath" => Some(FloatPolicy::FastMath),
+        "strict" => Some(FloatPolicy::Strict),
+        _ => None,
+    }
 }
 
-/// The names `--inject` accepts.
-pub fn injected_names() -> Vec<(&'static str, &'static str)> {
-    super::inject_shim::list()
-}
-
-/// How the rewritten graph's run compares with the original's.
+/// How the rewritten graph's run compares with the original's at the recorded point.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Compared {
     Agree,
-    Differ { expected: String, actual: String },
+    /// Floats differ within what rounding can explain (the oracle does not report these).
+    Rounding,
+    /// The original is undefined or raises, or the input is outside the float policy's domain.
+    NotComparable,
+    /// Different values, or the rewritten graph is less defined (UB or an error).
+    Differ,
 }
 
-/// Exact value equality with NaN = NaN (any payload); ints/bools by value and type; -0.0 ≠ 0.0.
-pub fn vals_agree(a: &Val, b: &Val) -> bool {
-    match (a, b) {
-        (Val::Float(x), Val::Float(y)) if x.is_nan() && y.is_nan() => true,
-        _ => a.same(b),
-    }
-}
-
-/// The comparison replay uses — the only one, so the lead can switch it to the oracle's
-/// tolerance-aware `oracle::check` in one place. The original ran without error and without
-/// undefined behaviour (the caller checks); the rewritten must give the same root value (scalar,
-/// lanes or Invalid) and leave the same buffers, and may not be undefined where the original is
-/// not (an introduced UB is a difference: a C backend may do anything there).
-pub fn compare(orig: &Outcome, rw: &Result<Outcome, ExecError>) -> Compared {
-    let rw = match rw {
-        Ok(o) => o,
-        Err(e) => {
-            return Compared::Differ {
-                expected: show(orig),
-                actual: format!("error: {e}"),
-            };
-        }
+/// The one comparison replay uses: the oracle's point check (`oracle::check::compare_point`:
+/// refinement under UB — the rewritten graph may be more defined than the original, never
+/// less — and the float tolerance model under the recorded policy), so replay and the fuzz loop
+/// judge a point the same way. Returns the verdict and both observations.
+pub fn compare(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+) -> (Compared, Observed, Observed) {
+    let (v, o, n) = compare_point(g, orig, new, env, policy);
+    let c = match v {
+        PointVerdict::Agree => Compared::Agree,
+        PointVerdict::Rounding => Compared::Rounding,
+        PointVerdict::Skip => Compared::NotComparable,
+        PointVerdict::LessDefined | PointVerdict::Differ => Compared::Differ,
     };
-    let opt_agree = |a: &Option<Val>, b: &Option<Val>| match (a, b) {
-        (Some(x), Some(y)) => vals_agree(x, y),
-        (None, None) => true,
-        _ => false,
-    };
-    let same_value = opt_agree(&orig.value, &rw.value)
-        && orig.invalid == rw.invalid
-        && match (&orig.elems, &rw.elems) {
-            (Some(a), Some(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| opt_agree(x, y)),
-            (None, None) => true,
-            _ => false,
-        }
-        && orig.buffers.len() == rw.buffers.len()
-        && orig.buffers.iter().zip(&rw.buffers).all(|(a, b)| {
-            a.data.len() == b.data.len() && a.data.iter().zip(&b.data).all(|(x, y)| vals_agree(x, y))
-        });
-    if !same_value {
-        return Compared::Differ {
-            expected: show(orig),
-            actual: show(rw),
-        };
-    }
-    if let Some((_, k)) = rw.ub_at {
-        return Compared::Differ {
-            expected: show(orig),
-            actual: format!("{} (undefined: {})", show(rw), ub_text(k)),
-        };
-    }
-    Compared::Agree
+    (c, o, n)
 }
 
-fn ub_text(k: UbKind) -> String {
-    match k {
-        UbKind::Alu(u) => u.reason().to_string(),
-        UbKind::OutOfBounds => "out-of-bounds access".into(),
-    }
-}
-
-/// A run's result as Python would print it: the value, the lanes, `Invalid`, or the buffers.
-pub fn show(o: &Outcome) -> String {
-    if o.invalid {
-        return "Invalid".into();
-    }
-    if let Some(v) = &o.value {
-        return v.py_repr();
-    }
-    if let Some(l) = &o.elems {
-        let xs: Vec<String> = l
+/// An observation as Python would print it: the value, the error, UB, or the buffers.
+pub fn show(o: &Observed) -> String {
+    let mut s = match (&o.value, &o.error) {
+        (_, Some(e)) => format!("error: {e}"),
+        (Some(v), None) => v.py_repr(),
+        (None, None) if o.buffers.is_empty() => "None".into(),
+        (None, None) => o
+            .buffers
             .iter()
-            .map(|x| x.as_ref().map_or("Invalid".into(), Val::py_repr))
-            .collect();
-        return format!("({})", xs.join(", "));
+            .enumerate()
+            .map(|(i, b)| {
+                let xs: Vec<String> = b.data.iter().map(Val::py_repr).collect();
+                format!("buffer {i} = [{}]", xs.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    if o.ub {
+        s.push_str(" (undefined behaviour)");
     }
-    let bufs: Vec<String> = o
-        .buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let xs: Vec<String> = b.data.iter().map(Val::py_repr).collect();
-            format!("buffer {i} = [{}]", xs.join(", "))
-        })
-        .collect();
-    if bufs.is_empty() { "None".into() } else { bufs.join(", ") }
+    s
 }
 
-/// Replays `r` (read from `file`, which labels errors).
+/// Replays `r` (read from `file`, which labels errors). A panic inside the rewrite engine or
+/// the interpreter (a uopfuzz bug, whatever the file says) is caught and returned as an error.
 pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay_inner(r, file, opts)))
+        .unwrap_or_else(|p| {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            Err(ReplayError::Usage(format!(
+                "{file}: uopfuzz panicked while replaying (a uopfuzz bug, not a verdict): {msg}"
+            )))
+        })
+}
+
+fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
     let at = |line: usize, msg: String| {
         ReplayError::At(ParseError {
             file: file.to_string(),
@@ -174,49 +154,40 @@ pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, R
             msg,
         })
     };
-    let rules_name = opts.rules.clone().unwrap_or_else(|| r.meta.rules.clone());
-    let base = match rules::by_name(&rules_name) {
-        Some(b) => b,
-        None if opts.rules.is_some() => {
-            return Err(ReplayError::Usage(format!(
-                "--rules: unknown rule set {rules_name:?} (known: {})",
-                rules::SET_NAMES.join(", ")
-            )));
-        }
-        None => {
-            return Err(at(
-                r.locs.rules,
-                format!(
-                    "unknown rule set {rules_name:?} (known: {})",
-                    rules::SET_NAMES.join(", ")
-                ),
-            ));
-        }
-    };
-    let injected;
-    let set: &RuleSet = match &opts.inject {
-        None => base,
-        Some(name) => {
-            injected = injected_ruleset(name, base).ok_or_else(|| {
-                let known: Vec<&str> = injected_names().iter().map(|(n, _)| *n).collect();
-                ReplayError::Usage(format!(
-                    "--inject: {name:?} is not an injected rule of rule set {rules_name:?} (known injections: {})",
-                    known.join(", ")
-                ))
-            })?;
-            &injected
-        }
-    };
     if r.meta.signature.class == Class::BackendBug {
         return Err(ReplayError::Usage(format!(
             "{file}: a backend-bug finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
             r.meta.signature.backend
         )));
     }
+    let rules_name = opts.rules.clone().unwrap_or_else(|| r.meta.rules.clone());
+    // `--inject none` replays a finding recorded with an injection without it
+    let inject = match opts.inject.as_deref() {
+        Some("none") => None,
+        Some(i) => Some(i.to_string()),
+        None => r.meta.inject.clone(),
+    };
+    // the fuzz loop's own resolution of --rules/--inject (oracle::inject::ruleset_with per stage)
+    let choice = choose_rules(&rules_name, inject.as_deref()).map_err(|m| {
+        if opts.rules.is_none() && opts.inject.is_none() {
+            at(r.locs.rules, m.replace("--rules: ", ""))
+        } else {
+            ReplayError::Usage(m)
+        }
+    })?;
+    let policy = parse_policy(&r.meta.float_policy).ok_or_else(|| {
+        at(
+            1,
+            format!(
+                "unknown float policy {:?} (fast-math or strict)",
+                r.meta.float_policy
+            ),
+        )
+    })?;
+    let pipe = choice.pipeline();
     let mut g = r.graph.clone();
     let mut cache = Cache::default();
-    let limits = Limits::default();
-    let out = graph_rewrite(&mut g, &mut cache, r.root, set, &limits);
+    let out = pipe.rewrite(&mut g, &mut cache, r.root, None);
     let mut applied: Vec<String> = Vec::new();
     for s in &out.trace {
         if !applied.iter().any(|a| a == s.rule) {
@@ -226,14 +197,24 @@ pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, R
     let mut res = Replayed {
         status: Status::Reproduces,
         detail: String::new(),
-        rules: rules_name.clone(),
-        inject: opts.inject.clone(),
+        rules: choice.name.clone(),
+        inject,
+        float_policy: r.meta.float_policy.clone(),
         expected: None,
         actual: None,
         same_as_recorded: None,
         applied,
     };
     match &out.stop {
+        Stop::RuleError {
+            error: RuleError::Overflow(m),
+            ..
+        } => {
+            // the port left its i128 range: nothing tinygrad does, so nothing to reproduce
+            res.status = Status::DoesNotReproduce;
+            res.detail = format!("the port's rewrite left its i128 range ({m}); not checked");
+            return Ok(res);
+        }
         Stop::RuleError {
             rule,
             source,
@@ -251,50 +232,60 @@ pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, R
     }
     res.same_as_recorded = r.rewritten.map(|w| w == out.root);
     if r.meta.signature.class == Class::NotIdempotent {
-        let again = graph_rewrite(&mut g, &mut cache, out.root, set, &limits);
+        let again = pipe.rewrite(&mut g, &mut cache, out.root, None);
         if again.stop == Stop::Done && again.root == out.root {
             res.status = Status::DoesNotReproduce;
-            res.detail = format!("graph_rewrite(., {rules_name}) is idempotent here");
+            res.detail = format!("graph_rewrite(., {}) is idempotent here", choice.name);
         } else {
             res.detail = format!(
-                "a second graph_rewrite(., {rules_name}) changes the result again ({} more applications)",
+                "a second graph_rewrite(., {}) changes the result again ({} more applications)",
+                choice.name,
                 again.trace.len()
             );
         }
         return Ok(res);
     }
     let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
-    let orig = interp::eval(&g, r.root, &env).map_err(|e| {
-        at(
+    let (c, o, n) = compare(&g, r.root, out.root, &env, policy);
+    if let Some(e) = &o.error
+        && !e.contains("budget")
+    {
+        // the recorded inputs do not fit the graph (unbound variable, wrong buffer, ...)
+        return Err(at(
             r.locs.inputs,
             format!("cannot run the original at the recorded inputs: {e}"),
-        )
-    })?;
-    res.expected = Some(show(&orig));
-    if let Some((_, k)) = orig.ub_at {
-        res.status = Status::DoesNotReproduce;
-        res.detail = format!(
-            "the original is undefined at the recorded inputs ({}), so no result of the rewrite is wrong",
-            ub_text(k)
-        );
-        return Ok(res);
+        ));
     }
-    let rw = interp::eval(&g, out.root, &env);
-    res.actual = Some(match &rw {
-        Ok(o) => show(o),
-        Err(e) => format!("error: {e}"),
-    });
+    res.expected = Some(show(&o));
+    res.actual = Some(show(&n));
     let inputs = r.inputs_line();
-    match compare(&orig, &rw) {
+    match c {
+        Compared::Differ => {
+            res.detail = format!("expected {} got {} (at {inputs})", show(&o), show(&n));
+        }
         Compared::Agree => {
             res.status = Status::DoesNotReproduce;
             res.detail = format!(
-                "original and graph_rewrite(root, {rules_name}) both give {} at {inputs}",
-                show(&orig)
+                "original and graph_rewrite(root, {}) both give {} at {inputs}",
+                choice.name,
+                show(&o)
             );
         }
-        Compared::Differ { expected, actual } => {
-            res.detail = format!("expected {expected} got {actual} (at {inputs})");
+        Compared::Rounding => {
+            res.status = Status::DoesNotReproduce;
+            res.detail = format!(
+                "{} vs {}: within float rounding the tolerance model cannot decide (at {inputs})",
+                show(&o),
+                show(&n)
+            );
+        }
+        Compared::NotComparable => {
+            res.status = Status::DoesNotReproduce;
+            res.detail = format!(
+                "not comparable under the {} policy: the original gives {} at {inputs}",
+                r.meta.float_policy,
+                show(&o)
+            );
         }
     }
     Ok(res)

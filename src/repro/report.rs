@@ -119,7 +119,10 @@ pub fn build(found: Vec<Loaded>) -> Report {
                 signature: b.signature.to_string(),
                 class: b.signature.class.name().into(),
                 rule: b.signature.rule.clone(),
-                rule_source: m.rule_source.clone(),
+                rule_source: m
+                    .rule_source
+                    .clone()
+                    .or_else(|| super::rule_source(&b.signature.rule).map(str::to_string)),
                 dtype: b.signature.dtype.clone(),
                 backend: b.signature.backend.clone(),
                 count: b.count,
