@@ -28,8 +28,7 @@ fn make(
     inject: Option<&str>,
     inputs: &[(&str, Val)],
     buffers: &[(i64, Vec<Val>)],
-    rule: &str,
-    dtype: &str,
+    (rule, dtype): (&str, &str),
 ) -> Repro {
     let choice = choose_rules(rules, inject).unwrap();
     let mut cache = Cache::default();
@@ -82,8 +81,7 @@ fn uint_lt(x: i128) -> Repro {
         None,
         &[("x", Val::Int(x))],
         &[],
-        "symbolic/lt_add_const",
-        "uint",
+        ("symbolic/lt_add_const", "uint"),
     )
 }
 
@@ -104,8 +102,7 @@ fn injected_floordiv(x: i128) -> Repro {
         Some("floordiv-floordiv-no-c2-guard"),
         &[("x", Val::Int(x))],
         &[],
-        "symbolic/floordiv_floordiv",
-        "weakint",
+        ("symbolic/floordiv_floordiv", "weakint"),
     )
 }
 
@@ -123,8 +120,7 @@ fn float_mul_zero(f: f64) -> Repro {
         None,
         &[("f", Val::Float(f))],
         &[],
-        "symbolic_simple/mul_zero",
-        "float",
+        ("symbolic_simple/mul_zero", "float"),
     );
     r.meta.float_policy = "strict".into();
     r.meta.signature.class = Class::FastMathUnsound;
@@ -163,8 +159,7 @@ fn kernel_lt(inp: &[i128]) -> Repro {
             (0, vec![Val::Bool(false); 4]),
             (1, inp.iter().map(|x| Val::Int(*x)).collect()),
         ],
-        "symbolic/lt_add_const",
-        "kernel",
+        ("symbolic/lt_add_const", "kernel"),
     );
     rep.meta.family = "kernel".into();
     rep
@@ -198,7 +193,9 @@ fn write_read_round_trip() {
         ("kernel", kernel_lt(&[UMAX, 3, 4, 0])),
     ] {
         let mut r = r;
-        r.meta.extra.push(("future-key".into(), "kept: as is".into()));
+        r.meta
+            .extra
+            .push(("future-key".into(), "kept: as is".into()));
         r.meta.summary = "two\nlines".into();
         let text = write_repro(&r, "x.py");
         let back = read_repro(&text, "x.py").unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -251,22 +248,58 @@ fn example_repro_layout() {
 fn reader_errors_have_locations() {
     let good = write_repro(&uint_lt(UMAX), "g.py");
     let cases: Vec<(String, &str)> = vec![
-        (good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: 2", 1), "f.py:1:18: unsupported repro format version 2"),
-        (good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: one", 1), "f.py:1:18: bad repro format version"),
-        (good.replacen("# uopfuzz-repro: 1\n", "", 1), "f.py:1:1: not a uopfuzz repro file"),
+        (
+            good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: 2", 1),
+            "f.py:1:18: unsupported repro format version 2",
+        ),
+        (
+            good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: one", 1),
+            "f.py:1:18: bad repro format version",
+        ),
+        (
+            good.replacen("# uopfuzz-repro: 1\n", "", 1),
+            "f.py:1:1: not a uopfuzz repro file",
+        ),
         (String::new(), "f.py:1:1: not a uopfuzz repro file"),
-        (good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = {'x': 4294967295", 1), ":26: expected ',' or '}'"),
-        (good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = {'x': foo}", 1), ":16: unknown name \"foo\""),
-        (good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = [1]", 1), ":10: INPUTS must be a dict"),
-        (good.replacen("RULES = 'symbolic'", "RULES = 'sym'", 1), ":10: header says rules \"symbolic\" but RULES"),
-        (good.replacen("# class: rewrite-bug", "# class: typo", 1), ":10: unknown class \"typo\""),
-        (good.replacen("root = n5", "root = n99", 1), "n99 is not defined"),
-        (good.replacen("root = n5\n", "", 1), "the graph section binds no `root`"),
-        (good.replacen("RULES = 'symbolic'\n", "", 1), "no `RULES = '<set>'` line"),
+        (
+            good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = {'x': 4294967295", 1),
+            ":26: expected ',' or '}'",
+        ),
+        (
+            good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = {'x': foo}", 1),
+            ":16: unknown name \"foo\"",
+        ),
+        (
+            good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = [1]", 1),
+            ":10: INPUTS must be a dict",
+        ),
+        (
+            good.replacen("RULES = 'symbolic'", "RULES = 'sym'", 1),
+            ":10: header says rules \"symbolic\" but RULES",
+        ),
+        (
+            good.replacen("# class: rewrite-bug", "# class: typo", 1),
+            ":10: unknown class \"typo\"",
+        ),
+        (
+            good.replacen("root = n5", "root = n99", 1),
+            "n99 is not defined",
+        ),
+        (
+            good.replacen("root = n5\n", "", 1),
+            "the graph section binds no `root`",
+        ),
+        (
+            good.replacen("RULES = 'symbolic'\n", "", 1),
+            "no `RULES = '<set>'` line",
+        ),
         (good.replacen("# seed: 7", "# seed: -3", 1), ":9: bad seed"),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
-        let e = read_repro(text, "f.py").map(|_| ()).unwrap_err().to_string();
+        let e = read_repro(text, "f.py")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("f.py:"), "case {i}: {e}");
         assert!(e.contains(want), "case {i}: want {want:?} in {e:?}");
         // file:line:col
@@ -309,7 +342,15 @@ fn replay_reproduces_and_verifies_fixes() {
     // recorded `rewritten` graph is wrong
     assert_eq!(replay_exit(std::slice::from_ref(&injp), Some("none")), 0);
     let r = read_repro(&text, "inj.py").unwrap();
-    let rep = replay(&r, "inj.py", &ReplayOptions { inject: Some("none".into()), ..Default::default() }).unwrap();
+    let rep = replay(
+        &r,
+        "inj.py",
+        &ReplayOptions {
+            inject: Some("none".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(rep.status, Status::DoesNotReproduce);
     assert_eq!(rep.same_as_recorded, Some(false));
     // and switching the injection in by name on a clean repro makes it reproduce
@@ -319,14 +360,27 @@ fn replay_reproduces_and_verifies_fixes() {
         c
     });
     assert_eq!(replay_exit(std::slice::from_ref(&clean), None), 0);
-    assert_eq!(replay_exit(std::slice::from_ref(&clean), Some("floordiv-floordiv-no-c2-guard")), 1);
+    assert_eq!(
+        replay_exit(
+            std::slice::from_ref(&clean),
+            Some("floordiv-floordiv-no-c2-guard")
+        ),
+        1
+    );
     // details
     let r = read_repro(&std::fs::read_to_string(&bug).unwrap(), "bug.py").unwrap();
     let rep = replay(&r, "bug.py", &ReplayOptions::default()).unwrap();
     assert_eq!(rep.status, Status::Reproduces);
-    assert_eq!((rep.expected.as_deref(), rep.actual.as_deref()), (Some("True"), Some("False")));
+    assert_eq!(
+        (rep.expected.as_deref(), rep.actual.as_deref()),
+        (Some("True"), Some("False"))
+    );
     assert_eq!(rep.same_as_recorded, Some(true));
-    assert!(rep.applied.iter().any(|a| a == "symbolic/lt_add_const"), "{:?}", rep.applied);
+    assert!(
+        rep.applied.iter().any(|a| a == "symbolic/lt_add_const"),
+        "{:?}",
+        rep.applied
+    );
     // kernels: buffers compared
     let k = write(&d, "kernel.py", &kernel_lt(&[UMAX, 3, 4, 0]));
     assert_eq!(replay_exit(std::slice::from_ref(&k), None), 1);
@@ -357,7 +411,11 @@ fn replay_bad_input_is_exit_2() {
     let d = tmpdir("bad");
     let good = write_repro(&uint_lt(UMAX), "g.py");
     let bad = d.join("bad.py");
-    std::fs::write(&bad, good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: 9", 1)).unwrap();
+    std::fs::write(
+        &bad,
+        good.replacen("# uopfuzz-repro: 1", "# uopfuzz-repro: 9", 1),
+    )
+    .unwrap();
     assert_eq!(replay_exit(std::slice::from_ref(&bad), None), 2);
     // a bad one among good ones still makes the run incomplete: 2
     let ok = write(&d, "ok.py", &uint_lt(3));
@@ -369,7 +427,10 @@ fn replay_bad_input_is_exit_2() {
     assert_eq!(replay_exit(std::slice::from_ref(&bin), None), 2);
     let e = uopfuzz::repro::load_path(&bin).unwrap_err().to_string();
     assert!(e.ends_with("bin.py:2:1: not UTF-8 text"), "{e}");
-    assert_eq!(replay_exit(std::slice::from_ref(&ok), Some("no-such-injection")), 2);
+    assert_eq!(
+        replay_exit(std::slice::from_ref(&ok), Some("no-such-injection")),
+        2
+    );
     let code = uopfuzz::cli::replay::run(uopfuzz::cli::replay::Args {
         files: vec![ok.clone()],
         inject: None,
@@ -380,16 +441,34 @@ fn replay_bad_input_is_exit_2() {
     assert_eq!(code, 2);
     let unbound = good.replacen("INPUTS = {'x': 4294967295}", "INPUTS = {'y': 255}", 1);
     let r = read_repro(&unbound, "u.py").unwrap();
-    let e = replay(&r, "u.py", &ReplayOptions::default()).unwrap_err().to_string();
-    let line = unbound.lines().position(|l| l.starts_with("INPUTS")).unwrap() + 1;
-    assert!(e.starts_with(&format!("u.py:{line}:1: cannot run the original")), "{e}");
+    let e = replay(&r, "u.py", &ReplayOptions::default())
+        .unwrap_err()
+        .to_string();
+    let line = unbound
+        .lines()
+        .position(|l| l.starts_with("INPUTS"))
+        .unwrap()
+        + 1;
+    assert!(
+        e.starts_with(&format!("u.py:{line}:1: cannot run the original")),
+        "{e}"
+    );
     let badrules = good
         .replacen("RULES = 'symbolic'", "RULES = 'nope'", 1)
         .replacen("# rules: symbolic", "# rules: nope", 1);
     let r = read_repro(&badrules, "r.py").unwrap();
-    let e = replay(&r, "r.py", &ReplayOptions::default()).unwrap_err().to_string();
-    let line = badrules.lines().position(|l| l.starts_with("RULES")).unwrap() + 1;
-    assert!(e.starts_with(&format!("r.py:{line}:1: unknown rule set \"nope\"")), "{e}");
+    let e = replay(&r, "r.py", &ReplayOptions::default())
+        .unwrap_err()
+        .to_string();
+    let line = badrules
+        .lines()
+        .position(|l| l.starts_with("RULES"))
+        .unwrap()
+        + 1;
+    assert!(
+        e.starts_with(&format!("r.py:{line}:1: unknown rule set \"nope\"")),
+        "{e}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,7 +484,8 @@ fn run_tail(path: &Path) -> (i32, String) {
         .arg(path)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -423,14 +503,23 @@ fn python_tail_checks_in_tinygrad() {
     let d = tmpdir("tail");
     let (code, out) = run_tail(&write(&d, "bug.py", &uint_lt(UMAX)));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("reproduces in tinygrad: expected True got False (at x=4294967295)"), "{out}");
-    assert!(out.contains("gives the recorded `rewritten` graph"), "{out}");
+    assert!(
+        out.contains("reproduces in tinygrad: expected True got False (at x=4294967295)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("gives the recorded `rewritten` graph"),
+        "{out}"
+    );
     let (code, out) = run_tail(&write(&d, "ok.py", &uint_lt(3)));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("tinygrad does not show the mismatch"), "{out}");
     let (code, out) = run_tail(&write(&d, "inj.py", &injected_floordiv(1)));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("differs from the recorded `rewritten` graph"), "{out}");
+    assert!(
+        out.contains("differs from the recorded `rewritten` graph"),
+        "{out}"
+    );
     let (code, out) = run_tail(&write(&d, "f.py", &float_mul_zero(f64::INFINITY)));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("expected nan got 0.0"), "{out}");
@@ -453,7 +542,11 @@ fn dedup_buckets_by_signature() {
         (Class::RewriteBug, "symbolic/lt_add_const", "uint"),
         (Class::RewriteBug, "symbolic/lt_add_const", "int"),
         (Class::RewriteBug, "symbolic/floordiv_floordiv", "weakint"),
-        (Class::RewriteError, "symbolic_simple/fold_const_binary", "int"),
+        (
+            Class::RewriteError,
+            "symbolic_simple/fold_const_binary",
+            "int",
+        ),
         (Class::FastMathUnsound, "symbolic_simple/mul_zero", "float"),
     ]
     .iter()
@@ -469,7 +562,9 @@ fn dedup_buckets_by_signature() {
     let mut want_count = [0usize; 5];
     let mut state = 12345u64;
     for i in 0..137 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let k = (state >> 33) as usize % 5;
         let nodes = 3 + (state >> 40) as usize % 60;
         d.add(sigs[k].clone(), nodes, &format!("f{i:03}"), i);
@@ -504,18 +599,38 @@ fn report_buckets_a_directory() {
     let rep = uopfuzz::repro::report::build(found);
     assert_eq!(rep.total, 7);
     assert_eq!(rep.buckets.len(), 3);
-    let counts: Vec<(String, usize)> = rep.buckets.iter().map(|b| (b.dtype.clone(), b.count)).collect();
+    let counts: Vec<(String, usize)> = rep
+        .buckets
+        .iter()
+        .map(|b| (b.dtype.clone(), b.count))
+        .collect();
     assert_eq!(
         counts,
-        vec![("weakint".into(), 2), ("kernel".into(), 2), ("uint".into(), 3)]
+        vec![
+            ("weakint".into(), 2),
+            ("kernel".into(), 2),
+            ("uint".into(), 3)
+        ]
     );
     let md = uopfuzz::repro::report::markdown(&rep);
-    assert!(md.contains("## 3. rewrite-bug in `symbolic/lt_add_const` on uint (interp)"), "{md}");
-    assert!(md.contains("- **Rule**: `symbolic/lt_add_const` — `tinygrad/uop/symbolic.py:273` (tinygrad 0.14.0)"), "{md}");
+    assert!(
+        md.contains("## 3. rewrite-bug in `symbolic/lt_add_const` on uint (interp)"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "- **Rule**: `symbolic/lt_add_const` — `tinygrad/uop/symbolic.py:273` (tinygrad 0.14.0)"
+        ),
+        "{md}"
+    );
     assert!(md.contains("- **Replay**: `uopfuzz replay "), "{md}");
     assert!(md.contains("```python\nfrom math import inf, nan"), "{md}");
     // the kept repro of the uint bucket is the first by label among equal sizes
-    assert!(rep.buckets[2].repro.ends_with("a0.py"), "{}", rep.buckets[2].repro);
+    assert!(
+        rep.buckets[2].repro.ends_with("a0.py"),
+        "{}",
+        rep.buckets[2].repro
+    );
     // CLI: a malformed entry makes exit 2 but the report is still written
     std::fs::write(d.join("broken.py"), "# uopfuzz-repro: 1\nnothing else\n").unwrap();
     let out = d.join("report.json");
@@ -526,7 +641,8 @@ fn report_buckets_a_directory() {
     })
     .unwrap();
     assert_eq!(code, 2);
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["buckets"].as_array().unwrap().len(), 3);
     assert_eq!(v["total"], 7);
 }
@@ -547,7 +663,11 @@ fn fuzz_loop_findings_replay_and_report() {
         ..Default::default()
     };
     let sum = uopfuzz::oracle::fuzz::run(&opts).unwrap();
-    let dirs: Vec<PathBuf> = sum.findings.iter().map(|f| PathBuf::from(&f.path)).collect();
+    let dirs: Vec<PathBuf> = sum
+        .findings
+        .iter()
+        .map(|f| PathBuf::from(&f.path))
+        .collect();
     assert!(!dirs.is_empty(), "no findings in {} graphs", sum.execs);
     let injected: Vec<PathBuf> = sum
         .findings
@@ -557,7 +677,10 @@ fn fuzz_loop_findings_replay_and_report() {
         .collect();
     assert!(!injected.is_empty(), "{:?}", sum.findings);
     // the fuzz loop's finding record does not say it ran with an injection: replay needs it
-    assert_eq!(replay_exit(&injected, Some("floordiv-floordiv-no-c2-guard")), 1);
+    assert_eq!(
+        replay_exit(&injected, Some("floordiv-floordiv-no-c2-guard")),
+        1
+    );
     assert_eq!(replay_exit(&injected, None), 0);
     for dir in &dirs {
         let l = uopfuzz::repro::load_path(dir).unwrap();
@@ -572,7 +695,6 @@ fn fuzz_loop_findings_replay_and_report() {
     let rep = uopfuzz::repro::report::build(found);
     assert_eq!(rep.buckets.len(), dirs.len());
 }
-
 
 /// The tail's graph walker (DEV=PYTHON semantics through tinygrad's own `exec_alu`) against the
 /// reference interpreter, on generated graphs of every family (kernels included) and on the
@@ -605,7 +727,11 @@ fn tail_evaluator_matches_interpreter() {
                     format!("buffer {i} = [{}]", xs.join(", "))
                 })
                 .collect();
-            return Some(if b.is_empty() { "None".into() } else { b.join(", ") });
+            return Some(if b.is_empty() {
+                "None".into()
+            } else {
+                b.join(", ")
+            });
         }
         if o.invalid {
             return Some("Invalid".into());
@@ -613,26 +739,54 @@ fn tail_evaluator_matches_interpreter() {
         if let Some(v) = o.value {
             return Some(v.py_repr());
         }
-        let l: Vec<String> = o.elems?.iter().map(|x| x.map_or("Invalid".into(), |v| v.py_repr())).collect();
-        Some(if l.len() == 1 { format!("({},)", l[0]) } else { format!("({})", l.join(", ")) })
+        let l: Vec<String> = o
+            .elems?
+            .iter()
+            .map(|x| x.map_or("Invalid".into(), |v| v.py_repr()))
+            .collect();
+        Some(if l.len() == 1 {
+            format!("({},)", l[0])
+        } else {
+            format!("({})", l.join(", "))
+        })
     };
     for fam in Family::ALL {
         for seed in 0..60u64 {
             let case = generate_seeded(seed * 7919 + 11, &GenConfig::family(fam));
             let pts = make_points(&case, &CheckOpts::default());
-            let Some(p) = pts.get(seed as usize % pts.len().max(1)) else { continue };
+            let Some(p) = pts.get(seed as usize % pts.len().max(1)) else {
+                continue;
+            };
             let mut g = case.graph.clone();
             let mut cache = Cache::default();
-            let out = choice.pipeline().rewrite(&mut g, &mut cache, case.root, None);
+            let out = choice
+                .pipeline()
+                .rewrite(&mut g, &mut cache, case.root, None);
             if out.stop != uopfuzz::rewrite::Stop::Done {
                 continue;
             }
-            let mut inputs: Vec<(String, Val)> = p.env.vars.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let mut inputs: Vec<(String, Val)> =
+                p.env.vars.iter().map(|(k, v)| (k.clone(), *v)).collect();
             inputs.sort_by(|a, b| a.0.cmp(&b.0));
-            inputs.extend(p.env.ranges.iter().map(|(a, v)| (format!("range:{a}"), Val::Int(*v))));
-            inputs.extend(p.env.specials.iter().map(|(n, v)| (format!("special:{n}"), Val::Int(*v))));
-            let buffers: Vec<(i64, Vec<Val>)> =
-                p.env.buffers.iter().enumerate().map(|(i, b)| (i as i64, b.data.clone())).collect();
+            inputs.extend(
+                p.env
+                    .ranges
+                    .iter()
+                    .map(|(a, v)| (format!("range:{a}"), Val::Int(*v))),
+            );
+            inputs.extend(
+                p.env
+                    .specials
+                    .iter()
+                    .map(|(n, v)| (format!("special:{n}"), Val::Int(*v))),
+            );
+            let buffers: Vec<(i64, Vec<Val>)> = p
+                .env
+                .buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i as i64, b.data.clone()))
+                .collect();
             let mut meta = Meta::new("pipeline");
             meta.family = fam.name().into();
             let r = Repro {
@@ -645,7 +799,8 @@ fn tail_evaluator_matches_interpreter() {
                 locs: Default::default(),
             };
             let env = r.env().unwrap();
-            let (Some(a), b) = (show(&r.graph, r.root, &env), show(&r.graph, out.root, &env)) else {
+            let (Some(a), b) = (show(&r.graph, r.root, &env), show(&r.graph, out.root, &env))
+            else {
                 continue;
             };
             let path = write(&d, &format!("{}-{seed}.py", fam.name()), &r);
@@ -666,7 +821,11 @@ fn tail_evaluator_matches_interpreter() {
         .args(want.iter().map(|w| &w.0))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -680,7 +839,14 @@ fn tail_evaluator_matches_interpreter() {
         let flush = |tok: &mut String, out: &mut String| {
             let is_float = tok.contains(['.', 'e']) || tok.ends_with("inf") || tok == "nan";
             match tok.parse::<f64>() {
-                Ok(f) if is_float => out.push_str(&format!("f{:x}", if f.is_nan() { 0x7ff8u64 << 48 } else { f.to_bits() })),
+                Ok(f) if is_float => out.push_str(&format!(
+                    "f{:x}",
+                    if f.is_nan() {
+                        0x7ff8u64 << 48
+                    } else {
+                        f.to_bits()
+                    }
+                )),
                 _ => out.push_str(tok),
             }
             tok.clear();
@@ -700,18 +866,34 @@ fn tail_evaluator_matches_interpreter() {
     for ((path, a, b), g) in want.iter().zip(&got) {
         compared += 1;
         if g["root"].as_str().map(norm) != Some(norm(a)) {
-            bad.push(format!("{}: root: interp {a} | tail {}", path.display(), g["root"]));
+            bad.push(format!(
+                "{}: root: interp {a} | tail {}",
+                path.display(),
+                g["root"]
+            ));
         }
         if let Some(b) = b {
             compared += 1;
             if g["rewritten"].as_str().map(norm) != Some(norm(b)) {
-                bad.push(format!("{}: rewritten: interp {b} | tail {}", path.display(), g["rewritten"]));
+                bad.push(format!(
+                    "{}: rewritten: interp {b} | tail {}",
+                    path.display(),
+                    g["rewritten"]
+                ));
             }
         }
     }
-    println!("tail vs interpreter: {compared} runs compared, {} differ", bad.len());
+    println!(
+        "tail vs interpreter: {compared} runs compared, {} differ",
+        bad.len()
+    );
     assert!(compared >= 400, "only {compared} runs compared");
-    assert!(bad.is_empty(), "{} of {compared} differ:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {compared} differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -745,12 +927,19 @@ fn import_artifacts() {
     // bytes whose graph only the injected rule breaks (FLOORDIV lowered to CDIV)
     let k = (0..2000u64)
         .find(|k| {
-            matches!(import_bytes(&artifact_bytes(*k), &inj), Ok(Imported::Finding(_)))
-                && matches!(import_bytes(&artifact_bytes(*k), &real), Ok(Imported::Clean { .. }))
+            matches!(
+                import_bytes(&artifact_bytes(*k), &inj),
+                Ok(Imported::Finding(_))
+            ) && matches!(
+                import_bytes(&artifact_bytes(*k), &real),
+                Ok(Imported::Clean { .. })
+            )
         })
         .expect("no artifact in 2000 shows the injected rule");
     let bytes = artifact_bytes(k);
-    let Ok(Imported::Finding(r)) = import_bytes(&bytes, &inj) else { panic!() };
+    let Ok(Imported::Finding(r)) = import_bytes(&bytes, &inj) else {
+        panic!()
+    };
     assert_eq!(r.meta.inject.as_deref(), Some("floordiv-as-cdiv"));
     assert_eq!(r.meta.signature.rule, "simplifying/floordiv_to_idiv");
     assert_eq!(r.meta.rules, "simplifying");
@@ -768,21 +957,53 @@ fn import_artifacts() {
         inject: Some("floordiv-as-cdiv".into()),
         float_policy: "fast-math".into(),
     };
-    assert_eq!(uopfuzz::cli::import_artifact::run(args(vec![art.clone(), empty.clone()])).unwrap(), 0);
+    assert_eq!(
+        uopfuzz::cli::import_artifact::run(args(vec![art.clone(), empty.clone()])).unwrap(),
+        0
+    );
     let repro = out.join(format!("crash-{k:04}.py"));
     let text = std::fs::read_to_string(&repro).unwrap();
-    assert!(text.contains(&format!("# artifact: {}", art.display())), "{text}");
+    assert!(
+        text.contains(&format!("# artifact: {}", art.display())),
+        "{text}"
+    );
     assert_eq!(replay_exit(std::slice::from_ref(&repro), None), 1);
     assert_eq!(replay_exit(std::slice::from_ref(&repro), Some("none")), 0);
     // the real rules keep the graph clean: nothing written, exit 0
-    assert!(matches!(import_bytes(&bytes, &real), Ok(Imported::Clean { .. })));
+    assert!(matches!(
+        import_bytes(&bytes, &real),
+        Ok(Imported::Clean { .. })
+    ));
     assert!(matches!(import_bytes(b"", &real), Ok(Imported::NoGraph)));
     // unreadable artifact or bad options: 2
-    assert_eq!(uopfuzz::cli::import_artifact::run(args(vec![d.join("missing")])).unwrap(), 2);
+    assert_eq!(
+        uopfuzz::cli::import_artifact::run(args(vec![d.join("missing")])).unwrap(),
+        2
+    );
     let mut bad = args(vec![art.clone()]);
     bad.float_policy = "loose".into();
     assert_eq!(uopfuzz::cli::import_artifact::run(bad).unwrap(), 2);
     let mut bad = args(vec![art]);
     bad.inject = Some("nope".into());
     assert_eq!(uopfuzz::cli::import_artifact::run(bad).unwrap(), 2);
+}
+
+/// Inputs the `repro` fuzz target found (fuzz/artifacts/repro/): each must read or fail with a
+/// location, never panic, and what reads must write back to itself.
+#[test]
+fn fuzz_regressions() {
+    let good = write_repro(&float_mul_zero(f64::INFINITY), "g.py");
+    // a RULES name the header line cannot carry unchanged (NULs, trailing blanks)
+    let bad = good
+        .replacen(
+            "RULES = 'symbolic_simple'",
+            "RULES = 'symbolic_simp\\x00 '",
+            1,
+        )
+        .replacen("# rules: symbolic_simple\n", "", 1);
+    let e = read_repro(&bad, "f.py")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(": bad rule set name"), "{e}");
 }

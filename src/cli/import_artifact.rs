@@ -92,11 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 let mut r = *r;
                 r.meta.extra.push(("artifact".into(), label.clone()));
                 std::fs::write(&path, write_repro(&r, &path.display().to_string()))?;
-                println!(
-                    "{label}: {} -> {}",
-                    r.meta.signature,
-                    path.display()
-                );
+                println!("{label}: {} -> {}", r.meta.signature, path.display());
             }
         }
     }

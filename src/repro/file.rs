@@ -18,12 +18,17 @@
 //! # --- uopfuzz graph end ---
 //! RULES = 'symbolic'                       ← data: Python literals, one per line
 //! CLASS = 'rewrite-bug'
-//! INPUTS = {'x': 255}
+//! INPUTS = {'x': 4294967295}
 //! BUFFERS = {}
+//! INJECT = None
+//! SUMMARY = 'expected True got False'
 //! EXPECTED = 'True'
 //! ACTUAL = 'False'
 //! # --- uopfuzz tail ---                    ← harness/repro_tail.py, verbatim; not read by uopfuzz
 //! ```
+//!
+//! uopfuzz reads `RULES`, `INPUTS` and `BUFFERS` from the data lines and ignores the others
+//! (they are for the tail); everything after the tail marker is Python only.
 //!
 //! `INPUTS` keys are variable names (`UOp.variable`), `range:<axis>` for a RANGE no END binds and
 //! `special:<name>` for a SPECIAL; `BUFFERS` maps a PARAM slot to its initial contents. The data
@@ -227,7 +232,11 @@ impl Repro {
         let mut inputs = Vec::new();
         for (k, v) in &f.inputs {
             let key = match k.strip_prefix("range") {
-                Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && !vars.contains(k) => {
+                Some(d)
+                    if !d.is_empty()
+                        && d.bytes().all(|b| b.is_ascii_digit())
+                        && !vars.contains(k) =>
+                {
                     format!("range:{d}")
                 }
                 _ => k.clone(),
@@ -258,6 +267,15 @@ impl Repro {
             locs: Locs::default(),
         })
     }
+}
+
+/// A rule-set name as `RULES` may hold: what `rewrite::rules::by_name` and `pipeline` use, so
+/// it survives the header line unchanged.
+fn is_set_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.+-".contains(&b))
 }
 
 /// One header line's value: newlines and carriage returns become spaces.
@@ -306,9 +324,9 @@ pub fn write_repro(r: &Repro, path: &str) -> String {
         out,
         "# `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, {}){}.",
         m.rules,
-        m.inject
-            .as_ref()
-            .map_or(String::new(), |i| format!(" with the injected bad rule {i}"))
+        m.inject.as_ref().map_or(String::new(), |i| format!(
+            " with the injected bad rule {i}"
+        ))
     );
     out.push_str(
         "# Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in\n\
@@ -341,7 +359,11 @@ pub fn write_repro(r: &Repro, path: &str) -> String {
     out.push_str("}\n");
     let opt = |s: &Option<String>| s.as_deref().map_or("None".to_string(), text::py_str_repr);
     let _ = writeln!(out, "INJECT = {}", opt(&m.inject));
-    let _ = writeln!(out, "SUMMARY = {}", text::py_str_repr(&one_line(&m.summary)));
+    let _ = writeln!(
+        out,
+        "SUMMARY = {}",
+        text::py_str_repr(&one_line(&m.summary))
+    );
     let _ = writeln!(out, "EXPECTED = {}", opt(&m.expected));
     let _ = writeln!(out, "ACTUAL = {}", opt(&m.actual));
     out.push_str(TAIL);
@@ -439,7 +461,12 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
                     None
                 } else {
                     Some(v.parse().map_err(|_| {
-                        perr(file, lineno, vcol, format!("bad seed {v:?} (want a u64 or -)"))
+                        perr(
+                            file,
+                            lineno,
+                            vcol,
+                            format!("bad seed {v:?} (want a u64 or -)"),
+                        )
                     })?)
                 }
             }
@@ -516,6 +543,11 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
                 let Lit::Str(s) = lit else {
                     return Err(at(format!("RULES must be a string, not {}", lit.kind())));
                 };
+                if !is_set_name(&s) {
+                    return Err(at(format!(
+                        "bad rule set name {s:?} (letters, digits and `_.+-`, at most 64)"
+                    )));
+                }
                 rules = Some(s);
                 locs.rules = lineno;
             }
@@ -532,7 +564,10 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
                         return Err(at(format!("INPUTS keys must be strings, not {}", k.kind())));
                     };
                     let val = x.to_val().ok_or_else(|| {
-                        at(format!("INPUTS[{k:?}] must be a number or bool, not {}", x.kind()))
+                        at(format!(
+                            "INPUTS[{k:?}] must be a number or bool, not {}",
+                            x.kind()
+                        ))
                     })?;
                     if v.iter().any(|(n, _)| *n == k) {
                         return Err(at(format!("INPUTS[{k:?}] given twice")));
@@ -557,12 +592,14 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
                         return Err(at(format!("buffer slot {slot} out of range")));
                     };
                     let Lit::List(xs) = x else {
-                        return Err(at(format!("BUFFERS[{slot}] must be a list, not {}", x.kind())));
+                        return Err(at(format!(
+                            "BUFFERS[{slot}] must be a list, not {}",
+                            x.kind()
+                        )));
                     };
                     let vals: Option<Vec<Val>> = xs.iter().map(Lit::to_val).collect();
-                    let vals = vals.ok_or_else(|| {
-                        at(format!("BUFFERS[{slot}] must hold numbers or bools"))
-                    })?;
+                    let vals = vals
+                        .ok_or_else(|| at(format!("BUFFERS[{slot}] must hold numbers or bools")))?;
                     if buffers.iter().any(|(s, _)| *s == slot) {
                         return Err(at(format!("BUFFERS[{slot}] given twice")));
                     }
@@ -574,8 +611,22 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
         }
     }
     let after = end + 2;
-    let rules = rules.ok_or_else(|| perr(file, after, 1, "no `RULES = '<set>'` line after the graph section"))?;
-    let inputs = inputs.ok_or_else(|| perr(file, after, 1, "no `INPUTS = {...}` line after the graph section"))?;
+    let rules = rules.ok_or_else(|| {
+        perr(
+            file,
+            after,
+            1,
+            "no `RULES = '<set>'` line after the graph section",
+        )
+    })?;
+    let inputs = inputs.ok_or_else(|| {
+        perr(
+            file,
+            after,
+            1,
+            "no `INPUTS = {...}` line after the graph section",
+        )
+    })?;
     if let Some((h, l)) = header_rules
         && h != rules
     {
@@ -583,7 +634,10 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
             file,
             l,
             10,
-            format!("header says rules {h:?} but RULES (line {}) says {rules:?}", locs.rules),
+            format!(
+                "header says rules {h:?} but RULES (line {}) says {rules:?}",
+                locs.rules
+            ),
         ));
     }
     meta.rules = rules;

@@ -4,10 +4,10 @@
 //! (`oracle::check::check_case`) under the chosen rule set and policy, and turn the detection
 //! into a finding (`oracle::fuzz::to_finding`) and the finding into a [`Repro`].
 use super::file::Repro;
+use crate::r#gen::{GenConfig, generate_from_bytes};
 use crate::oracle::check::{CheckOpts, check_case};
 use crate::oracle::fuzz::{choose_rules, to_finding};
 use crate::oracle::tolerance::FloatPolicy;
-use crate::r#gen::{GenConfig, generate_from_bytes};
 use crate::rewrite::analysis::Cache;
 
 #[derive(Clone, Debug)]
@@ -39,7 +39,10 @@ pub enum Imported {
     Finding(Box<Repro>),
     /// The graph checks clean (the artifact was a crash/timeout of the target itself, or the
     /// rules changed since it was saved).
-    Clean { nodes: usize, points_compared: usize },
+    Clean {
+        nodes: usize,
+        points_compared: usize,
+    },
     /// The bytes do not make a graph (empty input).
     NoGraph,
 }

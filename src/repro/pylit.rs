@@ -137,6 +137,10 @@ impl P<'_> {
             Some(sign @ (b'-' | b'+')) => {
                 self.i += 1;
                 let at = self.i;
+                if sign == b'-' && self.peek().is_some_and(|c| c.is_ascii_digit() || c == b'.') {
+                    // parsed with its sign, so i128::MIN reads
+                    return self.number(true);
+                }
                 match self.value(depth + 1)? {
                     Lit::Int(i) if sign == b'-' => i
                         .checked_neg()
@@ -146,10 +150,13 @@ impl P<'_> {
                     Lit::Bool(b) if sign == b'-' => Ok(Lit::Int(-(b as i128))),
                     Lit::Bool(b) => Ok(Lit::Int(b as i128)),
                     v @ (Lit::Int(_) | Lit::Float(_)) => Ok(v),
-                    v => Err((at, format!("bad operand for unary {}: {}", sign as char, v.kind()))),
+                    v => Err((
+                        at,
+                        format!("bad operand for unary {}: {}", sign as char, v.kind()),
+                    )),
                 }
             }
-            Some(c) if c.is_ascii_digit() || c == b'.' => self.number(),
+            Some(c) if c.is_ascii_digit() || c == b'.' => self.number(false),
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
                 let st = self.i;
                 while self.i < self.s.len()
@@ -163,17 +170,14 @@ impl P<'_> {
                     b"None" => Ok(Lit::None),
                     b"nan" => Ok(Lit::Float(f64::NAN)),
                     b"inf" => Ok(Lit::Float(f64::INFINITY)),
-                    w => Err((
-                        st,
-                        format!("unknown name {:?}", String::from_utf8_lossy(w)),
-                    )),
+                    w => Err((st, format!("unknown name {:?}", String::from_utf8_lossy(w)))),
                 }
             }
             Some(c) => Err((self.i, format!("unexpected character {:?}", c as char))),
         }
     }
 
-    fn number(&mut self) -> Result<Lit, LitErr> {
+    fn number(&mut self, neg: bool) -> Result<Lit, LitErr> {
         let st = self.i;
         let mut is_float = false;
         while self.i < self.s.len() {
@@ -193,14 +197,19 @@ impl P<'_> {
                 break;
             }
         }
-        let text = std::str::from_utf8(&self.s[st..self.i]).unwrap_or("");
+        let digits = std::str::from_utf8(&self.s[st..self.i]).unwrap_or("");
+        let text = if neg {
+            format!("-{digits}")
+        } else {
+            digits.to_string()
+        };
         if is_float {
             // Rust's parse is correctly rounded, as Python's float() is
             text.parse::<f64>()
                 .map(Lit::Float)
                 .map_err(|_| (st, format!("bad float literal {text:?}")))
         } else {
-            if text.len() > 1 && text.starts_with('0') {
+            if digits.len() > 1 && digits.starts_with('0') {
                 return Err((st, "leading zeros in an int literal".into()));
             }
             text.parse::<i128>()
@@ -213,7 +222,8 @@ impl P<'_> {
         let st = self.i;
         self.i += 1;
         let mut out = String::new();
-        let text = std::str::from_utf8(&self.s[self.i..]).map_err(|_| (st, "non-UTF-8 string".to_string()))?;
+        let text = std::str::from_utf8(&self.s[self.i..])
+            .map_err(|_| (st, "non-UTF-8 string".to_string()))?;
         let mut chars = text.char_indices();
         while let Some((k, c)) = chars.next() {
             if out.len() > 1 << 16 {
@@ -276,11 +286,11 @@ mod tests {
                 (Lit::Int(1), Lit::List(vec![Lit::Float(0.5)])),
             ])
         );
+        assert_eq!(parse(&i128::MIN.to_string()).unwrap(), Lit::Int(i128::MIN));
         assert_eq!(
-            parse(&i128::MIN.to_string()).unwrap(),
-            Lit::Int(i128::MIN)
+            parse("'a\\'b\\x41\\u00e9'").unwrap(),
+            Lit::Str("a'bA\u{e9}".into())
         );
-        assert_eq!(parse("'a\\'b\\x41\\u00e9'").unwrap(), Lit::Str("a'bA\u{e9}".into()));
     }
     #[test]
     fn rejects_bad_literals_with_offsets() {
@@ -300,7 +310,16 @@ mod tests {
     }
     #[test]
     fn float_reprs_round_trip() {
-        for f in [0.1, -0.0, 1e-300, 5e-324, f64::MAX, 1.0 / 3.0, 1e16, 123456.789] {
+        for f in [
+            0.1,
+            -0.0,
+            1e-300,
+            5e-324,
+            f64::MAX,
+            1.0 / 3.0,
+            1e16,
+            123456.789,
+        ] {
             let s = val_repr(&Val::Float(f));
             assert_eq!(parse(&s).unwrap(), Lit::Float(f), "{s}");
         }
