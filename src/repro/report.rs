@@ -210,7 +210,7 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(o, "- **Replay**: `{}`\n", b.replay);
         let _ = writeln!(
             o,
-            "Minimized graph (tinygrad {} flat SSA; `root` = original, `rewritten` = uopfuzz's rewrite):\n",
+            "Graph (the smallest of the bucket; tinygrad {} flat SSA; `root` = original, `rewritten` = uopfuzz's rewrite):\n",
             file::TINYGRAD_VERSION
         );
         let _ = writeln!(o, "```python\n{}```\n", b.graph);
