@@ -672,16 +672,21 @@ fn fuzz_loop_findings_replay_and_report() {
     let injected: Vec<PathBuf> = sum
         .findings
         .iter()
-        .filter(|f| f.rule == "symbolic/floordiv_floordiv")
+        .filter(|f| f.rule.starts_with("symbolic/floordiv_floordiv"))
         .map(|f| PathBuf::from(&f.path))
         .collect();
     assert!(!injected.is_empty(), "{:?}", sum.findings);
-    // the fuzz loop's finding record does not say it ran with an injection: replay needs it
-    assert_eq!(
-        replay_exit(&injected, Some("floordiv-floordiv-no-c2-guard")),
-        1
-    );
-    assert_eq!(replay_exit(&injected, None), 0);
+    // the blamed `NAME+injected` rule names the injection to switch in again: reproduces;
+    // `--inject none` replays with tinygrad's real rule, which keeps its guard
+    assert_eq!(replay_exit(&injected, None), 1);
+    assert_eq!(replay_exit(&injected, Some("none")), 0);
+    for dir in &injected {
+        let l = uopfuzz::repro::load_path(dir).unwrap();
+        assert_eq!(
+            l.repro.meta.inject.as_deref(),
+            Some("floordiv-floordiv-no-c2-guard")
+        );
+    }
     for dir in &dirs {
         let l = uopfuzz::repro::load_path(dir).unwrap();
         // a finding directory converts to a repro file that reads back
@@ -917,14 +922,14 @@ fn import_artifacts() {
     use uopfuzz::repro::import::{ImportOptions, Imported, import_bytes};
     let inj = ImportOptions {
         rules: "simplifying".into(),
-        inject: Some("floordiv-as-cdiv".into()),
+        inject: Some("floormod-as-cmod".into()),
         ..Default::default()
     };
     let real = ImportOptions {
         rules: "simplifying".into(),
         ..Default::default()
     };
-    // bytes whose graph only the injected rule breaks (FLOORDIV lowered to CDIV)
+    // bytes whose graph only the injected rule breaks (FLOORMOD lowered to CMOD)
     let k = (0..2000u64)
         .find(|k| {
             matches!(
@@ -940,8 +945,15 @@ fn import_artifacts() {
     let Ok(Imported::Finding(r)) = import_bytes(&bytes, &inj) else {
         panic!()
     };
-    assert_eq!(r.meta.inject.as_deref(), Some("floordiv-as-cdiv"));
-    assert_eq!(r.meta.signature.rule, "simplifying/floordiv_to_idiv");
+    assert_eq!(r.meta.inject.as_deref(), Some("floormod-as-cmod"));
+    assert!(
+        r.meta
+            .signature
+            .rule
+            .starts_with("simplifying/floormod_to_mod"),
+        "{}",
+        r.meta.signature
+    );
     assert_eq!(r.meta.rules, "simplifying");
     // the CLI writes DIR/<artifact name>.py; replay reproduces it, and without the injection not
     let d = tmpdir("import");
@@ -953,8 +965,8 @@ fn import_artifacts() {
     let args = |files: Vec<PathBuf>| uopfuzz::cli::import_artifact::Args {
         files,
         out: out.clone(),
-        rules: "simplifying".into(),
-        inject: Some("floordiv-as-cdiv".into()),
+        rules: Some("simplifying".into()),
+        inject: Some("floormod-as-cmod".into()),
         float_policy: "fast-math".into(),
     };
     assert_eq!(

@@ -16,10 +16,11 @@ pub struct Args {
     /// Directory for the repro files.
     #[arg(short, long, value_name = "DIR", default_value = "findings/imported")]
     pub out: PathBuf,
-    /// Rule set (or `pipeline`) the check rewrites with.
-    #[arg(long, default_value = "pipeline")]
-    pub rules: String,
-    /// Switch in one of the oracle's injected bad rules.
+    /// Rule set (or `pipeline`) the check rewrites with; default: $UOPFUZZ_RULES or `pipeline`,
+    /// as the `rewrites` target.
+    #[arg(long, value_name = "SET")]
+    pub rules: Option<String>,
+    /// Switch in one of the oracle's injected bad rules; default: $UOPFUZZ_INJECT, as the target.
     #[arg(long, value_name = "NAME")]
     pub inject: Option<String>,
     /// `fast-math` or `strict`.
@@ -35,11 +36,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         return Ok(2);
     };
+    let d = ImportOptions::default();
     let opts = ImportOptions {
-        rules: args.rules.clone(),
-        inject: args.inject.clone(),
+        rules: args.rules.clone().unwrap_or(d.rules),
+        inject: args.inject.clone().or(d.inject),
         policy,
-        ..ImportOptions::default()
+        points: d.points,
     };
     let mut code = 0;
     for f in &args.files {
@@ -79,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             })) => {
                 println!(
                     "{label}: no finding: the {nodes}-node graph checks clean under {} ({points_compared} points compared)",
-                    args.rules
+                    opts.rules
                 );
             }
             Ok(Ok(Imported::Finding(r))) => {

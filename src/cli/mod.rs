@@ -2,10 +2,12 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod fuzz;
 pub mod import_artifact;
 pub mod replay;
 pub mod report;
 pub mod semantics;
+pub mod verify_rules;
 
 #[derive(Parser)]
 #[command(
@@ -22,10 +24,16 @@ pub struct Cli {
 pub enum Cmd {
     /// Check the port's ALU/CAST/BITCAST semantics against tinygrad's exec_alu, cell by cell.
     Semantics(semantics::Args),
+    /// Fuzz the rewrite rules: generate, rewrite, execute, compare, save findings.
+    Fuzz(fuzz::Args),
+    /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
+    VerifyRules(verify_rules::Args),
 }
 
 pub fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Semantics(a) => semantics::run(a),
+        Cmd::Fuzz(a) => fuzz::run_cmd(a),
+        Cmd::VerifyRules(a) => verify_rules::run(a),
     }
 }

@@ -120,6 +120,8 @@ pub struct Outcome {
     pub invalid: bool,
     /// Some evaluated operation is undefined on C-like backends (see `ub_at`).
     pub ub: bool,
+    /// Some evaluated operation is hard UB (`UbKind::is_hard`), not only wraparound.
+    pub hard_ub: bool,
     /// The first such operation and why.
     pub ub_at: Option<(UOp, UbKind)>,
     /// Kernel buffers after the run (by slot).
@@ -134,6 +136,25 @@ pub enum UbKind {
     Alu(Ub),
     /// LOAD/STORE outside the buffer (by its declared size).
     OutOfBounds,
+}
+
+impl UbKind {
+    /// Hard UB breaks every backend (trap, garbage, out-of-bounds, float→int of nan/inf). The
+    /// others are integer wraparound (incl. shifting into or out of the sign bit), which tinygrad
+    /// defines as numpy-style wrap (`DEV=PYTHON`, test_dtype_alu): undefined only for a C compiler
+    /// without -fwrapv, so the oracle compares the wrapped values there.
+    pub fn is_hard(self) -> bool {
+        !matches!(
+            self,
+            UbKind::Alu(
+                Ub::SignedOverflow
+                    | Ub::NarrowOverflow
+                    | Ub::WeakOverflow
+                    | Ub::ShiftNegative
+                    | Ub::ShiftOverflow
+            )
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -205,6 +226,7 @@ pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {
         elems,
         invalid,
         ub: it.ub.is_some(),
+        hard_ub: it.ub.is_some_and(|(_, k)| k.is_hard()),
         ub_at: it.ub,
         buffers: it.globals,
         steps: it.steps,
@@ -453,7 +475,8 @@ impl<'a> Interp<'a> {
         Ok(())
     }
     fn flag(&mut self, i: usize, k: UbKind) {
-        if self.ub.is_none() {
+        // keep the first hard UB; a wrap-only flag is replaced by a later hard one
+        if self.ub.is_none_or(|(_, old)| !old.is_hard() && k.is_hard()) {
             self.ub = Some((self.nodes[i], k));
         }
     }

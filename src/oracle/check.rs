@@ -115,6 +115,8 @@ pub struct Observed {
     pub buffers: Vec<Buffer>,
     pub ub: bool,
     pub error: Option<String>,
+    /// The root is `Invalid` (a masked index: don't-care).
+    pub invalid: bool,
 }
 
 /// A detected problem, before it is written out.
@@ -334,17 +336,20 @@ fn end_of(g: &Graph, u: UOp, env: &Env) -> Option<i128> {
 /// Runs one graph at one point.
 pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
     match interp::eval(g, root, env) {
+        // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
         Ok(o) => Observed {
             value: o.value,
             buffers: o.buffers,
-            ub: o.ub,
+            ub: o.hard_ub,
             error: None,
+            invalid: o.invalid,
         },
         Err(e) => Observed {
             value: None,
             buffers: vec![],
             ub: false,
             error: Some(e.to_string()),
+            invalid: false,
         },
     }
 }
@@ -389,13 +394,19 @@ fn decide(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    if o.error.is_some() || o.ub {
+    if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
     }
     if is_budget(&n.error) {
         return PointVerdict::Skip;
     }
-    if n.error.is_some() || n.ub {
+    if n.invalid && has_invalid(g, orig) {
+        // tinygrad's Invalid is poison: pm_data_invalid moves it outward through ALUs, which the
+        // interpreter (evaluating both WHERE arms) does not model. An Invalid rewritten result
+        // of a graph that contains Invalid is don't-care, not a less-defined rewrite.
+        return PointVerdict::Skip;
+    }
+    if n.error.is_some() || n.ub || n.invalid {
         return PointVerdict::LessDefined;
     }
     let dt = g.dtype(orig);
@@ -474,6 +485,12 @@ fn decide(
     } else {
         PointVerdict::Agree
     }
+}
+
+fn has_invalid(g: &Graph, root: UOp) -> bool {
+    g.toposort(&[root])
+        .iter()
+        .any(|u| g.const_val(*u).is_some_and(|c| c.is_invalid()))
 }
 
 /// Values compare exactly; NaN equals NaN whatever its payload, ±0 are equal.
@@ -668,6 +685,20 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                 class: Class::Nontermination,
                 summary: format!("rewrite did not terminate ({steps} rule applications)"),
                 blamed: None,
+                point: None,
+                expected: None,
+                actual: None,
+            });
+            return res;
+        }
+        Stop::Unresolved => {
+            let last = rw.trace.last().map(|s| s.rule).unwrap_or("-");
+            res.detected = Some(Detected {
+                class: Class::RewriteError,
+                summary: format!(
+                    "graph_rewrite raises KeyError: a rewrite made a node depend on itself (last rule: {last})"
+                ),
+                blamed: rw.trace.len().checked_sub(1),
                 point: None,
                 expected: None,
                 actual: None,

@@ -249,6 +249,14 @@ impl Repro {
             buffers.push((*slot, vs?));
         }
         let mut meta = Meta::new(&f.rules);
+        // the fuzz loop marks a blamed injected rule `NAME+injected`; the record does not name the
+        // injection, so it is found by the rule it replaces (replay then switches it in again)
+        meta.inject = f.signature.rule.strip_suffix("+injected").and_then(|base| {
+            crate::oracle::inject::all()
+                .into_iter()
+                .find(|i| i.replaces == base)
+                .map(|i| i.name.to_string())
+        });
         meta.seed = f.seed;
         meta.float_policy = f.float_policy.clone();
         meta.signature = f.signature.clone();

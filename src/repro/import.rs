@@ -21,13 +21,14 @@ pub struct ImportOptions {
 }
 
 impl Default for ImportOptions {
+    /// What the `rewrites` target checks with (`oracle::fuzz::fuzz_one`): `pipeline` unless
+    /// `UOPFUZZ_RULES` says otherwise, `UOPFUZZ_INJECT`, the default policy, 8 points.
     fn default() -> ImportOptions {
-        let c = CheckOpts::default();
         ImportOptions {
-            rules: "pipeline".into(),
-            inject: None,
-            policy: c.policy,
-            points: c.points,
+            rules: std::env::var("UOPFUZZ_RULES").unwrap_or_else(|_| "pipeline".into()),
+            inject: std::env::var("UOPFUZZ_INJECT").ok(),
+            policy: CheckOpts::default().policy,
+            points: 8,
         }
     }
 }
@@ -54,9 +55,11 @@ pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, Stri
     let Some(case) = generate_from_bytes(bytes, &GenConfig::default()) else {
         return Ok(Imported::NoGraph);
     };
+    // the target's own check: same points (seed 0), so the same detection
     let check = CheckOpts {
         policy: opts.policy,
         points: opts.points,
+        seed: 0,
         ..CheckOpts::default()
     };
     let res = check_case(&case, &pipe, &check);

@@ -228,6 +228,10 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             res.detail = format!("graph_rewrite did not terminate ({steps} rule applications)");
             return Ok(res);
         }
+        Stop::Unresolved => {
+            res.detail = "graph_rewrite left the root unresolved (a node came to depend on itself; tinygrad raises KeyError)".into();
+            return Ok(res);
+        }
         Stop::Done | Stop::FuelExhausted => {}
     }
     res.same_as_recorded = r.rewritten.map(|w| w == out.root);

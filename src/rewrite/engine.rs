@@ -165,6 +165,9 @@ pub enum Stop {
         node: UOp,
         error: RuleError,
     },
+    /// The worklist emptied with the root unresolved: a rewrite made a node depend on itself, and
+    /// tinygrad's `unified_rewrite` raises `KeyError` at `return self.replace[root]` (ops.py:1742).
+    Unresolved,
 }
 
 #[derive(Clone, Debug)]
@@ -385,6 +388,11 @@ pub fn graph_rewrite(
         }
     }
     let stop = rw.stop.unwrap_or(Stop::Done);
+    let stop = if stop == Stop::Done && !replace.contains_key(&root) {
+        Stop::Unresolved
+    } else {
+        stop
+    };
     let out_root = match stop {
         Stop::Done => replace[&root],
         // fuel: finish the structural rebuild without applying more rules

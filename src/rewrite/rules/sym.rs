@@ -4,7 +4,7 @@
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, Graph, Ops, ParamArg, UOp};
-use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};
+use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
@@ -102,13 +102,7 @@ fn subst_rec(
 
 /// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
 pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
-    let out = graph_rewrite(cx.g, cx.cache, u, super::symbolic(), &Limits::default());
-    match out.stop {
-        Stop::Done => Ok(out.root),
-        Stop::RuleError { error, .. } => Err(error),
-        Stop::NonTermination { .. } => Err(runtime("infinite loop in graph_rewrite")),
-        Stop::FuelExhausted => Err(runtime("simplify ran out of fuel")),
-    }
+    super::divandmod::simplify(cx, u)
 }
 
 /// `UOp.variable(name, lo, hi, dtype, param=True)`: an ALU PARAM with a value range.
