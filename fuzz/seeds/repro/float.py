@@ -3,7 +3,7 @@
 # tinygrad-version: 0.14.0
 # class: fast-math-unsound
 # rule: symbolic_simple/mul_zero
-# rule-source: -
+# rule-source: tinygrad/uop/symbolic.py:165
 # dtype: float
 # backend: interp
 # signature: fast-math-unsound|symbolic_simple/mul_zero|float|interp
@@ -14,7 +14,7 @@
 # expected: nan
 # actual: 0.0
 # inputs: f=inf
-# replay: uopfuzz replay /tmp/uopfuzz-repro-test-31337-tail/f.py
+# replay: uopfuzz replay /tmp/uopfuzz-repro-test-23176-tail/f.py
 #
 # `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, symbolic_simple).
 # Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in
@@ -36,6 +36,8 @@ RULES = 'symbolic_simple'
 CLASS = 'fast-math-unsound'
 INPUTS = {'f': inf}
 BUFFERS = {}
+INJECT = None
+SUMMARY = ''
 EXPECTED = 'nan'
 ACTUAL = '0.0'
 # --- uopfuzz tail ---

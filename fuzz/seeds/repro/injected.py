@@ -3,7 +3,7 @@
 # tinygrad-version: 0.14.0
 # class: rewrite-bug
 # rule: symbolic/floordiv_floordiv
-# rule-source: -
+# rule-source: tinygrad/uop/symbolic.py:270
 # dtype: weakint
 # backend: interp
 # signature: rewrite-bug|symbolic/floordiv_floordiv|weakint|interp
@@ -15,7 +15,7 @@
 # expected: 0
 # actual: -1
 # inputs: x=1
-# replay: uopfuzz replay /tmp/uopfuzz-repro-test-31337-tail/inj.py
+# replay: uopfuzz replay /tmp/uopfuzz-repro-test-23176-tail/inj.py
 #
 # `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, symbolic) with the injected bad rule floordiv-floordiv-no-c2-guard.
 # Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in
@@ -41,6 +41,8 @@ RULES = 'symbolic'
 CLASS = 'rewrite-bug'
 INPUTS = {'x': 1}
 BUFFERS = {}
+INJECT = 'floordiv-floordiv-no-c2-guard'
+SUMMARY = ''
 EXPECTED = '0'
 ACTUAL = '-1'
 # --- uopfuzz tail ---

@@ -3,7 +3,7 @@
 # tinygrad-version: 0.14.0
 # class: rewrite-bug
 # rule: symbolic/lt_add_const
-# rule-source: -
+# rule-source: tinygrad/uop/symbolic.py:273
 # dtype: kernel
 # backend: interp
 # signature: rewrite-bug|symbolic/lt_add_const|kernel|interp
@@ -14,7 +14,7 @@
 # expected: -
 # actual: -
 # inputs: buffer0=[4 values], buffer1=[4 values]
-# replay: uopfuzz replay /tmp/uopfuzz-repro-test-31337-tail/k.py
+# replay: uopfuzz replay /tmp/uopfuzz-repro-test-23176-tail/k.py
 #
 # `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, sym).
 # Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in
@@ -51,6 +51,8 @@ RULES = 'sym'
 CLASS = 'rewrite-bug'
 INPUTS = {}
 BUFFERS = {0: [False, False, False, False], 1: [4294967295, 3, 4, 0]}
+INJECT = None
+SUMMARY = ''
 EXPECTED = None
 ACTUAL = None
 # --- uopfuzz tail ---

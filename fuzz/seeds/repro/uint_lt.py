@@ -3,7 +3,7 @@
 # tinygrad-version: 0.14.0
 # class: rewrite-bug
 # rule: symbolic/lt_add_const
-# rule-source: -
+# rule-source: tinygrad/uop/symbolic.py:273
 # dtype: uint
 # backend: interp
 # signature: rewrite-bug|symbolic/lt_add_const|uint|interp
@@ -14,7 +14,7 @@
 # expected: True
 # actual: False
 # inputs: x=4294967295
-# replay: uopfuzz replay /tmp/uopfuzz-repro-test-31337-tail/bug.py
+# replay: uopfuzz replay /tmp/uopfuzz-repro-test-23176-tail/bug.py
 #
 # `root` is the original graph; `rewritten` is uopfuzz's graph_rewrite(root, symbolic).
 # Run this file with tinygrad 0.14.0 installed (`.venv/bin/python FILE`) to check the finding in
@@ -40,6 +40,8 @@ RULES = 'symbolic'
 CLASS = 'rewrite-bug'
 INPUTS = {'x': 4294967295}
 BUFFERS = {}
+INJECT = None
+SUMMARY = ''
 EXPECTED = 'True'
 ACTUAL = 'False'
 # --- uopfuzz tail ---
