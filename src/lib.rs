@@ -11,5 +11,6 @@ pub mod exec;
 pub mod r#gen;
 pub mod ir;
 pub mod oracle;
+pub mod repro;
 pub mod rewrite;
 pub mod smt;

@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 pub mod bench;
 pub mod fuzz;
+pub mod import_artifact;
+pub mod replay;
+pub mod report;
 pub mod semantics;
 pub mod verify_rules;
 
