@@ -31,6 +31,12 @@ pub enum Cmd {
     Bench(bench::Args),
     /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
     VerifyRules(verify_rules::Args),
+    /// Re-run findings (repro files or finding dirs): exit 1 if any reproduces, 0 if none, 2 on bad input.
+    Replay(replay::Args),
+    /// Bucket a findings directory by signature into issue-ready markdown (or --json).
+    Report(report::Args),
+    /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
+    ImportArtifact(import_artifact::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -39,5 +45,18 @@ pub fn main() -> ExitCode {
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::VerifyRules(a) => verify_rules::run(a),
+        Cmd::Replay(a) => code(replay::run(a)),
+        Cmd::Report(a) => code(report::run(a)),
+        Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
+    }
+}
+
+fn code(r: anyhow::Result<i32>) -> ExitCode {
+    match r {
+        Ok(c) => ExitCode::from(c.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("uopfuzz: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }
