@@ -5,6 +5,8 @@ pub mod arg;
 pub mod dtype;
 pub mod graph;
 pub mod ops;
+pub mod spec;
+pub mod text;
 pub mod truncate;
 
 pub use arg::{AddrSpace, Arg, AxisType, ConstVal, ParamArg};
