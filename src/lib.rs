@@ -8,3 +8,4 @@
 pub mod ir;
 pub mod oracle;
 pub mod rewrite;
+pub mod tinygrad;

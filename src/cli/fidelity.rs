@@ -1,0 +1,85 @@
+//! `uopfuzz fidelity --rules SET --graphs N --seed S [--json] [--out DIR]`: rewrite N generated
+//! graphs with the port and with real tinygrad and compare the results text-identically
+//! (`crate::tinygrad::fidelity`). Exit status: 0 when agreement ≥ `--min-agree` percent, 1 below,
+//! 2 when the run itself failed (no Python, no tinygrad, bad arguments); the reason is printed as
+//! one line on stderr.
+use crate::tinygrad::fidelity::{FidelityOpts, GenKind, human_summary, run_fidelity};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Rule set: symbolic_simple, symbolic or sym.
+    #[arg(long, default_value = "symbolic")]
+    pub rules: String,
+    /// Number of graphs.
+    #[arg(long, default_value_t = 1000)]
+    pub graphs: usize,
+    /// Run seed; graph i depends only on (seed, i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Graph generator.
+    #[arg(long = "gen", value_enum, default_value_t = GenKind::Builtin)]
+    pub generator: GenKind,
+    /// Only this generator family (builtin: index, int, float, bool).
+    #[arg(long)]
+    pub family: Option<String>,
+    /// Print one final JSON line instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Save each disagreement (input, both results, the port's trace) under DIR/<graph index>/.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// How many disagreements the human summary shows.
+    #[arg(long, default_value_t = 3)]
+    pub show: usize,
+    /// Also print how often each rule of the set applied.
+    #[arg(long)]
+    pub coverage: bool,
+    /// Exit 1 when the agreement (percent) is below this.
+    #[arg(long, default_value_t = 99.5)]
+    pub min_agree: f64,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let opts = FidelityOpts {
+        rules: a.rules.clone(),
+        graphs: a.graphs,
+        seed: a.seed,
+        generator: a.generator,
+        family: a.family.clone(),
+        out: a.out.clone(),
+        keep: a.show,
+    };
+    let rep = match run_fidelity(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            return Ok(2);
+        }
+    };
+    if a.json {
+        println!("{}", rep.json_line());
+    } else {
+        print!("{}", human_summary(&rep));
+        if a.coverage {
+            println!("\nrule applications:");
+            for (r, n) in &rep.rule_hits {
+                println!("  {n:>8}  {r}");
+            }
+        }
+        if let Some(dir) = &a.out
+            && rep.disagree > 0
+        {
+            println!(
+                "\n{} disagreements saved under {}",
+                rep.disagree,
+                dir.display()
+            );
+        }
+    }
+    Ok(if rep.agreement_pct() >= a.min_agree {
+        0
+    } else {
+        1
+    })
+}
