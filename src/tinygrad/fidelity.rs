@@ -6,7 +6,7 @@
 //! Per graph the verdict is one of [`Verdict`]; `agree` counts [`Verdict::Agree`] and
 //! [`Verdict::BothError`] (same exception class), every other verdict is a disagreement.
 use super::builtin_gen::{self, Family};
-use super::{BridgeError, find_python, harness_script, port_error_class, run_script};
+use super::{BridgeError, find_python, harness_script, port_error, run_script};
 use crate::ir::text::{parse_graph, write_graph};
 use crate::rewrite::rules::by_name;
 use crate::rewrite::{Limits, RuleSet, Stop, graph_rewrite};
@@ -158,10 +158,13 @@ pub fn port_rewrite(set: &RuleSet, text: &str) -> Result<PortRun, String> {
     let result = match out.stop {
         Stop::Done | Stop::FuelExhausted => SideResult::Ok(write_graph(&g, &[out.root], &["root"])),
         Stop::NonTermination { steps } => SideResult::NonTermination { steps },
-        Stop::RuleError { rule, error, .. } => SideResult::Err {
-            class: port_error_class(&error).to_string(),
-            msg: format!("{error} (in {rule})"),
-        },
+        Stop::RuleError { rule, error, .. } => {
+            let (class, msg) = port_error(&error);
+            SideResult::Err {
+                class,
+                msg: format!("{msg} (in {rule})"),
+            }
+        }
     };
     Ok(PortRun {
         result,
@@ -339,9 +342,29 @@ pub fn generate_batch(
                 })
                 .collect())
         }
-        GenKind::Grammar => anyhow::bail!(
-            "--gen grammar: the grammar generator (crate::gen) is not on this branch yet; use --gen builtin"
-        ),
+        GenKind::Grammar => {
+            let fam = match family {
+                None => None,
+                Some(f) => Some(crate::r#gen::Family::from_name(f).ok_or_else(|| {
+                    anyhow::anyhow!("unknown family {f:?} (grammar generator: index, fixedint, float, bool, kernel)")
+                })?),
+            };
+            let cfg = crate::r#gen::GenConfig {
+                family: fam,
+                ..crate::r#gen::GenConfig::default()
+            };
+            Ok((0..n)
+                .map(|i| {
+                    let x = crate::r#gen::generate_seeded(builtin_gen::graph_seed(seed, i as u64), &cfg);
+                    Case {
+                        id: i,
+                        family: x.family.name(),
+                        text: write_graph(&x.graph, &[x.root], &["root"]),
+                        nodes: x.graph.toposort(&[x.root]).len(),
+                    }
+                })
+                .collect())
+        }
     }
 }
 

@@ -138,14 +138,56 @@ pub fn run_script(
     }
 }
 
-/// tinygrad's exception class for a port stop, so both sides compare by class name.
-pub fn port_error_class(e: &crate::rewrite::RuleError) -> &'static str {
+/// The Python exception (class, message) a port rule error stands for, so both sides compare by
+/// class name. Porters write exceptions without a variant of their own (OverflowError,
+/// TypeError, IndexError, AssertionError, ...) as `RuleError::Runtime("Class: message")`.
+pub fn port_error(e: &crate::rewrite::RuleError) -> (String, String) {
     use crate::rewrite::RuleError as E;
     match e {
-        E::ZeroDivision(_) => "ZeroDivisionError",
-        E::Value(_) => "ValueError",
-        E::Runtime(_) => "RuntimeError",
+        E::ZeroDivision(m) => ("ZeroDivisionError".into(), m.clone()),
+        E::Value(m) => ("ValueError".into(), m.clone()),
+        E::Runtime(m) => match m.split_once(": ") {
+            Some((cls, rest))
+                if (cls.ends_with("Error") || cls.ends_with("Exception"))
+                    && cls.chars().all(|c| c.is_ascii_alphanumeric()) =>
+            {
+                (cls.to_string(), rest.to_string())
+            }
+            _ => ("RuntimeError".into(), m.clone()),
+        },
         // not a Python exception: the port left its i128 range
-        E::Overflow(_) => "PortOverflow",
+        E::Overflow(m) => ("PortOverflow".into(), m.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::RuleError as E;
+
+    #[test]
+    fn port_error_classes() {
+        let c = |e: E| port_error(&e);
+        assert_eq!(c(E::ZeroDivision("x".into())).0, "ZeroDivisionError");
+        assert_eq!(
+            c(E::Runtime("OverflowError: cannot convert float infinity to integer".into())),
+            (
+                "OverflowError".to_string(),
+                "cannot convert float infinity to integer".to_string()
+            )
+        );
+        assert_eq!(c(E::Runtime("infinite loop: x".into())).0, "RuntimeError");
+        assert_eq!(c(E::Overflow("big".into())).0, "PortOverflow");
+    }
+
+    #[test]
+    fn missing_python_is_a_typed_error() {
+        let r = run_script(
+            Path::new("/nonexistent/uopfuzz/python"),
+            Path::new("/nonexistent/script.py"),
+            &[],
+            Vec::new(),
+        );
+        assert!(matches!(r, Err(BridgeError::PythonMissing(_))), "{r:?}");
     }
 }
