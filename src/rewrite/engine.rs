@@ -384,9 +384,24 @@ pub fn graph_rewrite(
             },
         }
     }
-    let stop = rw.stop.unwrap_or(Stop::Done);
+    let mut stop = rw.stop.unwrap_or(Stop::Done);
     let out_root = match stop {
-        Stop::Done => replace[&root],
+        Stop::Done => match replace.get(&root) {
+            Some(r) => *r,
+            // `return self.replace[root]` (uop/ops.py:1741) raises KeyError when the stack drains
+            // with the root unresolved: a rewrite result waits on a node that waits on it
+            None => {
+                stop = Stop::RuleError {
+                    rule: "graph_rewrite",
+                    source: "tinygrad/uop/ops.py:1741",
+                    node: root,
+                    error: RuleError::Runtime(
+                        "KeyError: the root was never rewritten (a rewrite waits on itself)".into(),
+                    ),
+                };
+                root
+            }
+        },
         // fuel: finish the structural rebuild without applying more rules
         Stop::FuelExhausted => replace.get(&root).copied().unwrap_or_else(|| {
             let steps = rw.trace.clone();
