@@ -264,6 +264,7 @@ pub struct FidelityReport {
     /// Rules in the set.
     pub rules_in_set: usize,
     pub by_family: BTreeMap<String, Counts>,
+    /// Graphs per verdict; one-sided errors per verdict and exception class.
     pub by_verdict: BTreeMap<String, usize>,
     pub rules: String,
     pub seed: u64,
@@ -462,7 +463,17 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
         let v = verdict(&p.result, &t.result);
         let fam = rep.by_family.entry(c.family.to_string()).or_default();
         fam.graphs += 1;
-        *rep.by_verdict.entry(v.name().to_string()).or_default() += 1;
+        // errors only one side raised are split by class (e.g. `port-error-only:PortOverflow`)
+        let key = match (v, &p.result, &t.result) {
+            (Verdict::PortErrorOnly, SideResult::Err { class, .. }, _) => {
+                format!("{}:{class}", v.name())
+            }
+            (Verdict::TinygradErrorOnly, _, Ok(SideResult::Err { class, .. })) => {
+                format!("{}:{class}", v.name())
+            }
+            _ => v.name().to_string(),
+        };
+        *rep.by_verdict.entry(key).or_default() += 1;
         let errored =
             !matches!(p.result, SideResult::Ok(_)) || !matches!(t.result, Ok(SideResult::Ok(_)));
         rep.rewrite_errors += errored as usize;
@@ -588,7 +599,7 @@ pub fn human_summary(rep: &FidelityReport) -> String {
         );
     }
     for (v, n) in &rep.by_verdict {
-        let _ = writeln!(s, "  {v:<20} {n}");
+        let _ = writeln!(s, "  {v:<34} {n}");
     }
     for d in &rep.first_disagreements {
         let _ = writeln!(s, "\n#{} ({}, family {}): input", d.id, d.verdict, d.family);
@@ -631,6 +642,24 @@ mod tests {
     fn verdicts() {
         assert_eq!(verdict(&ok("a"), &Ok(ok("a"))), Verdict::Agree);
         assert_eq!(verdict(&ok("a"), &Ok(ok("b"))), Verdict::Disagree);
+        // the same graph, a float constant spelled with other digits of the same double
+        let g =
+            |c: &str| format!("n0 = UOp(Ops.CONST, dtypes.half, (), ConstFloat({c}))\nroot = n0\n");
+        let port = {
+            let p = parse_graph(&g("0.0010004043579101563"), "t").unwrap();
+            write_graph(&p.graph, &p.root_uops(), &["root"])
+        };
+        assert_eq!(
+            verdict(
+                &SideResult::Ok(port.clone()),
+                &Ok(ok(&g("0.0010004043579101562")))
+            ),
+            Verdict::ReprOnly
+        );
+        assert_eq!(
+            verdict(&SideResult::Ok(port), &Ok(ok(&g("0.0010004043579101")))),
+            Verdict::Disagree
+        );
         assert_eq!(
             verdict(
                 &err("ZeroDivisionError", "x"),

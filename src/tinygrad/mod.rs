@@ -170,7 +170,9 @@ mod tests {
         let c = |e: E| port_error(&e);
         assert_eq!(c(E::ZeroDivision("x".into())).0, "ZeroDivisionError");
         assert_eq!(
-            c(E::Runtime("OverflowError: cannot convert float infinity to integer".into())),
+            c(E::Runtime(
+                "OverflowError: cannot convert float infinity to integer".into()
+            )),
             (
                 "OverflowError".to_string(),
                 "cannot convert float infinity to integer".to_string()
