@@ -1,3 +1,3 @@
-fn main() {
-    println!("uopfuzz");
+fn main() -> std::process::ExitCode {
+    uopfuzz::cli::main()
 }

@@ -1111,3 +1111,315 @@ pub fn cast_ub(from: DType, to: DType, v: Val) -> Option<Ub> {
         _ => Some(Ub::FloatToInt),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every expected value here was printed by tinygrad 0.14.0 (`exec_alu`, `truncate`,
+    //! `DType.const`, `bitcast`) in the project venv (Python 3.11.7).
+    use super::*;
+    use DType::*;
+    use Ops::*;
+
+    fn run(op: Ops, dt: DType, a: &[Val]) -> R {
+        exec_alu(op, dt, a, true)
+    }
+    fn fold(op: Ops, dt: DType, a: &[Val]) -> R {
+        exec_alu(op, dt, a, false)
+    }
+    fn bits(r: R) -> u64 {
+        match r {
+            Ok(F(f)) => f.to_bits(),
+            other => panic!("expected a float, got {other:?}"),
+        }
+    }
+    const NAN: Val = F(f64::NAN);
+
+    #[test]
+    fn integer_division_family() {
+        assert_eq!(run(CDIV, Int32, &[I(-7), I(2)]), Ok(I(-3)));
+        assert_eq!(run(CMOD, Int32, &[I(-7), I(2)]), Ok(I(-1)));
+        assert_eq!(run(FLOORDIV, Int32, &[I(-7), I(2)]), Ok(I(-4)));
+        assert_eq!(run(FLOORMOD, Int32, &[I(-7), I(2)]), Ok(I(1)));
+        assert_eq!(run(FLOORMOD, Int32, &[I(7), I(-2)]), Ok(I(-1)));
+        // x/0 → 0, x%0 → x
+        assert_eq!(run(CDIV, Int32, &[I(7), I(0)]), Ok(I(0)));
+        assert_eq!(run(CMOD, Int32, &[I(7), I(0)]), Ok(I(7)));
+        assert_eq!(run(FLOORMOD, Int32, &[I(-7), I(0)]), Ok(I(-7)));
+        // INT_MIN / -1: wraps at run time, stays unwrapped when folding
+        let min = I(-(1 << 31));
+        assert_eq!(run(CDIV, Int32, &[min, I(-1)]), Ok(min));
+        assert_eq!(fold(CDIV, Int32, &[min, I(-1)]), Ok(I(1 << 31)));
+        assert_eq!(run(CMOD, Int32, &[min, I(-1)]), Ok(I(0)));
+    }
+
+    #[test]
+    fn wrapping_and_shifts() {
+        assert_eq!(run(ADD, UInt8, &[I(200), I(100)]), Ok(I(44)));
+        assert_eq!(fold(ADD, UInt8, &[I(200), I(100)]), Ok(I(300)));
+        assert_eq!(fold(SHL, Int32, &[I(1), I(40)]), Ok(I(1 << 40)));
+        assert_eq!(run(SHL, Int32, &[I(1), I(40)]), Ok(I(0)));
+        assert_eq!(run(SHL, Int32, &[I(1), I(31)]), Ok(I(-(1 << 31))));
+        assert_eq!(run(SHR, Int32, &[I(-8), I(1)]), Ok(I(-4)));
+        assert_eq!(run(SHR, Int32, &[I(-8), I(100)]), Ok(I(-1)));
+        assert!(matches!(
+            run(SHL, Int32, &[I(5), I(-1)]),
+            Err(AluError::Value(_))
+        ));
+        // the exact product of two u64 maxes exceeds i128: computed mod 2^128, then wrapped
+        let m = I(u64::MAX as i128);
+        assert_eq!(run(MUL, UInt64, &[m, m]), Ok(I(1)));
+        assert_eq!(fold(MUL, UInt64, &[m, m]), Err(AluError::Overflow));
+        assert_eq!(
+            run(MUL, Int64, &[I(i64::MIN as i128), I(-1)]),
+            Ok(I(i64::MIN as i128))
+        );
+        assert_eq!(run(NEG, Int32, &[min32()]), Ok(min32()));
+        assert_eq!(run(POW, Int32, &[I(3), I(40)]), Ok(I(689956897)));
+        // -1 << 127 is exactly i128::MIN; weakint is never truncated
+        assert_eq!(run(SHL, WeakInt, &[I(-1), I(127)]), Ok(I(i128::MIN)));
+        assert_eq!(run(SHL, WeakInt, &[I(1), I(127)]), Err(AluError::Overflow));
+        // x*y overflows i128 but x*y+z does not: Python is exact, so is the port
+        let (x, y) = (I((1 << 63) + 1), I(1 << 64));
+        assert_eq!(
+            run(
+                MULACC,
+                WeakInt,
+                &[x, y, I(-984626706414447249454126671029953007)]
+            ),
+            Ok(I(169156556754054784500679921118563704337))
+        );
+    }
+    fn min32() -> Val {
+        I(-(1 << 31))
+    }
+
+    #[test]
+    fn max_and_comparisons_with_nan() {
+        assert_eq!(bits(run(MAX, Float, &[NAN, F(1.0)])), 0x7ff8000000000000);
+        assert_eq!(run(MAX, Float, &[F(1.0), NAN]), Ok(F(1.0)));
+        assert_eq!(run(MAX, Float, &[F(-0.0), F(0.0)]), Ok(F(-0.0)));
+        assert_eq!(run(CMPLT, Bool, &[NAN, F(1.0)]), Ok(B(false)));
+        // plain floats at run time; ConstFloat (nan == nan) when folding
+        assert_eq!(run(CMPNE, Bool, &[NAN, NAN]), Ok(B(true)));
+        assert_eq!(fold(CMPNE, Bool, &[NAN, NAN]), Ok(B(false)));
+        assert_eq!(fold(CMPEQ, Bool, &[NAN, NAN]), Ok(B(true)));
+        assert_eq!(run(CMPEQ, Bool, &[NAN, NAN]), Ok(B(false)));
+        assert_eq!(run(WHERE, Int32, &[NAN, I(1), I(2)]), Ok(I(1)));
+        assert_eq!(run(XOR, Bool, &[B(true), B(true)]), Ok(B(false)));
+        assert_eq!(fold(ADD, Bool, &[B(true), B(true)]), Ok(I(2)));
+        // exact int/float comparison: 2^53+1 != 2.0**53
+        assert!(!I((1 << 53) + 1).py_eq(&F(9007199254740992.0)));
+    }
+
+    #[test]
+    fn transcendental_edges() {
+        assert_eq!(run(EXP2, Float, &[F(200.0)]), Ok(F(f64::INFINITY)));
+        assert_eq!(run(EXP2, Double, &[F(2000.0)]), Ok(F(f64::INFINITY)));
+        assert_eq!(bits(run(EXP2, Float, &[F(f64::NEG_INFINITY)])), 0);
+        assert_eq!(run(LOG2, Float, &[F(0.0)]), Ok(F(f64::NEG_INFINITY)));
+        assert_eq!(run(LOG2, Float, &[F(-0.0)]), Ok(F(f64::NEG_INFINITY)));
+        assert_eq!(bits(run(LOG2, Float, &[F(-1.0)])), 0x7ff8000000000000);
+        assert_eq!(run(LOG2, Float, &[F(f64::INFINITY)]), Ok(F(f64::INFINITY)));
+        assert_eq!(
+            bits(run(SIN, Float, &[F(f64::INFINITY)])),
+            0x7ff8000000000000
+        );
+        assert_eq!(bits(run(SIN, Double, &[F(1e22)])), 0xbfeb453ab76bf397);
+        assert_eq!(bits(run(SQRT, Float, &[F(-1.0)])), 0x7ff8000000000000);
+        assert_eq!(bits(run(SQRT, Float, &[F(-0.0)])), 0x8000000000000000);
+        assert_eq!(run(RECIPROCAL, Float, &[F(-0.0)]), Ok(F(f64::NEG_INFINITY)));
+        assert_eq!(run(RECIPROCAL, Float, &[F(0.0)]), Ok(F(f64::INFINITY)));
+        let h = float_to_fp16(1e-5);
+        assert_eq!(run(RECIPROCAL, Half, &[F(h)]), Ok(F(f64::INFINITY)));
+        assert_eq!(run(TRUNC, Float, &[F(-2.5)]), Ok(F(-2.0)));
+        assert_eq!(fold(TRUNC, Float, &[F(-2.5)]), Ok(I(-2)));
+        assert_eq!(run(TRUNC, Float, &[F(f64::INFINITY)]), Ok(F(f64::INFINITY)));
+        assert_eq!(fold(EXP2, WeakFloat, &[I(3)]), Ok(I(8)));
+    }
+
+    #[test]
+    fn pow_like_safe_pow() {
+        assert_eq!(run(POW, Float, &[F(0.0), F(-1.0)]), Ok(F(f64::INFINITY)));
+        // ZeroDivisionError → +inf even for -0.0 (IEEE pow would give -inf)
+        assert_eq!(run(POW, Float, &[F(-0.0), F(-1.0)]), Ok(F(f64::INFINITY)));
+        assert_eq!(
+            bits(run(POW, Double, &[F(-8.0), F(1.0 / 3.0)])),
+            0x7ff8000000000000
+        );
+        assert!(matches!(
+            run(POW, Double, &[F(10.0), F(400.0)]),
+            Err(AluError::PyOverflow(_))
+        ));
+        assert!(matches!(
+            run(POW, Double, &[F(-1e300), F(1.5)]),
+            Err(AluError::PyOverflow(_))
+        ));
+        assert!(matches!(
+            run(POW, Int32, &[I(2), I(-1)]),
+            Err(AluError::Type(_))
+        ));
+        assert_eq!(fold(POW, Int32, &[I(2), I(-1)]), Ok(F(0.5)));
+        assert_eq!(run(POW, Float, &[NAN, F(0.0)]), Ok(F(1.0)));
+        assert_eq!(run(POW, Float, &[F(1.0), NAN]), Ok(F(1.0)));
+        assert_eq!(
+            run(POW, Float, &[F(f64::NEG_INFINITY), F(3.0)]),
+            Ok(F(f64::NEG_INFINITY))
+        );
+    }
+
+    #[test]
+    fn float_rounding_per_dtype() {
+        assert_eq!(
+            run(ADD, Half, &[F(60000.0), F(60000.0)]),
+            Ok(F(f64::INFINITY))
+        );
+        assert_eq!(run(ADD, Half, &[F(65504.0), F(8.0)]), Ok(F(65504.0)));
+        assert_eq!(run(ADD, Half, &[F(65504.0), F(16.0)]), Ok(F(f64::INFINITY)));
+        // ties to even, straight from the double (no double rounding through f32)
+        assert_eq!(run(ADD, Half, &[F(1.0), F(2f64.powi(-11))]), Ok(F(1.0)));
+        let above = 1.0 + 2f64.powi(-40);
+        assert_eq!(
+            run(ADD, Half, &[F(above), F(2f64.powi(-11))]),
+            Ok(F(1.0009765625))
+        );
+        assert_eq!(run(ADD, BFloat16, &[F(1.0), F(2f64.powi(-8))]), Ok(F(1.0)));
+        let (a, b) = (0.1f32 as f64, 0.2f32 as f64);
+        assert_eq!(run(ADD, Float, &[F(a), F(b)]), Ok(F(0.30000001192092896)));
+        assert_eq!(
+            run(MULACC, Float, &[F(a), F(3.0), F(1.0)]),
+            Ok(F(1.2999999523162842))
+        );
+        assert_eq!(
+            run(ADD, Int32, &[F(1.5), I(1)]).map_err(|e| e.py_exception()),
+            Err(Some("TypeError"))
+        );
+        assert_eq!(
+            run(FDIV, Float, &[F(1.0), F(2.0)]),
+            Err(AluError::Unsupported(FDIV))
+        );
+    }
+
+    #[test]
+    fn casts_and_bitcasts() {
+        assert!(matches!(
+            cast_val(Float, Int32, NAN),
+            Err(AluError::Value(_))
+        ));
+        assert!(matches!(
+            cast_val(Float, Int32, F(f64::INFINITY)),
+            Err(AluError::PyOverflow(_))
+        ));
+        assert_eq!(cast_val(Float, UInt8, F(-3.7)), Ok(I(253)));
+        assert_eq!(const_val(UInt8, F(-3.7)), Ok(I(-3)));
+        assert_eq!(cast_val(Float, Int32, F(1e10)), Ok(I(1410065408)));
+        assert_eq!(cast_val(Float, Int64, F(3e38)), Ok(I(0)));
+        assert_eq!(
+            bits(cast_val(Float, Float, F(-f64::NAN))),
+            0x7ff8000000000000
+        );
+        assert_eq!(cast_val(Int32, Half, I(100000)), Ok(F(f64::INFINITY)));
+        assert_eq!(cast_val(Int32, Float, I((1 << 24) + 1)), Ok(F(16777216.0)));
+        assert_eq!(
+            cast_val(Int64, Double, I((1 << 53) + 1)),
+            Ok(F(9007199254740992.0))
+        );
+        assert_eq!(bitcast_val(Float, UInt32, F(-1.0)), Ok(I(3212836864)));
+        assert_eq!(
+            bits(bitcast_val(UInt16, Half, I(0x7e01))),
+            0x7ff8000000000000
+        );
+        assert_eq!(bitcast_val(BFloat16, UInt16, F(1.0)), Ok(I(16256)));
+        assert_eq!(
+            bits(bitcast_val(UInt16, BFloat16, I(0xffff))),
+            0xffffe00000000000
+        );
+        assert!(matches!(
+            bitcast_val(Int32, Float, I(1 << 40)),
+            Err(AluError::Struct(_))
+        ));
+        assert_eq!(bitcast_val(UInt8, Bool, I(2)), Ok(B(true)));
+        assert_eq!(bitcast_val(Float, Int32, F(1e300)), Ok(I(2139095040)));
+        assert!(matches!(
+            bitcast_val(Float, Int64, F(1.0)),
+            Err(AluError::Assertion(_))
+        ));
+    }
+
+    #[test]
+    fn half_packing_matches_cpython() {
+        assert_eq!(py_pack_half(65504.0), Ok(0x7bff));
+        assert!(py_pack_half(65520.0).is_err());
+        assert_eq!(py_pack_half(2f64.powi(-24)), Ok(1));
+        assert_eq!(py_pack_half(2f64.powi(-25)), Ok(0)); // tie → even
+        assert_eq!(py_pack_half(2f64.powi(-25) * 1.5), Ok(1));
+        assert_eq!(py_pack_half(-f64::NAN), Ok(0xfe00));
+        assert_eq!(py_unpack_half(0xfc00), f64::NEG_INFINITY);
+        assert_eq!(py_unpack_half(0x3c01), 1.0009765625);
+    }
+
+    #[test]
+    fn ub_flags() {
+        assert_eq!(ub_reason(CDIV, Int32, &[I(1), I(0)]), Some(Ub::DivByZero));
+        assert_eq!(
+            ub_reason(FLOORMOD, WeakInt, &[I(1), I(0)]),
+            Some(Ub::DivByZero)
+        );
+        assert_eq!(
+            ub_reason(CMOD, Int32, &[min32(), I(-1)]),
+            Some(Ub::DivOverflow)
+        );
+        assert_eq!(ub_reason(CDIV, UInt32, &[I(u32::MAX as i128), I(1)]), None);
+        assert_eq!(ub_reason(SHL, Int32, &[I(1), I(32)]), Some(Ub::ShiftCount));
+        assert_eq!(ub_reason(SHR, UInt64, &[I(1), I(-1)]), Some(Ub::ShiftCount));
+        assert_eq!(
+            ub_reason(SHL, Int32, &[I(-1), I(1)]),
+            Some(Ub::ShiftNegative)
+        );
+        assert_eq!(
+            ub_reason(SHL, Int32, &[I(1), I(31)]),
+            Some(Ub::ShiftOverflow)
+        );
+        assert_eq!(ub_reason(SHL, UInt32, &[I(3), I(31)]), None);
+        assert_eq!(
+            ub_reason(SHL, UInt8, &[I(1), I(8)]),
+            Some(Ub::NarrowOverflow)
+        );
+        assert_eq!(ub_reason(SHR, Int8, &[I(-128), I(10)]), None);
+        assert_eq!(
+            ub_reason(ADD, Int32, &[I(i32::MAX as i128), I(1)]),
+            Some(Ub::SignedOverflow)
+        );
+        assert_eq!(ub_reason(ADD, UInt32, &[I(u32::MAX as i128), I(1)]), None);
+        assert_eq!(
+            ub_reason(MUL, UInt16, &[I(65535), I(65535)]),
+            Some(Ub::NarrowOverflow)
+        );
+        assert_eq!(
+            ub_reason(NEG, Int64, &[I(i64::MIN as i128)]),
+            Some(Ub::SignedOverflow)
+        );
+        assert_eq!(
+            ub_reason(SUB, UInt8, &[I(5), I(10)]),
+            Some(Ub::NarrowOverflow)
+        );
+        assert_eq!(
+            ub_reason(MULACC, Int32, &[I(1 << 20), I(1 << 20), I(-(1 << 30))]),
+            Some(Ub::SignedOverflow)
+        );
+        assert_eq!(
+            ub_reason(ADD, WeakInt, &[I(i64::MAX as i128), I(1)]),
+            Some(Ub::WeakOverflow)
+        );
+        assert_eq!(ub_reason(ADD, Float, &[F(f64::MAX), F(f64::MAX)]), None);
+        assert!(!ub_of(ADD, Int32, &[I(1), I(2)]));
+        assert_eq!(cast_ub(Float, Int32, NAN), Some(Ub::FloatToInt));
+        assert_eq!(cast_ub(Float, UInt8, F(-0.5)), None);
+        assert_eq!(cast_ub(Float, UInt8, F(-1.0)), Some(Ub::FloatToInt));
+        assert_eq!(cast_ub(Double, Int32, F(2147483647.9)), None);
+        assert_eq!(
+            cast_ub(Double, Int32, F(2147483648.0)),
+            Some(Ub::FloatToInt)
+        );
+        assert_eq!(cast_ub(Int64, Int8, I(1000)), None);
+    }
+}

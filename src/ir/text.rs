@@ -1308,6 +1308,18 @@ mod tests {
     }
 
     #[test]
+    fn unicode_names_and_crlf() {
+        let mut g = Graph::new();
+        let v = g.variable("ünï😀\u{85}", 0, 1, DType::Int8);
+        let t = write_graph(&g, &[v], &["v"]);
+        assert!(t.contains(r"name='\xfcn\xef\U0001f600\x85'"), "{t}");
+        let crlf = t.replace('\n', "\r\n");
+        let p = parse_graph(&crlf, "w.py").unwrap();
+        assert_eq!(p.graph.node(p.root("v").unwrap()), g.node(v));
+        assert_eq!(write_graph(&p.graph, &p.root_uops(), &["v"]), t);
+    }
+
+    #[test]
     fn extreme_values_round_trip() {
         let mut g = Graph::new();
         let mut roots = vec![];

@@ -2,7 +2,6 @@
 //! (ctypes), floats round to the dtype (f16 overflow → ±inf, bf16 RNE through f32, fp8 as
 //! `float_to_fp8`), bool is truthiness, weak dtypes are not truncated.
 use super::dtype::DType;
-use half::f16;
 
 /// Two's-complement wrap of an int into a fixed-width int dtype; weakint is returned unchanged.
 pub fn wrap_int(dt: DType, v: i128) -> i128 {
@@ -35,7 +34,8 @@ pub fn round_float(dt: DType, x: f64) -> f64 {
 /// `float_to_fp16`: struct 'e' pack, OverflowError → copysign(inf). Python's pack rounds to
 /// nearest-even and raises on overflow past the largest finite after rounding.
 pub fn f16_round(x: f64) -> f64 {
-    f16::from_f64(x).to_f64()
+    // the half crate's from_f64 rounds through f32 (double rounding): use the exact CPython port
+    crate::ir::alu::float_to_fp16(x)
 }
 
 /// `float_to_bf16`: truncate to f32 first, then RNE to the top 16 bits; inf/nan pass through.
@@ -198,6 +198,11 @@ mod tests {
     fn rounds_like_python() {
         assert_eq!(round_float(DType::Half, 60000.0 + 60000.0), f64::INFINITY);
         assert_eq!(round_float(DType::Half, 65519.0), 65504.0);
+        // no double rounding through f32 (tinygrad gives 1.0009765625)
+        assert_eq!(
+            round_float(DType::Half, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+            1.0009765625
+        );
         assert_eq!(round_float(DType::Float, 0.1), 0.10000000149011612);
         assert_eq!(round_float(DType::BFloat16, 1.00390625), 1.0); // tie → even
         assert_eq!(round_float(DType::BFloat16, 1.01171875), 1.015625); // tie → even (up)

@@ -1,4 +1,8 @@
 //! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
 //! model and policy, and verdicts.
+pub mod check;
+pub mod fuzz;
+pub mod inject;
 pub mod inputs;
 pub mod tolerance;
+pub mod verdict;

@@ -74,6 +74,10 @@ impl Approx {
             unstable: false,
         }
     }
+    /// A correctly rounded result in `dt` with propagated error `e`.
+    pub fn rounded_pub(v: f64, e: f64, dt: DType, unstable: bool) -> Approx {
+        Approx::rounded(v, e, dt, unstable)
+    }
     fn rounded(v: f64, e: f64, dt: DType, unstable: bool) -> Approx {
         let e = e + unit_roundoff(dt) * v.abs();
         // overflow to inf or a NaN produced from finite operands is a rounding event

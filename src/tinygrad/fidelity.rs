@@ -158,6 +158,10 @@ pub fn port_rewrite(set: &RuleSet, text: &str) -> Result<PortRun, String> {
     let result = match out.stop {
         Stop::Done | Stop::FuelExhausted => SideResult::Ok(write_graph(&g, &[out.root], &["root"])),
         Stop::NonTermination { steps } => SideResult::NonTermination { steps },
+        Stop::Unresolved => SideResult::Err {
+            class: "KeyError".into(),
+            msg: "the root never resolved (uop/ops.py:1741)".into(),
+        },
         Stop::RuleError { rule, error, .. } => {
             let (class, msg) = port_error(&error);
             SideResult::Err {

@@ -50,6 +50,9 @@ pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
             "infinite loop in graph_rewrite (inside simplify)".into(),
         )),
         Stop::FuelExhausted => Err(RuleError::Runtime("fuel exhausted inside simplify".into())),
+        Stop::Unresolved => Err(RuleError::Runtime(
+            "KeyError: graph_rewrite left the root unresolved (inside simplify)".into(),
+        )),
     }
 }
 

@@ -7,6 +7,8 @@ pub mod movement;
 pub mod simple;
 pub mod sym;
 pub mod symbolic;
+#[cfg(test)]
+mod symlate_tests;
 pub mod transcendental;
 
 use super::engine::RuleSet;

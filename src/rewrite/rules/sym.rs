@@ -1,17 +1,813 @@
-//! sym's own 17 rules (uop/symbolic.py:441-475).
-//! Placeholder: being ported; empty until its owner lands it.
-use crate::rewrite::engine::RuleSet;
+//! `sym`'s own parts (tinygrad/uop/symbolic.py): `pm_simplify_valid` (:412-421, with
+//! `parse_valid`, `uop_given_valid`, `simplify_valid`, `gated_given_valid`), the 17 own rules
+//! (:441-475, with `reduce_mul_chain`) and `pm_clean_up_group_sink` (:432-439).
+use crate::ir::dtype::DType;
+use crate::ir::ops::group;
+use crate::ir::{Arg, ConstVal, Graph, Ops, ParamArg, UOp};
+use crate::rewrite::engine::{Cx, RuleError, RuleSet};
+use crate::rewrite::sugar::Py;
+use crate::rewrite::upat::{Bindings, UPat};
+use crate::rule;
+use std::collections::HashMap;
 
-pub fn sym_own() -> RuleSet {
-    RuleSet::new("sym_own", vec![])
+fn runtime(msg: &str) -> RuleError {
+    RuleError::Runtime(msg.to_string())
 }
 
-/// `pm_simplify_valid` (uop/symbolic.py), 2 rules.
+fn bound(b: &Bindings, name: &str) -> Result<UOp, RuleError> {
+    b.get(name)
+        .ok_or_else(|| runtime(&format!("TypeError: missing argument {name:?}")))
+}
+
+/// `x in u.backward_slice_with_self`.
+fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
+    g.toposort(&[u]).contains(&x)
+}
+
+/// `u.op_in_backward_slice_with_self(*ops)`.
+fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
+    g.toposort(&[u]).iter().any(|x| ops.contains(&g.op(*x)))
+}
+
+/// `_rebuild_dtype` as `graph_rewrite` uses it: keep the dtype unless a src dtype changed.
+fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
+    let node = g.node(n).clone();
+    let same = node
+        .src
+        .iter()
+        .zip(new_src)
+        .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let dt = if same {
+        node.dtype
+    } else {
+        g.infer_dtype(node.op, new_src, &node.arg)
+            .unwrap_or(node.dtype)
+    };
+    g.mk(node.op, dt, new_src, node.arg)
+}
+
+/// `u.substitute(dvars)` (uop/ops.py:529): a bottom-up `graph_rewrite` with `_substitute`: a node
+/// found in `dvars` is replaced (to a fixpoint) before its srcs are visited; a node whose srcs
+/// changed is rebuilt and looked up again.
+pub fn substitute(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, RuleError> {
+    let map: HashMap<UOp, UOp> = dvars
+        .iter()
+        .filter(|(k, v)| k != v)
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    if map.is_empty() {
+        return Ok(u);
+    }
+    let mut memo: HashMap<UOp, UOp> = HashMap::new();
+    subst_rec(g, u, &map, &mut memo, 0)
+}
+
+fn subst_rec(
+    g: &mut Graph,
+    u: UOp,
+    map: &HashMap<UOp, UOp>,
+    memo: &mut HashMap<UOp, UOp>,
+    depth: usize,
+) -> Result<UOp, RuleError> {
+    if let Some(r) = memo.get(&u) {
+        return Ok(*r);
+    }
+    if depth > 10_000 {
+        return Err(runtime("substitute: graph too deep"));
+    }
+    // bpm to a fixpoint (tinygrad: "infinite loop in fixed_point_rewrite" on a cycle)
+    let mut n = u;
+    let mut seen = vec![u];
+    while let Some(r) = map.get(&n) {
+        if seen.contains(r) {
+            return Err(runtime("infinite loop in fixed_point_rewrite"));
+        }
+        n = *r;
+        seen.push(n);
+    }
+    let srcs = g.src(n).to_vec();
+    let mut new_src = Vec::with_capacity(srcs.len());
+    for s in &srcs {
+        new_src.push(subst_rec(g, *s, map, memo, depth + 1)?);
+    }
+    let out = if new_src == srcs {
+        n
+    } else {
+        let nn = rebuild(g, n, &new_src);
+        subst_rec(g, nn, map, memo, depth + 1)?
+    };
+    memo.insert(u, out);
+    Ok(out)
+}
+
+/// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
+pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
+    super::divandmod::simplify(cx, u)
+}
+
+/// `UOp.variable(name, lo, hi, dtype, param=True)`: an ALU PARAM with a value range.
+fn fake_variable(g: &mut Graph, name: &str, lo: i128, hi: i128, dt: DType) -> UOp {
+    let shape = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+    g.mk(
+        Ops::PARAM,
+        dt,
+        &[shape],
+        Arg::Param(Box::new(ParamArg::variable(name, lo, hi, dt))),
+    )
+}
+
+fn int_of(v: ConstVal) -> Result<i128, RuleError> {
+    match v {
+        ConstVal::Float(f) if f.is_finite() => Ok(crate::ir::graph::py_int_of_float(f)),
+        ConstVal::Float(_) => Err(RuleError::Value("cannot convert float to int".into())),
+        ConstVal::Invalid => Err(runtime("int() of Invalid")),
+        other => Ok(other.as_i128().unwrap_or(0)),
+    }
+}
+
+/// `parse_valid` (symbolic.py:313): `X <= c` → `(X, true, c)`, `X >= c` → `(X, false, c)`.
+pub fn parse_valid(cx: &mut Cx, v: UOp) -> Result<Option<(UOp, bool, i128)>, RuleError> {
+    let g = &*cx.g;
+    let op = g.op(v);
+    let src = g.src(v).to_vec();
+    if op == Ops::CMPNE
+        && g.op(src[1]) == Ops::CONST
+        && g.const_val(src[1])
+            .is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
+        && g.op(src[0]) == Ops::CMPLT
+        && g.dtype(g.src(src[0])[0]).is_int()
+    {
+        // (X < c).ne(True) -> X >= c
+        let s0 = g.src(src[0]).to_vec();
+        let c = int_of(cx.vmin(s0[1]))?;
+        return Ok(Some((s0[0], false, c)));
+    }
+    if op == Ops::CMPLT && g.dtype(src[0]).is_int() {
+        // c < X -> X >= c+1
+        if g.op(src[0]) == Ops::CONST {
+            let c = int_of(g.const_val(src[0]).unwrap_or(ConstVal::Invalid))?;
+            return Ok(Some((src[1], false, c.checked_add(1).ok_or_else(ov)?)));
+        }
+        // X < c -> X <= c-1
+        let c = int_of(cx.vmax(src[1]))?;
+        return Ok(Some((src[0], true, c.checked_sub(1).ok_or_else(ov)?)));
+    }
+    Ok(None)
+}
+
+fn ov() -> RuleError {
+    RuleError::Overflow("valid bound".into())
+}
+
+fn all_same(v: &[UOp]) -> bool {
+    v.iter().all(|x| *x == v[0])
+}
+
+/// `uop_given_valid(valid, uop, try_simplex)` (symbolic.py:328).
+pub fn uop_given_valid(
+    cx: &mut Cx,
+    valid: UOp,
+    uop: UOp,
+    try_simplex: bool,
+) -> Result<UOp, RuleError> {
+    let mut uop = uop;
+    // bounds: {expr: [lower, upper]} in insertion order (a defaultdict)
+    let mut bounds: Vec<(UOp, [Option<i128>; 2])> = Vec::new();
+    for stmt in cx.split_uop(valid, Ops::AND) {
+        let Some((expr, is_upper, c)) = parse_valid(cx, stmt)? else {
+            continue;
+        };
+        let i = match bounds.iter().position(|(e, _)| *e == expr) {
+            Some(i) => i,
+            None => {
+                bounds.push((expr, [None, None]));
+                bounds.len() - 1
+            }
+        };
+        bounds[i].1[is_upper as usize] = Some(c);
+    }
+    let mut all_candidates: Vec<(UOp, UOp)> = Vec::new();
+    for (i, (expr, v)) in bounds.iter().enumerate() {
+        let (expr, v) = (*expr, *v);
+        let v0 = match v[0] {
+            Some(c) => c,
+            None => int_of(cx.vmin(expr))?,
+        };
+        let v1 = match v[1] {
+            Some(c) => c,
+            None => int_of(cx.vmax(expr))?,
+        };
+        let dt = cx.g.dtype(expr);
+        let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
+        all_candidates.push((expr, fake));
+        if try_simplex {
+            let mut candidates: Vec<Vec<(UOp, UOp)>> = vec![vec![(expr, fake)]];
+            if cx.g.op(expr) == Ops::ADD && v0 == 1 {
+                let terms = cx.split_uop(expr, Ops::ADD);
+                if terms.iter().all(|u| cx.g.op(*u).is_irreducible()) {
+                    let mut cand = Vec::new();
+                    for xi in terms {
+                        let hi = int_of(cx.vmax(xi))?;
+                        let xdt = cx.g.dtype(xi);
+                        cand.push((xi, fake_variable(cx.g, &format!("fake{i}"), 1, hi, xdt)));
+                    }
+                    candidates.push(cand);
+                }
+            }
+            for candidate in candidates {
+                if candidate.iter().any(|(x, _)| !in_slice(cx.g, *x, uop)) {
+                    continue;
+                }
+                let mut newuops = Vec::new();
+                for (x, new_x) in &candidate {
+                    let s = substitute(cx.g, uop, &[(*x, *new_x)])?;
+                    let s = simplify(cx, s)?;
+                    let s = substitute(cx.g, s, &[(*new_x, *x)])?;
+                    newuops.push(simplify(cx, s)?);
+                }
+                if all_same(&newuops) {
+                    uop = newuops[0];
+                } else if cx.g.op(uop) == Ops::STACK && cx.g.src(uop).len() == 2 {
+                    let s0: Vec<UOp> = newuops.iter().map(|u| cx.g.src(*u)[0]).collect();
+                    if all_same(&s0) {
+                        let s1 = cx.g.src(uop)[1];
+                        uop = replace_src(cx.g, uop, &[s0[0], s1]);
+                    }
+                    let s1: Vec<UOp> = newuops.iter().map(|u| cx.g.src(*u)[1]).collect();
+                    if all_same(&s1) {
+                        let s0 = cx.g.src(uop)[0];
+                        uop = replace_src(cx.g, uop, &[s0, s1[0]]);
+                    }
+                }
+            }
+        }
+    }
+    // try all the valids together (but only the whole expressions)
+    let s_uop = substitute(cx.g, uop, &all_candidates)?;
+    if s_uop != uop {
+        let s = simplify(cx, s_uop)?;
+        let rev: Vec<(UOp, UOp)> = all_candidates.iter().map(|(a, b)| (*b, *a)).collect();
+        let s = substitute(cx.g, s, &rev)?;
+        uop = simplify(cx, s)?;
+    }
+    Ok(uop)
+}
+
+/// `uop.replace(src=...)`: same op, dtype and arg.
+fn replace_src(g: &mut Graph, u: UOp, src: &[UOp]) -> UOp {
+    let n = g.node(u).clone();
+    g.mk(n.op, n.dtype, src, n.arg)
+}
+
+/// `_valid_priority` (symbolic.py:365).
+fn valid_priority(cx: &mut Cx, v: UOp, valids: &[UOp]) -> Result<i64, RuleError> {
+    Ok(match parse_valid(cx, v)? {
+        None => 0,
+        Some((x, _, _)) => -(valids.iter().filter(|o| in_slice(cx.g, x, **o)).count() as i64),
+    })
+}
+
+/// `simplify_valid` (symbolic.py:369).
+pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError> {
+    if op_in_slice(cx.g, valid, &[Ops::INDEX]) {
+        return Ok(None);
+    }
+    let valids = cx.split_uop(valid, Ops::AND);
+    let mut keyed = Vec::with_capacity(valids.len());
+    for v in &valids {
+        keyed.push((valid_priority(cx, *v, &valids)?, *v));
+    }
+    // `sorted` is stable
+    keyed.sort_by_key(|(k, _)| *k);
+    let valids: Vec<UOp> = keyed.into_iter().map(|(_, v)| v).collect();
+    let mut deduped: Vec<UOp> = Vec::new();
+    for v in &valids {
+        if !deduped.contains(v) {
+            deduped.push(*v);
+        }
+    }
+    let mut ret: Vec<UOp> = Vec::new();
+    for stmt in deduped {
+        let stmt = if ret.is_empty() {
+            stmt
+        } else {
+            let p = cx.uprod(ret[0], &ret[1..])?;
+            uop_given_valid(cx, p, stmt, true)?
+        };
+        ret.push(stmt);
+    }
+    // `ret != valids`: list comparison (length, then identity of each element)
+    if ret == valids {
+        return Ok(None);
+    }
+    Ok(Some(cx.uprod(ret[0], &ret[1..])?))
+}
+
+/// `gated_given_valid` (symbolic.py:406), with IMAGE=0.
+pub fn gated_given_valid(cx: &mut Cx, cond: UOp, x: UOp, i: UOp) -> Result<Option<UOp>, RuleError> {
+    if cx.g.dtype(x) != DType::WeakInt || op_in_slice(cx.g, x, &[Ops::INDEX]) {
+        return Ok(None);
+    }
+    let nx = uop_given_valid(cx, cond, x, false)?;
+    Ok(Some(cx.where_(cond, nx, i)?))
+}
+
+/// `invalid_pat` (symbolic.py:72).
+fn invalid_pat() -> UPat {
+    UPat::cnst(ConstVal::Invalid).named("i")
+}
+
+/// `invalid_gate` (symbolic.py:73).
+fn invalid_gate() -> UPat {
+    UPat::var("cond").where_(UPat::var("x"), invalid_pat())
+}
+
+/// `pm_simplify_valid` (symbolic.py:418), 2 rules.
 pub fn pm_simplify_valid() -> RuleSet {
-    RuleSet::new("pm_simplify_valid", vec![])
+    RuleSet::new(
+        "pm_simplify_valid",
+        vec![
+            // (UPat(Ops.AND, name="valid"), simplify_valid)
+            rule!(
+                "sym/simplify_valid",
+                "tinygrad/uop/symbolic.py:369",
+                UPat::op(Ops::AND).named("valid"),
+                |cx, b| simplify_valid(cx, b["valid"])
+            ),
+            // (invalid_gate, gated_given_valid)
+            rule!(
+                "sym/gated_given_valid",
+                "tinygrad/uop/symbolic.py:418",
+                invalid_gate(),
+                |cx, b| gated_given_valid(cx, b["cond"], b["x"], b["i"])
+            ),
+        ],
+    )
 }
 
-/// `pm_clean_up_group_sink` (uop/symbolic.py), 2 rules.
+/// The `(Ops, int)` arg of a REDUCE. The port's IR has no REDUCE arg variant yet (`ir::Arg`), so no
+/// REDUCE node can carry one and the two REDUCE rules below never fire (a known gap).
+fn reduce_arg(_g: &Graph, _r: UOp) -> Option<(Ops, i64)> {
+    None
+}
+
+/// `reduce_mul_chain` (symbolic.py:381).
+pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
+    let Some((rop, _)) = reduce_arg(cx.g, r) else {
+        return Ok(None);
+    };
+    if !matches!(rop, Ops::ADD | Ops::MAX) {
+        return Ok(None);
+    }
+    let src = cx.g.src(r).to_vec();
+    if cx.g.dtype(r) != cx.g.dtype(src[0]) {
+        return Ok(None);
+    }
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    for m in cx.split_uop(src[0], Ops::MUL) {
+        let parents: Vec<UOp> = {
+            let mut t = cx.g.toposort(&[m]);
+            t.retain(|x| *x != m);
+            t
+        };
+        let ok = !src[1..].contains(&m)
+            && src[1..].iter().all(|rr| !parents.contains(rr))
+            && (rop != Ops::MAX || !crate::rewrite::analysis::py_lt(cx.vmin(m), ConstVal::Int(0)));
+        if ok {
+            outside.push(m);
+        } else {
+            inside.push(m);
+        }
+    }
+    if outside.is_empty() {
+        return Ok(None);
+    }
+    // `prod(inside)` = math.prod with start 1 (a Python int), so `1 * a * b`
+    let first = if inside.is_empty() {
+        cx.const_like(src[0], 1)
+    } else {
+        match cx.prod(Py::I(1), &inside)? {
+            Py::U(u) => u,
+            _ => return Err(runtime("prod of a non-empty list")),
+        }
+    };
+    let mut nsrc = vec![first];
+    nsrc.extend_from_slice(&src[1..]);
+    let nr = replace_src(cx.g, r, &nsrc);
+    match cx.prod(Py::I(1), &outside)? {
+        Py::U(o) => Ok(Some(cx.mul(nr, o)?)),
+        _ => Err(runtime("prod of a non-empty list")),
+    }
+}
+
+/// `UOp.index(v)` + `UOp.valid(cond)` + `UOp.store(val)` of the gated-store rules:
+/// `UOp.store(index.src[0].index(index.src[1].valid(gate)), val)`.
+fn gated_store(cx: &mut Cx, index: UOp, gate: UOp, val: UOp) -> Result<UOp, RuleError> {
+    let (buf, idx) = match cx.g.src(index) {
+        [b, i, ..] => (*b, *i),
+        _ => return Err(runtime("IndexError: INDEX without an index src")),
+    };
+    let inv = cx.konst(ConstVal::Invalid, None);
+    let v = cx.where_(gate, idx, inv)?;
+    // `buf.index(v)`: a CONST index into a STACK selects the element
+    let new_index = if cx.g.op(v) == Ops::CONST && cx.g.op(buf) == Ops::STACK {
+        let k = int_of(cx.g.const_val(v).unwrap_or(ConstVal::Invalid))?;
+        let s = cx.g.src(buf);
+        usize::try_from(k)
+            .ok()
+            .and_then(|k| s.get(k).copied())
+            .ok_or_else(|| runtime("IndexError: tuple index out of range"))?
+    } else {
+        cx.g.mk_infer(Ops::INDEX, &[buf, v], Arg::None)
+            .map_err(|e| runtime(&e.to_string()))?
+    };
+    Ok(cx
+        .g
+        .mk(Ops::STORE, DType::Void, &[new_index, val], Arg::None))
+}
+
+fn noop(cx: &mut Cx) -> UOp {
+    cx.g.mk(Ops::NOOP, DType::Void, &[], Arg::None)
+}
+
+/// `1+UPat.var("x")`: `UPat.__radd__`, the const first, commutative.
+fn one_plus_x() -> UPat {
+    UPat::cint(1).add(UPat::var("x"))
+}
+
+/// sym's own 17 rules (symbolic.py:441-475).
+pub fn sym_own() -> RuleSet {
+    let alu: Vec<Ops> = [group::UNARY, group::BINARY, group::TERNARY].concat();
+    RuleSet::new(
+        "sym_own",
+        vec![
+            // (UPat(GroupOp.ALU, src=(UPat(Ops.STACK, src=UPat(name='x')), UPat(Ops.STACK, src=UPat(name='y'))), name='alu'),
+            //  lambda x,y,alu: UOp(Ops.STACK, src=(UOp(alu.op, src=(x,y)),)))
+            rule!(
+                "sym/stack_broadcast_alu",
+                "tinygrad/uop/symbolic.py:444",
+                UPat::ops(&alu)
+                    .src(vec![
+                        UPat::op(Ops::STACK).src_repeat(UPat::var("x")),
+                        UPat::op(Ops::STACK).src_repeat(UPat::var("y")),
+                    ])
+                    .named("alu"),
+                |cx, b| {
+                    let (x, y) = (bound(b, "x")?, bound(b, "y")?);
+                    let op = cx.g.op(b["alu"]);
+                    let inner = cx.alu(op, &[x, y])?;
+                    Ok(Some(cx.alu(Ops::STACK, &[inner])?))
+                }
+            ),
+            // (UPat.var("s").where(UPat.var("a"), UPat.var("b")).cast().named("cast"),
+            //  lambda s,a,b,cast: s.where(commit_weak(a, cast.dtype), commit_weak(b, cast.dtype)))
+            rule!(
+                "sym/where_cast_to_branches",
+                "tinygrad/uop/symbolic.py:448",
+                UPat::var("s")
+                    .where_(UPat::var("a"), UPat::var("b"))
+                    .cast(None)
+                    .named("cast"),
+                |cx, b| {
+                    let dt = cx.g.dtype(b["cast"]);
+                    let a = commit_weak(cx, b["a"], dt)?;
+                    let bb = commit_weak(cx, b["b"], dt)?;
+                    Ok(Some(cx.where_(b["s"], a, bb)?))
+                }
+            ),
+            // ((UPat(Ops.POW, name="p"), lambda p: xpow(*p.src)))
+            rule!(
+                "sym/pow_xpow",
+                "tinygrad/uop/symbolic.py:450",
+                UPat::op(Ops::POW).named("p"),
+                |cx, b| {
+                    let s = cx.g.src(b["p"]).to_vec();
+                    if s.len() != 2 {
+                        return Err(runtime("TypeError: xpow takes 2 arguments"));
+                    }
+                    Ok(Some(super::transcendental::xpow(cx, s[0], s[1])?))
+                }
+            ),
+            // (UPat.store(UPat(Ops.INDEX, name="index"), UPat.load(UPat(Ops.INDEX, name="index"))), lambda index: UOp(Ops.NOOP))
+            rule!(
+                "sym/store_load_same_index",
+                "tinygrad/uop/symbolic.py:452",
+                UPat::op(Ops::STORE).src(vec![
+                    UPat::op(Ops::INDEX).named("index"),
+                    UPat::op(Ops::LOAD).src(vec![UPat::op(Ops::INDEX).named("index")]),
+                ]),
+                |cx, _b| Ok(Some(noop(cx)))
+            ),
+            // (UPat.store(UPat(Ops.INDEX, name="index"), UPat.var("gate").where(UPat.var("alt"), UPat.load(UPat(Ops.INDEX, name="index")))),
+            //  lambda index, gate, alt: UOp.store(index.src[0].index(index.src[1].valid(gate)), alt))
+            rule!(
+                "sym/store_where_load_gated",
+                "tinygrad/uop/symbolic.py:455",
+                UPat::op(Ops::STORE).src(vec![
+                    UPat::op(Ops::INDEX).named("index"),
+                    UPat::var("gate").where_(
+                        UPat::var("alt"),
+                        UPat::op(Ops::LOAD).src(vec![UPat::op(Ops::INDEX).named("index")])
+                    ),
+                ]),
+                |cx, b| Ok(Some(gated_store(cx, b["index"], b["gate"], b["alt"])?))
+            ),
+            // (UPat(Ops.STORE, src=(UPat(), invalid_pat)), lambda i: UOp(Ops.NOOP))
+            rule!(
+                "sym/store_invalid",
+                "tinygrad/uop/symbolic.py:457",
+                UPat::op(Ops::STORE).src(vec![UPat::any_node(), invalid_pat()]),
+                |cx, _b| Ok(Some(noop(cx)))
+            ),
+            // (UPat(Ops.STORE, src=(UPat(Ops.INDEX, name="index"), UPat.var("cond").where(UPat.var("val"), invalid_pat))),
+            //  lambda index, cond, val, i: UOp.store(index.src[0].index(index.src[1].valid(cond)), val))
+            rule!(
+                "sym/store_where_invalid_gated",
+                "tinygrad/uop/symbolic.py:460",
+                UPat::op(Ops::STORE).src(vec![
+                    UPat::op(Ops::INDEX).named("index"),
+                    UPat::var("cond").where_(UPat::var("val"), invalid_pat()),
+                ]),
+                |cx, b| Ok(Some(gated_store(cx, b["index"], b["cond"], b["val"])?))
+            ),
+            // ((UPat.var("x") * UPat.var("x")).reciprocal(), lambda x: x.reciprocal()*x.reciprocal())
+            rule!(
+                "sym/recip_square",
+                "tinygrad/uop/symbolic.py:461",
+                UPat::var("x")
+                    .mul(UPat::var("x"))
+                    .alu(Ops::RECIPROCAL, vec![]),
+                |cx, b| {
+                    let r = cx.reciprocal(b["x"])?;
+                    Ok(Some(cx.mul(r, r)?))
+                }
+            ),
+            // ((UPat.var("x") * UPat.var("x") * UPat.var("x")).reciprocal(), lambda x: x.reciprocal()*x.reciprocal()*x.reciprocal())
+            rule!(
+                "sym/recip_cube",
+                "tinygrad/uop/symbolic.py:462",
+                UPat::var("x")
+                    .mul(UPat::var("x"))
+                    .mul(UPat::var("x"))
+                    .alu(Ops::RECIPROCAL, vec![]),
+                |cx, b| {
+                    let r = cx.reciprocal(b["x"])?;
+                    let rr = cx.mul(r, r)?;
+                    Ok(Some(cx.mul(rr, r)?))
+                }
+            ),
+            // ((UPat.var("x") * UPat.cvar("c")).reciprocal(), lambda x,c: x.reciprocal()*c.reciprocal())
+            rule!(
+                "sym/recip_mul_const",
+                "tinygrad/uop/symbolic.py:463",
+                UPat::var("x")
+                    .mul(UPat::cvar("c"))
+                    .alu(Ops::RECIPROCAL, vec![]),
+                |cx, b| {
+                    let rx = cx.reciprocal(b["x"])?;
+                    let rc = cx.reciprocal(b["c"])?;
+                    Ok(Some(cx.mul(rx, rc)?))
+                }
+            ),
+            // (UPat.var("x") * ((1+UPat.var("x")).reciprocal().named("d")), lambda x,d: 1-d)
+            rule!(
+                "sym/x_div_1_plus_x",
+                "tinygrad/uop/symbolic.py:464",
+                UPat::var("x").mul(one_plus_x().alu(Ops::RECIPROCAL, vec![]).named("d")),
+                |cx, b| Ok(Some(cx.rsub(b["d"], 1)?))
+            ),
+            // (UPat.var("x") * ((1+UPat.var("x")).reciprocal().named("d")*UPat.var("y")), lambda x,y,d: y*(1-d))
+            rule!(
+                "sym/x_div_1_plus_x_mul",
+                "tinygrad/uop/symbolic.py:465",
+                UPat::var("x").mul(
+                    one_plus_x()
+                        .alu(Ops::RECIPROCAL, vec![])
+                        .named("d")
+                        .mul(UPat::var("y"))
+                ),
+                |cx, b| {
+                    let s = cx.rsub(b["d"], 1)?;
+                    Ok(Some(cx.mul(b["y"], s)?))
+                }
+            ),
+            // (UPat.var("x") * ((1+UPat.var("x")).reciprocal().named("d")+UPat.var("y")), lambda x,y,d: (1-d)+x*y)
+            rule!(
+                "sym/x_div_1_plus_x_add",
+                "tinygrad/uop/symbolic.py:466",
+                UPat::var("x").mul(
+                    one_plus_x()
+                        .alu(Ops::RECIPROCAL, vec![])
+                        .named("d")
+                        .add(UPat::var("y"))
+                ),
+                |cx, b| {
+                    let s = cx.rsub(b["d"], 1)?;
+                    let xy = cx.mul(b["x"], b["y"])?;
+                    Ok(Some(cx.add(s, xy)?))
+                }
+            ),
+            // ((UPat.var("x")*UPat.cvar("c")).reduce(arg=Ops.ADD, name="r", allow_any_len=True),
+            //  lambda x,c,r: r.replace(src=(x,)+r.src[1:])*c.val)
+            rule!(
+                "sym/reduce_add_const_mul",
+                "tinygrad/uop/symbolic.py:468",
+                UPat::op(Ops::REDUCE)
+                    .src(vec![UPat::var("x").mul(UPat::cvar("c"))])
+                    .any_len()
+                    .named("r"),
+                |cx, b| {
+                    let r = b["r"];
+                    // arg=(Ops.ADD, 0): see `reduce_arg`
+                    if reduce_arg(cx.g, r) != Some((Ops::ADD, 0)) {
+                        return Ok(None);
+                    }
+                    let mut src = cx.g.src(r).to_vec();
+                    src[0] = b["x"];
+                    let nr = replace_src(cx.g, r, &src);
+                    let c = cx.g.const_val(b["c"]).unwrap_or(ConstVal::Invalid);
+                    Ok(Some(cx.mul(nr, c)?))
+                }
+            ),
+            // (UPat(Ops.MUL).reduce(name="r", allow_any_len=True), reduce_mul_chain)
+            rule!(
+                "sym/reduce_mul_chain",
+                "tinygrad/uop/symbolic.py:381",
+                UPat::op(Ops::REDUCE)
+                    .src(vec![UPat::op(Ops::MUL)])
+                    .any_len()
+                    .named("r"),
+                |cx, b| reduce_mul_chain(cx, b["r"])
+            ),
+            // (-1 * (UPat.var("x") + UPat.var("y")), lambda x,y: (-x)+(-y))
+            rule!(
+                "sym/neg_distribute",
+                "tinygrad/uop/symbolic.py:472",
+                UPat::cint(-1).mul(UPat::var("x").add(UPat::var("y"))),
+                |cx, b| {
+                    let nx = cx.neg(b["x"])?;
+                    let ny = cx.neg(b["y"])?;
+                    Ok(Some(cx.add(nx, ny)?))
+                }
+            ),
+            // ((UPat.var("x", dtypes.weakint) + UPat.var("y")) * UPat.cvar("c"), lambda x,y,c: x*c+y*c)
+            rule!(
+                "sym/weakint_mul_distribute",
+                "tinygrad/uop/symbolic.py:474",
+                UPat::var_dt("x", &[DType::WeakInt])
+                    .add(UPat::var("y"))
+                    .mul(UPat::cvar("c")),
+                |cx, b| {
+                    let xc = cx.mul(b["x"], b["c"])?;
+                    let yc = cx.mul(b["y"], b["c"])?;
+                    Ok(Some(cx.add(xc, yc)?))
+                }
+            ),
+        ],
+    )
+}
+
+/// `commit_weak(s, dt)` (uop/weak.py:10). `UOp.const(s.val, dt)` runs `dt.const`, whose `int(val)`
+/// raises for a nan (ValueError) or inf (OverflowError) float committed to an int dtype.
+pub fn commit_weak(cx: &mut Cx, s: UOp, dt: DType) -> Result<UOp, RuleError> {
+    match cx.g.const_val(s) {
+        Some(v) => {
+            if let ConstVal::Float(f) = v
+                && dt.is_int()
+            {
+                if f.is_nan() {
+                    return Err(RuleError::Value(
+                        "cannot convert float NaN to integer".into(),
+                    ));
+                }
+                if f.is_infinite() {
+                    return Err(runtime(
+                        "OverflowError: cannot convert float infinity to integer",
+                    ));
+                }
+                if f.abs() >= 2f64.powi(127) {
+                    return Err(RuleError::Overflow(format!("int({f})")));
+                }
+            }
+            Ok(cx.konst(v, Some(dt)))
+        }
+        None => Ok(cx.cast(s, dt)),
+    }
+}
+
+/// `REMOVE_FROM_SINK_LIKE` (symbolic.py:433).
+const REMOVE_FROM_SINK_LIKE: &[Ops] = &[Ops::NOOP, Ops::STACK, Ops::SINK, Ops::GROUP];
+
+/// `pm_clean_up_group_sink` (symbolic.py:434), 2 rules.
 pub fn pm_clean_up_group_sink() -> RuleSet {
-    RuleSet::new("pm_clean_up_group_sink", vec![])
+    RuleSet::new(
+        "pm_clean_up_group_sink",
+        vec![
+            // (UPat(Ops.GROUP, src=(UPat.var("x"),)), lambda x: x)
+            rule!(
+                "sym/group_single",
+                "tinygrad/uop/symbolic.py:435",
+                UPat::op(Ops::GROUP).src(vec![UPat::var("x")]),
+                |_cx, b| Ok(Some(b["x"]))
+            ),
+            // (UPat((Ops.SINK, Ops.GROUP), name="root"), lambda root: UOp(root.op, src=tuple(flatten(x.src if x.op in
+            //   REMOVE_FROM_SINK_LIKE else (x,) for x in root.src)), arg=root.arg) if any(x.op in REMOVE_FROM_SINK_LIKE ...) else None)
+            rule!(
+                "sym/flatten_sink_group",
+                "tinygrad/uop/symbolic.py:437",
+                UPat::ops(&[Ops::SINK, Ops::GROUP]).named("root"),
+                |cx, b| {
+                    let root = b["root"];
+                    let src = cx.g.src(root).to_vec();
+                    if !src
+                        .iter()
+                        .any(|x| REMOVE_FROM_SINK_LIKE.contains(&cx.g.op(*x)))
+                    {
+                        return Ok(None);
+                    }
+                    let mut flat = Vec::new();
+                    for x in src {
+                        if REMOVE_FROM_SINK_LIKE.contains(&cx.g.op(x)) {
+                            flat.extend_from_slice(cx.g.src(x));
+                        } else {
+                            flat.push(x);
+                        }
+                    }
+                    let op = cx.g.op(root);
+                    let arg = cx.g.arg(root).clone();
+                    Ok(Some(
+                        cx.g.mk_infer(op, &flat, arg)
+                            .map_err(|e| runtime(&e.to_string()))?,
+                    ))
+                }
+            ),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+
+    #[test]
+    fn rule_counts() {
+        assert_eq!(sym_own().len(), 17);
+        assert_eq!(pm_simplify_valid().len(), 2);
+        assert_eq!(pm_clean_up_group_sink().len(), 2);
+    }
+
+    #[test]
+    fn substitute_is_bottom_up_and_rebuilds() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let y = g.variable("y", 0, 10, DType::WeakInt);
+        let xy = g.alu(Ops::ADD, &[x, y]).unwrap();
+        let m = g.alu(Ops::MUL, &[xy, x]).unwrap();
+        let z = g.variable("z", 0, 3, DType::WeakInt);
+        // x -> z everywhere; (x+y) -> z replaces the whole subtree before its srcs are visited
+        let want = {
+            let zy = g.alu(Ops::ADD, &[z, y]).unwrap();
+            g.alu(Ops::MUL, &[zy, z]).unwrap()
+        };
+        assert_eq!(substitute(&mut g, m, &[(x, z)]), Ok(want));
+        let want2 = g.alu(Ops::MUL, &[z, x]).unwrap();
+        assert_eq!(substitute(&mut g, m, &[(xy, z)]), Ok(want2));
+        assert_eq!(substitute(&mut g, m, &[(x, x)]), Ok(m));
+        // a cycle is tinygrad's "infinite loop in fixed_point_rewrite"
+        assert!(substitute(&mut g, m, &[(x, y), (y, x)]).is_err());
+    }
+
+    #[test]
+    fn parse_valid_forms() {
+        let mut g = Graph::new();
+        let mut cache = Default::default();
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let x = cx.g.variable("x", 0, 10, DType::WeakInt);
+        let f = cx.g.variable("f", 0, 1, DType::Float);
+        let lt = cx.lt(x, 5).unwrap();
+        assert_eq!(parse_valid(&mut cx, lt), Ok(Some((x, true, 4))));
+        let ge = cx.ge(x, 3).unwrap();
+        assert_eq!(parse_valid(&mut cx, ge), Ok(Some((x, false, 3))));
+        let gt = cx.gt(x, 2).unwrap();
+        assert_eq!(parse_valid(&mut cx, gt), Ok(Some((x, false, 3))));
+        let flt = cx.lt(f, 1.0).unwrap();
+        assert_eq!(parse_valid(&mut cx, flt), Ok(None));
+    }
+
+    #[test]
+    fn reduce_rules_cannot_fire_without_a_reduce_arg() {
+        // the IR has no REDUCE arg yet (see `reduce_arg`): a REDUCE of a MUL stays as is
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let c = g.cint(DType::WeakInt, 3);
+        let m = g.alu(Ops::MUL, &[x, c]).unwrap();
+        let r = g.mk(Ops::REDUCE, DType::WeakInt, &[m], Arg::None);
+        let mut cache = Default::default();
+        let out = graph_rewrite(&mut g, &mut cache, r, &sym_own(), &Limits::default());
+        assert_eq!((out.stop, out.root), (Stop::Done, r));
+    }
 }

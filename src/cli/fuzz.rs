@@ -1,0 +1,137 @@
+//! `uopfuzz fuzz`: the in-process loop (generate → rewrite → execute → compare → save). With no
+//! flags it runs a short default campaign (the README's main command). The last stdout line
+//! with `--json` is the machine-readable summary.
+use crate::r#gen::Family;
+use crate::oracle::fuzz::{FuzzOpts, parse_known, run};
+use crate::oracle::inject;
+use crate::oracle::tolerance::FloatPolicy;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Base seed; the same seed gives the same graphs and findings on every machine.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop after this many seconds (default 20 when --iters is not given).
+    #[arg(long)]
+    pub time: Option<f64>,
+    /// Stop after this many graphs.
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Only this generator family: index, fixedint, float, bool, kernel.
+    #[arg(long, value_parser = parse_family)]
+    pub family: Option<Family>,
+    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late.
+    #[arg(long, default_value = "pipeline")]
+    pub rules: String,
+    /// Switch in one injected bad rule (see --list-injections).
+    #[arg(long)]
+    pub inject: Option<String>,
+    /// List the injected bad rules and exit.
+    #[arg(long)]
+    pub list_injections: bool,
+    /// Where finding directories go.
+    #[arg(long, default_value = "findings")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value_t = FloatPolicy::FastMath)]
+    pub float_policy: FloatPolicy,
+    /// Input points per graph.
+    #[arg(long, default_value_t = 24)]
+    pub points: usize,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Known-findings list (default: the built-in corpus/known-findings.tsv).
+    #[arg(long)]
+    pub known: Option<PathBuf>,
+    /// Print a JSON summary as the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_family(s: &str) -> Result<Family, String> {
+    Family::from_name(s)
+        .ok_or_else(|| format!("unknown family {s:?} (index, fixedint, float, bool, kernel)"))
+}
+
+pub fn run_cmd(a: Args) -> ExitCode {
+    if a.list_injections {
+        for (n, what) in inject::list() {
+            println!("{n:34} {what}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut opts = FuzzOpts {
+        seed: a.seed,
+        time_secs: a.time.or(if a.iters.is_some() { None } else { Some(20.0) }),
+        iters: a.iters,
+        family: a.family,
+        rules: a.rules,
+        inject: a.inject,
+        out: Some(a.out),
+        policy: a.float_policy,
+        points: a.points,
+        threads: a.threads,
+        progress: !a.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        ..FuzzOpts::default()
+    };
+    if let Some(k) = a.known {
+        match std::fs::read_to_string(&k)
+            .map_err(|e| format!("{}: {e}", k.display()))
+            .and_then(|t| parse_known(&t))
+        {
+            Ok(v) => opts.known = v,
+            Err(e) => {
+                eprintln!("uopfuzz fuzz: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let s = match run(&opts) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("uopfuzz fuzz: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!(
+        "{} graphs in {:.1}s ({:.0} graphs/s), {} points compared ({} within float rounding)",
+        s.execs, s.secs, s.graphs_per_sec, s.points_compared, s.float_rounding_points
+    );
+    println!(
+        "findings: {} ({} signatures, {} new){}",
+        s.findings_total,
+        s.findings.len(),
+        s.new_signatures,
+        if s.by_class.is_empty() {
+            String::new()
+        } else {
+            format!(" by class {:?}", s.by_class)
+        }
+    );
+    for f in &s.findings {
+        println!(
+            "  {:18} {:40} {:8} {}{}",
+            f.class,
+            f.rule,
+            f.dtype,
+            f.path,
+            if f.known { "  (known)" } else { "" }
+        );
+    }
+    println!(
+        "rule coverage: {}/{} ({:.1}%) on {}",
+        s.rules_hit,
+        s.rules_total,
+        100.0 * s.rules_hit as f64 / s.rules_total.max(1) as f64,
+        s.rules
+    );
+    if !s.rules_never_fired.is_empty() {
+        println!("rules never fired: {}", s.rules_never_fired.join(", "));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&s).unwrap_or_default());
+    }
+    ExitCode::SUCCESS
+}

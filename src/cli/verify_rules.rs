@@ -1,0 +1,68 @@
+//! `uopfuzz verify-rules`: prove each ported rule's right-hand side refines its left-hand side
+//! with Z3, per rule × dtype (Alive2 / VeriISLE style).
+use crate::smt::query::FloatPolicy;
+use crate::smt::verify::{VerifyOpts, verify_rules};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only rules whose name contains this.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Per-query timeout in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub timeout_ms: u32,
+    /// Instances per rule × dtype.
+    #[arg(long, default_value_t = 48)]
+    pub max_instances: usize,
+    /// Fast-math float policy (finite inputs, ±0 equal) instead of strict IEEE.
+    #[arg(long)]
+    pub fast_math: bool,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: Args) -> ExitCode {
+    let opts = VerifyOpts {
+        filter: a.filter,
+        timeout_ms: a.timeout_ms,
+        max_instances: a.max_instances,
+        policy: if a.fast_math {
+            FloatPolicy::fast_math()
+        } else {
+            FloatPolicy::strict()
+        },
+        threads: a.threads,
+        ..VerifyOpts::default()
+    };
+    let r = verify_rules(&opts);
+    if a.json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    } else {
+        for x in &r.results {
+            if x.verdict != crate::smt::verify::RuleVerdict::Proved {
+                let v = format!("{:?}", x.verdict).to_lowercase();
+                println!(
+                    "{v:14} {:44} {:10} {}",
+                    x.rule,
+                    x.dtype,
+                    x.note.clone().unwrap_or_default()
+                );
+            }
+        }
+        let t = &r.totals;
+        println!(
+            "{} rule×dtype checks in {:.1}s: proved {}, counterexample {}, vacuous {}, unknown {}, unsupported {}",
+            r.results.len(),
+            r.ms as f64 / 1000.0,
+            t.proved,
+            t.counterexample,
+            t.vacuous,
+            t.unknown,
+            t.unsupported
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,1449 @@
+//! The reference interpreter: executes a UOp graph with `DEV=PYTHON` semantics
+//! (runtime/ops_python.py): every ALU op through `exec_alu` with output truncation
+//! (`ir::alu`), CAST as `truncate(dt.const(x))`, BITCAST as `dtype.bitcast`, buffers stored
+//! through their dtype. It also flags what C-like backends leave undefined (`ir::alu::Ub`,
+//! out-of-bounds accesses), so a caller can discard such runs.
+//!
+//! Instead of linearizing, it evaluates the DAG on demand with one memo entry per node, keyed
+//! by the values of the RANGEs the node is inside (tinygrad's `UOp.ranges`, ops.py:481-506):
+//! a node runs once per iteration of its own loops, which is what the linearizer's placement
+//! achieves (ops_python.py re-executes exactly the uops between RANGE and END). Effects are
+//! ordered by the graph as in tinygrad: `AFTER(x, deps…)` runs `deps` before handing out `x`,
+//! `END(body, ranges…)` runs `body` for every value of its ranges (outermost = smallest axis
+//! id, as `do_split_ends` nests them), `SINK` runs its sources in order.
+//!
+//! Differences from `DEV=PYTHON`, on purpose:
+//! * a CONST of a fixed-width dtype holds `truncate[dt](dt.const(arg))`: the codegen spells
+//!   every literal `CAST(dt, CONST weak)` (`pm_casted_consts`), and renderers emit
+//!   `truncate[dt](c.val)`, so the unwrapped folds (`CONST uchar 300`) mean their wrapped value;
+//! * weak dtypes are evaluated as `exec_alu` does (weakint exact, weakfloat in double);
+//!   backends commit them to int32/int64/float32 first;
+//! * FDIV (C division of floats) and THREEFRY (`threefry2x32`, codegen/decomp/op.py:48) are
+//!   executed although `python_alu` has neither (the PYTHON device never sees them);
+//! * an out-of-bounds LOAD/STORE is a UB flag (LOAD gives 0, STORE is dropped), not an
+//!   IndexError; WHERE evaluates both arms (as ops_python does), so UB in the unused arm is
+//!   flagged too (a C renderer may hoist it).
+use crate::ir::alu::{
+    AluError, Ub, Val, bitcast_val, cast_ub, cast_val, exec_alu, truncate_val, ub_reason,
+};
+use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    pub dtype: DType,
+    pub data: Vec<Val>,
+}
+
+impl Buffer {
+    /// A zero-filled buffer (what `bytearray` allocation gives ops_python).
+    pub fn zeros(dtype: DType, n: usize) -> Buffer {
+        Buffer {
+            dtype,
+            data: vec![zero(dtype); n],
+        }
+    }
+    /// A buffer holding `vals`, each stored through `dtype`.
+    pub fn from_vals(dtype: DType, vals: &[Val]) -> Result<Buffer, AluError> {
+        let data = vals
+            .iter()
+            .map(|v| truncate_val(dtype, *v))
+            .collect::<Result<_, _>>()?;
+        Ok(Buffer { dtype, data })
+    }
+}
+
+fn zero(dt: DType) -> Val {
+    if dt.is_float() {
+        Val::Float(0.0)
+    } else if dt == DType::Bool {
+        Val::Bool(false)
+    } else {
+        Val::Int(0)
+    }
+}
+
+/// Default step budget: node evaluations plus loop iterations.
+pub const DEFAULT_MAX_STEPS: u64 = 1 << 24;
+
+/// Inputs of a run.
+#[derive(Clone, Debug)]
+pub struct Env {
+    /// Variable values (`UOp.variable`: BUFFER/PARAM in the ALU addrspace), by name.
+    pub vars: HashMap<String, Val>,
+    /// Kernel buffers, indexed by PARAM slot.
+    pub buffers: Vec<Buffer>,
+    /// Values of RANGEs that no END/loop binds (free RANGEs of scalar graphs), by axis id.
+    pub ranges: HashMap<i64, i128>,
+    /// Values of SPECIALs, by name; a kernel (void root) iterates the unbound ones like a launch grid.
+    pub specials: HashMap<String, i128>,
+    /// Budget of node evaluations plus loop iterations.
+    pub max_steps: u64,
+}
+
+impl Default for Env {
+    fn default() -> Env {
+        Env {
+            vars: HashMap::new(),
+            buffers: Vec::new(),
+            ranges: HashMap::new(),
+            specials: HashMap::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+        }
+    }
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env::default()
+    }
+    pub fn var(mut self, name: &str, v: Val) -> Env {
+        self.vars.insert(name.to_string(), v);
+        self
+    }
+    pub fn buffer(mut self, b: Buffer) -> Env {
+        self.buffers.push(b);
+        self
+    }
+}
+
+/// Result of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The root's value; `None` for a void root (SINK, STORE, END), a vector or Invalid.
+    pub value: Option<Val>,
+    /// The lanes of a STACK root (`None` lanes are Invalid).
+    pub elems: Option<Vec<Option<Val>>>,
+    /// The root evaluated to `Invalid` (tinygrad's don't-care index).
+    pub invalid: bool,
+    /// Some evaluated operation is undefined on C-like backends (see `ub_at`).
+    pub ub: bool,
+    /// Some evaluated operation is hard UB (`UbKind::is_hard`), not only wraparound.
+    pub hard_ub: bool,
+    /// The first such operation and why.
+    pub ub_at: Option<(UOp, UbKind)>,
+    /// Kernel buffers after the run (by slot).
+    pub buffers: Vec<Buffer>,
+    /// Steps used (node evaluations plus loop iterations).
+    pub steps: u64,
+}
+
+/// Why a run is flagged undefined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UbKind {
+    Alu(Ub),
+    /// LOAD/STORE outside the buffer (by its declared size).
+    OutOfBounds,
+}
+
+impl UbKind {
+    /// Hard UB breaks every backend (trap, garbage, out-of-bounds, float→int of nan/inf). The
+    /// others are integer wraparound (incl. shifting into or out of the sign bit), which tinygrad
+    /// defines as numpy-style wrap (`DEV=PYTHON`, test_dtype_alu): undefined only for a C compiler
+    /// without -fwrapv, so the oracle compares the wrapped values there.
+    pub fn is_hard(self) -> bool {
+        !matches!(
+            self,
+            UbKind::Alu(
+                Ub::SignedOverflow
+                    | Ub::NarrowOverflow
+                    | Ub::WeakOverflow
+                    | Ub::ShiftNegative
+                    | Ub::ShiftOverflow
+            )
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExecError {
+    /// `exec_alu` (or CAST/BITCAST) raised, as it would on `DEV=PYTHON`.
+    #[error("{op:?} at node {node:?}: {err}")]
+    Alu { node: UOp, op: Ops, err: AluError },
+    #[error("step budget of {0} exhausted")]
+    Budget(u64),
+    #[error("no value for variable {0:?}")]
+    UnboundVar(String),
+    #[error("variable {name:?} = {value} is outside its declared range {lo}..={hi} or its dtype")]
+    VarOutOfRange {
+        name: String,
+        value: Val,
+        lo: i128,
+        hi: i128,
+    },
+    #[error("RANGE {0:?} is not inside an END and has no value in env.ranges")]
+    UnboundRange(UOp),
+    #[error("SPECIAL {0:?} has no value (only a void kernel root iterates SPECIALs)")]
+    UnboundSpecial(String),
+    #[error("no buffer for PARAM slot {0}")]
+    MissingBuffer(i64),
+    #[error(
+        "buffer for slot {slot} has {have} elements of {have_dt}, the PARAM wants {need} of {need_dt}"
+    )]
+    BufferMismatch {
+        slot: i64,
+        need: usize,
+        have: usize,
+        need_dt: DType,
+        have_dt: DType,
+    },
+    #[error("{op:?} at node {node:?}: {what}")]
+    Unsupported {
+        node: UOp,
+        op: Ops,
+        what: &'static str,
+    },
+    #[error("{op:?} at node {node:?}: {what}")]
+    Malformed {
+        node: UOp,
+        op: Ops,
+        what: &'static str,
+    },
+}
+
+/// Runs `root` of `g` on `env`.
+pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {
+    let mut it = Interp::new(g, root, env);
+    let v = it.run()?;
+    let (value, elems, invalid) = match &v {
+        V::S(x) => (Some(*x), None, false),
+        V::Invalid => (None, None, true),
+        V::Vec(l) => (
+            None,
+            Some(
+                l.iter()
+                    .map(|x| if let V::S(s) = x { Some(*s) } else { None })
+                    .collect(),
+            ),
+            false,
+        ),
+        _ => (None, None, false),
+    };
+    Ok(Outcome {
+        value,
+        elems,
+        invalid,
+        ub: it.ub.is_some(),
+        hard_ub: it.ub.is_some_and(|(_, k)| k.is_hard()),
+        ub_at: it.ub,
+        buffers: it.globals,
+        steps: it.steps,
+    })
+}
+
+/// The run-time ALU: `exec_alu(op, dt, vals, truncate_output=True)`, plus the two ops the
+/// PYTHON device never sees: FDIV (IEEE division in double, then rounded to `dt`; exact for
+/// half/bf16/float as 53 ≥ 2p+2) and THREEFRY.
+pub fn exec_runtime(op: Ops, dt: DType, vals: &[Val]) -> Result<Val, AluError> {
+    match (op, vals) {
+        (Ops::FDIV, [a, b]) if dt.is_float() => {
+            truncate_val(dt, Val::Float(a.as_f64() / b.as_f64()))
+        }
+        (Ops::THREEFRY, [x, k]) => match (x.as_i128(), k.as_i128()) {
+            (Some(x), Some(k)) => {
+                truncate_val(dt, Val::Int(threefry2x32(x as u64, k as u64) as i128))
+            }
+            _ => Err(AluError::Type("THREEFRY needs ints")),
+        },
+        _ => exec_alu(op, dt, vals, true),
+    }
+}
+
+/// `threefry2x32(x, key)` of codegen/decomp/op.py:48 on uint32 lanes.
+pub fn threefry2x32(x: u64, key: u64) -> u64 {
+    let (x0, x1) = (x as u32, (x >> 32) as u32);
+    let (k0, k1) = (key as u32, (key >> 32) as u32);
+    let rotations = [[13u32, 15, 26, 6], [17, 29, 16, 24]];
+    let ks = [k1, k0 ^ k1 ^ 0x1BD1_1BDA, k0];
+    let mut xr = [x0.wrapping_add(ks[2]), x1.wrapping_add(ks[0])];
+    for i in 0..5usize {
+        for r in rotations[i % 2] {
+            let s = xr[0].wrapping_add(xr[1]);
+            xr = [s, s ^ xr[1].rotate_left(r)];
+        }
+        xr = [
+            xr[0].wrapping_add(ks[i % 3]),
+            xr[1]
+                .wrapping_add(ks[(i + 1) % 3])
+                .wrapping_add(i as u32 + 1),
+        ];
+    }
+    ((xr[1] as u64) << 32) | xr[0] as u64
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum BufRef {
+    Global(usize),
+    Local(UOp),
+}
+
+/// A per-lane operation of `Interp::lanes`.
+type LaneFn<'f, 'a> = dyn FnMut(&mut Interp<'a>, &[Val]) -> Result<Val, ExecError> + 'f;
+
+/// A run-time value.
+#[derive(Clone, Debug)]
+enum V {
+    Void,
+    S(Val),
+    Invalid,
+    Vec(Rc<[V]>),
+    Buf(BufRef),
+    /// INDEX into a buffer; `None` = an Invalid (masked) index.
+    Ptr(BufRef, Option<i128>),
+}
+
+enum Frame {
+    /// Evaluate sources (in `order`), then the node.
+    Node { u: usize, next: usize },
+    /// END: evaluate the range ends, then iterate the body.
+    End { u: usize, st: EndState },
+}
+/// The shape of an END, computed once per node.
+struct EndInfo {
+    body: usize,
+    /// RANGEs iterated, outermost first, and the nodes holding their ends.
+    loops: Vec<usize>,
+    ends: Vec<usize>,
+    /// `END(body, RANGE void, cond)`: the void RANGE and the condition.
+    while_range: Option<usize>,
+    cond: Option<usize>,
+}
+
+enum EndState {
+    Ends {
+        next: usize,
+    },
+    Iter {
+        cur: Vec<i128>,
+        ends: Vec<i128>,
+        saved: Vec<Option<i128>>,
+        body_pushed: bool,
+    },
+    /// `END(body, RANGE void, cond)`: loop while cond.
+    While {
+        k: i128,
+        saved: Option<i128>,
+        phase: u8,
+    },
+}
+
+struct Interp<'a> {
+    g: &'a Graph,
+    env: &'a Env,
+    root: usize,
+    nodes: Vec<UOp>,
+    lid: HashMap<UOp, usize>,
+    /// Local ids of each node's sources.
+    srcs: Vec<Box<[usize]>>,
+    /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
+    ranges: Vec<Vec<usize>>,
+    /// Current binding of RANGE/SPECIAL nodes.
+    bind: Vec<Option<i128>>,
+    memo: Vec<Option<(Box<[i128]>, V)>>,
+    end_info: Vec<Option<Rc<EndInfo>>>,
+    globals: Vec<Buffer>,
+    /// Declared element counts of global buffers, checked against `globals`.
+    declared: HashMap<usize, usize>,
+    locals: HashMap<UOp, Buffer>,
+    steps: u64,
+    ub: Option<(UOp, UbKind)>,
+}
+
+/// `range_start` of ops.py:48 for the ops the interpreter meets.
+fn range_start(op: Ops) -> Option<usize> {
+    match op {
+        Ops::END | Ops::REDUCE | Ops::STAGE | Ops::CALL | Ops::FUNCTION => Some(1),
+        Ops::WMMA => Some(3),
+        Ops::LINEAR => Some(0),
+        _ => None,
+    }
+}
+
+impl<'a> Interp<'a> {
+    fn new(g: &'a Graph, root: UOp, env: &'a Env) -> Interp<'a> {
+        let nodes = g.toposort(&[root]);
+        let lid: HashMap<UOp, usize> = nodes.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+        let n = nodes.len();
+        let srcs = nodes
+            .iter()
+            .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
+            .collect();
+        let mut it = Interp {
+            srcs,
+            g,
+            env,
+            root: lid[&root],
+            ranges: Vec::with_capacity(n),
+            bind: vec![None; n],
+            memo: vec![None; n],
+            end_info: (0..n).map(|_| None).collect(),
+            globals: env.buffers.clone(),
+            declared: HashMap::new(),
+            locals: HashMap::new(),
+            steps: 0,
+            ub: None,
+            nodes,
+            lid,
+        };
+        it.compute_ranges();
+        for (i, u) in it.nodes.iter().enumerate() {
+            match (g.op(*u), g.arg(*u)) {
+                (Ops::RANGE, Arg::Range(axis, _)) => it.bind[i] = env.ranges.get(axis).copied(),
+                (Ops::SPECIAL, Arg::Name(n)) => it.bind[i] = env.specials.get(n).copied(),
+                _ => {}
+            }
+        }
+        it
+    }
+
+    /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
+    fn compute_ranges(&mut self) {
+        for i in 0..self.nodes.len() {
+            let u = self.nodes[i];
+            let mut r: Vec<usize> = Vec::new();
+            for s in self.g.src(u) {
+                for x in &self.ranges[self.lid[s]] {
+                    if !r.contains(x) {
+                        r.push(*x);
+                    }
+                }
+            }
+            let ended: Vec<UOp> = self.ended_ranges(u);
+            for er in ended {
+                let e = self.lid[&er];
+                if self.g.op(er) == Ops::RANGE {
+                    r.retain(|x| *x != e);
+                } else {
+                    let rm = self.ranges[e].clone();
+                    r.retain(|x| !rm.contains(x));
+                }
+            }
+            if self.g.op(u) == Ops::RANGE && !r.contains(&i) {
+                r.push(i);
+            }
+            r.sort_unstable();
+            self.ranges.push(r);
+        }
+    }
+    fn ended_ranges(&self, u: UOp) -> Vec<UOp> {
+        let op = self.g.op(u);
+        if let Some(k) = range_start(op) {
+            return self.g.src(u).get(k..).unwrap_or(&[]).to_vec();
+        }
+        if op == Ops::AFTER {
+            return self.g.src(u)[1..]
+                .iter()
+                .flat_map(|s| self.ended_ranges(*s))
+                .collect();
+        }
+        Vec::new()
+    }
+
+    fn key(&self, i: usize) -> Box<[i128]> {
+        self.ranges[i]
+            .iter()
+            .map(|r| self.bind[*r].unwrap_or(i128::MIN))
+            .collect()
+    }
+    fn valid(&self, i: usize) -> bool {
+        match &self.memo[i] {
+            Some((k, _)) => k
+                .iter()
+                .zip(&self.ranges[i])
+                .all(|(v, r)| self.bind[*r].unwrap_or(i128::MIN) == *v),
+            None => false,
+        }
+    }
+    fn get(&self, i: usize) -> &V {
+        match &self.memo[i] {
+            Some((_, v)) => v,
+            None => &V::Void,
+        }
+    }
+    fn set(&mut self, i: usize, v: V) {
+        self.memo[i] = Some((self.key(i), v));
+    }
+    fn tick(&mut self) -> Result<(), ExecError> {
+        self.steps += 1;
+        if self.steps > self.env.max_steps {
+            return Err(ExecError::Budget(self.env.max_steps));
+        }
+        Ok(())
+    }
+    fn flag(&mut self, i: usize, k: UbKind) {
+        // keep the first hard UB; a wrap-only flag is replaced by a later hard one
+        if self.ub.is_none_or(|(_, old)| !old.is_hard() && k.is_hard()) {
+            self.ub = Some((self.nodes[i], k));
+        }
+    }
+    fn src_ids(&self, i: usize) -> Vec<usize> {
+        self.srcs[i].to_vec()
+    }
+    fn err_malformed(&self, i: usize, what: &'static str) -> ExecError {
+        ExecError::Malformed {
+            node: self.nodes[i],
+            op: self.g.op(self.nodes[i]),
+            what,
+        }
+    }
+    fn err_unsupported(&self, i: usize, what: &'static str) -> ExecError {
+        ExecError::Unsupported {
+            node: self.nodes[i],
+            op: self.g.op(self.nodes[i]),
+            what,
+        }
+    }
+    fn int_of(&self, i: usize, v: &V) -> Result<i128, ExecError> {
+        match v {
+            V::S(x) => x
+                .as_i128()
+                .ok_or_else(|| self.err_malformed(i, "expected an int")),
+            _ => Err(self.err_malformed(i, "expected an int")),
+        }
+    }
+
+    /// All launches: the unbound SPECIALs of a void root span a grid, run in row-major order.
+    fn run(&mut self) -> Result<V, ExecError> {
+        let specials: Vec<usize> = (0..self.nodes.len())
+            .filter(|i| self.g.op(self.nodes[*i]) == Ops::SPECIAL && self.bind[*i].is_none())
+            .collect();
+        if specials.is_empty() {
+            return self.eval_node(self.root);
+        }
+        if self.g.dtype(self.nodes[self.root]) != DType::Void {
+            let name = match self.g.arg(self.nodes[specials[0]]) {
+                Arg::Name(n) => n.clone(),
+                _ => String::new(),
+            };
+            return Err(ExecError::UnboundSpecial(name));
+        }
+        let mut sorted = specials.clone();
+        sorted.sort_by_key(|i| match self.g.arg(self.nodes[*i]) {
+            Arg::Name(n) => n.clone(),
+            _ => String::new(),
+        });
+        let mut ends = Vec::new();
+        for &s in &sorted {
+            let e = *self
+                .src_ids(s)
+                .first()
+                .ok_or_else(|| self.err_malformed(s, "SPECIAL without end"))?;
+            let v = self.eval_node(e)?;
+            ends.push(self.int_of(s, &v)?);
+        }
+        if ends.iter().any(|e| *e <= 0) {
+            return Ok(V::Void);
+        }
+        let mut cur = vec![0i128; sorted.len()];
+        loop {
+            for (k, &s) in sorted.iter().enumerate() {
+                self.bind[s] = Some(cur[k]);
+            }
+            self.memo.iter_mut().for_each(|m| *m = None);
+            self.locals.clear();
+            self.tick()?;
+            self.eval_node(self.root)?;
+            // next grid point, last SPECIAL fastest
+            let mut k = sorted.len();
+            loop {
+                if k == 0 {
+                    return Ok(V::Void);
+                }
+                k -= 1;
+                cur[k] += 1;
+                if cur[k] < ends[k] {
+                    break;
+                }
+                cur[k] = 0;
+            }
+        }
+    }
+
+    fn eval_node(&mut self, start: usize) -> Result<V, ExecError> {
+        let mut stack: Vec<Frame> = vec![self.frame(start)];
+        while let Some(top) = stack.last_mut() {
+            match top {
+                Frame::Node { u, next } => {
+                    let i = *u;
+                    if self.valid(i) {
+                        stack.pop();
+                        continue;
+                    }
+                    let n = self.srcs[i].len();
+                    // AFTER runs its dependencies before its value
+                    let rot = (self.g.op(self.nodes[i]) == Ops::AFTER) as usize;
+                    let mut pushed = None;
+                    while *next < n {
+                        let s = self.srcs[i][(*next + rot) % n];
+                        if !self.valid(s) {
+                            pushed = Some(s);
+                            break;
+                        }
+                        *next += 1;
+                    }
+                    match pushed {
+                        Some(s) => {
+                            let f = self.frame(s);
+                            stack.push(f);
+                        }
+                        None => {
+                            self.tick()?;
+                            let v = self.compute(i)?;
+                            self.set(i, v);
+                            stack.pop();
+                        }
+                    }
+                }
+                Frame::End { u, st } => {
+                    let i = *u;
+                    if matches!(st, EndState::Ends { next: 0 }) && self.valid(i) {
+                        stack.pop();
+                        continue;
+                    }
+                    if let Some(s) = self.step_end(i, st)? {
+                        let f = self.frame(s);
+                        stack.push(f);
+                    } else if self.valid(i) {
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        Ok(self.get(start).clone())
+    }
+
+    fn frame(&self, i: usize) -> Frame {
+        if self.g.op(self.nodes[i]) == Ops::END {
+            Frame::End {
+                u: i,
+                st: EndState::Ends { next: 0 },
+            }
+        } else {
+            Frame::Node { u: i, next: 0 }
+        }
+    }
+
+    /// One step of an END. Returns a node to evaluate next, or `None` when this END is done
+    /// (its memo set) or made progress without needing a child.
+    fn end_info(&mut self, i: usize) -> Result<Rc<EndInfo>, ExecError> {
+        if let Some(e) = &self.end_info[i] {
+            return Ok(e.clone());
+        }
+        let (body, rs) = match self.srcs[i].split_first() {
+            Some((b, r)) => (*b, r.to_vec()),
+            None => return Err(self.err_malformed(i, "END without a body")),
+        };
+        let is_range = |r: &usize| self.g.op(self.nodes[*r]) == Ops::RANGE;
+        let is_void = |r: &usize| self.g.dtype(self.nodes[*r]) == DType::Void;
+        // loop ranges, outermost (smallest axis id) first; SPECIALs and others are bound already
+        let mut loops: Vec<usize> = rs
+            .iter()
+            .copied()
+            .filter(|r| is_range(r) && !is_void(r))
+            .collect();
+        loops.sort_by_key(|r| match self.g.arg(self.nodes[*r]) {
+            Arg::Range(a, _) => *a,
+            _ => 0,
+        });
+        let while_range = rs.iter().copied().find(|r| is_range(r) && is_void(r));
+        let cond = rs
+            .last()
+            .copied()
+            .filter(|c| self.g.dtype(self.nodes[*c]) == DType::Bool);
+        if while_range.is_some() && cond.is_none() {
+            return Err(self.err_malformed(i, "loop END needs a bool condition"));
+        }
+        let mut ends = Vec::with_capacity(loops.len());
+        for r in &loops {
+            ends.push(
+                *self.srcs[*r]
+                    .first()
+                    .ok_or_else(|| self.err_malformed(*r, "RANGE without end"))?,
+            );
+        }
+        let e = Rc::new(EndInfo {
+            body,
+            loops,
+            ends,
+            while_range,
+            cond,
+        });
+        self.end_info[i] = Some(e.clone());
+        Ok(e)
+    }
+
+    /// One step of an END. Returns a node to evaluate next, or `None` when this END is done
+    /// (its memo set) or made progress without needing a child.
+    fn step_end(&mut self, i: usize, st: &mut EndState) -> Result<Option<usize>, ExecError> {
+        let info = self.end_info(i)?;
+        let (body, loops) = (info.body, &info.loops);
+        match st {
+            EndState::Ends { next } => {
+                if let Some(w) = info.while_range {
+                    *st = EndState::While {
+                        k: 0,
+                        saved: self.bind[w],
+                        phase: 0,
+                    };
+                    return Ok(None);
+                }
+                // range ends, evaluated outside the loop
+                while *next < info.ends.len() {
+                    let e = info.ends[*next];
+                    if !self.valid(e) {
+                        return Ok(Some(e));
+                    }
+                    *next += 1;
+                }
+                let mut ends = Vec::with_capacity(loops.len());
+                for (r, e) in loops.iter().zip(&info.ends) {
+                    let v = self.get(*e).clone();
+                    ends.push(self.int_of(*r, &v)?);
+                }
+                let saved: Vec<Option<i128>> = loops.iter().map(|r| self.bind[*r]).collect();
+                if ends.iter().any(|e| *e <= 0) {
+                    self.set(i, V::Void);
+                    return Ok(None);
+                }
+                for &r in loops {
+                    self.bind[r] = Some(0);
+                }
+                *st = EndState::Iter {
+                    cur: vec![0; loops.len()],
+                    ends,
+                    saved,
+                    body_pushed: false,
+                };
+                Ok(None)
+            }
+            EndState::Iter {
+                cur,
+                ends,
+                saved,
+                body_pushed,
+            } => {
+                if !*body_pushed {
+                    *body_pushed = true;
+                    self.tick()?;
+                    if !self.valid(body) {
+                        return Ok(Some(body));
+                    }
+                }
+                // body done for `cur`: advance, innermost fastest
+                let mut k = loops.len();
+                loop {
+                    if k == 0 {
+                        for (r, s) in loops.iter().zip(saved.iter()) {
+                            self.bind[*r] = *s;
+                        }
+                        self.set(i, V::Void);
+                        return Ok(None);
+                    }
+                    k -= 1;
+                    cur[k] += 1;
+                    if cur[k] < ends[k] {
+                        break;
+                    }
+                    cur[k] = 0;
+                }
+                for (r, c) in loops.iter().zip(cur.iter()) {
+                    self.bind[*r] = Some(*c);
+                }
+                *body_pushed = false;
+                Ok(None)
+            }
+            EndState::While { k, saved, phase } => {
+                let (Some(w), Some(cond)) = (info.while_range, info.cond) else {
+                    return Err(self.err_malformed(i, "loop END needs a bool condition"));
+                };
+                match *phase {
+                    0 => {
+                        self.bind[w] = Some(*k);
+                        self.tick()?;
+                        *phase = 1;
+                        if !self.valid(body) {
+                            return Ok(Some(body));
+                        }
+                        Ok(None)
+                    }
+                    1 => {
+                        *phase = 2;
+                        if !self.valid(cond) {
+                            return Ok(Some(cond));
+                        }
+                        Ok(None)
+                    }
+                    _ => {
+                        let again = match self.get(cond) {
+                            V::S(v) => v.truthy(),
+                            _ => return Err(self.err_malformed(i, "loop condition is not a value")),
+                        };
+                        if again {
+                            *k += 1;
+                            *phase = 0;
+                        } else {
+                            self.bind[w] = *saved;
+                            self.set(i, V::Void);
+                        }
+                        Ok(None)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The value of node `i`, all its sources evaluated.
+    fn compute(&mut self, i: usize) -> Result<V, ExecError> {
+        let u = self.nodes[i];
+        let op = self.g.op(u);
+        let dt = self.g.dtype(u);
+        let src = self.src_ids(i);
+        let vals: Vec<V> = src.iter().map(|s| self.get(*s).clone()).collect();
+        let v0 = vals.first().cloned().unwrap_or(V::Void);
+        Ok(match op {
+            Ops::CONST => match self.g.arg(u) {
+                Arg::Const(ConstVal::Invalid) => V::Invalid,
+                Arg::Const(c) => {
+                    let v = Val::from_const(*c).unwrap_or(Val::Int(0));
+                    V::S(cast_val(dt, dt, v).map_err(|err| ExecError::Alu { node: u, op, err })?)
+                }
+                _ => return Err(self.err_malformed(i, "CONST without a value")),
+            },
+            Ops::BUFFER | Ops::PARAM => self.define(i)?,
+            Ops::RANGE => match self.bind[i] {
+                Some(v) => V::S(Val::Int(v)),
+                None => return Err(ExecError::UnboundRange(u)),
+            },
+            Ops::SPECIAL => match self.bind[i] {
+                Some(v) => V::S(Val::Int(v)),
+                None => {
+                    let name = if let Arg::Name(n) = self.g.arg(u) {
+                        n.clone()
+                    } else {
+                        String::new()
+                    };
+                    return Err(ExecError::UnboundSpecial(name));
+                }
+            },
+            Ops::STACK => V::Vec(vals.into()),
+            Ops::AFTER => v0,
+            Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => V::Void,
+            Ops::INDEX => self.index(i, &src)?,
+            Ops::LOAD => self.load(i, &src)?,
+            Ops::STORE => self.store(i, &src)?,
+            Ops::CAST | Ops::BITCAST => {
+                let from = src
+                    .first()
+                    .map(|s| self.g.dtype(self.nodes[*s]))
+                    .unwrap_or(dt);
+                self.lanes(i, &[v0], &mut |it, vals| {
+                    let r = if op == Ops::CAST {
+                        if let Some(k) = cast_ub(from, dt, vals[0]) {
+                            it.flag(i, UbKind::Alu(k));
+                        }
+                        cast_val(from, dt, vals[0])
+                    } else {
+                        bitcast_val(from, dt, vals[0])
+                    };
+                    r.map_err(|err| ExecError::Alu { node: u, op, err })
+                })?
+            }
+            o if o.is_alu() => {
+                if o == Ops::WHERE {
+                    // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
+                    if let [c, x, y] = vals.as_slice()
+                        && !matches!(c, V::Vec(_))
+                    {
+                        let take = match c {
+                            V::S(v) => v.truthy(),
+                            _ => true,
+                        };
+                        if matches!(x, V::Invalid)
+                            || matches!(y, V::Invalid)
+                            || !matches!(c, V::S(_))
+                        {
+                            return Ok(if take { x.clone() } else { y.clone() });
+                        }
+                    }
+                }
+                if o.is_binary() && vals.iter().any(|v| matches!(v, V::Invalid)) {
+                    return Ok(V::Invalid); // exec_alu: Binary with Invalid → Invalid
+                }
+                let udt = if o.is_comparison() {
+                    src.first()
+                        .map(|s| self.g.dtype(self.nodes[*s]))
+                        .unwrap_or(dt)
+                } else {
+                    dt
+                };
+                self.lanes(i, &vals, &mut |it, v| {
+                    if let Some(k) = ub_reason(o, udt, v) {
+                        it.flag(i, UbKind::Alu(k));
+                    }
+                    exec_runtime(o, dt, v).map_err(|err| ExecError::Alu {
+                        node: u,
+                        op: o,
+                        err,
+                    })
+                })?
+            }
+            Ops::END => V::Void,
+            _ => return Err(self.err_unsupported(i, "op not supported by the interpreter")),
+        })
+    }
+
+    /// Applies `f` lane by lane over scalar/vector operands (scalars broadcast, as
+    /// `exec_alu` does for tuples).
+    fn lanes(&mut self, i: usize, vals: &[V], f: &mut LaneFn<'_, 'a>) -> Result<V, ExecError> {
+        let n = vals
+            .iter()
+            .filter_map(|v| {
+                if let V::Vec(l) = v {
+                    Some(l.len())
+                } else {
+                    None
+                }
+            })
+            .max();
+        let lane = |v: &V, k: Option<usize>| -> Option<V> {
+            match (v, k) {
+                (V::Vec(l), Some(k)) => l.get(k).cloned(),
+                (v, _) => Some(v.clone()),
+            }
+        };
+        let one =
+            |it: &mut Self, k: Option<usize>, f: &mut LaneFn<'_, 'a>| -> Result<V, ExecError> {
+                let mut xs = Vec::with_capacity(vals.len());
+                for v in vals {
+                    match lane(v, k) {
+                        Some(V::S(x)) => xs.push(x),
+                        Some(V::Invalid) => return Ok(V::Invalid),
+                        _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
+                    }
+                }
+                Ok(V::S(f(it, &xs)?))
+            };
+        match n {
+            None => one(self, None, f),
+            Some(n) => {
+                if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) {
+                    return Err(self.err_malformed(i, "vector operands of different lengths"));
+                }
+                let mut out = Vec::with_capacity(n);
+                for k in 0..n {
+                    out.push(one(self, Some(k), f)?);
+                }
+                Ok(V::Vec(out.into()))
+            }
+        }
+    }
+
+    /// BUFFER/PARAM: a variable (ALU addrspace), a kernel buffer (PARAM, by slot) or a
+    /// REG/LOCAL buffer (zero-filled per launch).
+    fn define(&mut self, i: usize) -> Result<V, ExecError> {
+        let u = self.nodes[i];
+        let op = self.g.op(u);
+        let Some(p) = self.g.arg(u).as_param() else {
+            return Err(self.err_malformed(i, "BUFFER/PARAM without a ParamArg"));
+        };
+        let dt = self.g.dtype(u);
+        if p.addrspace() == AddrSpace::Alu {
+            let name = p.name.clone().unwrap_or_default();
+            let v = *self
+                .env
+                .vars
+                .get(&name)
+                .ok_or_else(|| ExecError::UnboundVar(name.clone()))?;
+            return Ok(V::S(check_var(&name, dt, p.vmin_vmax, v)?));
+        }
+        let size = match self.src_ids(i).first() {
+            Some(s) => {
+                let v = self.get(*s).clone();
+                match v {
+                    V::S(x) => x.as_i128().filter(|n| *n >= 0),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        if op == Ops::PARAM {
+            let slot = p.slot;
+            let b = usize::try_from(slot)
+                .ok()
+                .filter(|s| *s < self.globals.len())
+                .ok_or(ExecError::MissingBuffer(slot))?;
+            let have = &self.globals[b];
+            let need = size.map(|n| n as usize).unwrap_or(have.data.len());
+            if have.data.len() < need || have.dtype != dt {
+                return Err(ExecError::BufferMismatch {
+                    slot,
+                    need,
+                    have: have.data.len(),
+                    need_dt: dt,
+                    have_dt: have.dtype,
+                });
+            }
+            self.declared.insert(b, need);
+            return Ok(V::Buf(BufRef::Global(b)));
+        }
+        if matches!(p.addrspace(), AddrSpace::Reg | AddrSpace::Local) {
+            let n = size.ok_or_else(|| self.err_malformed(i, "local buffer without a size"))?;
+            if n as u128 > self.env.max_steps as u128 {
+                return Err(ExecError::Budget(self.env.max_steps));
+            }
+            self.locals.insert(u, Buffer::zeros(dt, n as usize));
+            return Ok(V::Buf(BufRef::Local(u)));
+        }
+        Err(self.err_unsupported(i, "BUFFER in the GLOBAL addrspace (tensor graph)"))
+    }
+
+    fn buffer(&self, b: BufRef) -> Option<&Buffer> {
+        match b {
+            BufRef::Global(s) => self.globals.get(s),
+            BufRef::Local(u) => self.locals.get(&u),
+        }
+    }
+    fn bound(&self, b: BufRef) -> usize {
+        match b {
+            BufRef::Global(s) => self.declared.get(&s).copied().unwrap_or(0),
+            BufRef::Local(u) => self.locals.get(&u).map_or(0, |x| x.data.len()),
+        }
+    }
+
+    /// INDEX(buf, idx[, gate]) → a pointer; INDEX(STACK, c) → the element (GEP).
+    fn index(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
+        let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        let idx = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        let gate = match src.get(2) {
+            Some(s) if self.g.dtype(self.nodes[*s]) == DType::Bool => match self.get(*s) {
+                V::S(v) => Some(v.truthy()),
+                _ => return Err(self.err_malformed(i, "INDEX gate is not a bool")),
+            },
+            Some(_) => return Err(self.err_unsupported(i, "multi-dimensional INDEX")),
+            None => None,
+        };
+        match base {
+            V::Buf(b) => Ok(match idx {
+                V::Invalid => V::Ptr(b, None),
+                _ if gate == Some(false) => V::Ptr(b, None),
+                v => V::Ptr(b, Some(self.int_of(i, &v)?)),
+            }),
+            V::Vec(l) => match idx {
+                V::Invalid => Ok(V::Invalid),
+                v => {
+                    let k = self.int_of(i, &v)?;
+                    usize::try_from(k)
+                        .ok()
+                        .and_then(|k| l.get(k).cloned())
+                        .ok_or_else(|| self.err_malformed(i, "STACK index out of range"))
+                }
+            },
+            _ => Err(self.err_unsupported(i, "INDEX of something that is not a buffer or STACK")),
+        }
+    }
+
+    fn gate(&self, i: usize, s: Option<&usize>) -> Result<bool, ExecError> {
+        match s {
+            None => Ok(true),
+            Some(s) => match self.get(*s) {
+                V::S(v) => Ok(v.truthy()),
+                _ => Err(self.err_malformed(i, "gate is not a bool")),
+            },
+        }
+    }
+
+    /// LOAD(ptr[, alt, gate]): a masked (Invalid) index or a false gate gives `alt` (or 0).
+    fn load(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
+        let dt = self.g.dtype(self.nodes[i]);
+        let alt = src
+            .get(1)
+            .map(|s| self.get(*s).clone())
+            .unwrap_or(V::S(zero(dt)));
+        let on = self.gate(i, src.get(2))?;
+        match src.first().map(|s| self.get(*s).clone()) {
+            Some(V::Ptr(b, Some(k))) if on => {
+                if k < 0 || k as u128 >= self.bound(b) as u128 {
+                    self.flag(i, UbKind::OutOfBounds);
+                    return Ok(V::S(zero(dt)));
+                }
+                let buf = self
+                    .buffer(b)
+                    .ok_or_else(|| self.err_malformed(i, "dangling buffer"))?;
+                Ok(V::S(buf.data[k as usize]))
+            }
+            Some(V::Ptr(..)) => Ok(alt),
+            _ => Err(self.err_unsupported(i, "LOAD of something that is not an INDEX")),
+        }
+    }
+
+    /// STORE(ptr, val[, gate]): the value is stored through the buffer's dtype.
+    fn store(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
+        let on = self.gate(i, src.get(2))?;
+        let val = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        match src.first().map(|s| self.get(*s).clone()) {
+            Some(V::Ptr(b, Some(k))) if on => {
+                let v = match val {
+                    V::S(v) => v,
+                    V::Invalid => return Ok(V::Void), // STORE of Invalid is a NOOP (sym)
+                    _ => return Err(self.err_malformed(i, "STORE of a non-scalar value")),
+                };
+                if k < 0 || k as u128 >= self.bound(b) as u128 {
+                    self.flag(i, UbKind::OutOfBounds);
+                    return Ok(V::Void);
+                }
+                let node = self.nodes[i];
+                let buf = match b {
+                    BufRef::Global(s) => self.globals.get_mut(s),
+                    BufRef::Local(u) => self.locals.get_mut(&u),
+                };
+                let buf = buf.ok_or(ExecError::Malformed {
+                    node,
+                    op: Ops::STORE,
+                    what: "dangling buffer",
+                })?;
+                buf.data[k as usize] =
+                    truncate_val(buf.dtype, v).map_err(|err| ExecError::Alu {
+                        node,
+                        op: Ops::STORE,
+                        err,
+                    })?;
+                Ok(V::Void)
+            }
+            Some(V::Ptr(..)) => Ok(V::Void),
+            _ => Err(self.err_unsupported(i, "STORE to something that is not an INDEX")),
+        }
+    }
+}
+
+/// A variable's value must fit its dtype and its declared `vmin_vmax` (ints and bools; float
+/// variables are not range-checked: their bounds cannot express inf/nan).
+fn check_var(
+    name: &str,
+    dt: DType,
+    vmin_vmax: Option<(i128, i128)>,
+    v: Val,
+) -> Result<Val, ExecError> {
+    let out = |lo: i128, hi: i128| ExecError::VarOutOfRange {
+        name: name.to_string(),
+        value: v,
+        lo,
+        hi,
+    };
+    if dt.is_float() {
+        return Ok(Val::Float(v.as_f64()));
+    }
+    let x = v.as_i128().ok_or_else(|| out(0, 0))?;
+    let (dlo, dhi) = if dt == DType::Bool {
+        (0, 1)
+    } else {
+        dt.int_bounds().unwrap_or((i128::MIN, i128::MAX))
+    };
+    let (lo, hi) = vmin_vmax.unwrap_or((dlo, dhi));
+    if x < lo.max(dlo) || x > hi.min(dhi) {
+        return Err(out(lo, hi));
+    }
+    Ok(if dt == DType::Bool {
+        Val::Bool(x != 0)
+    } else {
+        Val::Int(x)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{AxisType, ParamArg};
+    use DType::*;
+
+    fn lit(g: &mut Graph, dt: DType, v: i128) -> UOp {
+        let c = g.cint(WeakInt, v);
+        g.mk(Ops::CAST, dt, &[c], Arg::DType(dt))
+    }
+    fn mk(g: &mut Graph, op: Ops, dt: DType, src: &[UOp]) -> UOp {
+        g.mk(op, dt, src, Arg::None)
+    }
+    fn ints(b: &Buffer) -> Vec<i128> {
+        b.data.iter().map(|v| v.as_i128().unwrap()).collect()
+    }
+
+    /// The kernel tinygrad 0.14.0 emits (after `full_rewrite_to_sink`, DEV=PYTHON) for
+    /// `Tensor([1..8], int32).reshape(2,4).sum(axis=1) + 1`, node for node.
+    #[test]
+    fn tinygrad_reduce_kernel() {
+        let mut g = Graph::new();
+        let c0 = lit(&mut g, Int32, 0);
+        let c1 = lit(&mut g, Int32, 1);
+        let c2 = lit(&mut g, Int32, 2);
+        let c4 = lit(&mut g, Int32, 4);
+        let c8 = lit(&mut g, Int32, 8);
+        let out = g.mk(
+            Ops::PARAM,
+            Int32,
+            &[c2],
+            Arg::Param(Box::new(ParamArg::buffer(0, Int32))),
+        );
+        let inp = g.mk(
+            Ops::PARAM,
+            Int32,
+            &[c8],
+            Arg::Param(Box::new(ParamArg::buffer(1, Int32))),
+        );
+        let mut reg = ParamArg::buffer(0, Int32);
+        reg.addrspace = Some(AddrSpace::Reg);
+        let acc = g.mk(Ops::BUFFER, Int32, &[c1], Arg::Param(Box::new(reg)));
+        let r1 = g.mk(Ops::RANGE, Int32, &[c2], Arg::Range(1, AxisType::Weak));
+        let r0 = g.mk(
+            Ops::RANGE,
+            Int32,
+            &[c4, r1],
+            Arg::Range(0, AxisType::Reduce),
+        );
+        let a1 = mk(&mut g, Ops::AFTER, Int32, &[acc, r1]);
+        let i1 = mk(&mut g, Ops::INDEX, Int32, &[a1, c0]);
+        let init = mk(&mut g, Ops::STORE, Void, &[i1, c0]);
+        let a2 = mk(&mut g, Ops::AFTER, Int32, &[acc, init, r0]);
+        let accidx = mk(&mut g, Ops::INDEX, Int32, &[a2, c0]);
+        let ld_acc = mk(&mut g, Ops::LOAD, Int32, &[accidx]);
+        let addr = mk(&mut g, Ops::MULACC, Int32, &[r1, c4, r0]);
+        let iin = mk(&mut g, Ops::INDEX, Int32, &[inp, addr]);
+        let ld_in = mk(&mut g, Ops::LOAD, Int32, &[iin]);
+        let sum = mk(&mut g, Ops::ADD, Int32, &[ld_acc, ld_in]);
+        let body = mk(&mut g, Ops::STORE, Void, &[accidx, sum]);
+        let lp = mk(&mut g, Ops::END, Void, &[body, r0]);
+        let a3 = mk(&mut g, Ops::AFTER, Int32, &[acc, lp]);
+        let i3 = mk(&mut g, Ops::INDEX, Int32, &[a3, c0]);
+        let ld3 = mk(&mut g, Ops::LOAD, Int32, &[i3]);
+        let res = mk(&mut g, Ops::ADD, Int32, &[ld3, c1]);
+        let iout = mk(&mut g, Ops::INDEX, Int32, &[out, r1]);
+        let st = mk(&mut g, Ops::STORE, Void, &[iout, res]);
+        let e1 = mk(&mut g, Ops::END, Void, &[st, r1]);
+        let sink = mk(&mut g, Ops::SINK, Void, &[e1]);
+        let x: Vec<Val> = (1..=8).map(Val::Int).collect();
+        let env = Env::new()
+            .buffer(Buffer::zeros(Int32, 2))
+            .buffer(Buffer::from_vals(Int32, &x).unwrap());
+        let o = eval(&g, sink, &env).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![11, 27]);
+        assert_eq!(o.value, None);
+        assert!(!o.ub);
+    }
+
+    /// acc = 0; for r in 0..n: acc += in[r]; out[0] = acc — with uint8 wrap-around.
+    fn sum_kernel(g: &mut Graph, dt: DType, n: i128) -> UOp {
+        let c0 = lit(g, Int32, 0);
+        let cn = lit(g, Int32, n);
+        let zero = g.cint(dt, 0);
+        let out = g.param(0, dt, 1);
+        let inp = g.param(1, dt, n);
+        let r = g.mk(Ops::RANGE, Int32, &[cn], Arg::Range(0, AxisType::Reduce));
+        let io = mk(g, Ops::INDEX, dt, &[out, c0]);
+        let init = mk(g, Ops::STORE, Void, &[io, zero]);
+        let a = mk(g, Ops::AFTER, dt, &[out, init, r]);
+        let ia = mk(g, Ops::INDEX, dt, &[a, c0]);
+        let cur = mk(g, Ops::LOAD, dt, &[ia]);
+        let ii = mk(g, Ops::INDEX, dt, &[inp, r]);
+        let x = mk(g, Ops::LOAD, dt, &[ii]);
+        let s = mk(g, Ops::ADD, dt, &[cur, x]);
+        let st = mk(g, Ops::STORE, Void, &[ia, s]);
+        let e = mk(g, Ops::END, Void, &[st, r]);
+        mk(g, Ops::SINK, Void, &[e])
+    }
+
+    #[test]
+    fn accumulator_loop_wraps_like_the_python_device() {
+        let mut g = Graph::new();
+        let k = sum_kernel(&mut g, UInt8, 4);
+        let vals: Vec<Val> = [100, 100, 100, 7].into_iter().map(Val::Int).collect();
+        let env = Env::new()
+            .buffer(Buffer::zeros(UInt8, 1))
+            .buffer(Buffer::from_vals(UInt8, &vals).unwrap());
+        let o = eval(&g, k, &env).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![51]); // 307 mod 256
+        assert_eq!(ints(&o.buffers[1]), vec![100, 100, 100, 7]);
+        assert_eq!(o.ub_at.map(|x| x.1), Some(UbKind::Alu(Ub::NarrowOverflow)));
+        // the same in float: no wrap, no UB
+        let mut g = Graph::new();
+        let k = sum_kernel(&mut g, Float, 3);
+        let vals = [Val::Float(0.1), Val::Float(0.2), Val::Float(0.3)];
+        let env = Env::new()
+            .buffer(Buffer::zeros(Float, 1))
+            .buffer(Buffer::from_vals(Float, &vals).unwrap());
+        let o = eval(&g, k, &env).unwrap();
+        assert_eq!(o.buffers[0].data, vec![Val::Float(0.6000000238418579)]);
+        assert!(!o.ub);
+    }
+
+    #[test]
+    fn scalar_graphs_and_variables() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, WeakInt);
+        let two = g.cint(WeakInt, 2);
+        let three = g.cint(WeakInt, 3);
+        let m = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let a = g.alu(Ops::ADD, &[m, three]).unwrap();
+        let e = g.alu(Ops::FLOORDIV, &[a, two]).unwrap();
+        let o = eval(&g, e, &Env::new().var("x", Val::Int(5))).unwrap();
+        assert_eq!(o.value, Some(Val::Int(6)));
+        assert!(matches!(
+            eval(&g, e, &Env::new()),
+            Err(ExecError::UnboundVar(_))
+        ));
+        assert!(matches!(
+            eval(&g, e, &Env::new().var("x", Val::Int(11))),
+            Err(ExecError::VarOutOfRange { .. })
+        ));
+        // a fixed-width CONST holds its wrapped value; signed overflow is flagged
+        let y = g.variable("y", -100, 100, Int32);
+        let big = g.cint(Int32, (1 << 31) + 5); // an unwrapped fold result
+        let s = g.alu(Ops::ADD, &[y, big]).unwrap();
+        let o = eval(&g, s, &Env::new().var("y", Val::Int(10))).unwrap();
+        assert_eq!(o.value, Some(Val::Int(-(1 << 31) + 15)));
+        assert!(!o.ub);
+        let o = eval(&g, s, &Env::new().var("y", Val::Int(-100))).unwrap();
+        assert_eq!(o.value, Some(Val::Int(2147483553))); // -2147483743 wrapped
+        assert_eq!(o.ub_at.map(|x| x.1), Some(UbKind::Alu(Ub::SignedOverflow)));
+        // a free RANGE takes its value from env.ranges
+        let n = g.cint(WeakInt, 8);
+        let r = g.mk(Ops::RANGE, WeakInt, &[n], Arg::Range(3, AxisType::Loop));
+        let rm = g.alu(Ops::FLOORMOD, &[r, three]).unwrap();
+        assert!(matches!(
+            eval(&g, rm, &Env::new()),
+            Err(ExecError::UnboundRange(_))
+        ));
+        let mut env = Env::new();
+        env.ranges.insert(3, 7);
+        assert_eq!(eval(&g, rm, &env).unwrap().value, Some(Val::Int(1)));
+        // python errors surface as typed errors
+        let neg = g.cint(WeakInt, -1);
+        let sh = g.alu(Ops::SHL, &[x, neg]).unwrap();
+        let err = eval(&g, sh, &Env::new().var("x", Val::Int(1))).unwrap_err();
+        assert!(matches!(
+            err,
+            ExecError::Alu {
+                err: AluError::Value(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn out_of_bounds_gates_and_budget() {
+        let mut g = Graph::new();
+        let buf = g.param(0, Int32, 4);
+        let ten = lit(&mut g, Int32, 10);
+        let idx = mk(&mut g, Ops::INDEX, Int32, &[buf, ten]);
+        let ld = mk(&mut g, Ops::LOAD, Int32, &[idx]);
+        let env = Env::new().buffer(Buffer::zeros(Int32, 4));
+        let o = eval(&g, ld, &env).unwrap();
+        assert_eq!(
+            (o.value, o.ub_at.map(|x| x.1)),
+            (Some(Val::Int(0)), Some(UbKind::OutOfBounds))
+        );
+        // gated off: alt, no UB
+        let alt = lit(&mut g, Int32, 42);
+        let off = g.cbool(false);
+        let gl = mk(&mut g, Ops::LOAD, Int32, &[idx, alt, off]);
+        let o = eval(&g, gl, &env).unwrap();
+        assert_eq!((o.value, o.ub), (Some(Val::Int(42)), false));
+        // an Invalid (masked) index: LOAD gives alt, STORE does nothing
+        let inv = g.cnst(Bool, ConstVal::Invalid);
+        let ii = mk(&mut g, Ops::INDEX, Int32, &[buf, inv]);
+        let gl = mk(&mut g, Ops::LOAD, Int32, &[ii, alt]);
+        assert_eq!(eval(&g, gl, &env).unwrap().value, Some(Val::Int(42)));
+        // a huge loop hits the step budget instead of hanging (int32 1<<40 would wrap to 0)
+        let n = g.cint(WeakInt, 1 << 40);
+        let r = g.mk(Ops::RANGE, WeakInt, &[n], Arg::Range(0, AxisType::Loop));
+        let c0 = lit(&mut g, Int32, 0);
+        let ir = mk(&mut g, Ops::INDEX, Int32, &[buf, c0]);
+        let st = mk(&mut g, Ops::STORE, Void, &[ir, r]);
+        let e = mk(&mut g, Ops::END, Void, &[st, r]);
+        let mut env2 = env.clone();
+        env2.max_steps = 10_000;
+        assert_eq!(eval(&g, e, &env2), Err(ExecError::Budget(10_000)));
+        // missing buffer
+        assert_eq!(eval(&g, ld, &Env::new()), Err(ExecError::MissingBuffer(0)));
+    }
+
+    #[test]
+    fn special_grid_and_while_loop() {
+        // out[gidx0] = gidx0 * gidx0 over a launch grid of 4
+        let mut g = Graph::new();
+        let four = lit(&mut g, Int32, 4);
+        let out = g.param(0, Int32, 4);
+        let sp = g.mk(Ops::SPECIAL, Int32, &[four], Arg::Name("gidx0".into()));
+        let sq = mk(&mut g, Ops::MUL, Int32, &[sp, sp]);
+        let io = mk(&mut g, Ops::INDEX, Int32, &[out, sp]);
+        let st = mk(&mut g, Ops::STORE, Void, &[io, sq]);
+        let sink = mk(&mut g, Ops::SINK, Void, &[st]);
+        let o = eval(&g, sink, &Env::new().buffer(Buffer::zeros(Int32, 4))).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![0, 1, 4, 9]);
+        // END(body, RANGE void, cond): do { buf[0] += 1 } while buf[0] < 5
+        let mut g = Graph::new();
+        let c0 = lit(&mut g, Int32, 0);
+        let c1 = lit(&mut g, Int32, 1);
+        let c5 = lit(&mut g, Int32, 5);
+        let buf = g.param(0, Int32, 1);
+        let noop = mk(&mut g, Ops::NOOP, Void, &[]);
+        let w = g.mk(Ops::RANGE, Void, &[noop], Arg::Range(0, AxisType::Weak));
+        let a = mk(&mut g, Ops::AFTER, Int32, &[buf, w]);
+        let ia = mk(&mut g, Ops::INDEX, Int32, &[a, c0]);
+        let cur = mk(&mut g, Ops::LOAD, Int32, &[ia]);
+        let inc = mk(&mut g, Ops::ADD, Int32, &[cur, c1]);
+        let body = mk(&mut g, Ops::STORE, Void, &[ia, inc]);
+        let a2 = mk(&mut g, Ops::AFTER, Int32, &[buf, body]);
+        let ib = mk(&mut g, Ops::INDEX, Int32, &[a2, c0]);
+        let now = mk(&mut g, Ops::LOAD, Int32, &[ib]);
+        let cond = mk(&mut g, Ops::CMPLT, Bool, &[now, c5]);
+        let e = mk(&mut g, Ops::END, Void, &[body, w, cond]);
+        let o = eval(&g, e, &Env::new().buffer(Buffer::zeros(Int32, 1))).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![5]);
+    }
+
+    #[test]
+    fn vectors_casts_and_runtime_only_ops() {
+        let mut g = Graph::new();
+        let a = g.cfloat(Float, 1.5);
+        let b = g.cfloat(Float, -2.5);
+        let v = mk(&mut g, Ops::STACK, Float, &[a, b]);
+        let two = g.cfloat(Float, 2.0);
+        let m = mk(&mut g, Ops::MUL, Float, &[v, two]);
+        let o = eval(&g, m, &Env::new()).unwrap();
+        assert_eq!(
+            o.elems,
+            Some(vec![Some(Val::Float(3.0)), Some(Val::Float(-5.0))])
+        );
+        let c1 = lit(&mut g, Int32, 1);
+        let gep = mk(&mut g, Ops::INDEX, Float, &[m, c1]);
+        let ci = g.mk(Ops::CAST, UInt8, &[gep], Arg::DType(UInt8));
+        let o = eval(&g, ci, &Env::new()).unwrap();
+        assert_eq!(o.value, Some(Val::Int(251))); // int(-5.0) wrapped to uint8
+        assert_eq!(o.ub_at.map(|x| x.1), Some(UbKind::Alu(Ub::FloatToInt)));
+        let nan = g.cfloat(Float, f64::NAN);
+        let cn = g.mk(Ops::CAST, Int32, &[nan], Arg::DType(Int32));
+        assert!(matches!(
+            eval(&g, cn, &Env::new()),
+            Err(ExecError::Alu {
+                err: AluError::Value(_),
+                ..
+            })
+        ));
+        let zero = g.cfloat(Float, -0.0);
+        let fd = mk(&mut g, Ops::FDIV, Float, &[a, zero]);
+        assert_eq!(
+            eval(&g, fd, &Env::new()).unwrap().value,
+            Some(Val::Float(f64::NEG_INFINITY))
+        );
+        // threefry2x32 values from tinygrad's decomposition evaluated with exec_alu
+        assert_eq!(threefry2x32(0, 0), 11077253088097075545);
+        assert_eq!(threefry2x32(1, 2), 8276187575414064071);
+        assert_eq!(
+            threefry2x32(0xdeadbeefcafebabe, 0x0123456789abcdef),
+            14251235245186722914
+        );
+        assert_eq!(threefry2x32(u64::MAX, u64::MAX), 13474818356711888636);
+    }
+}

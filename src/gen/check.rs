@@ -1,0 +1,376 @@
+//! The generator's own well-formedness check, stricter than tinygrad's `spec_shared`
+//! (uop/spec.py:49-140) where the generator promises more: ALU operands have exactly the result
+//! dtype (no weak operands), constants are in their dtype's range, every explicit dtype equals
+//! `dtype_from_uop` (tinygrad's `SPEC=2` check, uop/ops.py:203), and every INDEX into a sized
+//! buffer is in bounds by interval or by its validity gate. Used by the tests until
+//! `ir::spec::check` lands, and after that as the extra promises on top of it.
+use super::bounds::{self, Iv};
+use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node {node:?} ({op:?} {dtype:?}): {msg}")]
+pub struct TypeError {
+    pub node: UOp,
+    pub op: Ops,
+    pub dtype: DType,
+    pub msg: String,
+}
+
+fn is_invalid(g: &Graph, u: UOp) -> bool {
+    g.const_val(u).is_some_and(|c| c.is_invalid())
+}
+
+/// Checks every node reachable from `root`.
+pub fn check_typing(g: &Graph, root: UOp) -> Result<(), TypeError> {
+    let iv = bounds::all_intervals(g, &[root]);
+    for u in g.toposort(&[root]) {
+        check_node(g, u, &iv).map_err(|msg| TypeError {
+            node: u,
+            op: g.op(u),
+            dtype: g.dtype(u),
+            msg,
+        })?;
+    }
+    Ok(())
+}
+
+fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
+    use Ops::*;
+    let n = g.node(u);
+    let dt = n.dtype;
+    let sd = |i: usize| g.dtype(n.src[i]);
+    let arity = |k: usize| -> Result<(), String> {
+        if n.src.len() == k {
+            Ok(())
+        } else {
+            Err(format!("expected {k} srcs, got {}", n.src.len()))
+        }
+    };
+    if n.op != CONST {
+        match g.infer_dtype(n.op, &n.src, &n.arg) {
+            Ok(d) if d == dt => {}
+            Ok(d) => return Err(format!("dtype_from_uop gives {d:?}")),
+            Err(e) => return Err(format!("dtype_from_uop fails: {e}")),
+        }
+    }
+    match n.op {
+        CONST => {
+            arity(0)?;
+            let c = n.arg.as_const().ok_or("CONST without a value")?;
+            match c {
+                ConstVal::Invalid => (dt == DType::Bool)
+                    .then_some(())
+                    .ok_or("Invalid must be bool")?,
+                ConstVal::Bool(_) => (dt == DType::Bool)
+                    .then_some(())
+                    .ok_or("bool value in non-bool CONST")?,
+                ConstVal::Int(v) => {
+                    if !dt.is_int() {
+                        return Err("int value in non-int CONST".into());
+                    }
+                    if let Some((lo, hi)) = dt.int_bounds()
+                        && dt.is_fixed_int()
+                        && !(lo..=hi).contains(&v)
+                    {
+                        return Err(format!("{v} out of range"));
+                    }
+                }
+                ConstVal::Float(_) => (dt.is_float())
+                    .then_some(())
+                    .ok_or("float value in non-float CONST")?,
+            }
+        }
+        WHERE => {
+            arity(3)?;
+            if sd(0) != DType::Bool {
+                return Err("WHERE condition not bool".into());
+            }
+            for i in 1..3 {
+                if sd(i) != dt && !is_invalid(g, n.src[i]) {
+                    return Err(format!("WHERE branch {i} is {:?}", sd(i)));
+                }
+            }
+            if is_invalid(g, n.src[1]) {
+                return Err("Invalid in the true branch".into());
+            }
+        }
+        CMPLT | CMPNE => {
+            arity(2)?;
+            if sd(0) != sd(1) {
+                return Err(format!("compares {:?} with {:?}", sd(0), sd(1)));
+            }
+        }
+        SHL | SHR => {
+            arity(2)?;
+            if !dt.is_int() || sd(0) != dt {
+                return Err("shifted operand must be the int result dtype".into());
+            }
+            let c = sd(1);
+            if !(c == dt || c == DType::UInt32 || c == DType::WeakInt) {
+                return Err(format!("shift count dtype {c:?}"));
+            }
+            // a negative count raises in Python: the generator never makes one
+            if let Some((lo, _)) = iv[n.src[1].idx()]
+                && lo < 0
+            {
+                return Err("shift count may be negative".into());
+            }
+            if iv[n.src[1].idx()].is_none() {
+                return Err("shift count unbounded".into());
+            }
+        }
+        o if o.is_alu() => {
+            let k = if o.is_unary() {
+                1
+            } else if o.is_binary() {
+                2
+            } else {
+                3
+            };
+            arity(k)?;
+            if let Some(i) = (0..k).find(|i| sd(*i) != dt) {
+                return Err(format!("operand {i} is {:?}", sd(i)));
+            }
+            if matches!(o, AND | OR | XOR) && dt.is_float() {
+                return Err("bitwise op on float".into());
+            }
+            if matches!(o, CDIV | CMOD | FLOORDIV | FLOORMOD) && !dt.is_int() {
+                return Err("division of non-ints".into());
+            }
+            if matches!(o, EXP2 | LOG2 | SIN | SQRT | RECIPROCAL | POW) && !dt.is_float() {
+                return Err("float-only op on non-float".into());
+            }
+            if matches!(o, NEG | SUB | CMPEQ | MULACC | FDIV | THREEFRY) {
+                return Err("late-only op".into());
+            }
+        }
+        CAST => arity(1)?,
+        BITCAST => {
+            arity(1)?;
+            let s = sd(0);
+            if s.itemsize() != dt.itemsize()
+                || s.is_weak()
+                || dt.is_weak()
+                || s.is_bool()
+                || dt.is_bool()
+            {
+                return Err(format!("bitcast {s:?} -> {dt:?}"));
+            }
+        }
+        RANGE | SPECIAL => {
+            arity(1)?;
+            if dt != DType::WeakInt || sd(0) != DType::WeakInt {
+                return Err("range/special must be weakint".into());
+            }
+            let ok_arg = matches!(
+                (&n.arg, n.op),
+                (Arg::Range(..), RANGE) | (Arg::Name(_), SPECIAL)
+            );
+            if !ok_arg {
+                return Err("bad arg".into());
+            }
+        }
+        STACK => {
+            if dt != DType::Void || !n.src.is_empty() {
+                return Err("only the empty shape STACK is generated".into());
+            }
+        }
+        BUFFER | PARAM => {
+            let p = n.arg.as_param().ok_or("no ParamArg")?;
+            arity(1)?;
+            let s = g.op(n.src[0]);
+            match (p.addrspace(), p.vmin_vmax) {
+                (AddrSpace::Alu, Some((lo, hi))) => {
+                    if s != STACK || lo > hi {
+                        return Err("bad variable".into());
+                    }
+                }
+                (AddrSpace::Reg, None) if n.op == BUFFER => {
+                    if s != CONST {
+                        return Err("REG buffer needs a size".into());
+                    }
+                }
+                (AddrSpace::Global, None) if n.op == PARAM => {
+                    if s != CONST || p.slot < 0 || dt.is_weak() {
+                        return Err("bad global buffer".into());
+                    }
+                }
+                _ => return Err("unexpected BUFFER/PARAM form".into()),
+            }
+        }
+        AFTER => {
+            if n.src.is_empty() || !matches!(g.op(n.src[0]), PARAM | BUFFER) {
+                return Err("AFTER must wrap a buffer".into());
+            }
+        }
+        INDEX => {
+            arity(2)?;
+            let buf = n.src[0];
+            let base = if g.op(buf) == AFTER {
+                g.src(buf)[0]
+            } else {
+                buf
+            };
+            if !matches!(g.op(base), PARAM | BUFFER) {
+                return Err("INDEX of a non-buffer".into());
+            }
+            if sd(1) != DType::WeakInt {
+                return Err("index must be weakint".into());
+            }
+            let size = g
+                .const_val(g.src(base)[0])
+                .and_then(|c| c.as_i128())
+                .ok_or("buffer without a size")?;
+            in_bounds(g, n.src[1], size, iv)?;
+        }
+        LOAD => {
+            arity(1)?;
+            if g.op(n.src[0]) != INDEX {
+                return Err("LOAD of a non-INDEX".into());
+            }
+        }
+        STORE => {
+            arity(2)?;
+            if g.op(n.src[0]) != INDEX || sd(1) != sd(0) {
+                return Err("STORE must write its INDEX's dtype".into());
+            }
+        }
+        END => {
+            if n.src.len() < 2 || !n.src[1..].iter().all(|r| g.op(*r) == RANGE) {
+                return Err("END closes RANGEs".into());
+            }
+        }
+        SINK => {}
+        o => return Err(format!("the generator does not emit {o:?}")),
+    }
+    Ok(())
+}
+
+/// Split an AND tree into its clauses.
+fn clauses(g: &Graph, c: UOp, out: &mut Vec<UOp>) {
+    if g.op(c) == Ops::AND && g.dtype(c) == DType::Bool {
+        for s in g.src(c) {
+            clauses(g, *s, out);
+        }
+    } else {
+        out.push(c);
+    }
+}
+
+/// An index is in bounds by its interval, or it is `cond.where(e, Invalid)` whose condition's
+/// clauses include `!(e < 0)` / `e < size` for each side the interval does not settle.
+fn in_bounds(g: &Graph, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), String> {
+    let inside = |e: UOp| matches!(iv[e.idx()], Some((lo, hi)) if lo >= 0 && hi < size);
+    if inside(idx) {
+        return Ok(());
+    }
+    if g.op(idx) == Ops::WHERE && is_invalid(g, g.src(idx)[2]) {
+        let (c, e) = (g.src(idx)[0], g.src(idx)[1]);
+        if inside(e) {
+            return Ok(());
+        }
+        let mut cl = Vec::new();
+        clauses(g, c, &mut cl);
+        let is_const = |u: UOp, v: i128| {
+            g.const_val(u).and_then(|c| c.as_i128()) == Some(v) && g.op(u) == Ops::CONST
+        };
+        let lo_ok = matches!(iv[e.idx()], Some((lo, _)) if lo >= 0)
+            || cl.iter().any(|x| {
+                // !(e < 0) is (e < 0) != True
+                g.op(*x) == Ops::CMPNE
+                    && g.const_val(g.src(*x)[1]) == Some(ConstVal::Bool(true))
+                    && g.op(g.src(*x)[0]) == Ops::CMPLT
+                    && g.src(g.src(*x)[0])[0] == e
+                    && is_const(g.src(g.src(*x)[0])[1], 0)
+            });
+        let hi_ok = matches!(iv[e.idx()], Some((_, hi)) if hi < size)
+            || cl.iter().any(|x| {
+                g.op(*x) == Ops::CMPLT && g.src(*x)[0] == e && is_const(g.src(*x)[1], size)
+            });
+        if lo_ok && hi_ok {
+            return Ok(());
+        }
+    }
+    Err(format!("index may leave [0, {size}): {:?}", iv[idx.idx()]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::AxisType;
+
+    fn err(g: &Graph, u: UOp) -> String {
+        check_typing(g, u)
+            .expect_err("ill-formed graph accepted")
+            .msg
+    }
+
+    #[test]
+    fn rejects_ill_typed_alus() {
+        let mut g = Graph::new();
+        let a = g.variable("a", 0, 10, DType::Int8);
+        let b = g.variable("b", 0, 10, DType::Int16);
+        // mixed operand dtypes (tinygrad would promote; the generator promises exact dtypes)
+        let u = g.mk(Ops::ADD, DType::Int16, &[a, b], Arg::None);
+        assert!(err(&g, u).contains("dtype_from_uop") || err(&g, u).contains("operand"));
+        // explicit dtype that disagrees with dtype_from_uop
+        let u = g.mk(Ops::CMPLT, DType::Int8, &[a, a], Arg::None);
+        assert!(err(&g, u).contains("dtype_from_uop"));
+        // WHERE on an int condition
+        let u = g.mk(Ops::WHERE, DType::Int8, &[a, a, a], Arg::None);
+        assert!(check_typing(&g, u).is_err());
+        // bitwise on floats, division of floats, transcendental on ints
+        let f = g.variable("f", 0, 1, DType::Float);
+        for op in [Ops::XOR, Ops::FLOORDIV] {
+            let u = g.mk(op, DType::Float, &[f, f], Arg::None);
+            assert!(check_typing(&g, u).is_err(), "{op:?}");
+        }
+        let u = g.mk(Ops::SQRT, DType::Int8, &[a], Arg::None);
+        assert!(check_typing(&g, u).is_err());
+        // a constant out of its dtype's range
+        let c = g.cint(DType::UInt8, 300);
+        assert!(err(&g, c).contains("out of range"));
+        // a shift count that may be negative
+        let n = g.variable("n", -1, 3, DType::Int8);
+        let u = g.mk(Ops::SHL, DType::Int8, &[a, n], Arg::None);
+        assert!(err(&g, u).contains("negative"));
+        // bitcast between sizes
+        let u = g.mk(Ops::BITCAST, DType::Float, &[a], Arg::DType(DType::Float));
+        assert!(err(&g, u).contains("bitcast"));
+        // and a well-typed graph passes
+        let k = g.cint(DType::Int8, 3);
+        let s = g.mk(Ops::SHL, DType::Int8, &[a, k], Arg::None);
+        let m = g.mk(Ops::MUL, DType::Int8, &[s, a], Arg::None);
+        check_typing(&g, m).unwrap();
+    }
+
+    #[test]
+    fn index_bounds_by_interval_or_gate() {
+        let mut g = Graph::new();
+        let buf = g.param(0, DType::Float, 8);
+        let e8 = g.cint(DType::WeakInt, 8);
+        let r = g.mk(
+            Ops::RANGE,
+            DType::WeakInt,
+            &[e8],
+            Arg::Range(0, AxisType::Loop),
+        );
+        let ok = g.mk(Ops::INDEX, DType::Float, &[buf, r], Arg::None);
+        check_typing(&g, ok).unwrap();
+        let one = g.cint(DType::WeakInt, 1);
+        let r1 = g.mk(Ops::ADD, DType::WeakInt, &[r, one], Arg::None);
+        let oob = g.mk(Ops::INDEX, DType::Float, &[buf, r1], Arg::None);
+        assert!(err(&g, oob).contains("index may leave"));
+        // gated by r+1 < 8: in bounds
+        let lt = g.mk(Ops::CMPLT, DType::Bool, &[r1, e8], Arg::None);
+        let inv = g.cnst(DType::Bool, ConstVal::Invalid);
+        let gidx = g.mk(Ops::WHERE, DType::WeakInt, &[lt, r1, inv], Arg::None);
+        let gated = g.mk(Ops::INDEX, DType::Float, &[buf, gidx], Arg::None);
+        check_typing(&g, gated).unwrap();
+        // a gate that does not imply the bound does not count
+        let t = g.cbool(true);
+        let bad = g.mk(Ops::WHERE, DType::WeakInt, &[t, r1, inv], Arg::None);
+        let badi = g.mk(Ops::INDEX, DType::Float, &[buf, bad], Arg::None);
+        assert!(check_typing(&g, badi).is_err());
+    }
+}

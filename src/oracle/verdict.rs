@@ -1,0 +1,154 @@
+//! The verdict record of a finding: what was run, where it differed, and the signature it is
+//! deduplicated by. Saved as `finding.json` next to the graphs in text form; the repro stage turns
+//! a finding directory into a self-contained repro file.
+use serde::{Deserialize, Serialize};
+
+/// What kind of problem a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// The rewritten graph computes something else on an input where the original is defined.
+    RewriteBug,
+    /// A rule function raised (tinygrad's graph_rewrite raises the same).
+    RewriteError,
+    /// The rewrite did not terminate.
+    Nontermination,
+    /// A second rewrite of the result changes it again.
+    NotIdempotent,
+    /// A by-design fast-math rewrite changed an IEEE result (reported under `--float-policy strict`).
+    FastMathUnsound,
+    /// A backend computes the same graph differently from the reference interpreter.
+    BackendBug,
+    /// The difference is within float rounding that the tolerance model cannot decide.
+    FloatRounding,
+    Unknown,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::RewriteBug => "rewrite-bug",
+            Class::RewriteError => "rewrite-error",
+            Class::Nontermination => "nontermination",
+            Class::NotIdempotent => "not-idempotent",
+            Class::FastMathUnsound => "fast-math-unsound",
+            Class::BackendBug => "backend-bug",
+            Class::FloatRounding => "float-rounding",
+            Class::Unknown => "unknown",
+        }
+    }
+    pub const ALL: &'static [Class] = &[
+        Class::RewriteBug,
+        Class::RewriteError,
+        Class::Nontermination,
+        Class::NotIdempotent,
+        Class::FastMathUnsound,
+        Class::BackendBug,
+        Class::FloatRounding,
+        Class::Unknown,
+    ];
+    pub fn from_name(s: &str) -> Option<Class> {
+        Class::ALL.iter().copied().find(|c| c.name() == s)
+    }
+}
+
+/// A value as it is printed in records: ints exact, floats by Python repr (nan/inf survive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Shown {
+    Text(String),
+}
+
+/// One applied rule of the trace, by name and tinygrad source line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub rule: String,
+    pub source: String,
+    /// Node indices in the *original+rewritten* graph file (`nK` names).
+    pub before: String,
+    pub after: String,
+}
+
+/// The dedup signature: findings with equal signatures are the same root cause.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Signature {
+    pub class: Class,
+    /// Blamed rule name, or `-` when none is blamed (e.g. a nontermination).
+    pub rule: String,
+    /// Dtype family of the blamed node: `weakint`, `int`, `uint`, `float`, `bool`, `kernel`.
+    pub dtype: String,
+    /// Backend that showed it (`interp` for the reference interpreter).
+    pub backend: String,
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}|{}|{}|{}",
+            self.class.name(),
+            self.rule,
+            self.dtype,
+            self.backend
+        )
+    }
+}
+
+impl Signature {
+    pub fn parse(s: &str) -> Option<Signature> {
+        let p: Vec<&str> = s.trim().split('|').collect();
+        if p.len() != 4 {
+            return None;
+        }
+        Some(Signature {
+            class: Class::from_name(p[0])?,
+            rule: p[1].to_string(),
+            dtype: p[2].to_string(),
+            backend: p[3].to_string(),
+        })
+    }
+}
+
+/// The full verdict of one finding (serialized as `finding.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub signature: Signature,
+    /// Human one-liner: what differs.
+    pub summary: String,
+    pub rules: String,
+    pub float_policy: String,
+    pub seed: Option<u64>,
+    pub family: String,
+    /// Input values by variable name (Python repr), and buffer contents for kernels.
+    pub inputs: Vec<(String, String)>,
+    pub buffers: Vec<(i64, Vec<String>)>,
+    /// Results (Python repr; `None` when the root is void or the run raised).
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    pub ub_original: bool,
+    pub ub_rewritten: bool,
+    /// Tinygrad source line of the blamed rule.
+    pub rule_source: Option<String>,
+    pub trace: Vec<TraceStep>,
+    /// Node counts of the original / rewritten graph.
+    pub nodes: (usize, usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn signature_round_trips() {
+        let s = Signature {
+            class: Class::RewriteBug,
+            rule: "symbolic/lt_folding".into(),
+            dtype: "weakint".into(),
+            backend: "interp".into(),
+        };
+        assert_eq!(Signature::parse(&s.to_string()), Some(s));
+        assert_eq!(Signature::parse("nope"), None);
+        for c in Class::ALL {
+            assert_eq!(Class::from_name(c.name()), Some(*c));
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! Refinement queries over two encodings that share their inputs, and concrete evaluation of an
+//! encoding (the self-test and counterexample replay use it).
+//!
+//! `new` refines `orig` when every input on which `orig` is defined (no UB) gives a `new` that is
+//! defined too and stores the same value. The solver looks for a counterexample:
+//! `∃ inputs. domain ∧ ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`.
+use super::encode::{Encoded, Term, Unsupported, VarMap, encode, fconst, float_bits};
+use super::z3x::{and_all, bv_const};
+use crate::ir::truncate::{round_float, wrap_int};
+use crate::ir::{ConstVal, DType, Graph, UOp};
+use serde::Serialize;
+use z3::ast::{Ast, BV, Bool, Float, Int};
+use z3::{Params, SatResult, Solver};
+
+/// How float outputs are compared and which float inputs are allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FloatPolicy {
+    /// `true`: every input (NaN, ±inf, -0.0) is allowed and outputs must be equal as IEEE values
+    /// (two NaNs count as equal). `false` (fast-math, what tinygrad's float rules assume): inputs
+    /// are finite, any NaN/±inf inside the original graph is poison (like UB), and +0 == -0.
+    pub strict: bool,
+    /// Under `strict`, whether +0.0 and -0.0 must match.
+    pub signed_zero: bool,
+}
+
+impl FloatPolicy {
+    pub fn strict() -> FloatPolicy {
+        FloatPolicy {
+            strict: true,
+            signed_zero: true,
+        }
+    }
+    pub fn fast_math() -> FloatPolicy {
+        FloatPolicy {
+            strict: false,
+            signed_zero: false,
+        }
+    }
+}
+
+/// Concrete input values by variable name (a counterexample, or a point to evaluate at).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Model {
+    pub vals: Vec<(String, DType, ConstVal)>,
+}
+
+impl Model {
+    pub fn get(&self, name: &str) -> Option<ConstVal> {
+        self.vals.iter().find(|v| v.0 == name).map(|v| v.2)
+    }
+    pub fn set(&mut self, name: &str, dt: DType, v: ConstVal) {
+        match self.vals.iter_mut().find(|x| x.0 == name) {
+            Some(x) => *x = (name.to_string(), dt, v),
+            None => self.vals.push((name.to_string(), dt, v)),
+        }
+    }
+}
+
+/// A value as Python prints it (`True`, `-3`, `nan`, `-0.0`, `inf`).
+pub fn py_repr(v: &ConstVal) -> String {
+    match v {
+        ConstVal::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        ConstVal::Int(i) => i.to_string(),
+        ConstVal::Float(f) if f.is_nan() => "nan".to_string(),
+        ConstVal::Float(f) if f.is_infinite() => if *f > 0.0 { "inf" } else { "-inf" }.to_string(),
+        ConstVal::Float(f) => format!("{f:?}"),
+        ConstVal::Invalid => "Invalid".to_string(),
+    }
+}
+
+impl Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.vals.len()))?;
+        for (n, dt, v) in &self.vals {
+            m.serialize_entry(n, &format!("{} ({})", py_repr(v), dt.py_name()))?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Counterexample {
+    pub inputs: Model,
+    /// The stored outputs at that point (`None`: not a numeral, e.g. an uninterpreted function).
+    #[serde(serialize_with = "ser_opt_val")]
+    pub orig: Option<ConstVal>,
+    #[serde(serialize_with = "ser_opt_val")]
+    pub new: Option<ConstVal>,
+    pub orig_ub: bool,
+    pub new_ub: bool,
+    /// An uninterpreted function was involved: the point may be spurious; replay it.
+    pub approximate: bool,
+}
+
+fn ser_opt_val<S: serde::Serializer>(v: &Option<ConstVal>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(c) => s.serialize_some(&py_repr(c)),
+        None => s.serialize_none(),
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub enum Verdict {
+    /// No input makes `new` differ from a defined `orig` (unsat).
+    Refines,
+    Counterexample(Box<Counterexample>),
+    /// The solver gave up (timeout, incompleteness): a counted outcome.
+    Unknown(String),
+    Unsupported(Unsupported),
+}
+
+impl Verdict {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Verdict::Refines => "refines",
+            Verdict::Counterexample(_) => "counterexample",
+            Verdict::Unknown(_) => "unknown",
+            Verdict::Unsupported(_) => "unsupported",
+        }
+    }
+}
+
+fn float_is_finite(f: &Float) -> Bool {
+    (f.is_nan() | f.is_infinite()).not()
+}
+
+/// Equality of two stored outputs under the float policy; `None` when they cannot be compared
+/// (an int output against a float one).
+fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
+    let feq = |x: &Float, y: &Float| -> Bool {
+        if pol.strict && pol.signed_zero {
+            // SMT equality: NaN = NaN, +0 ≠ -0
+            x.eq(y)
+        } else {
+            (x.is_nan() & y.is_nan()) | x.eq_fpa(y)
+        }
+    };
+    let exact_int = |e: &Encoded| -> Option<Int> {
+        match &e.value {
+            Term::Int(i) => Some(i.clone()),
+            Term::BV(b) => Some(b.to_int(e.dtype.is_signed_fixed())),
+            Term::Bool(b) => Some(b.ite(&Int::from_i64(1), &Int::from_i64(0))),
+            Term::Float(_) => None,
+        }
+    };
+    Ok(match (&a.value, &b.value) {
+        (Term::Bool(x), Term::Bool(y)) => x.iff(y),
+        (Term::BV(x), Term::BV(y)) if a.dtype == b.dtype => x.eq(y),
+        (Term::Int(x), Term::Int(y)) => x.eq(y),
+        (Term::Float(x), Term::Float(y)) => {
+            if x.get_sort() == y.get_sort() {
+                feq(x, y)
+            } else {
+                let d = z3::Sort::double();
+                let m = z3::ast::RoundingMode::round_nearest_ties_to_even();
+                feq(
+                    &x.to_fp_with_rounding_mode(&m, &d),
+                    &y.to_fp_with_rounding_mode(&m, &d),
+                )
+            }
+        }
+        _ => match (exact_int(a), exact_int(b)) {
+            (Some(x), Some(y)) => x.eq(&y),
+            _ => {
+                return Err(format!(
+                    "root dtype changed from {} to {}",
+                    a.dtype.py_name(),
+                    b.dtype.py_name()
+                ));
+            }
+        },
+    })
+}
+
+/// Does the graph under `new` refine the one under `orig` (both in `g`)? Every query runs with
+/// `timeout_ms`; a timeout or an incomplete answer is `Unknown`, never an error.
+pub fn check_refinement(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    policy: FloatPolicy,
+    timeout_ms: u32,
+) -> Verdict {
+    let mut vm = VarMap::new();
+    let eo = match encode(g, orig, &mut vm) {
+        Ok(e) => e,
+        Err(u) => return Verdict::Unsupported(u),
+    };
+    let en = match encode(g, new, &mut vm) {
+        Ok(e) => e,
+        Err(u) => return Verdict::Unsupported(u),
+    };
+    let same = match same_output(&eo, &en, policy) {
+        Ok(b) => b,
+        Err(why) => {
+            return Verdict::Unsupported(Unsupported {
+                op: "SINK".into(),
+                dtype: eo.dtype.py_name().into(),
+                reason: why,
+            });
+        }
+    };
+    let s = Solver::new();
+    let mut p = Params::new();
+    p.set_u32("timeout", timeout_ms.max(1));
+    s.set_params(&p);
+    for d in &vm.domain {
+        s.assert(d);
+    }
+    for a in vm.axioms.iter().cloned().chain(vm.uf_axioms()) {
+        s.assert(&a);
+    }
+    if !policy.strict {
+        for v in &vm.vars {
+            if let Term::Float(f) = &v.term {
+                s.assert(float_is_finite(f));
+            }
+        }
+        s.assert(eo.nonfinite.not());
+    }
+    // Z3 has one NaN, Python keeps payloads: points where a NaN's bits are read (BITCAST) are
+    // left out rather than reported with made-up bits
+    s.assert(eo.imprecise.not());
+    s.assert(en.imprecise.not());
+    s.assert(eo.ub.not());
+    s.assert(en.ub.clone() | same.not());
+    match s.check() {
+        SatResult::Unsat => Verdict::Refines,
+        SatResult::Unknown => Verdict::Unknown(
+            s.get_reason_unknown()
+                .unwrap_or_else(|| "unknown".to_string()),
+        ),
+        SatResult::Sat => {
+            let Some(m) = s.get_model() else {
+                return Verdict::Unknown("sat without a model".into());
+            };
+            let mut inputs = Model::default();
+            for v in &vm.vars {
+                if let Some(c) = eval_term(&m, &v.term).and_then(|t| term_value(&t, v.dtype)) {
+                    inputs.set(&v.name, v.dtype, c);
+                }
+            }
+            let ev_bool = |b: &Bool| m.eval(b, true).and_then(|x| x.as_bool()).unwrap_or(false);
+            Verdict::Counterexample(Box::new(Counterexample {
+                inputs,
+                orig: eval_term(&m, &eo.value).and_then(|t| term_value(&t, eo.dtype)),
+                new: eval_term(&m, &en.value).and_then(|t| term_value(&t, en.dtype)),
+                orig_ub: ev_bool(&eo.ub),
+                new_ub: ev_bool(&en.ub),
+                approximate: eo.approximate || en.approximate,
+            }))
+        }
+    }
+}
+
+fn eval_term(m: &z3::Model, t: &Term) -> Option<Term> {
+    Some(match t {
+        Term::Bool(x) => Term::Bool(m.eval(x, true)?),
+        Term::BV(x) => Term::BV(m.eval(x, true)?),
+        Term::Int(x) => Term::Int(m.eval(x, true)?),
+        Term::Float(x) => Term::Float(m.eval(x, true)?),
+    })
+}
+
+/// The concrete value of a numeral term read as dtype `dt` (`None` if it is not a numeral).
+pub fn term_value(t: &Term, dt: DType) -> Option<ConstVal> {
+    Some(match t {
+        Term::Bool(b) => ConstVal::Bool(b.simplify().as_bool()?),
+        Term::BV(b) => {
+            let u = b.simplify().as_u64()?;
+            ConstVal::Int(wrap_int(dt, u as i128))
+        }
+        Term::Int(i) => ConstVal::Int(i.simplify().as_i128()?),
+        Term::Float(f) => ConstVal::Float(super::z3x::float_value(f)?),
+    })
+}
+
+/// A numeral of a variable's sort for a concrete value (floats rounded to the dtype, ints
+/// wrapped to it): what the interpreter would hold in that variable.
+pub fn numeral(t: &Term, dt: DType, v: ConstVal) -> Option<Term> {
+    Some(match t {
+        Term::Bool(_) => Term::Bool(Bool::from_bool(v.truthy())),
+        Term::BV(b) => Term::BV(bv_const(wrap_int(dt, v.as_i128()?), b.get_size())),
+        Term::Int(_) => Term::Int(Int::from_i128(v.as_i128()?)),
+        Term::Float(_) => {
+            let f = v.as_f64()?;
+            Term::Float(fconst(round_float(dt, f), float_bits(dt)?))
+        }
+    })
+}
+
+/// Substitutes concrete values for variables in `t`.
+fn substitute(t: &Term, subst: &[(Term, Term)]) -> Term {
+    let mut bools: Vec<(&Bool, &Bool)> = Vec::new();
+    let mut bvs: Vec<(&BV, &BV)> = Vec::new();
+    let mut ints: Vec<(&Int, &Int)> = Vec::new();
+    let mut floats: Vec<(&Float, &Float)> = Vec::new();
+    for (a, b) in subst {
+        match (a, b) {
+            (Term::Bool(x), Term::Bool(y)) => bools.push((x, y)),
+            (Term::BV(x), Term::BV(y)) => bvs.push((x, y)),
+            (Term::Int(x), Term::Int(y)) => ints.push((x, y)),
+            (Term::Float(x), Term::Float(y)) => floats.push((x, y)),
+            _ => {}
+        }
+    }
+    macro_rules! sub_all {
+        ($x:expr) => {{
+            let x = $x.substitute(&bools);
+            let x = x.substitute(&bvs);
+            let x = x.substitute(&ints);
+            x.substitute(&floats).simplify()
+        }};
+    }
+    match t {
+        Term::Bool(x) => Term::Bool(sub_all!(x)),
+        Term::BV(x) => Term::BV(sub_all!(x)),
+        Term::Int(x) => Term::Int(sub_all!(x)),
+        Term::Float(x) => Term::Float(sub_all!(x)),
+    }
+}
+
+/// The graph under `root` evaluated by its encoding at a concrete point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    /// The stored output; `None` if it did not reduce to a numeral (uninterpreted functions).
+    pub value: Option<ConstVal>,
+    pub ub: Option<bool>,
+    /// Whether the point is in the variables' domain (bounds, `range < end`).
+    pub in_domain: Option<bool>,
+    /// The value read the bits of a NaN (`Encoded::imprecise`).
+    pub imprecise: Option<bool>,
+    pub approximate: bool,
+}
+
+/// Evaluates the encoding of `root` at `model` (every variable of the graph must have a value):
+/// the concrete values are substituted and the terms simplified to numerals.
+pub fn eval_at(g: &Graph, root: UOp, model: &Model) -> Result<Evaluated, Unsupported> {
+    let mut vm = VarMap::new();
+    let e = encode(g, root, &mut vm)?;
+    let mut subst = Vec::new();
+    for v in &vm.vars {
+        let c = model.get(&v.name).ok_or_else(|| Unsupported {
+            op: "BUFFER".into(),
+            dtype: v.dtype.py_name().into(),
+            reason: format!("no value for variable {}", v.name),
+        })?;
+        let n = numeral(&v.term, v.dtype, c).ok_or_else(|| Unsupported {
+            op: "BUFFER".into(),
+            dtype: v.dtype.py_name().into(),
+            reason: format!("value {} does not fit variable {}", py_repr(&c), v.name),
+        })?;
+        subst.push((v.term.clone(), n));
+    }
+    let b = |x: &Bool| match substitute(&Term::Bool(x.clone()), &subst) {
+        Term::Bool(y) => y.as_bool(),
+        _ => None,
+    };
+    Ok(Evaluated {
+        value: term_value(&substitute(&e.value, &subst), e.dtype),
+        ub: b(&e.ub),
+        in_domain: b(&and_all(&vm.domain)),
+        imprecise: b(&e.imprecise),
+        approximate: e.approximate,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Arg, Ops};
+    use crate::smt::verify::free_variable;
+
+    fn v(g: &mut Graph, dt: DType) -> UOp {
+        match dt.int_bounds() {
+            Some((lo, hi)) if dt.is_fixed_int() => g.variable("x", lo, hi, dt),
+            _ => free_variable(g, "x", dt),
+        }
+    }
+
+    #[test]
+    fn wraparound_breaks_mul_div_on_uint8() {
+        // (x*2)//2 == x fails where x*2 wraps; on uint8 that is UB (8-bit arithmetic leaving its
+        // range: C computes it in int), so the original is never defined there
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 200, DType::UInt8);
+        let two = g.cint(DType::UInt8, 2);
+        let m = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
+        assert!(matches!(
+            check_refinement(&g, d, x, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        // on uint32, wrapping is defined: x = 2^31 is a counterexample
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::UInt32);
+        let two = g.cint(DType::UInt32, 2);
+        let m = g.alu(Ops::MUL, &[x, two]).unwrap();
+        let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
+        let Verdict::Counterexample(c) = check_refinement(&g, d, x, FloatPolicy::strict(), 5000)
+        else {
+            panic!("expected a counterexample");
+        };
+        let xv = c.inputs.get("x").and_then(|c| c.as_i128()).unwrap();
+        assert!(xv >= 1 << 31, "{c:?}");
+        assert_eq!(c.orig, Some(ConstVal::Int(xv - (1 << 31))));
+    }
+
+    #[test]
+    fn float_max_is_pythons_max() {
+        // max(x, nan) = x but max(nan, x) = nan: MAX is not commutative under NaN
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::Float);
+        let nan = g.cfloat(DType::Float, f64::NAN);
+        let a = g.alu(Ops::MAX, &[x, nan]).unwrap();
+        let b = g.alu(Ops::MAX, &[nan, x]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::Float, ConstVal::Float(1.5));
+        assert_eq!(
+            eval_at(&g, a, &m).unwrap().value,
+            Some(ConstVal::Float(1.5))
+        );
+        assert!(
+            matches!(eval_at(&g, b, &m).unwrap().value, Some(ConstVal::Float(f)) if f.is_nan())
+        );
+        assert!(matches!(
+            check_refinement(&g, a, b, FloatPolicy::strict(), 5000),
+            Verdict::Counterexample(_)
+        ));
+        // fast-math: inputs finite, but the NaN constant is in the graph: orig is poison only
+        // where a result is non-finite; max(x, nan) = x is finite, max(nan, x) = nan differs
+        assert!(matches!(
+            check_refinement(&g, a, b, FloatPolicy::fast_math(), 5000),
+            Verdict::Counterexample(_)
+        ));
+    }
+
+    #[test]
+    fn half_rounds_and_overflows_like_struct_e() {
+        let mut g = Graph::new();
+        let x = v(&mut g, DType::Half);
+        let c = g.cfloat(DType::Half, 65504.0);
+        let s = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::Half, ConstVal::Float(8.0));
+        // 65512 rounds down to 65504 (spacing 32 there)
+        assert_eq!(
+            eval_at(&g, s, &m).unwrap().value,
+            Some(ConstVal::Float(65504.0))
+        );
+        // 65520 is the tie between 65504 (odd mantissa) and 2^16: RNE overflows to inf
+        m.set("x", DType::Half, ConstVal::Float(16.0));
+        assert_eq!(
+            eval_at(&g, s, &m).unwrap().value,
+            Some(ConstVal::Float(f64::INFINITY))
+        );
+    }
+
+    #[test]
+    fn out_of_range_const_is_compared_exactly() {
+        // CONST uchar 300 (const folding leaves it) is 300 in a compare, 44 in an ADD
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 255, DType::UInt8);
+        let c = g.mk(
+            Ops::CONST,
+            DType::UInt8,
+            &[],
+            Arg::Const(ConstVal::Int(300)),
+        );
+        let lt = g.alu(Ops::CMPLT, &[x, c]).unwrap();
+        let t = g.cbool(true);
+        assert!(matches!(
+            check_refinement(&g, lt, t, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        let add = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let mut m = Model::default();
+        m.set("x", DType::UInt8, ConstVal::Int(0));
+        let e = eval_at(&g, add, &m).unwrap();
+        assert_eq!(e.value, Some(ConstVal::Int(44)));
+        // 0 + 300 leaves uint8: 8-bit arithmetic out of range is flagged like the interpreter
+        assert_eq!(e.ub, Some(true));
+    }
+
+    #[test]
+    fn changed_root_dtype_compares_exact_values() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::Int32);
+        let w = g.mk(Ops::CAST, DType::WeakInt, &[x], Arg::DType(DType::WeakInt));
+        assert!(matches!(
+            check_refinement(&g, x, w, FloatPolicy::strict(), 5000),
+            Verdict::Refines
+        ));
+        let f = g.mk(Ops::CAST, DType::Float, &[x], Arg::DType(DType::Float));
+        assert!(matches!(
+            check_refinement(&g, x, f, FloatPolicy::strict(), 5000),
+            Verdict::Unsupported(_)
+        ));
+    }
+}

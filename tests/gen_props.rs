@@ -1,0 +1,843 @@
+//! Properties of the graph generator: it never panics, every graph is well-typed (the
+//! generator's own checker: `dtype_from_uop` consistency, strict ALU operand typing, in-bounds
+//! indexes), it is deterministic per seed, and the grammar reaches every op, dtype and kernel
+//! shape it claims to.
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+use uopfuzz::r#gen::check::check_typing;
+use uopfuzz::r#gen::{
+    Family, GenConfig, Generated, KernelShape, dump, generate_from_bytes, generate_seeded,
+};
+use uopfuzz::ir::{Arg, AxisType, ConstVal, DType, Ops};
+
+fn assert_ok(x: &Generated, what: &str) {
+    if let Err(e) = check_typing(&x.graph, x.root) {
+        panic!("{what}: {e}\n{}", dump(&x.graph, x.root));
+    }
+}
+
+/// The root's kind matches the family.
+fn assert_family_shape(x: &Generated) {
+    let dt = x.graph.dtype(x.root);
+    match x.family {
+        Family::Index => assert_eq!(dt, DType::WeakInt),
+        Family::FixedInt => assert!(dt.is_fixed_int(), "{dt:?}"),
+        Family::Float => assert!(DType::FUZZ_FLOATS.contains(&dt), "{dt:?}"),
+        Family::Bool => assert_eq!(dt, DType::Bool),
+        Family::Kernel => {
+            assert_eq!(x.graph.op(x.root), Ops::SINK);
+            assert!(x.buffers.iter().any(|b| b.output));
+        }
+    }
+}
+
+#[test]
+fn seeded_graphs_are_well_typed_in_every_family() {
+    for f in Family::ALL {
+        let cfg = GenConfig::family(f);
+        for seed in 0..400u64 {
+            let x = generate_seeded(seed, &cfg);
+            assert_eq!(x.family, f);
+            assert_ok(&x, &format!("{f:?} seed {seed}"));
+            assert_family_shape(&x);
+            // soft node cap: pending operands may overshoot a little, kernels carry plumbing
+            assert!(
+                x.graph.len() <= cfg.max_nodes * 2 + 40,
+                "{f:?} seed {seed}: {} nodes",
+                x.graph.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn no_swarm_config_is_well_typed_too() {
+    for f in Family::ALL {
+        let cfg = GenConfig {
+            swarm: false,
+            ..GenConfig::family(f)
+        };
+        for seed in 0..200u64 {
+            let x = generate_seeded(seed, &cfg);
+            assert_ok(&x, &format!("{f:?} no-swarm seed {seed}"));
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_graph() {
+    for seed in [0u64, 1, 7, 42, 1234, u64::MAX] {
+        let cfg = GenConfig::default();
+        let a = generate_seeded(seed, &cfg);
+        let b = generate_seeded(seed, &cfg);
+        assert_eq!(dump(&a.graph, a.root), dump(&b.graph, b.root));
+        assert_eq!(a.vars, b.vars);
+        assert_eq!(a.buffers, b.buffers);
+        assert_eq!(a.swarm, b.swarm);
+    }
+    // and different seeds give different graphs (almost always)
+    let dumps: BTreeSet<String> = (0..200u64)
+        .map(|s| {
+            let x = generate_seeded(s, &GenConfig::default());
+            dump(&x.graph, x.root)
+        })
+        .collect();
+    assert!(dumps.len() > 190, "only {} distinct graphs", dumps.len());
+}
+
+/// Fixed seeds' dumps, pinned (FNV-1a over seeds 0..10 of every family): a change means old
+/// seeds no longer reproduce, on this machine or another one (float constants, PRNG streams and
+/// hash-map-free generation order all feed it). Update deliberately when the grammar changes.
+#[test]
+fn seed_dumps_are_pinned() {
+    let mut h = 0xcbf29ce484222325u64;
+    for f in Family::ALL {
+        for seed in 0..10u64 {
+            let x = generate_seeded(seed, &GenConfig::family(f));
+            for b in dump(&x.graph, x.root).bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+            }
+        }
+    }
+    println!("pinned dump hash = {h:#x}");
+    assert_eq!(
+        h, PINNED_DUMP_HASH,
+        "generator output for fixed seeds changed"
+    );
+}
+const PINNED_DUMP_HASH: u64 = 0x7e714bb16f35913e;
+
+#[test]
+fn empty_and_short_byte_inputs() {
+    assert!(generate_from_bytes(&[], &GenConfig::default()).is_none());
+    for f in Family::ALL {
+        // no bytes but a fixed family: generation still ends, with constants
+        let x = generate_from_bytes(&[], &GenConfig::family(f)).expect("family given");
+        assert_ok(&x, "empty input");
+        assert_family_shape(&x);
+    }
+    for len in 1..64usize {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+        let x = generate_from_bytes(&bytes, &GenConfig::default()).expect("non-empty input");
+        assert_ok(&x, &format!("{len} bytes"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+    #[test]
+    fn arbitrary_bytes_give_well_typed_graphs(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        if let Some(x) = generate_from_bytes(&bytes, &GenConfig::default()) {
+            if let Err(e) = check_typing(&x.graph, x.root) {
+                return Err(TestCaseError::fail(format!("{e}\n{}", dump(&x.graph, x.root))));
+            }
+            assert_family_shape(&x);
+        }
+    }
+
+    #[test]
+    fn same_bytes_same_graph(bytes in proptest::collection::vec(any::<u8>(), 1..300)) {
+        let a = generate_from_bytes(&bytes, &GenConfig::default()).unwrap();
+        let b = generate_from_bytes(&bytes, &GenConfig::default()).unwrap();
+        prop_assert_eq!(dump(&a.graph, a.root), dump(&b.graph, b.root));
+    }
+}
+
+/// Counts what 3000 seeded graphs contain and asserts the grammar reaches all of it.
+#[test]
+fn grammar_reaches_every_feature() {
+    let mut ops: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut dtypes: BTreeSet<String> = BTreeSet::new();
+    let mut families: BTreeMap<Family, usize> = BTreeMap::new();
+    let mut shapes: BTreeSet<String> = BTreeSet::new();
+    let (mut shared, mut gated, mut reg, mut special, mut param_var, mut mult, mut reduce_axis) =
+        (0, 0, 0, 0, 0, 0, 0);
+    let (mut neg_var, mut full_range, mut inf, mut nan, mut negzero, mut two_out) =
+        (0, 0, 0, 0, 0, 0);
+    for seed in 0..3000u64 {
+        let x = generate_seeded(seed, &GenConfig::default());
+        *families.entry(x.family).or_default() += 1;
+        if x.family == Family::Kernel {
+            shapes.insert(format!("{:?}", x.swarm.kernel_shape));
+        }
+        let g = &x.graph;
+        let topo = g.toposort(&[x.root]);
+        let mut uses = vec![0usize; g.len()];
+        for u in &topo {
+            for s in g.src(*u) {
+                uses[s.idx()] += 1;
+            }
+            *ops.entry(g.op(*u).name()).or_default() += 1;
+            dtypes.insert(format!("{:?}", g.dtype(*u)));
+            match (g.op(*u), g.arg(*u)) {
+                (Ops::WHERE, _) if g.const_val(g.src(*u)[2]) == Some(ConstVal::Invalid) => {
+                    gated += 1
+                }
+                (Ops::BUFFER, Arg::Param(p)) if p.vmin_vmax.is_none() => reg += 1,
+                (Ops::SPECIAL, _) => special += 1,
+                (Ops::RANGE, Arg::Range(_, AxisType::Reduce)) => reduce_axis += 1,
+                (Ops::CONST, Arg::Const(ConstVal::Float(f))) => {
+                    inf += f.is_infinite() as usize;
+                    nan += f.is_nan() as usize;
+                    negzero += (*f == 0.0 && f.is_sign_negative()) as usize;
+                }
+                _ => {}
+            }
+        }
+        if topo
+            .iter()
+            .any(|u| uses[u.idx()] > 1 && g.op(*u) != Ops::CONST && g.op(*u) != Ops::STACK)
+        {
+            shared += 1;
+        }
+        for v in &x.vars {
+            param_var += v.param as usize;
+            mult += (v.multiple_of > 1) as usize;
+            neg_var += (v.lo < 0) as usize;
+            if let Some((lo, hi)) = v.dtype.int_bounds()
+                && v.dtype.is_fixed_int()
+            {
+                full_range += (v.lo == lo && v.hi == hi) as usize;
+            }
+        }
+        two_out += (x.buffers.iter().filter(|b| b.output).count() > 1) as usize;
+    }
+    println!("families {families:?}");
+    println!("ops {ops:?}");
+    println!("dtypes {dtypes:?}");
+    println!(
+        "shared {shared} gated {gated} reg {reg} special {special} reduce {reduce_axis} param_var {param_var} multiple_of {mult} neg_var {neg_var} full_range {full_range} inf {inf} nan {nan} -0.0 {negzero} two_outputs {two_out}"
+    );
+    for f in Family::ALL {
+        assert!(
+            families.get(&f).copied().unwrap_or(0) > 400,
+            "{f:?} rare: {families:?}"
+        );
+    }
+    for op in uopfuzz::r#gen::swarm::GEN_OPS {
+        assert!(
+            ops.get(op.name()).copied().unwrap_or(0) > 20,
+            "{op:?} rare: {ops:?}"
+        );
+    }
+    for op in [
+        Ops::RANGE,
+        Ops::SPECIAL,
+        Ops::INDEX,
+        Ops::LOAD,
+        Ops::STORE,
+        Ops::END,
+        Ops::SINK,
+        Ops::AFTER,
+        Ops::PARAM,
+        Ops::BUFFER,
+    ] {
+        assert!(ops.get(op.name()).copied().unwrap_or(0) > 20, "{op:?} rare");
+    }
+    for dt in [
+        DType::Bool,
+        DType::WeakInt,
+        DType::Int8,
+        DType::UInt8,
+        DType::Int16,
+        DType::UInt16,
+        DType::Int32,
+        DType::UInt32,
+        DType::Int64,
+        DType::UInt64,
+        DType::Half,
+        DType::BFloat16,
+        DType::Float,
+        DType::Double,
+    ] {
+        assert!(
+            dtypes.contains(&format!("{dt:?}")),
+            "{dt:?} never generated"
+        );
+    }
+    for s in [
+        KernelShape::Elementwise,
+        KernelShape::RegReduce,
+        KernelShape::GlobalAccum,
+    ] {
+        assert!(shapes.contains(&format!("{s:?}")));
+    }
+    for (name, n) in [
+        ("shared", shared),
+        ("gated", gated),
+        ("reg", reg),
+        ("special", special),
+        ("reduce", reduce_axis),
+        ("param_var", param_var),
+        ("multiple_of", mult),
+        ("neg_var", neg_var),
+        ("full_range", full_range),
+        ("inf", inf),
+        ("nan", nan),
+        ("-0.0", negzero),
+        ("two_outputs", two_out),
+    ] {
+        assert!(n > 10, "{name} rare: {n}");
+    }
+    assert!(shared > 1000, "too little sharing: {shared}");
+}
+
+/// Throughput, release build: `cargo test --release --test gen_props -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn graphs_per_second() {
+    for f in Family::ALL.into_iter().map(Some).chain([None]) {
+        let cfg = GenConfig {
+            family: f,
+            ..GenConfig::default()
+        };
+        let n = 20_000u64;
+        let t = std::time::Instant::now();
+        let mut nodes = 0usize;
+        for seed in 0..n {
+            nodes += generate_seeded(seed, &cfg).graph.len();
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "{:>8}: {:>9.0} graphs/s, {:.1} nodes/graph",
+            f.map(|f| f.name()).unwrap_or("any"),
+            n as f64 / s,
+            nodes as f64 / n as f64
+        );
+    }
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::rewrite::UPat;
+    let pat = UPat::var("x")
+        .mul(UPat::cvar("c0"))
+        .add(UPat::var("x").mul(UPat::cvar("c1")));
+    let n = 20_000u64;
+    let t = std::time::Instant::now();
+    let built = (0..n)
+        .filter(|s| generate_for_pattern_seeded(*s, &pat, &GenConfig::default()).is_some())
+        .count();
+    println!(
+        "directed x*c0+x*c1: {:.0} graphs/s ({built} built)",
+        n as f64 / t.elapsed().as_secs_f64()
+    );
+}
+
+/// The project spec checker (`ir::spec::check`: tinygrad's spec_tensor + spec_shared, the
+/// `SPEC=2` dtype rule and the port rules) accepts every generated graph, grammar-built and
+/// pattern-directed.
+#[test]
+fn generated_graphs_pass_the_spec_checker() {
+    for seed in 0..3000u64 {
+        let x = generate_seeded(seed, &GenConfig::default());
+        if let Err(e) = uopfuzz::ir::spec::check(&x.graph, x.root) {
+            panic!(
+                "seed {seed} {:?}: {e:?}\n{}",
+                x.family,
+                dump(&x.graph, x.root)
+            );
+        }
+    }
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    let mut r = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(12);
+    for i in 0..1000u64 {
+        let pat = random_pat(&mut r, 3);
+        if let Some(x) = generate_for_pattern_seeded(i, &pat, &GenConfig::default())
+            && let Err(e) = uopfuzz::ir::spec::check(&x.graph, x.root)
+        {
+            panic!("pattern {pat:?}: {e:?}\n{}", dump(&x.graph, x.root));
+        }
+    }
+}
+
+/// Prints a few graphs per family: `cargo test --test gen_props print_samples -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_samples() {
+    let n: u64 = std::env::var("SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    for f in Family::ALL {
+        for seed in 0..n {
+            let x = generate_seeded(seed, &GenConfig::family(f));
+            println!(
+                "=== {f:?} seed {seed} ({} nodes) vars {:?} bufs {:?}\n{}",
+                x.graph.len(),
+                x.vars,
+                x.buffers,
+                dump(&x.graph, x.root)
+            );
+        }
+    }
+}
+
+/// Pattern-directed generation: the root matches the pattern in at least 90% of 1000 tries,
+/// and every generated graph passes the typing check.
+#[test]
+fn directed_generation_hits_patterns() {
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::rewrite::UPat;
+    let v = UPat::var;
+    let cases: Vec<(&str, UPat)> = vec![
+        ("x+0", v("x").add(UPat::cint(0))),
+        (
+            "(x//c1)//c2",
+            v("x").floordiv(UPat::cvar("c1")).floordiv(UPat::cvar("c2")),
+        ),
+        (
+            "x*c0+x*c1",
+            v("x")
+                .mul(UPat::cvar("c0"))
+                .add(v("x").mul(UPat::cvar("c1"))),
+        ),
+        ("x^x", v("x").xor(v("x"))),
+        ("x//x", v("x").floordiv(v("x"))),
+        ("(a%y)%y", v("a").floormod(v("y")).floormod(v("y"))),
+        ("c.where(v,v)", v("c").where_(v("v"), v("v"))),
+        ("x<<0", v("x").shl(UPat::cint(0))),
+        (
+            "weakint x<c",
+            UPat::var_dt("x", &[DType::WeakInt]).lt(UPat::cvar("c")),
+        ),
+        (
+            "bool x&c",
+            UPat::var_dt("x", &[DType::Bool]).and(UPat::cvar("c")),
+        ),
+        ("x.cast(a).cast(b)", v("x").cast(None).cast(None)),
+        ("x.cast(bool)", v("x").cast(Some(DType::Bool))),
+        ("bitcast(const)", UPat::cvar("c").bitcast(None)),
+        (
+            "or_casted+1",
+            v("x").or_casted(Some("y")).add(UPat::cint(1)),
+        ),
+        (
+            "RANGE(end)%end",
+            UPat::op(Ops::RANGE)
+                .src(vec![v("end")])
+                .named("r")
+                .floormod(v("end")),
+        ),
+        (
+            "store(idx, load(idx))",
+            UPat::op(Ops::STORE).src(vec![v("idx"), UPat::op(Ops::LOAD).src(vec![v("idx")])]),
+        ),
+        ("x*(1/x)", v("x").mul(v("x").f(Ops::RECIPROCAL))),
+        ("max(x,x)", v("x").maximum(v("x"))),
+    ];
+    let cfg = GenConfig::default();
+    let mut report = Vec::new();
+    for (name, pat) in &cases {
+        let (mut hits, mut some) = (0usize, 0usize);
+        let mut guards: BTreeSet<String> = BTreeSet::new();
+        for seed in 0..1000u64 {
+            let Some(x) = generate_for_pattern_seeded(seed, pat, &cfg) else {
+                continue;
+            };
+            some += 1;
+            assert_ok(&x, &format!("directed {name} seed {seed}"));
+            let m = pat.matches(&x.graph, x.root);
+            if !m.is_empty() {
+                hits += 1;
+                // the constants bound by the match, to see that guards get both answers
+                let cs: Vec<String> = m[0]
+                    .0
+                    .iter()
+                    .filter_map(|(n, u)| x.graph.const_val(*u).map(|c| format!("{n}={c:?}")))
+                    .collect();
+                guards.insert(cs.join(","));
+            }
+        }
+        report.push(format!(
+            "{name}: {hits}/1000 match ({some} built, {} distinct const bindings)",
+            guards.len()
+        ));
+        assert!(hits >= 900, "{name}: only {hits}/1000 ({some} built)");
+    }
+    println!("{}", report.join("\n"));
+}
+
+/// Constant-guarded rules see both sides of their guard: `(x//c1)//c2` needs c2 > 0.
+#[test]
+fn directed_constants_straddle_guards() {
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::rewrite::UPat;
+    let pat = UPat::var("x")
+        .floordiv(UPat::cvar("c1"))
+        .floordiv(UPat::cvar("c2"));
+    let (mut pos, mut nonpos, mut equal) = (0, 0, 0);
+    for seed in 0..500u64 {
+        let Some(x) = generate_for_pattern_seeded(seed, &pat, &GenConfig::default()) else {
+            continue;
+        };
+        let Some(b) = pat.matches(&x.graph, x.root).into_iter().next() else {
+            continue;
+        };
+        let c1 = x
+            .graph
+            .const_val(b["c1"])
+            .and_then(|c| c.as_i128())
+            .unwrap();
+        let c2 = x
+            .graph
+            .const_val(b["c2"])
+            .and_then(|c| c.as_i128())
+            .unwrap();
+        if c2 > 0 {
+            pos += 1
+        } else {
+            nonpos += 1
+        }
+        equal += (c1 == c2) as usize;
+    }
+    println!("c2>0: {pos}, c2<=0: {nonpos}, c1==c2: {equal}");
+    assert!(
+        pos > 50 && nonpos > 50 && equal > 20,
+        "{pos} {nonpos} {equal}"
+    );
+}
+
+/// tinygrad's positional constructor form of one graph (flat SSA; the last line is `ast = ...`),
+/// used to cross-check generated graphs against tinygrad itself (see `export_python`).
+fn to_python(g: &uopfuzz::ir::Graph, root: uopfuzz::ir::UOp) -> String {
+    use std::fmt::Write;
+    let f = |x: f64| {
+        if x.is_nan() {
+            "nan".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 { "inf".into() } else { "-inf".into() }
+        } else {
+            format!("{x:?}")
+        }
+    };
+    let order = g.toposort(&[root]);
+    let mut pos = vec![0usize; g.len()];
+    let mut out = String::new();
+    for (i, u) in order.iter().enumerate() {
+        pos[u.idx()] = i;
+        let n = g.node(*u);
+        let srcs: String = n
+            .src
+            .iter()
+            .map(|s| format!("n{},", pos[s.idx()]))
+            .collect();
+        let arg = match &n.arg {
+            Arg::None => "None".to_string(),
+            Arg::Const(ConstVal::Int(v)) => v.to_string(),
+            Arg::Const(ConstVal::Bool(b)) => {
+                if *b {
+                    "True".into()
+                } else {
+                    "False".into()
+                }
+            }
+            Arg::Const(ConstVal::Float(x)) => format!("ConstFloat({})", f(*x)),
+            Arg::Const(ConstVal::Invalid) => "Invalid".into(),
+            Arg::DType(d) => format!("dtypes.{}", d.py_name()),
+            Arg::Range(a, t) => format!("({a}, AxisType.{})", t.name()),
+            Arg::Name(s) => format!("'{s}'"),
+            Arg::Param(p) => {
+                let mut s = format!("ParamArg({}, dtypes.{}", p.slot, p.dtype.py_name());
+                if let Some((lo, hi)) = p.vmin_vmax {
+                    let _ = write!(s, ", vmin_vmax=({lo}, {hi})");
+                }
+                if let Some(m) = p.multiple_of {
+                    let _ = write!(s, ", multiple_of={m}");
+                }
+                if let Some(nm) = &p.name {
+                    let _ = write!(s, ", name='{nm}'");
+                }
+                if let Some(a) = p.addrspace {
+                    let _ = write!(s, ", addrspace=AddrSpace.{}", a.name());
+                }
+                s + ")"
+            }
+        };
+        let _ = writeln!(
+            out,
+            "n{i} = UOp(Ops.{}, dtypes.{}, ({srcs}), {arg})",
+            n.op.name(),
+            n.dtype.py_name()
+        );
+    }
+    let _ = writeln!(out, "ast = n{}", order.len() - 1);
+    out
+}
+
+/// Writes generated graphs as Python for a cross-check against tinygrad 0.14.0:
+/// `GEN_PY=/tmp/g.py GEN_N=1000 cargo test --test gen_props export_python -- --ignored`, then
+/// with `.venv/bin/python` (every graph is rebuilt under `SPEC=2`, which checks each explicit
+/// dtype against `dtype_from_uop`, then `type_verify`-ed with `spec_full` and rewritten by `sym`):
+/// ```text
+/// import sys, collections
+/// from math import inf, nan
+/// from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType, graph_rewrite
+/// from tinygrad.dtype import dtypes, AddrSpace, ConstFloat, Invalid
+/// from tinygrad.uop.symbolic import sym
+/// from tinygrad.uop.spec import type_verify, spec_full
+/// from tinygrad.helpers import Context
+/// ns = {}; exec(open(sys.argv[1]).read(), ns); bad = collections.Counter()
+/// for fam, seed, code in ns["GRAPHS"]:
+///   env = dict(UOp=UOp, Ops=Ops, ParamArg=ParamArg, AxisType=AxisType, dtypes=dtypes,
+///              AddrSpace=AddrSpace, ConstFloat=ConstFloat, Invalid=Invalid, inf=inf, nan=nan)
+///   try:
+///     with Context(SPEC=2): exec(code, env)
+///     type_verify(env["ast"], spec_full)
+///   except Exception as e: bad[("spec", fam, type(e).__name__)] += 1; continue
+///   try: graph_rewrite(env["ast"], sym)
+///   except Exception as e: bad[("rewrite", fam, type(e).__name__)] += 1
+/// print(len(ns["GRAPHS"]), bad)
+/// ```
+#[test]
+#[ignore]
+fn export_python() {
+    let Ok(path) = std::env::var("GEN_PY") else {
+        return;
+    };
+    let n: u64 = std::env::var("GEN_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let mut out = String::from("GRAPHS = []\n");
+    for f in Family::ALL {
+        for seed in 0..n {
+            let x = generate_seeded(seed, &GenConfig::family(f));
+            out += &format!(
+                "GRAPHS.append(({:?}, {seed}, '''\n{}'''))\n",
+                f.name(),
+                to_python(&x.graph, x.root)
+            );
+        }
+    }
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::rewrite::UPat;
+    let pats = [
+        UPat::var("x")
+            .floordiv(UPat::cvar("c1"))
+            .floordiv(UPat::cvar("c2")),
+        UPat::op(Ops::STORE).src(vec![
+            UPat::var("idx"),
+            UPat::op(Ops::LOAD).src(vec![UPat::var("idx")]),
+        ]),
+    ];
+    for (i, p) in pats.iter().enumerate() {
+        for seed in 0..n {
+            if let Some(x) = generate_for_pattern_seeded(seed, p, &GenConfig::default()) {
+                out += &format!(
+                    "GRAPHS.append(('directed{i}', {seed}, '''\n{}'''))\n",
+                    to_python(&x.graph, x.root)
+                );
+            }
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// Per-family shape statistics: `cargo test --test gen_props family_stats -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn family_stats() {
+    use rand::{RngExt, SeedableRng};
+    let mut r = rand::rngs::StdRng::seed_from_u64(5);
+    for len in [16usize, 64, 256, 1024] {
+        let mut nodes = 0usize;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..len).map(|_| r.random()).collect();
+            nodes +=
+                generate_from_bytes(&bytes, &GenConfig::default()).map_or(0, |x| x.graph.len());
+        }
+        println!(
+            "{len:>5} random bytes: {:.1} nodes/graph",
+            nodes as f64 / 2000.0
+        );
+    }
+    for f in Family::ALL {
+        let n = 2000u64;
+        let (mut nodes, mut closed, mut consts) = (0usize, 0usize, 0usize);
+        for seed in 0..n {
+            let x = generate_seeded(seed, &GenConfig::family(f));
+            let topo = x.graph.toposort(&[x.root]);
+            nodes += topo.len();
+            let inputs = topo.iter().any(|u| {
+                matches!(
+                    x.graph.op(*u),
+                    Ops::BUFFER | Ops::PARAM | Ops::RANGE | Ops::SPECIAL | Ops::LOAD
+                )
+            });
+            closed += (!inputs) as usize;
+            consts += topo
+                .iter()
+                .filter(|u| x.graph.op(**u) == Ops::CONST)
+                .count();
+        }
+        println!(
+            "{:>8}: {:.1} nodes/graph, {:.1} consts/graph, {:.1}% without any variable/range/load",
+            f.name(),
+            nodes as f64 / n as f64,
+            consts as f64 / n as f64,
+            100.0 * closed as f64 / n as f64
+        );
+    }
+}
+
+/// A random pattern in the vocabulary rule left-hand sides use.
+fn random_pat(r: &mut rand::rngs::StdRng, depth: u32) -> uopfuzz::rewrite::UPat {
+    use rand::RngExt;
+    use uopfuzz::rewrite::UPat;
+    const NAMES: [&str; 3] = ["x", "y", "z"];
+    const DTS: [DType; 6] = [
+        DType::WeakInt,
+        DType::Int32,
+        DType::UInt8,
+        DType::Float,
+        DType::Half,
+        DType::Bool,
+    ];
+    let leaf = depth == 0 || r.random_ratio(1, 3);
+    let mut p = if leaf {
+        match r.random_range(0..5) {
+            0 => UPat::var(NAMES[r.random_range(0..3)]),
+            1 => UPat::cvar(["c0", "c1"][r.random_range(0..2)]),
+            2 => UPat::cint(r.random_range(-2..3)),
+            3 => UPat::cfloat([0.0, 1.0, -1.0, 0.5][r.random_range(0..4)]),
+            _ => UPat::any_node(),
+        }
+    } else {
+        let mut sub = || random_pat(r, depth - 1);
+        let a = sub();
+        let b = sub();
+        match r.random_range(0..12) {
+            0 => {
+                const BIN: [Ops; 14] = [
+                    Ops::ADD,
+                    Ops::MUL,
+                    Ops::MAX,
+                    Ops::FLOORDIV,
+                    Ops::FLOORMOD,
+                    Ops::CDIV,
+                    Ops::CMOD,
+                    Ops::AND,
+                    Ops::OR,
+                    Ops::XOR,
+                    Ops::SHL,
+                    Ops::SHR,
+                    Ops::CMPLT,
+                    Ops::CMPNE,
+                ];
+                a.alu(BIN[r.random_range(0..BIN.len())], vec![b])
+            }
+            1 => a.add(b),
+            2 => a.mul(b),
+            3 => a.f([Ops::RECIPROCAL, Ops::SQRT, Ops::EXP2, Ops::TRUNC][r.random_range(0..4)]),
+            4 => {
+                let c = random_pat(r, depth - 1);
+                c.where_(a, b)
+            }
+            5 => a.cast(if r.random_ratio(1, 2) {
+                None
+            } else {
+                Some(DTS[r.random_range(0..6)])
+            }),
+            6 => a.bitcast(None),
+            7 => UPat::any(vec![a, b]),
+            8 => UPat::op(Ops::RANGE).src(vec![a]),
+            9 => UPat::ops(&[Ops::ADD, Ops::MUL, Ops::MAX]).src_perm(vec![a, b]),
+            10 => UPat::op(Ops::STORE).src(vec![
+                UPat::var("idx"),
+                UPat::op(Ops::LOAD).src(vec![UPat::var("idx")]),
+            ]),
+            _ => UPat::op(Ops::WHERE).src(vec![a]).any_len(),
+        }
+    };
+    if r.random_ratio(1, 6) {
+        let k = r.random_range(1..3);
+        let dts: Vec<DType> = (0..k).map(|_| DTS[r.random_range(0..6)]).collect();
+        p = p.dtype(&dts);
+    }
+    if r.random_ratio(1, 8) && p.name.is_none() && !p.is_any {
+        p = p.named(NAMES[r.random_range(0..3)]);
+    }
+    p
+}
+
+/// Random patterns never make the directed generator panic; what it builds type-checks and
+/// (almost always) matches.
+#[test]
+fn directed_generation_on_random_patterns() {
+    use rand::SeedableRng;
+    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    let mut r = rand::rngs::StdRng::seed_from_u64(11);
+    let (mut built, mut hits, mut tries) = (0usize, 0usize, 0usize);
+    for i in 0..1500u64 {
+        let pat = random_pat(&mut r, 3);
+        tries += 1;
+        if let Some(x) = generate_for_pattern_seeded(i, &pat, &GenConfig::default()) {
+            built += 1;
+            assert_ok(&x, &format!("random pattern {i}: {pat:?}"));
+            let hit = !pat.matches(&x.graph, x.root).is_empty();
+            if !hit && std::env::var("SHOW_MISSES").is_ok() {
+                println!("MISS {pat:?}\n{}", dump(&x.graph, x.root));
+            }
+            hits += hit as usize;
+        }
+    }
+    println!("random patterns: {built}/{tries} realised, {hits} match");
+    assert!(hits * 100 >= built * 99, "{hits} of {built}");
+    assert!(built * 2 >= tries, "only {built} of {tries} realised");
+}
+
+/// Generated graphs survive the repro text form (`ir::text`): write, parse, same graph.
+#[test]
+fn generated_graphs_round_trip_through_text() {
+    use uopfuzz::ir::text::{parse_graph, write_graph};
+    for seed in 0..1000u64 {
+        let x = generate_seeded(seed, &GenConfig::default());
+        let t = write_graph(&x.graph, &[x.root], &["root"]);
+        let p = parse_graph(&t, "gen").unwrap_or_else(|e| panic!("seed {seed}: {e}\n{t}"));
+        let r = p.root("root").expect("root bound");
+        assert_eq!(dump(&p.graph, r), dump(&x.graph, x.root), "seed {seed}");
+    }
+}
+
+/// Smoke run of the port's `sym` over generated graphs, tallying how each rewrite stops
+/// (a panic here is a port bug): `cargo test --release --test gen_props port_sym_smoke -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn port_sym_smoke() {
+    use uopfuzz::rewrite::engine::{Limits, Stop};
+    use uopfuzz::rewrite::{analysis::Cache, graph_rewrite, rules::sym};
+    let mut stops: BTreeMap<String, usize> = BTreeMap::new();
+    let mut panics = Vec::new();
+    let n: u64 = std::env::var("GEN_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    for seed in 0..n {
+        let x = generate_seeded(seed, &GenConfig::default());
+        let r = std::panic::catch_unwind(|| {
+            let mut g = x.graph.clone();
+            let mut cache = Cache::default();
+            graph_rewrite(&mut g, &mut cache, x.root, sym(), &Limits::default()).stop
+        });
+        match r {
+            Ok(Stop::RuleError { rule, error, .. }) => {
+                *stops
+                    .entry(
+                        format!("RuleError {rule}: {error:?}")
+                            .chars()
+                            .take(90)
+                            .collect(),
+                    )
+                    .or_default() += 1
+            }
+            Ok(s) => *stops.entry(format!("{s:?}")).or_default() += 1,
+            Err(_) => panics.push((seed, x.family)),
+        }
+    }
+    for (k, v) in &stops {
+        println!("{v:>6} {k}");
+    }
+    println!(
+        "panics: {} {:?}",
+        panics.len(),
+        &panics[..panics.len().min(10)]
+    );
+}
