@@ -20,13 +20,9 @@ enum Cmd {
     Bench(bench::Args),
 }
 
-fn main() {
-    let code = match Cmd::parse() {
-        Cmd::Fidelity(a) => fidelity::run(a),
-        Cmd::Bench(a) => bench::run(a),
-    };
-    std::process::exit(code.unwrap_or_else(|e| {
-        eprintln!("uopfuzz: {e:#}");
-        2
-    }));
+fn main() -> std::process::ExitCode {
+    match Cmd::parse() {
+        Cmd::Fidelity(a) => fidelity::run_cmd(a),
+        Cmd::Bench(a) => bench::run_cmd(a),
+    }
 }

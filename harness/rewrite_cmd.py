@@ -6,7 +6,8 @@ the first binding of the graph section.
 stdout: per graph, in input order, one JSON line
   {"id": id, "out": "<textform.serialize([graph_rewrite(root, SET)], ['root'])>", "ns": ns}
   {"id": id, "err": "<exception class>", "msg": "<message>", "ns": ns}     graph_rewrite raised
-  {"id": id, "load_err": "<exception class>", "msg": "<message>"}           the text did not load
+  {"id": id, "load_err": "<exception class>", "msg": "<message>"}           the text did not load, or the
+                                                                            result could not be serialized
 where ns is the time of the graph_rewrite call alone (time.perf_counter_ns), then {"done": n, "rewrite_ns": total}.
 --warmup K first rewrites the first K graphs untimed and unreported, then drops them (and collects garbage) so that
 the timed pass starts from fresh UOps, like the Rust side. --no-output skips serializing results (bench).
@@ -34,6 +35,9 @@ exec(IMPORTS, BASE_NS)
 
 def one_line(e: BaseException) -> str: return str(e).replace("\n", " ")[:300]
 
+# constant folding on Python's unbounded ints can build constants of thousands of digits; write them out
+sys.set_int_max_str_digits(0)
+
 def load_root(text: str):
   section = graph_section(text)
   ns = dict(BASE_NS)
@@ -55,7 +59,10 @@ def rewrite_one(text: str, pm, output: bool) -> dict:
     return {"err": type(e).__name__, "msg": one_line(e), "ns": ns}
   ns = time.perf_counter_ns() - t0
   res: dict = {"ns": ns}
-  if output: res["out"] = serialize([out], ["root"])
+  if output:
+    try: res["out"] = serialize([out], ["root"])
+    except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
+      return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e), "ns": ns}
   return res
 
 def main(argv: list[str]) -> int:

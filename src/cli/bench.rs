@@ -22,7 +22,7 @@ pub struct Args {
     pub graphs: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    #[arg(long = "gen", value_enum, default_value_t = GenKind::Builtin)]
+    #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
     pub generator: GenKind,
     /// Only this generator family (builtin: index, int, float, bool).
     #[arg(long)]
@@ -61,4 +61,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             Ok(2)
         }
     }
+}
+
+/// [`run`] as `src/cli/mod.rs` dispatches subcommands.
+pub fn run_cmd(a: Args) -> std::process::ExitCode {
+    let code = run(a).unwrap_or(2);
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
 }

@@ -3,7 +3,7 @@
 //! (`crate::tinygrad::fidelity`). Exit status: 0 when agreement ≥ `--min-agree` percent, 1 below,
 //! 2 when the run itself failed (no Python, no tinygrad, bad arguments); the reason is printed as
 //! one line on stderr.
-use crate::tinygrad::fidelity::{FidelityOpts, GenKind, human_summary, run_fidelity};
+use crate::tinygrad::fidelity::{FidelityOpts, GenKind, human_summary, load_known, run_fidelity};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Graph generator.
-    #[arg(long = "gen", value_enum, default_value_t = GenKind::Builtin)]
+    #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
     pub generator: GenKind,
     /// Only this generator family (builtin: index, int, float, bool).
     #[arg(long)]
@@ -35,12 +35,22 @@ pub struct Args {
     /// Also print how often each rule of the set applied.
     #[arg(long)]
     pub coverage: bool,
+    /// Known-divergence list (default: <repo>/known-divergences.tsv).
+    #[arg(long)]
+    pub known: Option<PathBuf>,
     /// Exit 1 when the agreement (percent) is below this.
     #[arg(long, default_value_t = 99.5)]
     pub min_agree: f64,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    let known = match load_known(a.known.as_deref()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            return Ok(2);
+        }
+    };
     let opts = FidelityOpts {
         rules: a.rules.clone(),
         graphs: a.graphs,
@@ -49,6 +59,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         family: a.family.clone(),
         out: a.out.clone(),
         keep: a.show,
+        known,
     };
     let rep = match run_fidelity(&opts) {
         Ok(r) => r,
@@ -82,4 +93,10 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     } else {
         1
     })
+}
+
+/// [`run`] as `src/cli/mod.rs` dispatches subcommands.
+pub fn run_cmd(a: Args) -> std::process::ExitCode {
+    let code = run(a).unwrap_or(2);
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
 }

@@ -1,6 +1,7 @@
-//! A compact built-in graph generator for `fidelity` and `bench` (`--gen builtin`), so they run
-//! before the grammar generator (`crate::gen`) lands and stay reproducible afterwards. Graphs are
-//! built with the port's operator sugar, i.e. the nodes tinygrad's Python operators build.
+//! A compact built-in graph generator for `fidelity` and `bench` (`--gen builtin`; the default is
+//! the grammar generator `crate::gen`): small, fuzz_symbolic-shaped graphs whose values stay far
+//! inside i128, so a disagreement on them is a rule difference rather than a range limit. Graphs
+//! are built with the port's operator sugar, i.e. the nodes tinygrad's Python operators build.
 //!
 //! Families:
 //! * `index`: weakint index math shaped like tinygrad's `test/external/fuzz_symbolic.py`

@@ -21,10 +21,10 @@ pub const TINYGRAD_SETS: &[&str] = &["symbolic_simple", "symbolic", "sym"];
 /// Which generator makes the graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum GenKind {
-    /// [`builtin_gen`]: fuzz_symbolic-style index math, fixed-width ints, small floats.
-    #[default]
+    /// [`builtin_gen`]: fuzz_symbolic-style index math, fixed-width ints, small floats, bools.
     Builtin,
-    /// The grammar generator (`crate::gen`), once it is on this branch.
+    /// The grammar generator (`crate::gen`, default config, a family drawn per graph).
+    #[default]
     Grammar,
 }
 
@@ -50,6 +50,8 @@ pub struct FidelityOpts {
     pub out: Option<PathBuf>,
     /// Keep this many disagreements in the report.
     pub keep: usize,
+    /// The known-divergence list ([`load_known`]); disagreements it matches are reported apart.
+    pub known: Vec<KnownDivergence>,
 }
 
 impl Default for FidelityOpts {
@@ -62,6 +64,7 @@ impl Default for FidelityOpts {
             family: None,
             out: None,
             keep: 5,
+            known: Vec::new(),
         }
     }
 }
@@ -104,8 +107,9 @@ pub enum Verdict {
     PortErrorOnly,
     TinygradErrorOnly,
     PortNonTermination,
-    /// tinygrad could not load the text (a text-form bug, not a rule bug).
-    LoadError,
+    /// The harness could not load the graph or serialize tinygrad's result (a text-form problem,
+    /// not a rule difference).
+    HarnessError,
 }
 
 impl Verdict {
@@ -119,7 +123,7 @@ impl Verdict {
             Verdict::PortErrorOnly => "port-error-only",
             Verdict::TinygradErrorOnly => "tinygrad-error-only",
             Verdict::PortNonTermination => "port-nontermination",
-            Verdict::LoadError => "load-error",
+            Verdict::HarnessError => "harness-error",
         }
     }
     pub fn agrees(self) -> bool {
@@ -202,7 +206,7 @@ fn same_graph(a: &str, b: &str) -> bool {
 pub fn verdict(port: &SideResult, tg: &Result<SideResult, (String, String)>) -> Verdict {
     let tg = match tg {
         Ok(t) => t,
-        Err(_) => return Verdict::LoadError,
+        Err(_) => return Verdict::HarnessError,
     };
     match (port, tg) {
         (SideResult::Ok(a), SideResult::Ok(b)) => {
@@ -245,6 +249,10 @@ pub struct Disagreement {
     pub id: usize,
     pub family: &'static str,
     pub verdict: &'static str,
+    /// The `by_verdict` key (verdict, and the class of a one-sided error).
+    pub key: String,
+    /// The id of the `known-divergences.tsv` entry that explains it.
+    pub known: Option<String>,
     pub input: String,
     pub port: SideResult,
     pub tinygrad: Result<SideResult, (String, String)>,
@@ -270,6 +278,10 @@ pub struct FidelityReport {
     pub by_family: BTreeMap<String, Counts>,
     /// Graphs per verdict; one-sided errors per verdict and exception class.
     pub by_verdict: BTreeMap<String, usize>,
+    /// Disagreements explained by an entry of the known-divergence list, by entry id.
+    pub known: BTreeMap<String, usize>,
+    /// Disagreements no entry explains.
+    pub unexplained: usize,
     pub rules: String,
     pub seed: u64,
     pub generator: String,
@@ -309,12 +321,96 @@ impl FidelityReport {
             "rules_in_set": self.rules_in_set,
             "by_family": by_family,
             "by_verdict": self.by_verdict,
+            "known": self.known,
+            "unexplained": self.unexplained,
             "rules": self.rules,
             "seed": self.seed,
             "gen": self.generator,
             "secs": (self.secs * 1000.0).round() / 1000.0,
         })
         .to_string()
+    }
+}
+
+/// One row of `known-divergences.tsv`: a class of remaining disagreements and why.
+/// Columns (tab-separated; `#` lines are comments): `id`, `verdict` (a `by_verdict` key such as
+/// `repr-only` or `port-error-only:PortOverflow`), `sets` (comma list or `*`), `condition`
+/// (`-`, or `huge-input`: the input holds an int constant or variable bound of magnitude
+/// ≥ 2^60), `reason`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KnownDivergence {
+    pub id: String,
+    pub verdict: String,
+    pub sets: Vec<String>,
+    pub condition: String,
+    pub reason: String,
+}
+
+impl KnownDivergence {
+    pub fn matches(&self, set: &str, key: &str, input: &str) -> bool {
+        (self.verdict == "*" || self.verdict == key)
+            && (self.sets.iter().any(|s| s == "*" || s == set))
+            && match self.condition.as_str() {
+                "huge-input" => huge_input(input),
+                _ => true,
+            }
+    }
+}
+
+/// Whether the graph file holds an int constant or a variable bound of magnitude ≥ 2^60: the
+/// range where the port's i128 and its weakint bounds (±2^120 for tinygrad's ±2^799) show.
+pub fn huge_input(text: &str) -> bool {
+    let Ok(p) = parse_graph(text, "<input>") else {
+        return false;
+    };
+    let big = |v: i128| v.unsigned_abs() >= 1u128 << 60;
+    p.graph.all_nodes().any(|u| match p.graph.arg(u) {
+        crate::ir::Arg::Const(crate::ir::ConstVal::Int(v)) => big(*v),
+        crate::ir::Arg::Param(pa) => pa.vmin_vmax.is_some_and(|(lo, hi)| big(lo) || big(hi)),
+        _ => false,
+    })
+}
+
+/// Reads a known-divergence list (see [`KnownDivergence`]).
+pub fn parse_known(text: &str) -> anyhow::Result<Vec<KnownDivergence>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 5 {
+            anyhow::bail!(
+                "known-divergences line {}: expected 5 tab-separated fields",
+                i + 1
+            );
+        }
+        if !matches!(f[3], "-" | "huge-input") {
+            anyhow::bail!(
+                "known-divergences line {}: unknown condition {:?}",
+                i + 1,
+                f[3]
+            );
+        }
+        out.push(KnownDivergence {
+            id: f[0].to_string(),
+            verdict: f[1].to_string(),
+            sets: f[2].split(',').map(|s| s.trim().to_string()).collect(),
+            condition: f[3].to_string(),
+            reason: f[4].to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// `<repo>/known-divergences.tsv` (or `path`); a missing default file is an empty list.
+pub fn load_known(path: Option<&Path>) -> anyhow::Result<Vec<KnownDivergence>> {
+    let default = super::repo_root().join("known-divergences.tsv");
+    let p = path.unwrap_or(&default);
+    match std::fs::read_to_string(p) {
+        Ok(t) => parse_known(&t),
+        Err(e) if path.is_none() && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(anyhow::anyhow!("{}: {e}", p.display())),
     }
 }
 
@@ -347,9 +443,34 @@ pub fn generate_batch(
                 })
                 .collect())
         }
-        GenKind::Grammar => anyhow::bail!(
-            "--gen grammar: the grammar generator (crate::gen) is not on this branch yet; use --gen builtin"
-        ),
+        GenKind::Grammar => {
+            let fam = match family {
+                None => None,
+                Some(f) => Some(crate::r#gen::Family::from_name(f).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown family {f:?} (grammar generator: index, fixedint, float, bool, kernel)"
+                    )
+                })?),
+            };
+            let cfg = crate::r#gen::GenConfig {
+                family: fam,
+                ..crate::r#gen::GenConfig::default()
+            };
+            Ok((0..n)
+                .map(|i| {
+                    let x = crate::r#gen::generate_seeded(
+                        builtin_gen::graph_seed(seed, i as u64),
+                        &cfg,
+                    );
+                    Case {
+                        id: i,
+                        family: x.family.name(),
+                        text: write_graph(&x.graph, &[x.root], &["root"]),
+                        nodes: x.graph.toposort(&[x.root]).len(),
+                    }
+                })
+                .collect())
+        }
     }
 }
 
@@ -454,6 +575,8 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
         rules_in_set: set.len(),
         by_family: BTreeMap::new(),
         by_verdict: BTreeMap::new(),
+        known: BTreeMap::new(),
+        unexplained: 0,
         rules: opts.rules.clone(),
         seed: opts.seed,
         generator: opts.generator.name().to_string(),
@@ -477,7 +600,7 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
             }
             _ => v.name().to_string(),
         };
-        *rep.by_verdict.entry(key).or_default() += 1;
+        *rep.by_verdict.entry(key.clone()).or_default() += 1;
         let errored =
             !matches!(p.result, SideResult::Ok(_)) || !matches!(t.result, Ok(SideResult::Ok(_)));
         rep.rewrite_errors += errored as usize;
@@ -493,10 +616,21 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
         }
         fam.disagree += 1;
         rep.disagree += 1;
+        let known = opts
+            .known
+            .iter()
+            .find(|k| k.matches(&opts.rules, &key, &c.text))
+            .map(|k| k.id.clone());
+        match &known {
+            Some(k) => *rep.known.entry(k.clone()).or_default() += 1,
+            None => rep.unexplained += 1,
+        }
         let d = Disagreement {
             id: c.id,
             family: c.family,
             verdict: v.name(),
+            key,
+            known,
             input: c.text.clone(),
             port: p.result,
             tinygrad: t.result,
@@ -533,13 +667,18 @@ pub fn save_disagreement(dir: &Path, d: &Disagreement) -> anyhow::Result<()> {
     std::fs::write(sub.join(format!("port.{ext}")), body)?;
     let (ext, body) = match &d.tinygrad {
         Ok(r) => side_file(r),
-        Err((c, m)) => ("err", format!("load error {c}: {m}\n")),
+        Err((c, m)) => ("err", format!("harness error {c}: {m}\n")),
     };
     std::fs::write(sub.join(format!("tinygrad.{ext}")), body)?;
     std::fs::write(sub.join("port.trace"), d.port_trace.join("\n") + "\n")?;
+    let known = d
+        .known
+        .as_deref()
+        .map(|k| format!(", known: {k}"))
+        .unwrap_or_default();
     std::fs::write(
         sub.join("verdict"),
-        format!("{} (family {})\n", d.verdict, d.family),
+        format!("{} (family {}{known})\n", d.key, d.family),
     )?;
     Ok(())
 }
@@ -605,8 +744,28 @@ pub fn human_summary(rep: &FidelityReport) -> String {
     for (v, n) in &rep.by_verdict {
         let _ = writeln!(s, "  {v:<34} {n}");
     }
+    if rep.disagree > 0 {
+        let _ = writeln!(
+            s,
+            "  disagreements explained by known-divergences.tsv: {}, unexplained: {}",
+            rep.disagree - rep.unexplained,
+            rep.unexplained
+        );
+        for (k, n) in &rep.known {
+            let _ = writeln!(s, "    {k:<32} {n}");
+        }
+    }
     for d in &rep.first_disagreements {
-        let _ = writeln!(s, "\n#{} ({}, family {}): input", d.id, d.verdict, d.family);
+        let known = d
+            .known
+            .as_deref()
+            .map(|k| format!(", known: {k}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "\n#{} ({}, family {}{known}): input",
+            d.id, d.verdict, d.family
+        );
         s.push_str(&graph_body(&d.input));
         let show = |r: &SideResult| match r {
             SideResult::Ok(t) => graph_body(t),
@@ -619,7 +778,7 @@ pub fn human_summary(rep: &FidelityReport) -> String {
         match &d.tinygrad {
             Ok(r) => s.push_str(&show(r)),
             Err((c, m)) => {
-                let _ = writeln!(s, "    could not load the graph: {c}: {m}");
+                let _ = writeln!(s, "    harness error: {c}: {m}");
             }
         }
         let _ = writeln!(s, "  port ({} rule applications):", d.port_trace.len());
@@ -697,9 +856,9 @@ mod tests {
         );
         assert_eq!(
             verdict(&ok("a"), &Err(("SyntaxError".into(), "".into()))),
-            Verdict::LoadError
+            Verdict::HarnessError
         );
-        assert!(!Verdict::LoadError.agrees() && Verdict::BothError.agrees());
+        assert!(!Verdict::HarnessError.agrees() && Verdict::BothError.agrees());
     }
 
     #[test]
@@ -728,6 +887,32 @@ root = n3\n";
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn known_divergences() {
+        let k = parse_known(
+            "# comment\n\
+a\trepr-only\t*\t-\twhy\n\
+b\tdisagree\tsymbolic,sym\thuge-input\twhy\n",
+        )
+        .unwrap();
+        assert_eq!(k.len(), 2);
+        let small = "n0 = UOp(Ops.CONST, dtypes.weakint, (), 5)\nroot = n0\n";
+        let big = "n0 = UOp(Ops.CONST, dtypes.weakint, (), -1152921504606846976)\nroot = n0\n";
+        assert!(k[0].matches("sym", "repr-only", small));
+        assert!(!k[0].matches("sym", "disagree", small));
+        assert!(k[1].matches("sym", "disagree", big));
+        assert!(!k[1].matches("sym", "disagree", small));
+        assert!(!k[1].matches("symbolic_simple", "disagree", big));
+        assert!(parse_known("a\tb\tc\n").is_err());
+        assert!(parse_known("a\tb\t*\tsometimes\tr\n").is_err());
+        // the checked-in list parses
+        let listed = load_known(None).unwrap();
+        assert!(
+            listed.iter().any(|k| k.id == "port-i128-range"),
+            "{listed:?}"
+        );
     }
 
     #[test]

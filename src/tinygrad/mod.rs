@@ -18,7 +18,9 @@ pub const EXIT_NO_TINYGRAD: i32 = 3;
 /// Why the bridge could not produce an answer.
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
-    #[error("no harness Python at {0} (set UOPFUZZ_PYTHON or create the venv with ./setup.sh)")]
+    #[error(
+        "no harness Python at {0} (set UOPFUZZ_PYTHON or create the venv with scripts/setup.sh)"
+    )]
     PythonMissing(PathBuf),
     #[error("no harness script at {0}")]
     ScriptMissing(PathBuf),
