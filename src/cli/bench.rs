@@ -4,6 +4,14 @@
 use crate::tinygrad::bench::{BenchOpts, run_bench_rewrite};
 use crate::tinygrad::fidelity::GenKind;
 
+/// stdout that never panics: a closed pipe (`| head`) just ends the output.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum What {
     /// graph_rewrite throughput, port vs tinygrad.
@@ -50,9 +58,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     match run_bench_rewrite(&opts) {
         Ok(r) => {
             if a.json {
-                println!("{}", serde_json::to_string(&r)?);
+                outln!("{}", serde_json::to_string(&r)?);
             } else {
-                println!("{}", r.human());
+                outln!("{}", r.human());
             }
             Ok(0)
         }

@@ -6,6 +6,20 @@
 use crate::tinygrad::fidelity::{FidelityOpts, GenKind, human_summary, load_known, run_fidelity};
 use std::path::PathBuf;
 
+/// stdout that never panics: a closed pipe (`| head`) just ends the output.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Rule set: symbolic_simple, symbolic or sym.
@@ -69,19 +83,19 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         }
     };
     if a.json {
-        println!("{}", rep.json_line());
+        outln!("{}", rep.json_line());
     } else {
-        print!("{}", human_summary(&rep));
+        out!("{}", human_summary(&rep));
         if a.coverage {
-            println!("\nrule applications:");
+            outln!("\nrule applications:");
             for (r, n) in &rep.rule_hits {
-                println!("  {n:>8}  {r}");
+                outln!("  {n:>8}  {r}");
             }
         }
         if let Some(dir) = &a.out
             && rep.disagree > 0
         {
-            println!(
+            outln!(
                 "\n{} disagreements saved under {}",
                 rep.disagree,
                 dir.display()

@@ -34,6 +34,7 @@ impl Default for BenchOpts {
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
     pub rules: String,
+    #[serde(rename = "gen")]
     pub generator: String,
     pub seed: u64,
     pub graphs: usize,

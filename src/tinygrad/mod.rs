@@ -3,7 +3,9 @@
 //! one-line error (never a panic). On top of it: `fidelity` (does the port rewrite exactly like
 //! tinygrad?) and `bench` (how fast, on the same graphs?).
 //!
-//! Stage: a harness over `ir` → `rewrite` → `gen`; nothing in the pipeline depends on it.
+//! Stage: a harness over `ir` → `rewrite` → `gen` (it also has its own small generator,
+//! `builtin_gen`); nothing in the pipeline depends on it. The CLI front ends are
+//! `src/cli/fidelity.rs` and `src/cli/bench.rs`.
 pub mod bench;
 pub mod builtin_gen;
 pub mod fidelity;
