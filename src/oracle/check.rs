@@ -400,6 +400,12 @@ fn decide(
     if is_budget(&n.error) {
         return PointVerdict::Skip;
     }
+    if n.invalid && has_invalid(g, orig) {
+        // tinygrad's Invalid is poison: pm_data_invalid moves it outward through ALUs, which the
+        // interpreter (evaluating both WHERE arms) does not model. An Invalid rewritten result
+        // of a graph that contains Invalid is don't-care, not a less-defined rewrite.
+        return PointVerdict::Skip;
+    }
     if n.error.is_some() || n.ub || n.invalid {
         return PointVerdict::LessDefined;
     }
@@ -479,6 +485,12 @@ fn decide(
     } else {
         PointVerdict::Agree
     }
+}
+
+fn has_invalid(g: &Graph, root: UOp) -> bool {
+    g.toposort(&[root])
+        .iter()
+        .any(|u| g.const_val(*u).is_some_and(|c| c.is_invalid()))
 }
 
 /// Values compare exactly; NaN equals NaN whatever its payload, ±0 are equal.

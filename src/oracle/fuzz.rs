@@ -162,6 +162,8 @@ pub struct FindingRef {
     pub dtype: String,
     pub path: String,
     pub known: bool,
+    /// Graphs generated when it was first seen (iterations to detection).
+    pub iter: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -237,8 +239,13 @@ pub fn to_finding(
     let (rule, source, dt) = match det.blamed {
         Some(b) => {
             let s = &trace[b];
+            // an injected rule gets its own signature: the faithful rule may have findings too
             (
-                s.rule.to_string(),
+                if s.source.starts_with("injected") {
+                    format!("{}+injected", s.rule)
+                } else {
+                    s.rule.to_string()
+                },
                 Some(s.source.to_string()),
                 dtype_family(case_dtype_after(case, res, s.before)),
             )
@@ -519,6 +526,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                     dtype: sig.dtype.clone(),
                     path,
                     known,
+                    iter: sum.execs,
                 });
                 if opts.stop_on_new && !known {
                     break 'outer;

@@ -1186,6 +1186,7 @@ pub(crate) mod case_tests {
                 Stop::NonTermination { .. } => "ERROR RuntimeError".into(),
                 Stop::Unresolved => "ERROR KeyError".into(),
                 Stop::FuelExhausted => "FUEL".into(),
+                Stop::Unresolved => "ERROR KeyError".into(),
             };
             let fired = out.trace.iter().any(|s| s.rule == rname);
             let fired_ok = rname.ends_with("/*") || (fired != neg) || got.starts_with("ERROR");
