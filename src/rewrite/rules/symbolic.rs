@@ -1184,7 +1184,6 @@ pub(crate) mod case_tests {
                 Stop::Done => fmt(&g, out.root),
                 Stop::RuleError { error, .. } => format!("ERROR {}", err_name(error)),
                 Stop::NonTermination { .. } => "ERROR RuntimeError".into(),
-                Stop::Unresolved => "ERROR KeyError".into(),
                 Stop::FuelExhausted => "FUEL".into(),
                 Stop::Unresolved => "ERROR KeyError".into(),
             };
