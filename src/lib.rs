@@ -14,3 +14,4 @@ pub mod oracle;
 pub mod repro;
 pub mod rewrite;
 pub mod smt;
+pub mod tinygrad;

@@ -3,6 +3,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod bench;
+pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
 pub mod replay;
@@ -27,8 +28,10 @@ pub enum Cmd {
     Semantics(semantics::Args),
     /// Fuzz the rewrite rules: generate, rewrite, execute, compare, save findings.
     Fuzz(fuzz::Args),
-    /// Benchmarks, as ratios against tinygrad measured in the same run.
+    /// Benchmarks, as ratios against tinygrad measured in the same run: `loop` or `rewrite`.
     Bench(bench::Args),
+    /// Port vs tinygrad: rewrite generated graphs with both, compare the results text-identically.
+    Fidelity(fidelity::Args),
     /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
     VerifyRules(verify_rules::Args),
     /// Re-run findings (repro files or finding dirs): exit 1 if any reproduces, 0 if none, 2 on bad input.
@@ -43,7 +46,8 @@ pub fn main() -> ExitCode {
     match Cli::parse().cmd {
         Cmd::Semantics(a) => semantics::run(a),
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
-        Cmd::Bench(a) => bench::run(a),
+        Cmd::Bench(a) => bench::run_cmd(a),
+        Cmd::Fidelity(a) => fidelity::run_cmd(a),
         Cmd::VerifyRules(a) => verify_rules::run(a),
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
