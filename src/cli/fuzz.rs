@@ -147,6 +147,12 @@ pub fn run_cmd(a: Args) -> ExitCode {
         100.0 * s.rules_hit as f64 / s.rules_total.max(1) as f64,
         s.rules
     );
+    if !s.port_panics.is_empty() {
+        println!(
+            "port panics (uopfuzz bugs) at iteration seeds: {:?}",
+            s.port_panics
+        );
+    }
     if !s.rules_never_fired.is_empty() {
         println!("rules never fired: {}", s.rules_never_fired.join(", "));
     }

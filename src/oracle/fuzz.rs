@@ -183,6 +183,8 @@ pub struct Summary {
     pub points_compared: u64,
     pub float_rounding_points: u64,
     pub out_of_range: u64,
+    /// Seeds on which the port itself panicked (a uopfuzz bug; rerun with `--iters 1 --seed`).
+    pub port_panics: Vec<u64>,
     pub rules: String,
     pub seed: u64,
 }
@@ -481,16 +483,23 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                 )
             })
             .collect();
-        let results: Vec<(u64, Generated, CaseResult)> = pool.install(|| {
+        // a panic in the port is a bug of uopfuzz, not of tinygrad: record the seed, keep fuzzing
+        let results: Vec<(u64, Option<(Generated, CaseResult)>)> = pool.install(|| {
             jobs.par_iter()
                 .map(|(s, t)| {
-                    let (c, r) = run_one(*s, opts.family, *t, &pipe, &check);
-                    (*s, c, r)
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_one(*s, opts.family, *t, &pipe, &check)
+                    }));
+                    (*s, r.ok())
                 })
                 .collect()
         });
-        for (s, case, res) in results {
+        for (s, r) in results {
             sum.execs += 1;
+            let Some((case, res)) = r else {
+                sum.port_panics.push(s);
+                continue;
+            };
             for st in &res.rewritten.trace {
                 *hits.entry(st.rule).or_insert(0) += 1;
             }

@@ -93,7 +93,19 @@ pub fn floordiv(a: i128, b: i128) -> Option<i128> {
 }
 /// Python `%` on ints (sign of the divisor).
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
-    Some(a - floordiv(a, b)?.checked_mul(b)?)
+    // via the remainder: never overflows (|r| < |b|), also at i128::MIN % -1
+    if b == 0 {
+        return None;
+    }
+    if b == -1 {
+        return Some(0);
+    }
+    let r = a % b;
+    Some(if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    })
 }
 /// tinygrad `cdiv` (helpers.py:71): truncating, `x/0 → 0`.
 pub fn cdiv(a: i128, b: i128) -> i128 {
