@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 pub mod fuzz;
 pub mod semantics;
+pub mod triage;
 pub mod verify_rules;
 
 #[derive(Parser)]
@@ -25,6 +26,8 @@ pub enum Cmd {
     Fuzz(fuzz::Args),
     /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
     VerifyRules(verify_rules::Args),
+    /// Confirm, minimize, blame and classify saved findings with Z3 (writes triaged.json).
+    Triage(triage::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -32,5 +35,6 @@ pub fn main() -> ExitCode {
         Cmd::Semantics(a) => semantics::run(a),
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
         Cmd::VerifyRules(a) => verify_rules::run(a),
+        Cmd::Triage(a) => triage::run(a),
     }
 }

@@ -127,7 +127,7 @@ fn float_is_finite(f: &Float) -> Bool {
 
 /// Equality of two stored outputs under the float policy; `None` when they cannot be compared
 /// (an int output against a float one).
-fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
+pub(crate) fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
     let feq = |x: &Float, y: &Float| -> Bool {
         if pol.strict && pol.signed_zero {
             // SMT equality: NaN = NaN, +0 ≠ -0
