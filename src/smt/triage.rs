@@ -91,6 +91,8 @@ pub struct QueryStats {
     pub optimize: u32,
     /// Pipeline runs (candidates, fuel steps).
     pub rewrites: u32,
+    /// Z3 models the interpreter does not confirm during blame (encoding vs interpreter).
+    pub disagreements: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -124,6 +126,9 @@ pub struct Confirm {
     pub expected: Option<String>,
     pub actual: Option<String>,
     pub detail: String,
+    /// Z3 found inputs where the two differ exactly (IEEE), whether or not the oracle's float
+    /// tolerance counts that as a mismatch.
+    pub ieee_differs: bool,
     /// The confirming point (variables, ranges, specials, buffers).
     #[serde(skip)]
     pub point: Option<Env>,
@@ -170,6 +175,9 @@ pub struct Blame {
     pub before: String,
     pub after: String,
     pub unknown_queries: usize,
+    /// Steps Z3 called wrong whose model the interpreter does not confirm (the encoding and
+    /// the interpreter disagree there; such a step is not blamed).
+    pub disagreements: usize,
 }
 
 /// The float classification.
@@ -337,9 +345,9 @@ fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<
                 hard.push((f.is_nan() | f.is_infinite()).not());
             }
         }
-        hard.push(eo.nonfinite.not());
-        // the oracle skips a point where either side computes a non-finite float
-        differs = differs & en.nonfinite.not();
+        // the oracle skips a value difference where either side computes a non-finite float
+        // (a less defined rewrite still counts)
+        differs = differs & eo.nonfinite.not() & en.nonfinite.not();
     }
     hard.push(eo.imprecise.not());
     hard.push(en.imprecise.not());
@@ -740,6 +748,7 @@ fn confirm_semantic(
         expected: None,
         actual: None,
         detail: String::new(),
+        ieee_differs: false,
         point: None,
     };
     if rw.stop != Stop::Done {
@@ -778,6 +787,7 @@ fn confirm_semantic(
     loop {
         match &ans {
             Z3Answer::Cex(cex) => {
+                c.ieee_differs = true;
                 let env = env_from_model(&gw, &[root, rw.root], &cex.inputs, None);
                 let (v, o, n) = compare_point(&gw, root, rw.root, &env, cx.policy);
                 if let Some(why) = disagreement(cex, &o, &n) {
@@ -807,6 +817,7 @@ fn confirm_semantic(
                         simplest: false,
                     };
                     ans = ieee_query(&mut cx.stats, &gw, root, rw.root, cx.policy, cx.timeout_ms, ask);
+                    c.z3 = ans.kind().into();
                     c.z3_detail = Some(format!(
                         "the exact model differs only within the float tolerance ({v:?}); asked for a relative difference > {rel}: {}",
                         ans.kind()
@@ -834,10 +845,32 @@ fn confirm_semantic(
             }
             Z3Answer::Refines => {
                 if point_bad && !tried_beyond {
-                    c.status = Status::EncodingBug;
-                    c.by = "z3+interp".into();
-                    c.detail = "Z3 proves refinement but the interpreter differs at the finding's point".into();
                     set_from_point(&mut c);
+                    let env = c.point.clone().unwrap_or_default();
+                    match outside_model(&gw, root, rw.root, &env) {
+                        Some(why) if why.starts_with("input") => {
+                            c.status = Status::NotReproduced;
+                            c.by = "z3+interp".into();
+                            c.detail = format!(
+                                "Z3 proves refinement for every value of the dtypes; the finding's point is not one: {why}"
+                            );
+                        }
+                        Some(why) => {
+                            c.status = Status::Confirmed;
+                            c.by = "interp".into();
+                            c.detail = format!(
+                                "Z3 proves refinement on the points it models, but {why}: confirmed by the interpreter replay of the finding's point alone"
+                            );
+                        }
+                        None => {
+                            c.status = Status::EncodingBug;
+                            c.by = "z3+interp".into();
+                            c.detail = format!(
+                                "Z3 proves refinement but the interpreter differs at the finding's point ({})",
+                                encoding_at(&gw, root, rw.root, &env)
+                            );
+                        }
+                    }
                 } else if point_bad {
                     // only the tolerance-sized query was refuted: the exact one had a model
                     c.status = Status::Confirmed;
@@ -876,6 +909,84 @@ fn confirm_semantic(
             }
         }
     }
+}
+
+/// The Z3 inputs of an interpreter point: variables by name, free RANGEs as `ridx<axis>`,
+/// SPECIALs by name.
+pub fn model_from_env(g: &Graph, roots: &[UOp], env: &Env) -> Model {
+    let mut m = Model::default();
+    for u in g.toposort(roots) {
+        let dt = g.dtype(u);
+        if let Some(p) = is_variable(g, u)
+            && let Some(n) = &p.name
+            && let Some(v) = env.vars.get(n)
+        {
+            m.set(n, dt, v.to_const());
+        }
+        match (g.op(u), g.arg(u)) {
+            (Ops::RANGE, Arg::Range(a, _)) => {
+                if let Some(v) = env.ranges.get(a) {
+                    m.set(&format!("ridx{a}"), dt, ConstVal::Int(*v));
+                }
+            }
+            (Ops::SPECIAL, Arg::Name(s)) => {
+                if let Some(v) = env.specials.get(s) {
+                    m.set(s, dt, ConstVal::Int(*v));
+                }
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Why a point lies outside what the refinement query ranges over (`None`: it does not): a
+/// NaN's bit pattern is read (Z3 has one NaN), or the point is outside the variables' domain.
+fn outside_model(g: &Graph, orig: UOp, new: UOp, env: &Env) -> Option<String> {
+    // a float input the dtype cannot hold (the interpreter takes it as a double)
+    for u in g.toposort(&[orig, new]) {
+        let dt = g.dtype(u);
+        if let Some(p) = is_variable(g, u)
+            && let Some(n) = &p.name
+            && let Some(Val::Float(f)) = env.vars.get(n)
+            && dt.is_float()
+            && !f.is_nan()
+            && crate::ir::truncate::round_float(dt, *f).to_bits() != f.to_bits()
+        {
+            return Some(format!(
+                "input {n} = {} is not a {} value",
+                Val::Float(*f).py_repr(),
+                dt.py_name()
+            ));
+        }
+    }
+    let m = model_from_env(g, &[orig, new], env);
+    for (side, r) in [("the original", orig), ("the rewritten graph", new)] {
+        let e = crate::smt::query::eval_at(g, r, &m).ok()?;
+        if e.imprecise == Some(true) {
+            return Some(format!("{side} reads a NaN's bit pattern there (Z3 models one NaN)"));
+        }
+        if e.in_domain == Some(false) {
+            return Some("the point is outside the encoded domain".into());
+        }
+    }
+    None
+}
+
+/// The encoding's own values at a point, for an encoding-bug report.
+fn encoding_at(g: &Graph, orig: UOp, new: UOp, env: &Env) -> String {
+    let m = model_from_env(g, &[orig, new], env);
+    let show = |r: UOp| match crate::smt::query::eval_at(g, r, &m) {
+        Ok(e) => format!(
+            "{}{}",
+            e.value
+                .map(|v| crate::smt::query::py_repr(&v))
+                .unwrap_or("?".into()),
+            if e.ub == Some(true) { " (UB)" } else { "" }
+        ),
+        Err(u) => u.to_string(),
+    };
+    format!("the encoding evaluates to {} and {} there", show(orig), show(new))
 }
 
 /// Where the interpreter's run disagrees with the values of Z3's model (`None`: consistent).
@@ -942,6 +1053,7 @@ fn confirm_stop(cx: &mut Ctx, g: &Graph, root: UOp, class: Class) -> (Confirm, G
         expected: None,
         actual: None,
         detail,
+        ieee_differs: false,
         point: None,
     };
     (c, gw, rw)
@@ -959,10 +1071,11 @@ pub(crate) enum Judge {
     Real,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Step3 {
     Refines,
-    Breaks,
+    /// With the IEEE model when there is one (replayed before a step is blamed).
+    Breaks(Option<Model>),
     Unknown,
 }
 
@@ -978,7 +1091,7 @@ fn judge(cx: &mut Ctx, j: Judge, g: &Graph, a: UOp, b: UOp) -> Step3 {
             };
             match ieee_query(&mut cx.stats, g, a, b, cx.policy, cx.step_timeout_ms, ask) {
                 Z3Answer::Refines => Step3::Refines,
-                Z3Answer::Cex(_) => Step3::Breaks,
+                Z3Answer::Cex(c) => Step3::Breaks(Some(c.inputs)),
                 _ => Step3::Unknown,
             }
         }
@@ -991,7 +1104,7 @@ fn judge(cx: &mut Ctx, j: Judge, g: &Graph, a: UOp, b: UOp) -> Step3 {
                 }
                 RealVerdict::Invalid { .. } => {
                     cx.stats.sat += 1;
-                    Step3::Breaks
+                    Step3::Breaks(None)
                 }
                 RealVerdict::Unknown { .. } => {
                     cx.stats.unknown += 1;
@@ -1063,6 +1176,7 @@ fn blame_record(
         before: show(s.before),
         after: show(s.after),
         unknown_queries: unknown,
+        disagreements: 0,
     }
 }
 
@@ -1082,14 +1196,24 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
         Judge::Real => "z3-real",
     };
     let mut unknown = 0usize;
+    let mut disagree = 0usize;
+    // a step Z3 calls wrong must be wrong on the interpreter too, at Z3's model
+    let mut replays = |cx: &mut Ctx, a: UOp, b: UOp, m: &Option<Model>| -> bool {
+        let Some(m) = m else { return true };
+        let env = env_from_model(&gall, &[a, b], m, None);
+        let ok = is_bad(compare_point(&gall, a, b, &env, cx.policy).0);
+        disagree += (!ok) as usize;
+        cx.stats.disagreements += (!ok) as u32;
+        ok
+    };
     // bisection on "G_k refines G_0"
-    if judge(cx, j, &gall, roots[0], roots[n]) == Step3::Breaks {
+    if matches!(judge(cx, j, &gall, roots[0], roots[n]), Step3::Breaks(_)) {
         let (mut lo, mut hi) = (0usize, n);
         let mut clean = true;
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
             match judge(cx, j, &gall, roots[0], roots[mid]) {
-                Step3::Breaks => hi = mid,
+                Step3::Breaks(_) => hi = mid,
                 Step3::Refines => lo = mid,
                 Step3::Unknown => {
                     unknown += 1;
@@ -1100,22 +1224,24 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
         }
         if clean {
             match judge(cx, j, &gall, roots[hi - 1], roots[hi]) {
-                Step3::Breaks => {
+                Step3::Breaks(m) if replays(cx, roots[hi - 1], roots[hi], &m) => {
                     return Some(blame_record(&full, &gfull, hi - 1, &format!("{tag}-bisect"), which, unknown));
                 }
                 Step3::Unknown => unknown += 1,
-                Step3::Refines => {}
+                _ => {}
             }
         }
     }
-    // not monotone or undecided: the first step that is wrong locally
+    // not monotone, undecided, or not replayed: the first step that is wrong locally
     for k in 1..=n {
         match judge(cx, j, &gall, roots[k - 1], roots[k]) {
-            Step3::Breaks => {
-                return Some(blame_record(&full, &gfull, k - 1, &format!("{tag}-local"), which, unknown));
+            Step3::Breaks(m) if replays(cx, roots[k - 1], roots[k], &m) => {
+                let mut b = blame_record(&full, &gfull, k - 1, &format!("{tag}-local"), which, unknown);
+                b.disagreements = disagree;
+                return Some(b);
             }
             Step3::Unknown => unknown += 1,
-            Step3::Refines => {}
+            _ => {}
         }
         // Z3 cannot follow this graph (timeouts, unsupported ops): the interpreter blames instead
         if unknown >= MAX_BLAME_UNKNOWN {
@@ -1223,7 +1349,10 @@ pub fn triage_against<'p, 'r>(
         Some(m) => (&m.graph, m.root, "minimized"),
         None => (g, root, "original"),
     };
-    if semantic && confirm.status == Status::Confirmed && has_float(cg, &[croot]) {
+    // also for a pair that differs in IEEE only within the tolerance: is it rounding?
+    let float_question = confirm.status == Status::Confirmed
+        || (confirm.status == Status::NotReproduced && confirm.ieee_differs);
+    if semantic && float_question && has_float(cg, &[croot]) {
         let (gc, rc) = cx.rewrite(cg, croot, None);
         if rc.stop == Stop::Done && rc.root != croot {
             cx.stats.real += 1;
@@ -1277,6 +1406,7 @@ pub fn triage_against<'p, 'r>(
                 before: String::new(),
                 after: String::new(),
                 unknown_queries: 0,
+                disagreements: 0,
             });
         }
     }
@@ -1289,8 +1419,16 @@ pub fn triage_against<'p, 'r>(
         ));
     }
     let _ = &gw;
+    if cx.stats.disagreements > 0 {
+        notes.push(format!(
+            "{} blame step(s) Z3 called wrong were not confirmed by the interpreter at Z3's model (encoding and interpreter disagree; not blamed)",
+            cx.stats.disagreements
+        ));
+    }
     let class = match confirm.status {
         Status::EncodingBug => "encoding-bug".to_string(),
+        // exact IEEE differences within the tolerance, and none over the reals
+        Status::NotReproduced if real_valid => Class::FloatRounding.name().to_string(),
         Status::NotReproduced => "not-reproduced".to_string(),
         Status::Unknown => "unknown".to_string(),
         Status::Confirmed if !semantic => det.class.name().to_string(),
@@ -1299,6 +1437,8 @@ pub fn triage_against<'p, 'r>(
             OraclePolicy::Strict => Class::FastMathUnsound.name().to_string(),
         },
         Status::Confirmed if real_invalid => Class::RewriteBug.name().to_string(),
+        // no float left in the pair: a fast-math label (the rule's name) does not apply
+        Status::Confirmed if !has_float(cg, &[croot]) => Class::RewriteBug.name().to_string(),
         Status::Confirmed => {
             if float.is_some() {
                 notes.push("not classified over the reals (unsupported or unknown): the oracle's class stands".into());

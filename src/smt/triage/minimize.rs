@@ -598,9 +598,15 @@ pub(crate) fn minimize(
                 beyond: beyond_for(&st.g, st.root),
                 simplest: true,
             };
+            // after a timeout the graph is hard for Z3: a short bound still gives a best model
+            let opt_timeout = if cx.stats.unknown > 0 {
+                cx.step_timeout_ms
+            } else {
+                cx.timeout_ms
+            };
             if rw.stop == Stop::Done
                 && let Z3Answer::Cex(c) =
-                    ieee_query(&mut cx.stats, &gw, st.root, rw.root, cx.policy, cx.timeout_ms, ask)
+                    ieee_query(&mut cx.stats, &gw, st.root, rw.root, cx.policy, opt_timeout, ask)
             {
                 let e2 = env_from_model(&gw, &[st.root, rw.root], &c.inputs, Some(&st.env));
                 let (v, _, _) = compare_point(&gw, st.root, rw.root, &e2, cx.policy);

@@ -434,7 +434,9 @@ fn encode(g: &Graph, root: UOp, vars: &mut Vars) -> R<Encoded> {
     })
 }
 
-/// Does `new` refine `orig` (both in `g`) when every float is a real number?
+/// Does `new` refine `orig` (both in `g`) when every float is a real number? Float roots count
+/// as equal up to a relative `8u` of the root's dtype, so that constants the rewrite folded
+/// (rounded once each) do not make an exact real identity look wrong.
 pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdict {
     let mut vars = Vars::default();
     let (eo, en) = match encode(g, orig, &mut vars).and_then(|o| Ok((o, encode(g, new, &mut vars)?))) {
@@ -455,7 +457,18 @@ pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdic
                 vars: &mut Vars::default(),
                 undef: vec![],
             };
-            e.real(a).eq(&e.real(b))
+            let (a, b) = (e.real(a), e.real(b));
+            // equal up to the rounding of the constants the rewrite folded (each within half an
+            // ulp of the exact product/sum): a relative 8u of the root's dtype
+            let u = crate::oracle::tolerance::unit_roundoff(g.dtype(orig));
+            if u > 0.0 {
+                let zero = Real::from_rational(0, 1);
+                let abs = |x: &Real| x.lt(&zero).ite(&x.unary_minus(), x);
+                let tol = real_of_f64(8.0 * u).unwrap_or_else(|_| zero.clone());
+                abs(&(&a - &b)).le(&(&tol * &(&abs(&a) + &abs(&b))))
+            } else {
+                a.eq(&b)
+            }
         }
     };
     let s = Solver::new();
