@@ -1,40 +1,50 @@
 //! Triage of a finding: confirm it with Z3, shrink it, blame one rule application, and classify
-//! float mismatches by re-asking the question over the reals.
+//! float mismatches by re-asking the question over the reals. [`triage`] runs the stages on a
+//! generated case; [`dir::triage_dir`] on a finding directory (`uopfuzz triage DIR`).
 //!
-//! 1. **Confirm** ([`confirm`]): the original and the rewritten graph are encoded over shared
-//!    inputs (variable ranges and `multiple_of` included) and Z3 looks for an input where the
-//!    rewrite is less defined or stores another value, under the run's float policy and the
-//!    oracle's conventions (fast-math: finite inputs, a non-finite value on either side is not a
-//!    mismatch; ±0 equal). Every model is replayed on the reference interpreter: when the
-//!    interpreter's values differ from Z3's, the result is `encoding-bug` (the oracle guarding
-//!    the guard), and so is a Z3 proof of refinement where the finding's own point still
-//!    differs. Kernels (and anything else the encoding does not cover) are confirmed by the
-//!    interpreter replay of the finding's point alone, and the result says so.
-//! 2. **Minimize** ([`minimize`]): greedy graph reduction (root → a descendant, a node → one of
-//!    its operands, a constant of its dtype or a fresh variable holding its value; kernels →
-//!    a stored scalar expression with LOADs as variables), each candidate re-rewritten by the
-//!    pipeline and kept while the mismatch persists at the current point (or at a new Z3 point)
-//!    *and* the first bad step is still the blamed rule; then the input values are shrunk with
-//!    Z3 `Optimize` (soft goals: 0, ±1, small magnitudes, powers of two, no NaN/inf/subnormals).
-//! 3. **Blame** ([`blame`]): fuel bisection over the rewrite trace with Z3 on the whole graph
-//!    (`G_k` refines `G_0`?), then the found step is checked locally (`G_{k-1}` vs `G_k`: not
-//!    equivalent under its context); a linear local scan backs it up when the property is not
-//!    monotone, and the interpreter at the counterexample when Z3 cannot answer.
-//! 4. **Float classification**: a float mismatch is re-checked over the reals (`real`): valid
-//!    there → `float-rounding` (`fast-math-unsound` under the strict policy), invalid →
-//!    `rewrite-bug`.
+//! 1. **Confirm**: the original and the rewritten graph are encoded over shared inputs
+//!    (variable ranges and `multiple_of` included) and Z3 looks for an input where the rewrite
+//!    is less defined or stores another value, with the oracle's conventions (`decide` in
+//!    oracle/check.rs): ±0 equal, NaN equal to NaN; under fast-math finite inputs, and a value
+//!    difference where either side computes a non-finite float does not count. Every model is
+//!    replayed on the interpreter: if the interpreter's values or UB differ from Z3's, the
+//!    verdict is `encoding-bug` (guarding the guard). When the exact model is a difference the
+//!    oracle's float tolerance accepts, Z3 is asked again for a relative difference > 2^-10.
+//!    A Z3 proof of refinement while the finding's own point still differs is `encoding-bug`
+//!    too, unless the point is one the query leaves out by design (a NaN's bits are read: Z3
+//!    has one NaN) or no value of its dtype (a float input the dtype cannot hold:
+//!    `not-reproduced`). Kernels and ops the encoding lacks are confirmed by the interpreter
+//!    replay of the finding's point alone, and the result says so (`by: "interp"`).
+//! 2. **Minimize** ([`minimize`]): greedy, deterministic graph reduction, then value shrinking
+//!    with Z3 `Optimize` (module docs there). The witness must keep blaming the finding's rule,
+//!    and, with a reference pipeline ([`triage_against`]: the rules without an injection), must
+//!    not be a mismatch the reference shows as well.
+//! 3. **Blame**: fuel bisection over the rewrite trace with Z3 on the whole graph (`G_k` refines
+//!    `G_0`?), the found step checked locally (`G_{k-1}` vs `G_k`) and its model replayed on the
+//!    interpreter (a step the interpreter does not confirm is counted as a disagreement and not
+//!    blamed); a linear local scan backs it up when the property is not monotone, and the
+//!    interpreter's own fuel scan at the counterexample when Z3 cannot decide. Runs on the
+//!    minimized graph and, as `blame_original`, on the finding's graph.
+//! 4. **Float classification**: a pair with floats is re-checked over the reals ([`real`]):
+//!    valid there → `float-rounding` (`fast-math-unsound` under the strict policy), invalid →
+//!    `rewrite-bug`. A pair with no float left is a `rewrite-bug` whatever the oracle's
+//!    fast-math label said.
+//!
+//! Every query has a time bound (`timeout_ms` for the confirming, shrinking and classifying
+//! ones, `step_timeout_ms` for minimization candidates and blame steps); `unknown` is counted
+//! in [`QueryStats`], and repeated unknowns make the minimizer and blame stop asking Z3.
 pub mod dir;
 pub mod minimize;
 pub mod real;
 
 use crate::exec::interp::Env;
+use crate::r#gen::Generated;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::oracle::check::{Detected, Observed, Pipeline, PointVerdict, Rewritten, compare_point};
 use crate::oracle::tolerance::FloatPolicy as OraclePolicy;
 use crate::oracle::verdict::Class;
-use crate::r#gen::Generated;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::Stop;
 use crate::smt::encode::{Encoded, Term, VarMap, encode};
@@ -334,10 +344,10 @@ fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<
         let diff = a.sub_with_rounding_mode(&b, &rm).unary_abs();
         let (aa, ba) = (a.unary_abs(), b.unary_abs());
         let big = aa.gt(&ba).ite(&aa, &ba);
-        let bound = big.mul_with_rounding_mode(&Float::from_f64(rel), &rm);
+        let bound = big.mul_with_rounding_mode(Float::from_f64(rel), &rm);
         let nan_xor = a.is_nan().xor(b.is_nan());
         let inf_diff = (a.is_infinite() | b.is_infinite()) & a.eq_fpa(&b).not();
-        differs = differs & (nan_xor | inf_diff | diff.gt(&bound));
+        differs &= nan_xor | inf_diff | diff.gt(&bound);
     }
     if pol == OraclePolicy::FastMath {
         for v in &vm.vars {
@@ -347,7 +357,7 @@ fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<
         }
         // the oracle skips a value difference where either side computes a non-finite float
         // (a less defined rewrite still counts)
-        differs = differs & eo.nonfinite.not() & en.nonfinite.not();
+        differs &= eo.nonfinite.not() & en.nonfinite.not();
     }
     hard.push(eo.imprecise.not());
     hard.push(en.imprecise.not());
@@ -435,7 +445,7 @@ fn soft_goals(t: &Term, dt: DType) -> Vec<(Bool, u32)> {
             out.push((a.eq_fpa(&one), 8));
             out.push((f.round_to_integral().eq_fpa(f), 6));
             for k in [1, 2, 4, 8, 16, 32, 64] {
-                out.push((a.le(&to_sort(2f64.powi(k), (e, s))), 2));
+                out.push((a.le(to_sort(2f64.powi(k), (e, s))), 2));
             }
             // a power of two: the stored significand bits are zero
             let bits = f.to_ieee_bv();
@@ -606,10 +616,16 @@ pub fn show_inputs(env: &Env) -> Vec<(String, String)> {
     out.sort();
     let mut r: Vec<_> = env.ranges.iter().collect();
     r.sort();
-    out.extend(r.into_iter().map(|(a, v)| (format!("range{a}"), v.to_string())));
+    out.extend(
+        r.into_iter()
+            .map(|(a, v)| (format!("range{a}"), v.to_string())),
+    );
     let mut s: Vec<_> = env.specials.iter().collect();
     s.sort();
-    out.extend(s.into_iter().map(|(n, v)| (format!("special:{n}"), v.to_string())));
+    out.extend(
+        s.into_iter()
+            .map(|(n, v)| (format!("special:{n}"), v.to_string())),
+    );
     for (i, b) in env.buffers.iter().enumerate() {
         if !b.data.is_empty() {
             out.push((
@@ -632,7 +648,11 @@ pub(crate) fn show_obs(o: &Observed) -> String {
                 .iter()
                 .map(|b| {
                     let v: Vec<String> = b.data.iter().take(8).map(Val::py_repr).collect();
-                    format!("[{}{}]", v.join(", "), if b.data.len() > 8 { ", …" } else { "" })
+                    format!(
+                        "[{}{}]",
+                        v.join(", "),
+                        if b.data.len() > 8 { ", …" } else { "" }
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -666,7 +686,9 @@ pub fn infix(g: &Graph, u: UOp) -> String {
         };
         match (n.op, &n.arg) {
             (Ops::CONST, Arg::Const(c)) => {
-                let v = Val::from_const(*c).map(|v| v.py_repr()).unwrap_or("Invalid".into());
+                let v = Val::from_const(*c)
+                    .map(|v| v.py_repr())
+                    .unwrap_or("Invalid".into());
                 out.push_str(&v);
                 if !n.dtype.is_weak() && n.dtype != DType::Bool {
                     out.push(':');
@@ -697,9 +719,11 @@ pub fn infix(g: &Graph, u: UOp) -> String {
             return;
         }
         match n.op {
-            Ops::CAST | Ops::BITCAST => {
-                out.push_str(&format!("{}<{}>(", n.op.name().to_lowercase(), n.dtype.py_name()))
-            }
+            Ops::CAST | Ops::BITCAST => out.push_str(&format!(
+                "{}<{}>(",
+                n.op.name().to_lowercase(),
+                n.dtype.py_name()
+            )),
             o => out.push_str(&format!("{}(", o.name().to_lowercase())),
         }
         for (i, s) in n.src.iter().enumerate() {
@@ -780,7 +804,15 @@ fn confirm_semantic(
         beyond: None,
         simplest: false,
     };
-    let mut ans = ieee_query(&mut cx.stats, &gw, root, rw.root, cx.policy, cx.timeout_ms, ask);
+    let mut ans = ieee_query(
+        &mut cx.stats,
+        &gw,
+        root,
+        rw.root,
+        cx.policy,
+        cx.timeout_ms,
+        ask,
+    );
     c.z3 = ans.kind().into();
     // an exact float difference may be one the tolerance accepts: ask for a larger one
     let mut tried_beyond = false;
@@ -816,7 +848,15 @@ fn confirm_semantic(
                         beyond: Some(rel),
                         simplest: false,
                     };
-                    ans = ieee_query(&mut cx.stats, &gw, root, rw.root, cx.policy, cx.timeout_ms, ask);
+                    ans = ieee_query(
+                        &mut cx.stats,
+                        &gw,
+                        root,
+                        rw.root,
+                        cx.policy,
+                        cx.timeout_ms,
+                        ask,
+                    );
                     c.z3 = ans.kind().into();
                     c.z3_detail = Some(format!(
                         "the exact model differs only within the float tolerance ({v:?}); asked for a relative difference > {rel}: {}",
@@ -964,7 +1004,9 @@ fn outside_model(g: &Graph, orig: UOp, new: UOp, env: &Env) -> Option<String> {
     for (side, r) in [("the original", orig), ("the rewritten graph", new)] {
         let e = crate::smt::query::eval_at(g, r, &m).ok()?;
         if e.imprecise == Some(true) {
-            return Some(format!("{side} reads a NaN's bit pattern there (Z3 models one NaN)"));
+            return Some(format!(
+                "{side} reads a NaN's bit pattern there (Z3 models one NaN)"
+            ));
         }
         if e.in_domain == Some(false) {
             return Some("the point is outside the encoded domain".into());
@@ -986,7 +1028,11 @@ fn encoding_at(g: &Graph, orig: UOp, new: UOp, env: &Env) -> String {
         ),
         Err(u) => u.to_string(),
     };
-    format!("the encoding evaluates to {} and {} there", show(orig), show(new))
+    format!(
+        "the encoding evaluates to {} and {} there",
+        show(orig),
+        show(new)
+    )
 }
 
 /// Where the interpreter's run disagrees with the values of Z3's model (`None`: consistent).
@@ -1012,7 +1058,8 @@ fn disagreement(cex: &Counterexample, o: &Observed, n: &Observed) -> Option<Stri
             _ => None,
         }
     };
-    check("original", o, &cex.orig, cex.orig_ub).or_else(|| check("rewritten", n, &cex.new, cex.new_ub))
+    check("original", o, &cex.orig, cex.orig_ub)
+        .or_else(|| check("rewritten", n, &cex.new, cex.new_ub))
 }
 
 /// Confirms a non-semantic finding by re-running the pipeline.
@@ -1022,9 +1069,10 @@ fn confirm_stop(cx: &mut Ctx, g: &Graph, root: UOp, class: Class) -> (Confirm, G
         (Class::RewriteError, Stop::RuleError { rule, error, .. }) => {
             (true, format!("{rule} raises {error}"))
         }
-        (Class::RewriteError, Stop::Unresolved) => {
-            (true, "graph_rewrite leaves the root unresolved (KeyError)".to_string())
-        }
+        (Class::RewriteError, Stop::Unresolved) => (
+            true,
+            "graph_rewrite leaves the root unresolved (KeyError)".to_string(),
+        ),
         (Class::Nontermination, Stop::NonTermination { steps }) => {
             (true, format!("no fixpoint after {steps} applications"))
         }
@@ -1225,7 +1273,14 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
         if clean {
             match judge(cx, j, &gall, roots[hi - 1], roots[hi]) {
                 Step3::Breaks(m) if replays(cx, roots[hi - 1], roots[hi], &m) => {
-                    return Some(blame_record(&full, &gfull, hi - 1, &format!("{tag}-bisect"), which, unknown));
+                    return Some(blame_record(
+                        &full,
+                        &gfull,
+                        hi - 1,
+                        &format!("{tag}-bisect"),
+                        which,
+                        unknown,
+                    ));
                 }
                 Step3::Unknown => unknown += 1,
                 _ => {}
@@ -1236,7 +1291,14 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
     for k in 1..=n {
         match judge(cx, j, &gall, roots[k - 1], roots[k]) {
             Step3::Breaks(m) if replays(cx, roots[k - 1], roots[k], &m) => {
-                let mut b = blame_record(&full, &gfull, k - 1, &format!("{tag}-local"), which, unknown);
+                let mut b = blame_record(
+                    &full,
+                    &gfull,
+                    k - 1,
+                    &format!("{tag}-local"),
+                    which,
+                    unknown,
+                );
                 b.disagreements = disagree;
                 return Some(b);
             }
@@ -1253,7 +1315,12 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
 
 /// The first fuel at which the graph is wrong at `env` (execution; `oracle::check::blame` on a
 /// bare graph). Returns the trace index and the full rewrite.
-pub(crate) fn blame_interp(cx: &mut Ctx, g: &Graph, root: UOp, env: &Env) -> Option<(usize, Rewritten, Graph)> {
+pub(crate) fn blame_interp(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+) -> Option<(usize, Rewritten, Graph)> {
     let (gfull, full) = cx.rewrite(g, root, None);
     if full.stop != Stop::Done {
         return None;
@@ -1299,7 +1366,10 @@ pub fn triage_against<'p, 'r>(
     let g = &case.graph;
     let root = case.root;
     let mut notes = Vec::new();
-    let semantic = matches!(det.class, Class::RewriteBug | Class::FastMathUnsound | Class::FloatRounding);
+    let semantic = matches!(
+        det.class,
+        Class::RewriteBug | Class::FastMathUnsound | Class::FloatRounding
+    );
     let (confirm, gw, rw) = if semantic {
         confirm_semantic(&mut cx, g, root, det.point.as_ref().map(|p| &p.env))
     } else {
@@ -1327,7 +1397,9 @@ pub fn triage_against<'p, 'r>(
             minimize::Goal::Semantic { target }
         } else {
             match (&det.class, &rw.stop) {
-                (Class::RewriteError, Stop::RuleError { rule, .. }) => minimize::Goal::RuleError { rule },
+                (Class::RewriteError, Stop::RuleError { rule, .. }) => {
+                    minimize::Goal::RuleError { rule }
+                }
                 (Class::RewriteError, Stop::Unresolved) => minimize::Goal::Unresolved,
                 (Class::Nontermination, _) => minimize::Goal::Nontermination,
                 _ => minimize::Goal::NotIdempotent,
@@ -1340,7 +1412,9 @@ pub fn triage_against<'p, 'r>(
         };
         minimized = minimize::minimize(&mut cx, g, root, &point, &goal, &mo);
         if minimized.is_none() {
-            notes.push("minimization kept nothing (the goal did not hold on the start graph)".into());
+            notes.push(
+                "minimization kept nothing (the goal did not hold on the start graph)".into(),
+            );
         }
     }
     // 4. float classification, on the smallest pair available
@@ -1369,10 +1443,17 @@ pub fn triage_against<'p, 'r>(
             });
         }
     }
-    let real_invalid = matches!(float.as_ref().map(|f| &f.real), Some(RealVerdict::Invalid { .. }));
+    let real_invalid = matches!(
+        float.as_ref().map(|f| &f.real),
+        Some(RealVerdict::Invalid { .. })
+    );
     let real_valid = matches!(float.as_ref().map(|f| &f.real), Some(RealVerdict::Valid));
     // 3. blame: the minimized graph with Z3 (over the reals when that is where it breaks)
-    let judge_kind = if real_invalid { Judge::Real } else { Judge::Ieee };
+    let judge_kind = if real_invalid {
+        Judge::Real
+    } else {
+        Judge::Ieee
+    };
     let mut blame = None;
     if semantic && confirm.status == Status::Confirmed {
         if let Some(m) = &minimized {
@@ -1460,7 +1541,13 @@ pub fn triage_against<'p, 'r>(
     }
 }
 
-fn interp_blame_record(cx: &mut Ctx, g: &Graph, root: UOp, env: &Env, which: &str) -> Option<Blame> {
+fn interp_blame_record(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    which: &str,
+) -> Option<Blame> {
     let (i, full, gfull) = blame_interp(cx, g, root, env)?;
     Some(blame_record(&full, &gfull, i, "interp", which, 0))
 }
@@ -1473,4 +1560,3 @@ pub(crate) fn render_pair(g: &Graph, root: UOp, new: UOp) -> (String, String, St
         infix(g, new),
     )
 }
-

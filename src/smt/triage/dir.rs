@@ -3,6 +3,7 @@
 //! triage it, and write `triaged.json` (+ `minimized.py`) next to it.
 use super::{Triage, TriageOpts, triage_against};
 use crate::exec::interp::{Buffer, Env};
+use crate::r#gen::{Family, Generated, Swarm};
 use crate::ir::alu::Val;
 use crate::ir::text::parse_graph;
 use crate::ir::{DType, Graph, Ops, UOp};
@@ -11,7 +12,6 @@ use crate::oracle::fuzz::{RuleChoice, choose_rules};
 use crate::oracle::inject;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::{Class, Finding};
-use crate::r#gen::{Family, Generated, Swarm};
 use crate::rewrite::analysis::Cache;
 use serde::Serialize;
 use std::path::Path;
@@ -69,10 +69,14 @@ fn point_of(f: &Finding, g: &Graph, root: UOp) -> Result<Env, String> {
     for (name, val) in &f.inputs {
         if let Some(a) = name.strip_prefix("range") {
             let axis: i64 = a.parse().map_err(|_| format!("bad input name {name:?}"))?;
-            let v: i128 = val.parse().map_err(|_| format!("bad range value {val:?}"))?;
+            let v: i128 = val
+                .parse()
+                .map_err(|_| format!("bad range value {val:?}"))?;
             env.ranges.insert(axis, v);
         } else if let Some(s) = name.strip_prefix("special:") {
-            let v: i128 = val.parse().map_err(|_| format!("bad special value {val:?}"))?;
+            let v: i128 = val
+                .parse()
+                .map_err(|_| format!("bad special value {val:?}"))?;
             env.specials.insert(s.to_string(), v);
         } else {
             let dt = dts
@@ -214,7 +218,11 @@ pub struct Record<'a> {
 }
 
 /// Loads, triages and writes `triaged.json` (+ `minimized.py` when minimized) into `dir`.
-pub fn triage_dir(dir: &Path, opts: &TriageOpts, inject_override: Option<&str>) -> Result<Triage, String> {
+pub fn triage_dir(
+    dir: &Path,
+    opts: &TriageOpts,
+    inject_override: Option<&str>,
+) -> Result<Triage, String> {
     let l = load(dir, inject_override)?;
     let pipe = l.rules.pipeline();
     let o = TriageOpts {

@@ -30,9 +30,13 @@ use std::collections::{HashMap, HashSet};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Goal<'a> {
     /// The rewrite changes semantics, and the first bad step is still `target`'s.
-    Semantic { target: Option<&'a str> },
+    Semantic {
+        target: Option<&'a str>,
+    },
     /// The pipeline raises in `rule`.
-    RuleError { rule: &'a str },
+    RuleError {
+        rule: &'a str,
+    },
     /// The pipeline leaves the root unresolved.
     Unresolved,
     Nontermination,
@@ -73,7 +77,9 @@ fn is_value_node(g: &Graph, u: UOp) -> bool {
 
 fn is_var(g: &Graph, u: UOp) -> bool {
     matches!(g.op(u), Ops::BUFFER | Ops::PARAM)
-        && g.arg(u).as_param().is_some_and(|p| p.vmin_vmax.is_some() || p.slot < 0)
+        && g.arg(u)
+            .as_param()
+            .is_some_and(|p| p.vmin_vmax.is_some() || p.slot < 0)
 }
 
 fn bits(x: u128) -> u64 {
@@ -87,7 +93,7 @@ fn const_cost(g: &Graph, root: UOp) -> u64 {
         .filter_map(|u| g.const_val(*u))
         .map(|c| match c {
             ConstVal::Int(i) => bits(i.unsigned_abs()) + (i < 0) as u64,
-            ConstVal::Float(f) if f == 0.0 => 0,
+            ConstVal::Float(0.0) => 0,
             ConstVal::Float(f) if f.abs() == 1.0 => 1,
             ConstVal::Float(f) if f.fract() == 0.0 && f.abs() < 1e6 => 1 + bits(f.abs() as u128),
             ConstVal::Float(_) => 40,
@@ -109,7 +115,11 @@ fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
             continue;
         }
         let n = g.node(u).clone();
-        let src: Vec<UOp> = n.src.iter().map(|s| m.get(s).copied().unwrap_or(*s)).collect();
+        let src: Vec<UOp> = n
+            .src
+            .iter()
+            .map(|s| m.get(s).copied().unwrap_or(*s))
+            .collect();
         let nu = if src[..] != n.src[..] {
             g.mk(n.op, n.dtype, &src, n.arg.clone())
         } else {
@@ -333,7 +343,15 @@ fn holds(
                     beyond: beyond_for(g, root),
                     simplest: false,
                 };
-                match ieee_query(&mut cx.stats, &gw, root, rw.root, cx.policy, cx.step_timeout_ms, ask) {
+                match ieee_query(
+                    &mut cx.stats,
+                    &gw,
+                    root,
+                    rw.root,
+                    cx.policy,
+                    cx.step_timeout_ms,
+                    ask,
+                ) {
                     Z3Answer::Cex(c) => {
                         let e2 = env_from_model(&gw, &[root, rw.root], &c.inputs, None);
                         let (v, _, _) = compare_point(&gw, root, rw.root, &e2, cx.policy);
@@ -352,9 +370,7 @@ fn holds(
             matches!(&rw.stop, Stop::RuleError { rule: r, .. } if r == rule).then(|| env.clone())
         }
         Goal::Unresolved => (rw.stop == Stop::Unresolved).then(|| env.clone()),
-        Goal::Nontermination => {
-            matches!(rw.stop, Stop::NonTermination { .. }).then(|| env.clone())
-        }
+        Goal::Nontermination => matches!(rw.stop, Stop::NonTermination { .. }).then(|| env.clone()),
         Goal::NotIdempotent => {
             if rw.stop != Stop::Done {
                 return None;
@@ -425,7 +441,7 @@ fn iterations(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
 /// pipeline (when triage has one) does not show a mismatch there.
 fn same_culprit(cx: &mut Ctx, g: &Graph, root: UOp, env: &Env, target: Option<&str>) -> bool {
     if let Some(t) = target
-        && !blame_interp(cx, g, root, env).is_some_and(|(i, rw, _)| rw.trace[i].rule == t)
+        && blame_interp(cx, g, root, env).is_none_or(|(i, rw, _)| rw.trace[i].rule != t)
     {
         return false;
     }
@@ -509,25 +525,49 @@ fn shrink_values_interp(cx: &mut Ctx, g: &Graph, root: UOp, env: &Env, goal: &Go
             let p = g.arg(*u).as_param()?;
             let n = p.name.clone()?;
             let dt = g.dtype(*u);
-            let b = p.vmin_vmax.or(dt.int_bounds()).unwrap_or((i128::MIN / 2, i128::MAX / 2));
+            let b = p
+                .vmin_vmax
+                .or(dt.int_bounds())
+                .unwrap_or((i128::MIN / 2, i128::MAX / 2));
             Some((n, dt, b, p.multiple_of.unwrap_or(1).max(1) as i128))
         })
         .collect();
     for (name, dt, (lo, hi), m) in vars {
-        let Some(v) = cur.vars.get(&name).copied() else { continue };
+        let Some(v) = cur.vars.get(&name).copied() else {
+            continue;
+        };
         let tries: Vec<Val> = match v {
-            Val::Int(i) => simple_ints(lo, hi, m, i).into_iter().map(Val::Int).collect(),
+            Val::Int(i) => simple_ints(lo, hi, m, i)
+                .into_iter()
+                .map(Val::Int)
+                .collect(),
             Val::Float(f) => [0.0, 1.0, -1.0, 2.0, 0.5, f.trunc()]
                 .into_iter()
                 .filter(|x| *x != f && x.is_finite() && (dt != DType::Bool))
                 .map(Val::Float)
                 .collect(),
-            Val::Bool(b) => if b { vec![Val::Bool(false)] } else { vec![] },
+            Val::Bool(b) => {
+                if b {
+                    vec![Val::Bool(false)]
+                } else {
+                    vec![]
+                }
+            }
         };
         for t in tries {
             let mut e = cur.clone();
             e.vars.insert(name.clone(), t);
-            if holds(cx, g, root, &e, &Goal::Semantic { target: *target }, false, &mut zero).is_some() {
+            if holds(
+                cx,
+                g,
+                root,
+                &e,
+                &Goal::Semantic { target: *target },
+                false,
+                &mut zero,
+            )
+            .is_some()
+            {
                 cur = e;
                 changed = true;
                 break;
@@ -605,8 +645,15 @@ pub(crate) fn minimize(
                 cx.timeout_ms
             };
             if rw.stop == Stop::Done
-                && let Z3Answer::Cex(c) =
-                    ieee_query(&mut cx.stats, &gw, st.root, rw.root, cx.policy, opt_timeout, ask)
+                && let Z3Answer::Cex(c) = ieee_query(
+                    &mut cx.stats,
+                    &gw,
+                    st.root,
+                    rw.root,
+                    cx.policy,
+                    opt_timeout,
+                    ask,
+                )
             {
                 let e2 = env_from_model(&gw, &[st.root, rw.root], &c.inputs, Some(&st.env));
                 let (v, _, _) = compare_point(&gw, st.root, rw.root, &e2, cx.policy);

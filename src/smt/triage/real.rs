@@ -9,7 +9,8 @@
 //! defined); EXP2/LOG2/SIN/POW/SQRT are uninterpreted functions shared by both graphs, so a
 //! `Valid` answer holds for the real functions too and an `Invalid` one with them is flagged
 //! `approximate`. Ints stay exact with tinygrad's wraparound for fixed widths (`truncate`), bools
-//! are `Bool`. Bit-level ops (shifts, bitwise ints, BITCAST, THREEFRY) are unsupported: they have
+//! are `Bool`. Float roots compare equal up to a relative `8u` of their dtype: a rewrite that
+//! folds constants (`(x*c1)*c2 -> x*fl(c1*c2)`) rounds them once, which is rounding, not a bug. Bit-level ops (shifts, bitwise ints, BITCAST, THREEFRY) are unsupported: they have
 //! no meaning over the reals.
 use crate::ir::truncate::wrap_int;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
@@ -35,9 +36,16 @@ pub enum RealVerdict {
     Valid,
     /// A real-valued input where they differ (`approximate`: an uninterpreted function is
     /// involved, the point may be spurious for the real function).
-    Invalid { inputs: Model, approximate: bool },
-    Unknown { reason: String },
-    Unsupported { reason: String },
+    Invalid {
+        inputs: Model,
+        approximate: bool,
+    },
+    Unknown {
+        reason: String,
+    },
+    Unsupported {
+        reason: String,
+    },
 }
 
 impl RealVerdict {
@@ -140,8 +148,12 @@ impl Enc<'_> {
         } else if dt.is_float() {
             let r = Real::new_const(disp.as_str());
             if let Some((lo, hi)) = bounds {
-                self.vars.domain.push(r.ge(Real::from_int(&Int::from_i128(lo))));
-                self.vars.domain.push(r.le(Real::from_int(&Int::from_i128(hi))));
+                self.vars
+                    .domain
+                    .push(r.ge(Real::from_int(&Int::from_i128(lo))));
+                self.vars
+                    .domain
+                    .push(r.le(Real::from_int(&Int::from_i128(hi))));
             }
             RT::R(r)
         } else if dt.is_int() {
@@ -188,7 +200,9 @@ impl Enc<'_> {
         self.vars.domain.push(i.ge(Int::from_i64(0)));
         self.vars.domain.push(i.lt(e));
         let t = RT::I(i);
-        self.vars.map.insert(key.clone(), (name, n.dtype, t.clone()));
+        self.vars
+            .map
+            .insert(key.clone(), (name, n.dtype, t.clone()));
         self.vars.order.push(key);
         Ok(t)
     }
@@ -204,7 +218,11 @@ impl Enc<'_> {
             ConstVal::Int(_) | ConstVal::Bool(_) if dt.is_int() => {
                 let i = c.as_i128().unwrap_or(0);
                 // the interpreter holds the wrapped value of an out-of-range fixed-width CONST
-                RT::I(Int::from_i128(if dt.is_fixed_int() { wrap_int(dt, i) } else { i }))
+                RT::I(Int::from_i128(if dt.is_fixed_int() {
+                    wrap_int(dt, i)
+                } else {
+                    i
+                }))
             }
             _ => return Err("CONST value does not fit its dtype".into()),
         })
@@ -257,7 +275,13 @@ impl Enc<'_> {
             .map(|x| memo.get(x).cloned().flatten())
             .collect::<Option<_>>()
             .ok_or_else(|| format!("{} operand has no scalar value", op.name()))?;
-        let unsup = || Err(format!("{} on {} has no real-arithmetic meaning here", op.name(), dt.py_name()));
+        let unsup = || {
+            Err(format!(
+                "{} on {} has no real-arithmetic meaning here",
+                op.name(),
+                dt.py_name()
+            ))
+        };
         let srcdt = n.src.first().map(|x| self.g.dtype(*x)).unwrap_or(dt);
         if op == Ops::CAST {
             let x = &s[0];
@@ -350,7 +374,9 @@ impl Enc<'_> {
                     self.undef.push(x[0].lt(&zero));
                     let r = apply("real_sqrt", &[&x[0]])?;
                     // facts of the real square root: enough for x*x -> sqrt-free identities
-                    self.vars.domain.push(x[0].ge(&zero).implies(r.ge(&zero) & (&r * &r).eq(&x[0])));
+                    self.vars
+                        .domain
+                        .push(x[0].ge(&zero).implies(r.ge(&zero) & (&r * &r).eq(&x[0])));
                     r
                 }
                 Ops::LOG2 => {
@@ -439,10 +465,11 @@ fn encode(g: &Graph, root: UOp, vars: &mut Vars) -> R<Encoded> {
 /// (rounded once each) do not make an exact real identity look wrong.
 pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdict {
     let mut vars = Vars::default();
-    let (eo, en) = match encode(g, orig, &mut vars).and_then(|o| Ok((o, encode(g, new, &mut vars)?))) {
-        Ok(x) => x,
-        Err(reason) => return RealVerdict::Unsupported { reason },
-    };
+    let (eo, en) =
+        match encode(g, orig, &mut vars).and_then(|o| Ok((o, encode(g, new, &mut vars)?))) {
+            Ok(x) => x,
+            Err(reason) => return RealVerdict::Unsupported { reason },
+        };
     let same = match (&eo.value, &en.value) {
         (RT::B(a), RT::B(b)) => a.iff(b),
         (RT::I(a), RT::I(b)) => a.eq(b),
@@ -489,11 +516,12 @@ pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdic
                 for k in &vars.order {
                     let (name, dt, t) = &vars.map[k];
                     let v = match t {
-                        RT::B(b) => m.eval(b, true).and_then(|x| x.as_bool()).map(ConstVal::Bool),
+                        RT::B(b) => m
+                            .eval(b, true)
+                            .and_then(|x| x.as_bool())
+                            .map(ConstVal::Bool),
                         RT::I(i) => m.eval(i, true).and_then(|x| x.as_i128()).map(ConstVal::Int),
-                        RT::R(r) => m
-                            .eval(r, true)
-                            .map(|x| ConstVal::Float(x.approx_f64())),
+                        RT::R(r) => m.eval(r, true).map(|x| ConstVal::Float(x.approx_f64())),
                     };
                     if let Some(v) = v {
                         inputs.set(name, *dt, v);
@@ -507,4 +535,3 @@ pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdic
         }
     }
 }
-
