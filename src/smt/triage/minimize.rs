@@ -613,9 +613,10 @@ pub(crate) fn minimize(
                 continue;
             }
             // a fresh Z3 point only for reductions that change what the point means
+            // a fresh variable keeps the point a witness by construction; any other reduction
+            // may need a new point, which Z3 looks for while its budget lasts
             let z3 = !point_ok
-                || (matches!(c, Cand::Root(_) | Cand::Subst(_, Repl::Const(_)))
-                    && st.g.dtype(st.root) != DType::Void);
+                || (!matches!(c, Cand::Subst(_, Repl::Var)) && st.g.dtype(st.root) != DType::Void);
             if let Some(e) = holds(cx, &g2, r2, &env2, goal, z3, &mut z3_left) {
                 st = St {
                     g: g2,
