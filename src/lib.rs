@@ -11,5 +11,7 @@ pub mod exec;
 pub mod r#gen;
 pub mod ir;
 pub mod oracle;
+pub mod repro;
 pub mod rewrite;
 pub mod smt;
+pub mod tinygrad;

@@ -110,6 +110,26 @@ pub fn run_cmd(a: Args) -> ExitCode {
             format!(" by class {:?}", s.by_class)
         }
     );
+    // each saved finding also gets a self-contained repro file (replays with one command and
+    // runs as tinygrad Python)
+    for f in &s.findings {
+        if f.path.is_empty() {
+            continue;
+        }
+        let dir = std::path::Path::new(&f.path);
+        let file = dir.join("repro.py");
+        match crate::repro::load_path(dir) {
+            Ok(l) => {
+                if let Err(e) = std::fs::write(
+                    &file,
+                    crate::repro::file::write_repro(&l.repro, &file.display().to_string()),
+                ) {
+                    eprintln!("uopfuzz fuzz: {}: {e}", file.display());
+                }
+            }
+            Err(e) => eprintln!("uopfuzz fuzz: {e}"),
+        }
+    }
     for f in &s.findings {
         println!(
             "  {:18} {:40} {:8} {}{}",
@@ -127,6 +147,12 @@ pub fn run_cmd(a: Args) -> ExitCode {
         100.0 * s.rules_hit as f64 / s.rules_total.max(1) as f64,
         s.rules
     );
+    if !s.port_panics.is_empty() {
+        println!(
+            "port panics (uopfuzz bugs) at iteration seeds: {:?}",
+            s.port_panics
+        );
+    }
     if !s.rules_never_fired.is_empty() {
         println!("rules never fired: {}", s.rules_never_fired.join(", "));
     }

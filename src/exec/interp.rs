@@ -27,7 +27,7 @@ use crate::ir::alu::{
     AluError, Ub, Val, bitcast_val, cast_ub, cast_val, exec_alu, truncate_val, ub_reason,
 };
 use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 /// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
@@ -86,10 +86,10 @@ pub struct Env {
 impl Default for Env {
     fn default() -> Env {
         Env {
-            vars: HashMap::new(),
+            vars: HashMap::default(),
             buffers: Vec::new(),
-            ranges: HashMap::new(),
-            specials: HashMap::new(),
+            ranges: HashMap::default(),
+            specials: HashMap::default(),
             max_steps: DEFAULT_MAX_STEPS,
         }
     }
@@ -120,6 +120,8 @@ pub struct Outcome {
     pub invalid: bool,
     /// Some evaluated operation is undefined on C-like backends (see `ub_at`).
     pub ub: bool,
+    /// Some evaluated operation is hard UB (`UbKind::is_hard`), not only wraparound.
+    pub hard_ub: bool,
     /// The first such operation and why.
     pub ub_at: Option<(UOp, UbKind)>,
     /// Kernel buffers after the run (by slot).
@@ -134,6 +136,25 @@ pub enum UbKind {
     Alu(Ub),
     /// LOAD/STORE outside the buffer (by its declared size).
     OutOfBounds,
+}
+
+impl UbKind {
+    /// Hard UB breaks every backend (trap, garbage, out-of-bounds, float→int of nan/inf). The
+    /// others are integer wraparound (incl. shifting into or out of the sign bit), which tinygrad
+    /// defines as numpy-style wrap (`DEV=PYTHON`, test_dtype_alu): undefined only for a C compiler
+    /// without -fwrapv, so the oracle compares the wrapped values there.
+    pub fn is_hard(self) -> bool {
+        !matches!(
+            self,
+            UbKind::Alu(
+                Ub::SignedOverflow
+                    | Ub::NarrowOverflow
+                    | Ub::WeakOverflow
+                    | Ub::ShiftNegative
+                    | Ub::ShiftOverflow
+            )
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -184,7 +205,12 @@ pub enum ExecError {
 
 /// Runs `root` of `g` on `env`.
 pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {
-    let mut it = Interp::new(g, root, env);
+    eval_plan(g, &Plan::new(g, root), env)
+}
+
+/// `eval` with a `Plan` built once for many input points.
+pub fn eval_plan(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError> {
+    let mut it = Interp::new(g, plan, env);
     let v = it.run()?;
     let (value, elems, invalid) = match &v {
         V::S(x) => (Some(*x), None, false),
@@ -205,6 +231,7 @@ pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {
         elems,
         invalid,
         ub: it.ub.is_some(),
+        hard_ub: it.ub.is_some_and(|(_, k)| k.is_hard()),
         ub_at: it.ub,
         buffers: it.globals,
         steps: it.steps,
@@ -309,9 +336,9 @@ enum EndState {
     },
 }
 
-struct Interp<'a> {
-    g: &'a Graph,
-    env: &'a Env,
+/// What `eval` derives from the graph alone (toposort, local ids, loop nesting): built once per
+/// graph and reused for every input point (`Plan::new` + `eval_plan`).
+pub struct Plan {
     root: usize,
     nodes: Vec<UOp>,
     lid: HashMap<UOp, usize>,
@@ -319,6 +346,77 @@ struct Interp<'a> {
     srcs: Vec<Box<[usize]>>,
     /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
     ranges: Vec<Vec<usize>>,
+}
+
+impl Plan {
+    pub fn new(g: &Graph, root: UOp) -> Plan {
+        let nodes = g.toposort(&[root]);
+        let lid: HashMap<UOp, usize> = nodes.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+        let srcs = nodes
+            .iter()
+            .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
+            .collect();
+        let mut p = Plan {
+            root: lid[&root],
+            ranges: Vec::with_capacity(nodes.len()),
+            nodes,
+            lid,
+            srcs,
+        };
+        p.compute_ranges(g);
+        p
+    }
+
+    /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
+    fn compute_ranges(&mut self, g: &Graph) {
+        for i in 0..self.nodes.len() {
+            let u = self.nodes[i];
+            let mut r: Vec<usize> = Vec::new();
+            for s in g.src(u) {
+                for x in &self.ranges[self.lid[s]] {
+                    if !r.contains(x) {
+                        r.push(*x);
+                    }
+                }
+            }
+            let ended: Vec<UOp> = ended_ranges(g, u);
+            for er in ended {
+                let e = self.lid[&er];
+                if g.op(er) == Ops::RANGE {
+                    r.retain(|x| *x != e);
+                } else {
+                    let rm = self.ranges[e].clone();
+                    r.retain(|x| !rm.contains(x));
+                }
+            }
+            if g.op(u) == Ops::RANGE && !r.contains(&i) {
+                r.push(i);
+            }
+            r.sort_unstable();
+            self.ranges.push(r);
+        }
+    }
+}
+
+fn ended_ranges(g: &Graph, u: UOp) -> Vec<UOp> {
+    let op = g.op(u);
+    if let Some(k) = range_start(op) {
+        return g.src(u).get(k..).unwrap_or(&[]).to_vec();
+    }
+    if op == Ops::AFTER {
+        return g.src(u)[1..]
+            .iter()
+            .flat_map(|s| ended_ranges(g, *s))
+            .collect();
+    }
+    Vec::new()
+}
+
+struct Interp<'a> {
+    g: &'a Graph,
+    env: &'a Env,
+    p: &'a Plan,
+    root: usize,
     /// Current binding of RANGE/SPECIAL nodes.
     bind: Vec<Option<i128>>,
     memo: Vec<Option<(Box<[i128]>, V)>>,
@@ -342,33 +440,23 @@ fn range_start(op: Ops) -> Option<usize> {
 }
 
 impl<'a> Interp<'a> {
-    fn new(g: &'a Graph, root: UOp, env: &'a Env) -> Interp<'a> {
-        let nodes = g.toposort(&[root]);
-        let lid: HashMap<UOp, usize> = nodes.iter().enumerate().map(|(i, u)| (*u, i)).collect();
-        let n = nodes.len();
-        let srcs = nodes
-            .iter()
-            .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
-            .collect();
+    fn new(g: &'a Graph, p: &'a Plan, env: &'a Env) -> Interp<'a> {
+        let n = p.nodes.len();
         let mut it = Interp {
-            srcs,
             g,
             env,
-            root: lid[&root],
-            ranges: Vec::with_capacity(n),
+            p,
+            root: p.root,
             bind: vec![None; n],
             memo: vec![None; n],
             end_info: (0..n).map(|_| None).collect(),
             globals: env.buffers.clone(),
-            declared: HashMap::new(),
-            locals: HashMap::new(),
+            declared: HashMap::default(),
+            locals: HashMap::default(),
             steps: 0,
             ub: None,
-            nodes,
-            lid,
         };
-        it.compute_ranges();
-        for (i, u) in it.nodes.iter().enumerate() {
+        for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
                 (Ops::RANGE, Arg::Range(axis, _)) => it.bind[i] = env.ranges.get(axis).copied(),
                 (Ops::SPECIAL, Arg::Name(n)) => it.bind[i] = env.specials.get(n).copied(),
@@ -378,51 +466,8 @@ impl<'a> Interp<'a> {
         it
     }
 
-    /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
-    fn compute_ranges(&mut self) {
-        for i in 0..self.nodes.len() {
-            let u = self.nodes[i];
-            let mut r: Vec<usize> = Vec::new();
-            for s in self.g.src(u) {
-                for x in &self.ranges[self.lid[s]] {
-                    if !r.contains(x) {
-                        r.push(*x);
-                    }
-                }
-            }
-            let ended: Vec<UOp> = self.ended_ranges(u);
-            for er in ended {
-                let e = self.lid[&er];
-                if self.g.op(er) == Ops::RANGE {
-                    r.retain(|x| *x != e);
-                } else {
-                    let rm = self.ranges[e].clone();
-                    r.retain(|x| !rm.contains(x));
-                }
-            }
-            if self.g.op(u) == Ops::RANGE && !r.contains(&i) {
-                r.push(i);
-            }
-            r.sort_unstable();
-            self.ranges.push(r);
-        }
-    }
-    fn ended_ranges(&self, u: UOp) -> Vec<UOp> {
-        let op = self.g.op(u);
-        if let Some(k) = range_start(op) {
-            return self.g.src(u).get(k..).unwrap_or(&[]).to_vec();
-        }
-        if op == Ops::AFTER {
-            return self.g.src(u)[1..]
-                .iter()
-                .flat_map(|s| self.ended_ranges(*s))
-                .collect();
-        }
-        Vec::new()
-    }
-
     fn key(&self, i: usize) -> Box<[i128]> {
-        self.ranges[i]
+        self.p.ranges[i]
             .iter()
             .map(|r| self.bind[*r].unwrap_or(i128::MIN))
             .collect()
@@ -431,7 +476,7 @@ impl<'a> Interp<'a> {
         match &self.memo[i] {
             Some((k, _)) => k
                 .iter()
-                .zip(&self.ranges[i])
+                .zip(&self.p.ranges[i])
                 .all(|(v, r)| self.bind[*r].unwrap_or(i128::MIN) == *v),
             None => false,
         }
@@ -453,24 +498,25 @@ impl<'a> Interp<'a> {
         Ok(())
     }
     fn flag(&mut self, i: usize, k: UbKind) {
-        if self.ub.is_none() {
-            self.ub = Some((self.nodes[i], k));
+        // keep the first hard UB; a wrap-only flag is replaced by a later hard one
+        if self.ub.is_none_or(|(_, old)| !old.is_hard() && k.is_hard()) {
+            self.ub = Some((self.p.nodes[i], k));
         }
     }
     fn src_ids(&self, i: usize) -> Vec<usize> {
-        self.srcs[i].to_vec()
+        self.p.srcs[i].to_vec()
     }
     fn err_malformed(&self, i: usize, what: &'static str) -> ExecError {
         ExecError::Malformed {
-            node: self.nodes[i],
-            op: self.g.op(self.nodes[i]),
+            node: self.p.nodes[i],
+            op: self.g.op(self.p.nodes[i]),
             what,
         }
     }
     fn err_unsupported(&self, i: usize, what: &'static str) -> ExecError {
         ExecError::Unsupported {
-            node: self.nodes[i],
-            op: self.g.op(self.nodes[i]),
+            node: self.p.nodes[i],
+            op: self.g.op(self.p.nodes[i]),
             what,
         }
     }
@@ -485,21 +531,21 @@ impl<'a> Interp<'a> {
 
     /// All launches: the unbound SPECIALs of a void root span a grid, run in row-major order.
     fn run(&mut self) -> Result<V, ExecError> {
-        let specials: Vec<usize> = (0..self.nodes.len())
-            .filter(|i| self.g.op(self.nodes[*i]) == Ops::SPECIAL && self.bind[*i].is_none())
+        let specials: Vec<usize> = (0..self.p.nodes.len())
+            .filter(|i| self.g.op(self.p.nodes[*i]) == Ops::SPECIAL && self.bind[*i].is_none())
             .collect();
         if specials.is_empty() {
             return self.eval_node(self.root);
         }
-        if self.g.dtype(self.nodes[self.root]) != DType::Void {
-            let name = match self.g.arg(self.nodes[specials[0]]) {
+        if self.g.dtype(self.p.nodes[self.root]) != DType::Void {
+            let name = match self.g.arg(self.p.nodes[specials[0]]) {
                 Arg::Name(n) => n.clone(),
                 _ => String::new(),
             };
             return Err(ExecError::UnboundSpecial(name));
         }
         let mut sorted = specials.clone();
-        sorted.sort_by_key(|i| match self.g.arg(self.nodes[*i]) {
+        sorted.sort_by_key(|i| match self.g.arg(self.p.nodes[*i]) {
             Arg::Name(n) => n.clone(),
             _ => String::new(),
         });
@@ -550,12 +596,12 @@ impl<'a> Interp<'a> {
                         stack.pop();
                         continue;
                     }
-                    let n = self.srcs[i].len();
+                    let n = self.p.srcs[i].len();
                     // AFTER runs its dependencies before its value
-                    let rot = (self.g.op(self.nodes[i]) == Ops::AFTER) as usize;
+                    let rot = (self.g.op(self.p.nodes[i]) == Ops::AFTER) as usize;
                     let mut pushed = None;
                     while *next < n {
-                        let s = self.srcs[i][(*next + rot) % n];
+                        let s = self.p.srcs[i][(*next + rot) % n];
                         if !self.valid(s) {
                             pushed = Some(s);
                             break;
@@ -594,7 +640,7 @@ impl<'a> Interp<'a> {
     }
 
     fn frame(&self, i: usize) -> Frame {
-        if self.g.op(self.nodes[i]) == Ops::END {
+        if self.g.op(self.p.nodes[i]) == Ops::END {
             Frame::End {
                 u: i,
                 st: EndState::Ends { next: 0 },
@@ -610,19 +656,19 @@ impl<'a> Interp<'a> {
         if let Some(e) = &self.end_info[i] {
             return Ok(e.clone());
         }
-        let (body, rs) = match self.srcs[i].split_first() {
+        let (body, rs) = match self.p.srcs[i].split_first() {
             Some((b, r)) => (*b, r.to_vec()),
             None => return Err(self.err_malformed(i, "END without a body")),
         };
-        let is_range = |r: &usize| self.g.op(self.nodes[*r]) == Ops::RANGE;
-        let is_void = |r: &usize| self.g.dtype(self.nodes[*r]) == DType::Void;
+        let is_range = |r: &usize| self.g.op(self.p.nodes[*r]) == Ops::RANGE;
+        let is_void = |r: &usize| self.g.dtype(self.p.nodes[*r]) == DType::Void;
         // loop ranges, outermost (smallest axis id) first; SPECIALs and others are bound already
         let mut loops: Vec<usize> = rs
             .iter()
             .copied()
             .filter(|r| is_range(r) && !is_void(r))
             .collect();
-        loops.sort_by_key(|r| match self.g.arg(self.nodes[*r]) {
+        loops.sort_by_key(|r| match self.g.arg(self.p.nodes[*r]) {
             Arg::Range(a, _) => *a,
             _ => 0,
         });
@@ -630,14 +676,14 @@ impl<'a> Interp<'a> {
         let cond = rs
             .last()
             .copied()
-            .filter(|c| self.g.dtype(self.nodes[*c]) == DType::Bool);
+            .filter(|c| self.g.dtype(self.p.nodes[*c]) == DType::Bool);
         if while_range.is_some() && cond.is_none() {
             return Err(self.err_malformed(i, "loop END needs a bool condition"));
         }
         let mut ends = Vec::with_capacity(loops.len());
         for r in &loops {
             ends.push(
-                *self.srcs[*r]
+                *self.p.srcs[*r]
                     .first()
                     .ok_or_else(|| self.err_malformed(*r, "RANGE without end"))?,
             );
@@ -775,7 +821,7 @@ impl<'a> Interp<'a> {
 
     /// The value of node `i`, all its sources evaluated.
     fn compute(&mut self, i: usize) -> Result<V, ExecError> {
-        let u = self.nodes[i];
+        let u = self.p.nodes[i];
         let op = self.g.op(u);
         let dt = self.g.dtype(u);
         let src = self.src_ids(i);
@@ -815,7 +861,7 @@ impl<'a> Interp<'a> {
             Ops::CAST | Ops::BITCAST => {
                 let from = src
                     .first()
-                    .map(|s| self.g.dtype(self.nodes[*s]))
+                    .map(|s| self.g.dtype(self.p.nodes[*s]))
                     .unwrap_or(dt);
                 self.lanes(i, &[v0], &mut |it, vals| {
                     let r = if op == Ops::CAST {
@@ -852,7 +898,7 @@ impl<'a> Interp<'a> {
                 }
                 let udt = if o.is_comparison() {
                     src.first()
-                        .map(|s| self.g.dtype(self.nodes[*s]))
+                        .map(|s| self.g.dtype(self.p.nodes[*s]))
                         .unwrap_or(dt)
                 } else {
                     dt
@@ -922,7 +968,7 @@ impl<'a> Interp<'a> {
     /// BUFFER/PARAM: a variable (ALU addrspace), a kernel buffer (PARAM, by slot) or a
     /// REG/LOCAL buffer (zero-filled per launch).
     fn define(&mut self, i: usize) -> Result<V, ExecError> {
-        let u = self.nodes[i];
+        let u = self.p.nodes[i];
         let op = self.g.op(u);
         let Some(p) = self.g.arg(u).as_param() else {
             return Err(self.err_malformed(i, "BUFFER/PARAM without a ParamArg"));
@@ -996,7 +1042,7 @@ impl<'a> Interp<'a> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         let idx = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         let gate = match src.get(2) {
-            Some(s) if self.g.dtype(self.nodes[*s]) == DType::Bool => match self.get(*s) {
+            Some(s) if self.g.dtype(self.p.nodes[*s]) == DType::Bool => match self.get(*s) {
                 V::S(v) => Some(v.truthy()),
                 _ => return Err(self.err_malformed(i, "INDEX gate is not a bool")),
             },
@@ -1035,7 +1081,7 @@ impl<'a> Interp<'a> {
 
     /// LOAD(ptr[, alt, gate]): a masked (Invalid) index or a false gate gives `alt` (or 0).
     fn load(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
-        let dt = self.g.dtype(self.nodes[i]);
+        let dt = self.g.dtype(self.p.nodes[i]);
         let alt = src
             .get(1)
             .map(|s| self.get(*s).clone())
@@ -1072,7 +1118,7 @@ impl<'a> Interp<'a> {
                     self.flag(i, UbKind::OutOfBounds);
                     return Ok(V::Void);
                 }
-                let node = self.nodes[i];
+                let node = self.p.nodes[i];
                 let buf = match b {
                     BufRef::Global(s) => self.globals.get_mut(s),
                     BufRef::Local(u) => self.locals.get_mut(&u),

@@ -125,21 +125,7 @@ impl std::fmt::Display for Val {
 
 /// `float.__repr__`: shortest round-trip digits, exponent form below 1e-4 and from 1e16.
 pub fn py_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    let a = f.abs();
-    if a != 0.0 && !(1e-4..1e16).contains(&a) {
-        let s = format!("{f:e}");
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let e: i32 = e.parse().unwrap_or(0);
-        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
-    }
-    let s = format!("{f:?}");
-    if s.contains('.') { s } else { format!("{s}.0") }
+    super::text::py_float_repr(f)
 }
 
 /// What Python raises (and the port's own `Overflow`). tinygrad catches none of these in

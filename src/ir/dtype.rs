@@ -315,13 +315,23 @@ impl DType {
             Double | Void => &[],
         }
     }
-    /// Bitmask (by `ALL` index + 1, void = bit 0) of `_get_recursive_parents`.
+    /// Bitmask (bit = enum index) of `_get_recursive_parents`, computed once.
     fn upward_closure(self) -> u32 {
-        let mut m = 1u32 << self.index();
-        for p in self.promo_parents() {
-            m |= p.upward_closure();
+        static TABLE: std::sync::OnceLock<[u32; 20]> = std::sync::OnceLock::new();
+        fn compute(d: DType) -> u32 {
+            let mut m = 1u32 << d.index();
+            for p in d.promo_parents() {
+                m |= compute(*p);
+            }
+            m
         }
-        m
+        TABLE.get_or_init(|| {
+            let mut t = [0u32; 20];
+            for d in DType::ALL.iter().chain([Void].iter()) {
+                t[d.index() as usize] = compute(*d);
+            }
+            t
+        })[self.index() as usize]
     }
     fn index(self) -> u32 {
         self as u32
@@ -343,6 +353,11 @@ pub const WEAKINT_MAX: i128 = (1i128 << 120) - 1;
 /// `least_upper_dtype(*ds)`: the minimum (by `DType.__lt__`) of the intersection of the upward closures.
 /// `None` when the intersection is empty (tinygrad raises) or for void.
 pub fn least_upper_dtype(ds: &[DType]) -> Option<DType> {
+    if let Some(first) = ds.first()
+        && ds.iter().all(|d| d == first)
+    {
+        return Some(*first);
+    }
     if ds.contains(&Void) {
         return if ds.iter().all(|d| *d == Void) {
             Some(Void)

@@ -5,7 +5,7 @@ use super::arg::{Arg, ConstVal, ParamArg};
 use super::dtype::{DType, least_upper_dtype, least_upper_float};
 use super::ops::Ops;
 use super::truncate::round_float;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A node handle. Ordering is creation order, not tinygrad's `tuplize` order.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -248,7 +248,7 @@ impl Graph {
     /// Copies the subgraph under `roots` into a fresh graph (dropping dead nodes); returns the new roots.
     pub fn extract(&self, roots: &[UOp]) -> (Graph, Vec<UOp>) {
         let mut g = Graph::new();
-        let mut map: HashMap<UOp, UOp> = HashMap::new();
+        let mut map: HashMap<UOp, UOp> = HashMap::default();
         for u in self.toposort(roots) {
             let n = self.node(u);
             let src: Vec<UOp> = n.src.iter().map(|s| map[s]).collect();

@@ -144,7 +144,19 @@ pub fn py_float_repr(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
     }
-    let e = format!("{:e}", x.abs());
+    // Rust's shortest digits break an exact decimal tie upward; Python's repr takes the
+    // correctly rounded (half-even) string of the same length when it still round-trips.
+    let short = format!("{:e}", x.abs());
+    let ndig = short
+        .split_once('e')
+        .map(|(m, _)| m.chars().filter(|c| c.is_ascii_digit()).count())
+        .unwrap_or(1);
+    let even = format!("{:.*e}", ndig.saturating_sub(1), x.abs());
+    let e = if even.parse::<f64>().ok() == Some(x.abs()) {
+        even
+    } else {
+        short
+    };
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();

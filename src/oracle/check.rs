@@ -13,7 +13,7 @@ use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{Limits, RuleError, RuleSet, Step, Stop, graph_rewrite};
 use rand::RngExt;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A rewrite pipeline: rule sets applied one after the other, as tinygrad's codegen runs
 /// `sym`, then the simplifying patterns, then the late decompositions. Fuel counts applications
@@ -115,6 +115,8 @@ pub struct Observed {
     pub buffers: Vec<Buffer>,
     pub ub: bool,
     pub error: Option<String>,
+    /// The root is `Invalid` (a masked index: don't-care).
+    pub invalid: bool,
 }
 
 /// A detected problem, before it is written out.
@@ -333,18 +335,26 @@ fn end_of(g: &Graph, u: UOp, env: &Env) -> Option<i128> {
 
 /// Runs one graph at one point.
 pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
-    match interp::eval(g, root, env) {
+    observe_plan(g, &interp::Plan::new(g, root), env)
+}
+
+/// `observe` with the interpreter's plan built once per graph.
+pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
+    match interp::eval_plan(g, plan, env) {
+        // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
         Ok(o) => Observed {
             value: o.value,
             buffers: o.buffers,
-            ub: o.ub,
+            ub: o.hard_ub,
             error: None,
+            invalid: o.invalid,
         },
         Err(e) => Observed {
             value: None,
             buffers: vec![],
             ub: false,
             error: Some(e.to_string()),
+            invalid: false,
         },
     }
 }
@@ -389,13 +399,19 @@ fn decide(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    if o.error.is_some() || o.ub {
+    if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
     }
     if is_budget(&n.error) {
         return PointVerdict::Skip;
     }
-    if n.error.is_some() || n.ub {
+    if n.invalid && has_invalid(g, orig) {
+        // tinygrad's Invalid is poison: pm_data_invalid moves it outward through ALUs, which the
+        // interpreter (evaluating both WHERE arms) does not model. An Invalid rewritten result
+        // of a graph that contains Invalid is don't-care, not a less-defined rewrite.
+        return PointVerdict::Skip;
+    }
+    if n.error.is_some() || n.ub || n.invalid {
         return PointVerdict::LessDefined;
     }
     let dt = g.dtype(orig);
@@ -476,6 +492,12 @@ fn decide(
     }
 }
 
+fn has_invalid(g: &Graph, root: UOp) -> bool {
+    g.toposort(&[root])
+        .iter()
+        .any(|u| g.const_val(*u).is_some_and(|c| c.is_invalid()))
+}
+
 /// Values compare exactly; NaN equals NaN whatever its payload, ±0 are equal.
 pub fn same_val(a: Val, b: Val) -> bool {
     match (a, b) {
@@ -497,7 +519,7 @@ pub struct ApproxResult {
 /// Evaluates a scalar graph node by node with a running error bound per float value
 /// (tolerance.rs has the model). `None` for kernels or anything it does not model.
 pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
-    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::new();
+    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::default();
     let mut nonfinite = false;
     for u in g.toposort(&[root]) {
         let n = g.node(u);
@@ -709,8 +731,14 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         return res;
     }
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
+    let (plan_o, plan_n) = (
+        interp::Plan::new(&g, case.root),
+        interp::Plan::new(&g, rw.root),
+    );
     for p in make_points(case, opts) {
-        let (v, o, n) = compare_point(&g, case.root, rw.root, &p.env, opts.policy);
+        let o = observe_plan(&g, &plan_o, &p.env);
+        let n = observe_plan(&g, &plan_n, &p.env);
+        let v = decide(&g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
             PointVerdict::Agree => res.points_compared += 1,

@@ -162,6 +162,8 @@ pub struct FindingRef {
     pub dtype: String,
     pub path: String,
     pub known: bool,
+    /// Graphs generated when it was first seen (iterations to detection).
+    pub iter: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -181,6 +183,8 @@ pub struct Summary {
     pub points_compared: u64,
     pub float_rounding_points: u64,
     pub out_of_range: u64,
+    /// Seeds on which the port itself panicked (a uopfuzz bug; rerun with `--iters 1 --seed`).
+    pub port_panics: Vec<u64>,
     pub rules: String,
     pub seed: u64,
 }
@@ -237,8 +241,13 @@ pub fn to_finding(
     let (rule, source, dt) = match det.blamed {
         Some(b) => {
             let s = &trace[b];
+            // an injected rule gets its own signature: the faithful rule may have findings too
             (
-                s.rule.to_string(),
+                if s.source.starts_with("injected") {
+                    format!("{}+injected", s.rule)
+                } else {
+                    s.rule.to_string()
+                },
                 Some(s.source.to_string()),
                 dtype_family(case_dtype_after(case, res, s.before)),
             )
@@ -474,16 +483,23 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                 )
             })
             .collect();
-        let results: Vec<(u64, Generated, CaseResult)> = pool.install(|| {
+        // a panic in the port is a bug of uopfuzz, not of tinygrad: record the seed, keep fuzzing
+        let results: Vec<(u64, Option<(Generated, CaseResult)>)> = pool.install(|| {
             jobs.par_iter()
                 .map(|(s, t)| {
-                    let (c, r) = run_one(*s, opts.family, *t, &pipe, &check);
-                    (*s, c, r)
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_one(*s, opts.family, *t, &pipe, &check)
+                    }));
+                    (*s, r.ok())
                 })
                 .collect()
         });
-        for (s, case, res) in results {
+        for (s, r) in results {
             sum.execs += 1;
+            let Some((case, res)) = r else {
+                sum.port_panics.push(s);
+                continue;
+            };
             for st in &res.rewritten.trace {
                 *hits.entry(st.rule).or_insert(0) += 1;
             }
@@ -519,6 +535,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                     dtype: sig.dtype.clone(),
                     path,
                     known,
+                    iter: sum.execs,
                 });
                 if opts.stop_on_new && !known {
                     break 'outer;
@@ -561,4 +578,48 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
 /// Class of a finding by name, for CLI filters.
 pub fn class_by_name(s: &str) -> Option<Class> {
     Class::from_name(s)
+}
+
+/// The libFuzzer entry (`cargo fuzz run rewrites`): bytes that cannot make a graph are rejected;
+/// a finding whose signature is in the known list is reported on stderr and kept; a new one
+/// prints the graph in the text form and panics, so libFuzzer saves the input as a crash
+/// artifact (`cargo fuzz run rewrites <artifact>` replays it and prints the graph again).
+/// Returns `false` for inputs libFuzzer should not keep in its corpus.
+pub fn fuzz_one(data: &[u8]) -> bool {
+    use std::sync::OnceLock;
+    static STATE: OnceLock<(RuleChoice, Vec<(Signature, String)>)> = OnceLock::new();
+    let (choice, known) = STATE.get_or_init(|| {
+        let rules = std::env::var("UOPFUZZ_RULES").unwrap_or_else(|_| "pipeline".into());
+        let choice = choose_rules(&rules, std::env::var("UOPFUZZ_INJECT").ok().as_deref())
+            .unwrap_or_else(|e| panic!("uopfuzz fuzz target: {e}"));
+        let known = match std::env::var("UOPFUZZ_KNOWN") {
+            Ok(p) => std::fs::read_to_string(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse_known(&t)),
+            Err(_) => parse_known(BUILTIN_KNOWN),
+        }
+        .unwrap_or_else(|e| panic!("uopfuzz fuzz target: {e}"));
+        (choice, known)
+    });
+    let Some(case) = r#gen::generate_from_bytes(data, &GenConfig::default()) else {
+        return false;
+    };
+    let pipe = choice.pipeline();
+    // fewer points than the in-process loop: libFuzzer's speed is its coverage
+    let opts = CheckOpts {
+        points: 8,
+        seed: 0,
+        ..CheckOpts::default()
+    };
+    let res = check_case(&case, &pipe, &opts);
+    if let Some(det) = &res.detected {
+        let f = to_finding(&case, &res, det, &choice.name, opts.policy, 0);
+        if let Some((_, note)) = known.iter().find(|(k, _)| *k == f.signature) {
+            eprintln!("uopfuzz: known finding {} ({note})", f.signature);
+        } else {
+            eprintln!("{}", write_graph(&case.graph, &[case.root], &["root"]));
+            panic!("uopfuzz: new finding {}: {}", f.signature, f.summary);
+        }
+    }
+    true
 }

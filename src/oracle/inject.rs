@@ -107,16 +107,16 @@ pub fn all() -> Vec<Injection> {
             },
         },
         Injection {
-            name: "floordiv-as-cdiv",
-            replaces: "simplifying/floordiv_to_idiv",
+            name: "floormod-as-cmod",
+            replaces: "simplifying/floormod_to_mod",
             rules: "simplifying",
-            what: "FLOORDIV lowered to truncating CDIV regardless of operand signs (floor/trunc swap, PRs #9674 #10064)",
+            what: "FLOORMOD lowered to truncating CMOD regardless of operand signs (floor/trunc swap, PRs #9674 #10064)",
             build: || {
                 rule!(
-                    "simplifying/floordiv_to_idiv",
-                    "injected: tinygrad/codegen/decomp/op.py:64 without the sign check",
-                    UPat::var("a").floordiv(UPat::var("b")),
-                    |cx, b| Ok(Some(cx.alu(Ops::CDIV, &[b["a"], b["b"]])?))
+                    "simplifying/floormod_to_mod",
+                    "injected: tinygrad/codegen/decomp/op.py:68 without the sign fix-up",
+                    UPat::var("a").floormod(UPat::var("b")),
+                    |cx, b| Ok(Some(cx.alu(Ops::CMOD, &[b["a"], b["b"]])?))
                 )
             },
         },
@@ -124,11 +124,11 @@ pub fn all() -> Vec<Injection> {
             name: "lt-mul-const-float-ceil",
             replaces: "symbolic/lt_mul_const",
             rules: "symbolic",
-            what: "c0*x < c1 -> x < ceil(c1/c0) computed in single-precision floats (PR #17290 used float math)",
+            what: "c0*x < c1 -> ±x < ceil(c1/c0) in float math, dividing by the signed c0 (pre-PR #17290 float form)",
             build: || {
                 rule!(
                     "symbolic/lt_mul_const",
-                    "injected: tinygrad/uop/symbolic.py:276 with a float ceil",
+                    "injected: tinygrad/uop/symbolic.py:276 with a float ceil of c1/c0",
                     UPat::cvar("c0")
                         .mul(UPat::var_dt("x", &[DType::WeakInt]))
                         .lt(UPat::cvar("c1")),
@@ -139,7 +139,7 @@ pub fn all() -> Vec<Injection> {
                             return Ok(None);
                         }
                         let lhs = if c0 > 0 { b["x"] } else { cx.neg(b["x"])? };
-                        let bound = ((c1 as f32) / (c0.abs() as f32)).ceil() as i128;
+                        let bound = ((c1 as f64) / (c0 as f64)).ceil() as i128;
                         Ok(Some(cx.lt(lhs, bound)?))
                     }
                 )
@@ -171,36 +171,23 @@ pub fn all() -> Vec<Injection> {
             },
         },
         Injection {
-            name: "cast-cast-range-off-by-one",
-            replaces: "symbolic/cast_cast_in_range",
-            rules: "symbolic",
-            what: "x.cast(a).cast(b) -> x.cast(b) when x.vmax <= a.max + 1 (off by one in a dtype bound)",
+            name: "floordiv-to-idiv-no-vmin-guard",
+            replaces: "simplifying/floordiv_to_idiv",
+            rules: "simplifying",
+            what: "a//b lowered to CDIV when b>0 without checking a.vmin>=0 (a dropped x.vmin>=0 guard)",
             build: || {
-                let ints: Vec<DType> = DType::INTS
-                    .iter()
-                    .copied()
-                    .chain([DType::WeakInt])
-                    .collect();
                 rule!(
-                    "symbolic/cast_cast_in_range",
-                    "injected: tinygrad/uop/symbolic.py:296 off by one",
-                    UPat::var_dt("x", &ints)
-                        .cast(None)
-                        .dtype(&ints)
-                        .named("a")
-                        .cast(None)
-                        .named("b"),
+                    "simplifying/floordiv_to_idiv",
+                    "injected: tinygrad/codegen/decomp/op.py:64 without a.vmin>=0",
+                    UPat::var("a").floordiv(UPat::var("b")),
                     |cx, b| {
-                        let ad = cx.g.dtype(b["a"]);
-                        let Some((lo, hi)) = ad.int_bounds() else {
-                            return Ok(None);
-                        };
-                        let (x0, x1) = cx.min_max(b["x"]);
-                        if !py_lt(x0, ConstVal::Int(lo)) && !py_lt(ConstVal::Int(hi + 1), x1) {
-                            let bd = cx.g.dtype(b["b"]);
-                            return Ok(Some(cx.cast(b["x"], bd)));
+                        let (bmin, _) = cx.min_max(b["b"]);
+                        if py_lt(ConstVal::Int(0), bmin) {
+                            return Ok(Some(cx.alu(Ops::CDIV, &[b["a"], b["b"]])?));
                         }
-                        Ok(None)
+                        Ok(Some(crate::rewrite::rules::late::floordiv_to_idiv(
+                            cx, b["a"], b["b"],
+                        )?))
                     }
                 )
             },

@@ -1,5 +1,6 @@
 //! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
 //! model and policy, and verdicts.
+pub mod bench;
 pub mod check;
 pub mod fuzz;
 pub mod inject;

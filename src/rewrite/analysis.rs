@@ -9,7 +9,7 @@
 use super::engine::{Cx, RuleError};
 use super::sugar::Py;
 use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Default, Debug)]
 pub struct Cache {
@@ -17,6 +17,17 @@ pub struct Cache {
     /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
     /// shape or one the port cannot represent (symbolic dims).
     pub shape: HashMap<UOp, Option<Vec<i128>>>,
+    /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
+    /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
+    /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
+    pub inexact: std::collections::HashSet<UOp>,
+    /// Nodes whose `_min_max` raises in Python (the exception, `"Class: message"`), itself or
+    /// through a src it reads; the port computes some bounds for them instead.
+    pub raises: HashMap<UOp, String>,
+    /// What reading bounds so far means for the rewrite: set when a rule read the bounds of a
+    /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
+    /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.
+    pub bounds_error: Option<RuleError>,
 }
 
 use ConstVal::{Bool as B, Float as F, Int as I};
@@ -82,7 +93,19 @@ pub fn floordiv(a: i128, b: i128) -> Option<i128> {
 }
 /// Python `%` on ints (sign of the divisor).
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
-    Some(a - floordiv(a, b)?.checked_mul(b)?)
+    // via the remainder: never overflows (|r| < |b|), also at i128::MIN % -1
+    if b == 0 {
+        return None;
+    }
+    if b == -1 {
+        return Some(0);
+    }
+    let r = a % b;
+    Some(if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    })
 }
 /// tinygrad `cdiv` (helpers.py:71): truncating, `x/0 → 0`.
 pub fn cdiv(a: i128, b: i128) -> i128 {
@@ -348,6 +371,138 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
     dtype_bounds(dt)
 }
 
+fn saturated(c: ConstVal) -> bool {
+    matches!(c, I(i) if i == i128::MAX || i == i128::MIN)
+}
+/// Beyond every exact bound the port computes for ordinary graphs (weakint is ±2^120): a value
+/// derived from a saturated one that stays this large still orders right against those.
+fn huge(c: ConstVal) -> bool {
+    matches!(c, I(i) if i.unsigned_abs() >= 1u128 << 120)
+}
+
+/// The srcs whose bounds `x._min_max` reads (uop/ops.py:1051-1101).
+fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
+    let (op, dt, src) = (g.op(x), g.dtype(x), g.src(x));
+    let n = match op {
+        _ if op.is_binary() && !dt.is_float() => 2,
+        Ops::WHERE if dt.is_int() => 3,
+        Ops::RANGE | Ops::SPECIAL if dt != DType::Void => 1,
+        Ops::AFTER | Ops::INDEX | Ops::CAST => 1,
+        Ops::STACK => src.len(),
+        _ => 0,
+    };
+    // WHERE reads its two values, not the condition
+    let hi = n.min(src.len());
+    let lo = usize::from(op == Ops::WHERE).min(hi);
+    &src[lo..hi]
+}
+
+/// The exception Python's `_min_max` of `x` raises itself: the `isinstance(.., int)` asserts of
+/// CDIV/FLOORDIV/FLOORMOD (uop/ops.py:1067,1071,1076) fail on float bounds, which a CAST of
+/// non-finite float bounds to an int passes on untruncated.
+fn bounds_raise(g: &Graph, cache: &Cache, x: UOp) -> Option<String> {
+    let op = g.op(x);
+    if !matches!(op, Ops::CDIV | Ops::FLOORDIV | Ops::FLOORMOD) || g.dtype(x).is_float() {
+        return None;
+    }
+    let float = |s: &UOp| {
+        cache
+            .min_max
+            .get(s)
+            .is_some_and(|(lo, hi)| matches!(lo, F(_)) || matches!(hi, F(_)))
+    };
+    g.src(x)
+        .iter()
+        .take(2)
+        .any(float)
+        .then(|| "AssertionError: ".to_string())
+}
+
+/// Whether the port's bounds `v` of `x` may lead a rule to another decision than Python's exact
+/// ones. A saturated bound (i128::MAX/MIN) stands for "beyond ±2^127" and stays right against
+/// any other value, so it is tolerated; the bounds are inexact when a read src's are, when both
+/// bounds saturated to the same side (the port sees one value, Python an interval), when ADD/SUB
+/// turned a saturated operand bound into an ordinary one, when a division or shift brought one
+/// down to an ordinary value, or when a comparison or mod decided on a saturated value.
+fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> bool {
+    let reads = bound_reads(g, x);
+    if reads.iter().any(|s| cache.inexact.contains(s)) {
+        return true;
+    }
+    if saturated(v.0) && v.0 == v.1 {
+        return true;
+    }
+    let b: Vec<(ConstVal, ConstVal)> = reads
+        .iter()
+        .filter_map(|s| cache.min_max.get(s).copied())
+        .collect();
+    let sat = |i: usize| {
+        b.get(i)
+            .is_some_and(|(lo, hi)| saturated(*lo) || saturated(*hi))
+    };
+    if !(0..b.len()).any(sat) {
+        return false;
+    }
+    let op = g.op(x);
+    if b.len() != 2 || !op.is_binary() {
+        // WHERE, CAST, RANGE, AFTER, INDEX, STACK: min/max/clamp of the src bounds
+        return false;
+    }
+    match op {
+        // products and left shifts of a saturated bound saturate; MAX picks it
+        Ops::MUL | Ops::SHL | Ops::MAX => false,
+        Ops::ADD => {
+            (saturated(b[0].0) || saturated(b[1].0)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].1)) && !huge(v.1)
+        }
+        Ops::SUB => {
+            (saturated(b[0].0) || saturated(b[1].1)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].0)) && !huge(v.1)
+        }
+        Ops::FLOORDIV | Ops::CDIV | Ops::SHR => {
+            let f = |x: i128, d: i128| match op {
+                Ops::FLOORDIV => floordiv(x, d),
+                Ops::CDIV => Some(cdiv(x, d)),
+                _ => (0..128).contains(&d).then(|| x >> d),
+            };
+            sat(1)
+                || [b[0].0, b[0].1]
+                    .into_iter()
+                    .filter(|x| saturated(*x))
+                    .any(|x| {
+                        [b[1].0, b[1].1]
+                            .into_iter()
+                            .filter_map(int)
+                            .filter(|d| *d != 0)
+                            .any(|d| f(int(x).unwrap_or(0), d).is_none_or(|q| !huge(I(q))))
+                    })
+        }
+        // compares the dividend's bounds with 0 and ±c only
+        Ops::CMOD => sat(1),
+        // a saturated bound compares right against anything but an equal saturated bound
+        Ops::CMPLT => {
+            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[0].0) && b[0].0 == b[1].1
+        }
+        Ops::CMPNE => {
+            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[1].1) && b[1].1 == b[0].0
+        }
+        // `(lo%c, hi%c) if lo//c == hi//c else (0, c-1)`: only the first branch reads the values
+        Ops::FLOORMOD => {
+            sat(1)
+                || match (int(b[0].0), int(b[0].1), int(b[1].0), int(b[1].1)) {
+                    (Some(lo), Some(hi), Some(c), Some(c1)) if c == c1 && c != 0 => {
+                        floordiv(lo, c) == floordiv(hi, c)
+                    }
+                    _ => false,
+                }
+        }
+        // AND with a mask is bounded by the mask; XOR with -1 maps saturated to saturated; OR
+        // and the rest of AND/XOR take the dtype's bounds
+        Ops::AND | Ops::OR | Ops::XOR => false,
+        _ => true,
+    }
+}
+
 /// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
 /// must not overflow the stack).
 pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
@@ -361,6 +516,15 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         }
         if expanded {
             let v = min_max_node(g, cache, x);
+            let raise = bound_reads(g, x)
+                .iter()
+                .find_map(|s| cache.raises.get(s).cloned())
+                .or_else(|| bounds_raise(g, cache, x));
+            if let Some(msg) = raise {
+                cache.raises.insert(x, msg);
+            } else if inexact_bounds(g, cache, x, v) {
+                cache.inexact.insert(x);
+            }
             cache.min_max.insert(x, v);
         } else {
             stack.push((x, true));
@@ -418,13 +582,23 @@ fn identity_element(op: Ops, dt: DType) -> ConstVal {
 
 impl Cx<'_> {
     pub fn vmin(&mut self, u: UOp) -> ConstVal {
-        min_max(self.g, self.cache, u).0
+        self.min_max(u).0
     }
     pub fn vmax(&mut self, u: UOp) -> ConstVal {
-        min_max(self.g, self.cache, u).1
+        self.min_max(u).1
     }
     pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
-        min_max(self.g, self.cache, u)
+        let v = min_max(self.g, self.cache, u);
+        if let Some(msg) = self.cache.raises.get(&u) {
+            if !matches!(self.cache.bounds_error, Some(RuleError::Runtime(_))) {
+                self.cache.bounds_error = Some(RuleError::Runtime(msg.clone()));
+            }
+        } else if self.cache.inexact.contains(&u) && self.cache.bounds_error.is_none() {
+            self.cache.bounds_error = Some(RuleError::Overflow(
+                "a rule read vmin/vmax beyond the port's i128 range".into(),
+            ));
+        }
+        v
     }
     pub fn split_uop(&self, u: UOp, sep: Ops) -> Vec<UOp> {
         split_uop(self.g, u, sep)

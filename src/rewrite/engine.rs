@@ -4,7 +4,7 @@
 //! non-termination as a typed outcome instead of hanging.
 use super::upat::{Bindings, UPat};
 use crate::ir::{Graph, Ops, UOp};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
 /// What a rule function raised, as tinygrad's Python would (ZeroDivisionError, ValueError, ...).
@@ -82,7 +82,7 @@ impl RuleSet {
         RuleSet::from_arcs(name, rules.into_iter().map(Arc::new).collect())
     }
     pub fn from_arcs(name: &str, rules: Vec<Arc<Rule>>) -> RuleSet {
-        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::new();
+        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::default();
         for (i, r) in rules.iter().enumerate() {
             // a pattern with no op constraint is registered nowhere, as tinygrad asserts p.op is not None
             for op in r.pat.op.iter().flatten() {
@@ -275,6 +275,8 @@ pub fn graph_rewrite(
     rules: &RuleSet,
     limits: &Limits,
 ) -> Outcome {
+    // judged per call (a nested simplify inherits nothing), then handed back to the caller
+    let outer_bounds_error = cache.bounds_error.take();
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
@@ -282,11 +284,11 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
     };
-    let mut replace: HashMap<UOp, UOp> = HashMap::new();
+    let mut replace: HashMap<UOp, UOp> = HashMap::default();
     let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
-    let mut on_stack: std::collections::HashSet<UOp> = [root].into_iter().collect();
-    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::new();
-    let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::new();
+    let mut on_stack: FxHashSet<UOp> = [root].into_iter().collect();
+    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::default();
+    let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::default();
     macro_rules! finish {
         ($n:expr, $v:expr) => {{
             replace.insert($n, $v);
@@ -316,7 +318,7 @@ pub fn graph_rewrite(
             0 => {
                 if limits.bottom_up {
                     let mut test_n = Some(n);
-                    let mut seen = std::collections::HashSet::new();
+                    let mut seen = FxHashSet::default();
                     while let Some(t) = test_n {
                         if !seen.insert(t) {
                             rw.stop = Some(Stop::NonTermination {
@@ -388,10 +390,30 @@ pub fn graph_rewrite(
         }
     }
     let stop = rw.stop.unwrap_or(Stop::Done);
-    let stop = if stop == Stop::Done && !replace.contains_key(&root) {
+    let mut stop = if stop == Stop::Done && !replace.contains_key(&root) {
         Stop::Unresolved
     } else {
         stop
+    };
+    // a rule read bounds Python raises on (that exception is tinygrad's result, before any
+    // later rule error) or bounds the port could not compute exactly (analysis.rs `Cache`)
+    if let Some(error) = cx.cache.bounds_error.clone() {
+        let python_raised = matches!(error, RuleError::Runtime(_));
+        if python_raised || matches!(stop, Stop::Done | Stop::FuelExhausted) {
+            stop = Stop::RuleError {
+                rule: "vmin/vmax",
+                source: "tinygrad/uop/ops.py:1051",
+                node: root,
+                error,
+            };
+        }
+    }
+    // the caller keeps the earlier problem, a Python exception first
+    let inner = cx.cache.bounds_error.take();
+    cx.cache.bounds_error = match (outer_bounds_error, inner) {
+        (Some(o @ RuleError::Runtime(_)), _) => Some(o),
+        (_, Some(i @ RuleError::Runtime(_))) => Some(i),
+        (o, i) => o.or(i),
     };
     let out_root = match stop {
         Stop::Done => replace[&root],
@@ -413,7 +435,7 @@ pub fn graph_rewrite(
 /// rewrite mid-way, to get the graph "after the first N applications".
 pub fn rebuild_with(g: &mut Graph, root: UOp, steps: &[Step]) -> UOp {
     let map: HashMap<UOp, UOp> = steps.iter().map(|s| (s.before, s.after)).collect();
-    let mut memo: HashMap<UOp, UOp> = HashMap::new();
+    let mut memo: HashMap<UOp, UOp> = HashMap::default();
     for u in g.toposort(&[root]) {
         let src: Vec<UOp> = g.src(u).iter().map(|s| memo[s]).collect();
         let mut v = if src.as_slice() == g.src(u) {
@@ -514,5 +536,105 @@ mod tests {
             "{:?}",
             out.stop
         );
+    }
+
+    /// Runs `symbolic` on a graph written in the text form; the stop and the result's text.
+    fn symbolic_on(text: &str) -> (Stop, String) {
+        let p = crate::ir::text::parse_graph(text, "test").unwrap();
+        let root = p.root_uops()[0];
+        let mut g = p.graph;
+        let mut cache = Default::default();
+        let out = graph_rewrite(
+            &mut g,
+            &mut cache,
+            root,
+            crate::rewrite::rules::symbolic(),
+            &Limits::default(),
+        );
+        let t = crate::ir::text::write_graph(&g, &[out.root], &["root"]);
+        (out.stop, t)
+    }
+
+    fn py_error(stop: &Stop) -> Option<(&'static str, String)> {
+        match stop {
+            Stop::RuleError { rule, error, .. } => Some((rule, error.to_string())),
+            _ => None,
+        }
+    }
+
+    // Found by `uopfuzz fidelity` (grammar generator, seed 1, graph 224). tinygrad 0.14.0:
+    // `graph_rewrite(root, symbolic)` raises KeyError (uop/ops.py:1741, the root never resolves).
+    #[test]
+    fn unresolved_root_is_tinygrads_key_error() {
+        let (stop, _) = symbolic_on(
+            "n0 = UOp(Ops.STACK, dtypes.void, ())\n\
+n1 = UOp(Ops.BUFFER, dtypes.float, (n0,), ParamArg(-1, dtypes.float, vmin_vmax=(0, 1), multiple_of=1, name='v0', addrspace=AddrSpace.ALU))\n\
+n2 = UOp(Ops.CONST, dtypes.float, (), ConstFloat(-8.711274769557128e+31))\n\
+n3 = UOp(Ops.POW, dtypes.float, (n1, n2))\n\
+n4 = UOp(Ops.LOG2, dtypes.float, (n3,))\n\
+root = n4\n",
+        );
+        assert_eq!(stop, Stop::Unresolved);
+    }
+
+    // Found by `uopfuzz fidelity` (grammar, seed 3, graph 9338). tinygrad 0.14.0 raises
+    // AssertionError: FLOORDIV's `_min_max` asserts int bounds (uop/ops.py:1071), and a CAST of
+    // half's inf bounds to long passes float bounds on. The port used dtype bounds and folded on.
+    #[test]
+    fn float_bounds_into_floordiv_raise_assertion_error() {
+        let (stop, _) = symbolic_on(
+            "n0 = UOp(Ops.STACK, dtypes.void, ())\n\
+n1 = UOp(Ops.BUFFER, dtypes.int, (n0,), ParamArg(-1, dtypes.int, vmin_vmax=(2147483632, 2147483647), multiple_of=1, name='v', addrspace=AddrSpace.ALU))\n\
+n2 = UOp(Ops.CAST, dtypes.half, (n1,), dtypes.half)\n\
+n3 = UOp(Ops.CAST, dtypes.long, (n2,), dtypes.long)\n\
+n4 = UOp(Ops.CONST, dtypes.long, (), -4)\n\
+n5 = UOp(Ops.FLOORDIV, dtypes.long, (n3, n4))\n\
+n6 = UOp(Ops.CONST, dtypes.long, (), 2)\n\
+n7 = UOp(Ops.CMPLT, dtypes.bool, (n6, n5))\n\
+root = n7\n",
+        );
+        let (rule, msg) = py_error(&stop).expect("an error");
+        assert_eq!(rule, "vmin/vmax");
+        assert!(msg.starts_with("RuntimeError: AssertionError"), "{msg}");
+    }
+
+    // Found by `uopfuzz fidelity` (grammar, seed 1, graph 2151). tinygrad 0.14.0 leaves
+    // `(v*v) % 2` (v: ulong in [2^64-12, 2^64-1]) unchanged: the exact bounds of v*v are an
+    // interval. The port's i128 saturated both bounds of v*v to i128::MAX, so `vmin == vmax` and
+    // it folded to CONST 1. Now reading those bounds is an explicit out-of-range error.
+    #[test]
+    fn saturated_bounds_are_not_decided_on() {
+        let text = "n0 = UOp(Ops.STACK, dtypes.void, ())\n\
+n1 = UOp(Ops.BUFFER, dtypes.ulong, (n0,), ParamArg(-1, dtypes.ulong, vmin_vmax=(18446744073709551604, 18446744073709551615), multiple_of=1, name='v1', addrspace=AddrSpace.ALU))\n\
+n2 = UOp(Ops.MUL, dtypes.ulong, (n1, n1))\n\
+n3 = UOp(Ops.CONST, dtypes.ulong, (), 2)\n\
+n4 = UOp(Ops.FLOORMOD, dtypes.ulong, (n2, n3))\n\
+root = n4\n";
+        let (stop, _) = symbolic_on(text);
+        assert!(
+            matches!(
+                &stop,
+                Stop::RuleError {
+                    error: RuleError::Overflow(_),
+                    ..
+                }
+            ),
+            "{stop:?}"
+        );
+        // bounds that saturate on both sides (v*v for a full-range long) are still decided on:
+        // `x*x < 0`-style comparisons against ordinary values are right, and nothing collapses
+        let text = "n0 = UOp(Ops.STACK, dtypes.void, ())\n\
+n1 = UOp(Ops.BUFFER, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(-9223372036854775808, 9223372036854775807), multiple_of=1, name='v', addrspace=AddrSpace.ALU))\n\
+n2 = UOp(Ops.MUL, dtypes.long, (n1, n1))\n\
+n3 = UOp(Ops.MUL, dtypes.long, (n2, n1))\n\
+n4 = UOp(Ops.CONST, dtypes.long, (), 5)\n\
+n5 = UOp(Ops.FLOORMOD, dtypes.long, (n3, n4))\n\
+root = n5\n";
+        let (stop, out) = symbolic_on(text);
+        assert_eq!(stop, Stop::Done);
+        // tinygrad 0.14.0 leaves it unchanged
+        let p = crate::ir::text::parse_graph(text, "test").unwrap();
+        let same = crate::ir::text::write_graph(&p.graph, &p.root_uops(), &["root"]);
+        assert_eq!(out, same);
     }
 }

@@ -372,25 +372,20 @@ impl UPat {
         if n.src.len() < required || (strict && n.src.len() != required) {
             return;
         }
-        let srcs: Vec<UOp> = n.src.to_vec();
+        let srcs: &[UOp] = &n.src;
         match &self.src {
             None => out.push(store),
-            Some(SrcPat::Repeat(p)) => {
-                let pats: Vec<&UPat> = std::iter::repeat_n(&**p, srcs.len()).collect();
-                match_seq(g, &srcs, &pats, store, out);
-            }
-            Some(SrcPat::Tuple(v)) => {
-                let pats: Vec<&UPat> = v.iter().collect();
-                match_seq(g, &srcs, &pats, store, out);
-            }
+            Some(SrcPat::Repeat(p)) => match_seq(g, srcs, srcs.len(), |_| p, store, out),
+            Some(SrcPat::Tuple(v)) => match_seq(g, srcs, v.len(), |i| &v[i], store, out),
             Some(SrcPat::Perm(v)) => {
-                if v.iter().all(|p| p == &v[0]) {
-                    let pats: Vec<&UPat> = v.iter().collect();
-                    match_seq(g, &srcs, &pats, store, out);
+                if v.len() < 2 || v[1..].iter().all(|p| p == &v[0]) {
+                    match_seq(g, srcs, v.len(), |i| &v[i], store, out);
+                } else if v.len() == 2 {
+                    match_seq(g, srcs, v.len(), |i| &v[i], store.clone(), out);
+                    match_seq(g, srcs, v.len(), |i| &v[1 - i], store, out);
                 } else {
                     for perm in permutations(v.len()) {
-                        let pats: Vec<&UPat> = perm.iter().map(|i| &v[*i]).collect();
-                        match_seq(g, &srcs, &pats, store.clone(), out);
+                        match_seq(g, srcs, v.len(), |i| &v[perm[i]], store.clone(), out);
                     }
                 }
             }
@@ -399,10 +394,18 @@ impl UPat {
 }
 
 /// Matches srcs pairwise (zip: extra srcs beyond the patterns are unconstrained), expanding stores.
-fn match_seq(g: &Graph, srcs: &[UOp], pats: &[&UPat], store: Bindings, out: &mut Vec<Bindings>) {
+fn match_seq<'p>(
+    g: &Graph,
+    srcs: &[UOp],
+    npats: usize,
+    pat: impl Fn(usize) -> &'p UPat,
+    store: Bindings,
+    out: &mut Vec<Bindings>,
+) {
     let mut stores = vec![store];
-    for (u, p) in srcs.iter().zip(pats.iter()) {
-        let mut next = Vec::new();
+    for (i, u) in srcs.iter().enumerate().take(npats) {
+        let p = pat(i);
+        let mut next = Vec::with_capacity(stores.len());
         for s in stores {
             p.match_into(g, *u, s, &mut next);
         }

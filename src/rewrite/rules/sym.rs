@@ -748,7 +748,7 @@ pub fn pm_clean_up_group_sink() -> RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rewrite::engine::graph_rewrite;
+    use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
 
     #[test]
     fn rule_counts() {

@@ -1185,6 +1185,7 @@ pub(crate) mod case_tests {
                 Stop::RuleError { error, .. } => format!("ERROR {}", err_name(error)),
                 Stop::NonTermination { .. } => "ERROR RuntimeError".into(),
                 Stop::FuelExhausted => "FUEL".into(),
+                Stop::Unresolved => "ERROR KeyError".into(),
             };
             let fired = out.trace.iter().any(|s| s.rule == rname);
             let fired_ok = rname.ends_with("/*") || (fired != neg) || got.starts_with("ERROR");

@@ -1,0 +1,88 @@
+"""rewrite_cmd.py --rules SET [--bench] [--warmup K] [--no-output]: rewrite a batch of uopfuzz text-form
+graphs with real tinygrad 0.14.0 in ONE process (the Rust side of `uopfuzz fidelity` / `uopfuzz bench rewrite`).
+
+stdin: JSON lines {"id": int, "text": "<graph file written by ir::text::write_graph>"}; the root to rewrite is
+the first binding of the graph section.
+stdout: per graph, in input order, one JSON line
+  {"id": id, "out": "<textform.serialize([graph_rewrite(root, SET)], ['root'])>", "ns": ns}
+  {"id": id, "err": "<exception class>", "msg": "<message>", "ns": ns}     graph_rewrite raised
+  {"id": id, "load_err": "<exception class>", "msg": "<message>"}           the text did not load, or the
+                                                                            result could not be serialized
+where ns is the time of the graph_rewrite call alone (time.perf_counter_ns), then {"done": n, "rewrite_ns": total}.
+--warmup K first rewrites the first K graphs untimed and unreported, then drops them (and collects garbage) so that
+the timed pass starts from fresh UOps, like the Rust side. --no-output skips serializing results (bench).
+Exit status 3: tinygrad is not importable (the Rust bridge reports it in one line); 2: bad arguments.
+"""
+from __future__ import annotations
+import argparse, gc, json, os, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
+
+try:
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop import symbolic as _symbolic
+except Exception as e:  # noqa: BLE001 - any import failure means no usable tinygrad
+  print(f"cannot import tinygrad: {type(e).__name__}: {e}".replace("\n", " "), file=sys.stderr)
+  sys.exit(3)
+
+# the sets `uopfuzz::rewrite::rules::by_name` knows and tinygrad exports as one PatternMatcher
+RULE_SETS = {"symbolic_simple": _symbolic.symbolic_simple, "symbolic": _symbolic.symbolic, "sym": _symbolic.sym}
+
+# the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)
+BASE_NS: dict = {}
+exec(IMPORTS, BASE_NS)
+
+def one_line(e: BaseException) -> str: return str(e).replace("\n", " ")[:300]
+
+# constant folding on Python's unbounded ints can build constants of thousands of digits; write them out
+sys.set_int_max_str_digits(0)
+
+def load_root(text: str):
+  section = graph_section(text)
+  ns = dict(BASE_NS)
+  exec(compile("\n".join(section) + "\n", "<graph>", "exec"), ns)
+  for l in section:
+    if (m := _BIND.match(l.rstrip())) and not _NODE.match(m.group(1)): return ns[m.group(1)]
+  raise ValueError("graph binds no root")
+
+def rewrite_one(text: str, pm, output: bool) -> dict:
+  try:
+    root = load_root(text)
+  except Exception as e:  # noqa: BLE001
+    return {"load_err": type(e).__name__, "msg": one_line(e)}
+  t0 = time.perf_counter_ns()
+  try:
+    out = graph_rewrite(root, pm)
+  except Exception as e:  # noqa: BLE001 - a rule raising is a result to compare, not a harness failure
+    ns = time.perf_counter_ns() - t0
+    return {"err": type(e).__name__, "msg": one_line(e), "ns": ns}
+  ns = time.perf_counter_ns() - t0
+  res: dict = {"ns": ns}
+  if output:
+    try: res["out"] = serialize([out], ["root"])
+    except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
+      return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e), "ns": ns}
+  return res
+
+def main(argv: list[str]) -> int:
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--rules", required=True, choices=sorted(RULE_SETS))
+  ap.add_argument("--warmup", type=int, default=0)
+  ap.add_argument("--no-output", action="store_true")
+  a = ap.parse_args(argv)
+  pm = RULE_SETS[a.rules]
+  items = [json.loads(l) for l in sys.stdin if l.strip()]
+  if a.warmup:
+    for it in items[:a.warmup]: rewrite_one(it["text"], pm, False)
+    gc.collect()
+  total, w = 0, sys.stdout.write
+  for it in items:
+    r = rewrite_one(it["text"], pm, not a.no_output)
+    total += r.get("ns", 0)
+    r["id"] = it["id"]
+    w(json.dumps(r) + "\n")
+  w(json.dumps({"done": len(items), "rewrite_ns": total}) + "\n")
+  return 0
+
+if __name__ == "__main__": sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,116 @@
+//! `uopfuzz fidelity --rules SET --graphs N --seed S [--json] [--out DIR]`: rewrite N generated
+//! graphs with the port and with real tinygrad and compare the results text-identically
+//! (`crate::tinygrad::fidelity`). Exit status: 0 when agreement ≥ `--min-agree` percent, 1 below,
+//! 2 when the run itself failed (no Python, no tinygrad, bad arguments); the reason is printed as
+//! one line on stderr.
+use crate::tinygrad::fidelity::{FidelityOpts, GenKind, human_summary, load_known, run_fidelity};
+use std::path::PathBuf;
+
+/// stdout that never panics: a closed pipe (`| head`) just ends the output.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Rule set: symbolic_simple, symbolic or sym.
+    #[arg(long, default_value = "symbolic")]
+    pub rules: String,
+    /// Number of graphs.
+    #[arg(long, default_value_t = 1000)]
+    pub graphs: usize,
+    /// Run seed; graph i depends only on (seed, i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Graph generator.
+    #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
+    pub generator: GenKind,
+    /// Only this generator family (builtin: index, int, float, bool).
+    #[arg(long)]
+    pub family: Option<String>,
+    /// Print one final JSON line instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Save each disagreement (input, both results, the port's trace) under DIR/<graph index>/.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// How many disagreements the human summary shows.
+    #[arg(long, default_value_t = 3)]
+    pub show: usize,
+    /// Also print how often each rule of the set applied.
+    #[arg(long)]
+    pub coverage: bool,
+    /// Known-divergence list (default: <repo>/known-divergences.tsv).
+    #[arg(long)]
+    pub known: Option<PathBuf>,
+    /// Exit 1 when the agreement (percent) is below this.
+    #[arg(long, default_value_t = 99.5)]
+    pub min_agree: f64,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let known = match load_known(a.known.as_deref()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            return Ok(2);
+        }
+    };
+    let opts = FidelityOpts {
+        rules: a.rules.clone(),
+        graphs: a.graphs,
+        seed: a.seed,
+        generator: a.generator,
+        family: a.family.clone(),
+        out: a.out.clone(),
+        keep: a.show,
+        known,
+    };
+    let rep = match run_fidelity(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            return Ok(2);
+        }
+    };
+    if a.json {
+        outln!("{}", rep.json_line());
+    } else {
+        out!("{}", human_summary(&rep));
+        if a.coverage {
+            outln!("\nrule applications:");
+            for (r, n) in &rep.rule_hits {
+                outln!("  {n:>8}  {r}");
+            }
+        }
+        if let Some(dir) = &a.out
+            && rep.disagree > 0
+        {
+            outln!(
+                "\n{} disagreements saved under {}",
+                rep.disagree,
+                dir.display()
+            );
+        }
+    }
+    Ok(if rep.agreement_pct() >= a.min_agree {
+        0
+    } else {
+        1
+    })
+}
+
+/// [`run`] as `src/cli/mod.rs` dispatches subcommands.
+pub fn run_cmd(a: Args) -> std::process::ExitCode {
+    let code = run(a).unwrap_or(2);
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(2))
+}

@@ -1,0 +1,116 @@
+//! `uopfuzz replay FILE... [--inject NAME] [--rules SET] [--json]`: re-run findings.
+//! Exit 1 when any still reproduces, 0 when none does (fix verification), 2 on bad input
+//! (`file:line:col: message` on stderr; the other files are still replayed).
+use crate::repro::load_path;
+use crate::repro::replay::{ReplayOptions, Status, replay};
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Repro files, or finding directories (holding finding.json) of the fuzz loop.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Switch in one of the oracle's injected bad rules (`none`: drop the one the repro recorded).
+    #[arg(long, value_name = "NAME")]
+    pub inject: Option<String>,
+    /// Rewrite with this rule set (or `pipeline`) instead of the recorded one.
+    #[arg(long, value_name = "SET")]
+    pub rules: Option<String>,
+    /// One JSON object per run on stdout: {"files": [...], "exit": N}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct FileResult {
+    file: String,
+    /// `reproduces`, `does-not-reproduce` or `error`.
+    status: String,
+    #[serde(flatten)]
+    replayed: Option<crate::repro::replay::Replayed>,
+    error: Option<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let opts = ReplayOptions {
+        rules: args.rules.clone(),
+        inject: args.inject.clone(),
+    };
+    let (mut any_repro, mut any_err) = (false, false);
+    let mut results = Vec::new();
+    for f in &args.files {
+        let label = f.display().to_string();
+        let r = load_path(f)
+            .map_err(crate::repro::replay::ReplayError::from)
+            .and_then(|l| replay(&l.repro, &l.label, &opts));
+        match r {
+            Ok(rep) => {
+                let reproduces = rep.status == Status::Reproduces;
+                any_repro |= reproduces;
+                if !args.json {
+                    let inj = rep
+                        .inject
+                        .as_ref()
+                        .map_or(String::new(), |i| format!(" + inject {i}"));
+                    println!(
+                        "{label}: {}: {} [rules {}{inj}]",
+                        if reproduces {
+                            "reproduces"
+                        } else {
+                            "does not reproduce"
+                        },
+                        rep.detail,
+                        rep.rules
+                    );
+                    if rep.same_as_recorded == Some(false) {
+                        println!(
+                            "{label}: note: the rewrite now differs from the recorded `rewritten` graph"
+                        );
+                    }
+                }
+                results.push(FileResult {
+                    file: label,
+                    status: if reproduces {
+                        "reproduces"
+                    } else {
+                        "does-not-reproduce"
+                    }
+                    .into(),
+                    replayed: Some(rep),
+                    error: None,
+                });
+            }
+            Err(e) => {
+                any_err = true;
+                eprintln!("{e}");
+                results.push(FileResult {
+                    file: label,
+                    status: "error".into(),
+                    replayed: None,
+                    error: Some(e.to_string()),
+                });
+            }
+        }
+    }
+    let code = exit_code(any_repro, any_err);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"files": results, "exit": code}))?
+        );
+    }
+    Ok(code)
+}
+
+/// 2 if any input was bad (the verification is incomplete), else 1 if any finding reproduces,
+/// else 0.
+pub fn exit_code(any_reproduces: bool, any_error: bool) -> i32 {
+    if any_error {
+        2
+    } else if any_reproduces {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,111 @@
+//! `uopfuzz bench loop`: the whole fuzz loop on one core against tinygrad doing the same job in
+//! the same run. tinygrad's own fuzzer (test/external/fuzz_symbolic.py) rewrites each weakint
+//! expression with `symbolic` and checks it with its z3 validation; uopfuzz rewrites the same
+//! graphs and checks them by executing original and rewritten at many points. Both rates are
+//! measured here, now, on this machine, and reported as ratios (no stored anchor).
+use super::check::{CheckOpts, Pipeline, check_case};
+use crate::r#gen::{self, Family, GenConfig};
+use crate::ir::text::write_graph;
+use crate::rewrite::analysis::Cache;
+use crate::rewrite::rules;
+use serde::Serialize;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+#[derive(Debug, Serialize)]
+pub struct LoopBench {
+    pub graphs: usize,
+    pub nodes: usize,
+    /// uopfuzz: rewrite + execute at `points` points + compare, one thread.
+    pub uopfuzz_loop_per_sec: f64,
+    /// uopfuzz: rewrite only.
+    pub uopfuzz_rewrite_per_sec: f64,
+    pub tinygrad_rewrite_per_sec: f64,
+    /// tinygrad: rewrite + z3 validation (fuzz_symbolic.py's per-expression work).
+    pub tinygrad_checked_per_sec: f64,
+    pub tinygrad_z3_unsupported: u64,
+    pub ratio_vs_checked: f64,
+    pub ratio_vs_rewrite_only: f64,
+    pub points: usize,
+}
+
+/// Runs the benchmark on `n` weakint index graphs from `seed`.
+pub fn bench_loop(n: usize, seed: u64, points: usize) -> Result<LoopBench, String> {
+    let cfg = GenConfig::family(Family::Index);
+    let cases: Vec<_> = (0..n as u64)
+        .map(|i| r#gen::generate_seeded(seed + i, &cfg))
+        .collect();
+    let nodes: usize = cases
+        .iter()
+        .map(|c| c.graph.toposort(&[c.root]).len())
+        .sum();
+    let pipe = Pipeline {
+        name: "symbolic".into(),
+        stages: vec![rules::symbolic()],
+    };
+    let opts = CheckOpts {
+        points,
+        ..CheckOpts::default()
+    };
+    // rewrite only
+    let t = Instant::now();
+    for c in &cases {
+        let mut g = c.graph.clone();
+        let mut cache = Cache::default();
+        std::hint::black_box(pipe.rewrite(&mut g, &mut cache, c.root, None));
+    }
+    let rw = t.elapsed().as_secs_f64();
+    // the whole loop, one thread
+    let t = Instant::now();
+    for c in &cases {
+        std::hint::black_box(check_case(c, &pipe, &opts));
+    }
+    let lp = t.elapsed().as_secs_f64();
+    // tinygrad, same graphs
+    let texts: Vec<String> = cases
+        .iter()
+        .map(|c| write_graph(&c.graph, &[c.root], &["root"]))
+        .collect();
+    let (py, _) = crate::exec::semantics::oracle_command().map_err(|e| e.to_string())?;
+    let script = crate::exec::semantics::repo_root().join("harness/bench_loop.py");
+    let mut child = Command::new(&py)
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", py.display()))?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(
+            serde_json::to_string(&texts)
+                .map_err(|e| e.to_string())?
+                .as_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("{} failed: {}", script.display(), out.status));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("bad harness output: {e}"))?;
+    let g = v["graphs"].as_f64().unwrap_or(0.0);
+    let tg_rw = g / v["rewrite_secs"].as_f64().unwrap_or(f64::INFINITY);
+    let tg_ck = g / v["checked_secs"].as_f64().unwrap_or(f64::INFINITY);
+    let ours_loop = n as f64 / lp;
+    let ours_rw = n as f64 / rw;
+    Ok(LoopBench {
+        graphs: n,
+        nodes,
+        uopfuzz_loop_per_sec: ours_loop,
+        uopfuzz_rewrite_per_sec: ours_rw,
+        tinygrad_rewrite_per_sec: tg_rw,
+        tinygrad_checked_per_sec: tg_ck,
+        tinygrad_z3_unsupported: v["z3_unsupported"].as_u64().unwrap_or(0),
+        ratio_vs_checked: ours_loop / tg_ck,
+        ratio_vs_rewrite_only: ours_loop / tg_rw,
+        points,
+    })
+}

@@ -1,0 +1,199 @@
+//! The bridge to real tinygrad 0.14.0: finds the harness Python, runs one harness script as ONE
+//! subprocess for a whole batch of graphs, and turns a missing Python or tinygrad into a typed,
+//! one-line error (never a panic). On top of it: `fidelity` (does the port rewrite exactly like
+//! tinygrad?) and `bench` (how fast, on the same graphs?).
+//!
+//! Stage: a harness over `ir` → `rewrite` → `gen` (it also has its own small generator,
+//! `builtin_gen`); nothing in the pipeline depends on it. The CLI front ends are
+//! `src/cli/fidelity.rs` and `src/cli/bench.rs`.
+pub mod bench;
+pub mod builtin_gen;
+pub mod fidelity;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Exit status `harness/*.py` uses when `import tinygrad` fails (anything else is a crash).
+pub const EXIT_NO_TINYGRAD: i32 = 3;
+
+/// Why the bridge could not produce an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(
+        "no harness Python at {0} (set UOPFUZZ_PYTHON or create the venv with scripts/setup.sh)"
+    )]
+    PythonMissing(PathBuf),
+    #[error("no harness script at {0}")]
+    ScriptMissing(PathBuf),
+    #[error("tinygrad is not importable by {python}: {msg}")]
+    TinygradMissing { python: PathBuf, msg: String },
+    #[error("harness {script} failed (exit {code:?}): {msg}")]
+    HarnessFailed {
+        script: String,
+        code: Option<i32>,
+        msg: String,
+    },
+    #[error("harness I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("harness protocol: {0}")]
+    Protocol(String),
+}
+
+/// The repository root: `UOPFUZZ_ROOT`, else the current directory when it holds
+/// `harness/textform.py`, else the checkout this binary was built from.
+pub fn repo_root() -> PathBuf {
+    if let Some(r) = std::env::var_os("UOPFUZZ_ROOT") {
+        return PathBuf::from(r);
+    }
+    if let Ok(cwd) = std::env::current_dir()
+        && cwd.join("harness").join("textform.py").is_file()
+    {
+        return cwd;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The harness Python: `UOPFUZZ_PYTHON`, else `<repo>/.venv/bin/python`. Checked to exist.
+pub fn find_python() -> Result<PathBuf, BridgeError> {
+    let p = match std::env::var_os("UOPFUZZ_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => repo_root().join(".venv").join("bin").join("python"),
+    };
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(BridgeError::PythonMissing(p))
+    }
+}
+
+/// `<repo>/harness/<name>`, checked to exist.
+pub fn harness_script(name: &str) -> Result<PathBuf, BridgeError> {
+    let p = repo_root().join("harness").join(name);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(BridgeError::ScriptMissing(p))
+    }
+}
+
+/// Runs `python <script> <args...>` once, feeding `stdin` (written from a thread so a large batch
+/// cannot deadlock against a full stdout pipe) and returning its stdout. Exit status
+/// [`EXIT_NO_TINYGRAD`] becomes [`BridgeError::TinygradMissing`], any other failure
+/// [`BridgeError::HarnessFailed`] with the last stderr line.
+pub fn run_script(
+    python: &Path,
+    script: &Path,
+    args: &[String],
+    stdin: Vec<u8>,
+) -> Result<String, BridgeError> {
+    let mut child = Command::new(python)
+        .arg(script)
+        .args(args)
+        // keep tinygrad quiet and deterministic: no debug prints, no viz, default rewrite limits
+        .env_remove("DEBUG")
+        .env_remove("VIZ")
+        .env_remove("TRACK_MATCH_STATS")
+        .env("PYTHONHASHSEED", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                BridgeError::PythonMissing(python.to_path_buf())
+            }
+            _ => BridgeError::Io(e),
+        })?;
+    let mut pipe = child
+        .stdin
+        .take()
+        .ok_or_else(|| BridgeError::Protocol("no stdin pipe".into()))?;
+    let writer = std::thread::spawn(move || {
+        // a harness that dies early closes its stdin: the exit status tells why, not EPIPE
+        let _ = pipe.write_all(&stdin);
+    });
+    let out = child.wait_with_output()?;
+    let _ = writer.join();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let name = script
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match out.status.code() {
+        Some(0) => String::from_utf8(out.stdout)
+            .map_err(|e| BridgeError::Protocol(format!("{name} wrote non-UTF-8 output: {e}"))),
+        Some(EXIT_NO_TINYGRAD) => Err(BridgeError::TinygradMissing {
+            python: python.to_path_buf(),
+            msg: last,
+        }),
+        code => Err(BridgeError::HarnessFailed {
+            script: name,
+            code,
+            msg: last,
+        }),
+    }
+}
+
+/// The Python exception (class, message) a port rule error stands for, so both sides compare by
+/// class name. Porters write exceptions without a variant of their own (OverflowError,
+/// TypeError, IndexError, AssertionError, ...) as `RuleError::Runtime("Class: message")`.
+pub fn port_error(e: &crate::rewrite::RuleError) -> (String, String) {
+    use crate::rewrite::RuleError as E;
+    match e {
+        E::ZeroDivision(m) => ("ZeroDivisionError".into(), m.clone()),
+        E::Value(m) => ("ValueError".into(), m.clone()),
+        E::Runtime(m) => match m.split_once(": ") {
+            Some((cls, rest))
+                if (cls.ends_with("Error") || cls.ends_with("Exception"))
+                    && cls.chars().all(|c| c.is_ascii_alphanumeric()) =>
+            {
+                (cls.to_string(), rest.to_string())
+            }
+            _ => ("RuntimeError".into(), m.clone()),
+        },
+        // not a Python exception: the port left its i128 range
+        E::Overflow(m) => ("PortOverflow".into(), m.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::RuleError as E;
+
+    #[test]
+    fn port_error_classes() {
+        let c = |e: E| port_error(&e);
+        assert_eq!(c(E::ZeroDivision("x".into())).0, "ZeroDivisionError");
+        assert_eq!(
+            c(E::Runtime(
+                "OverflowError: cannot convert float infinity to integer".into()
+            )),
+            (
+                "OverflowError".to_string(),
+                "cannot convert float infinity to integer".to_string()
+            )
+        );
+        assert_eq!(c(E::Runtime("infinite loop: x".into())).0, "RuntimeError");
+        assert_eq!(c(E::Overflow("big".into())).0, "PortOverflow");
+    }
+
+    #[test]
+    fn missing_python_is_a_typed_error() {
+        let r = run_script(
+            Path::new("/nonexistent/uopfuzz/python"),
+            Path::new("/nonexistent/script.py"),
+            &[],
+            Vec::new(),
+        );
+        assert!(matches!(r, Err(BridgeError::PythonMissing(_))), "{r:?}");
+    }
+}
