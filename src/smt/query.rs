@@ -327,6 +327,8 @@ pub struct Evaluated {
     /// The stored output; `None` if it did not reduce to a numeral (uninterpreted functions).
     pub value: Option<ConstVal>,
     pub ub: Option<bool>,
+    /// The part of `ub` that is not integer wraparound (`Encoded::hard_ub`).
+    pub hard_ub: Option<bool>,
     /// Whether the point is in the variables' domain (bounds, `range < end`).
     pub in_domain: Option<bool>,
     /// The value read the bits of a NaN (`Encoded::imprecise`).
@@ -360,6 +362,7 @@ pub fn eval_at(g: &Graph, root: UOp, model: &Model) -> Result<Evaluated, Unsuppo
     Ok(Evaluated {
         value: term_value(&substitute(&e.value, &subst), e.dtype),
         ub: b(&e.ub),
+        hard_ub: b(&e.hard_ub),
         in_domain: b(&and_all(&vm.domain)),
         imprecise: b(&e.imprecise),
         approximate: e.approximate,

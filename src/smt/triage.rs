@@ -361,8 +361,9 @@ fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<
     }
     hard.push(eo.imprecise.not());
     hard.push(en.imprecise.not());
-    hard.push(eo.ub.not());
-    hard.push(en.ub.clone() | differs);
+    // only hard UB makes a run undefined for the oracle (wraparound is compared, `observe`)
+    hard.push(eo.hard_ub.not());
+    hard.push(en.hard_ub.clone() | differs);
     Ok(Built { vm, eo, en, hard })
 }
 
@@ -387,8 +388,8 @@ fn cex_of(b: &Built, m: &z3::Model) -> Counterexample {
         inputs,
         orig: eval_term(m, &b.eo.value).and_then(|t| term_value(&t, b.eo.dtype)),
         new: eval_term(m, &b.en.value).and_then(|t| term_value(&t, b.en.dtype)),
-        orig_ub: ev(&b.eo.ub),
-        new_ub: ev(&b.en.ub),
+        orig_ub: ev(&b.eo.hard_ub),
+        new_ub: ev(&b.en.hard_ub),
         approximate: b.eo.approximate || b.en.approximate,
     }
 }
@@ -1024,7 +1025,7 @@ fn encoding_at(g: &Graph, orig: UOp, new: UOp, env: &Env) -> String {
             e.value
                 .map(|v| crate::smt::query::py_repr(&v))
                 .unwrap_or("?".into()),
-            if e.ub == Some(true) { " (UB)" } else { "" }
+            if e.hard_ub == Some(true) { " (UB)" } else { "" }
         ),
         Err(u) => u.to_string(),
     };
