@@ -5,7 +5,8 @@
 //! 1. **Confirm**: the original and the rewritten graph are encoded over shared inputs
 //!    (variable ranges and `multiple_of` included) and Z3 looks for an input where the rewrite
 //!    is less defined or stores another value, with the oracle's conventions (`decide` in
-//!    oracle/check.rs): ±0 equal, NaN equal to NaN; under fast-math finite inputs, and a value
+//!    oracle/check.rs): only hard UB makes a run undefined (wraparound is compared, as in
+//!    `observe`); ±0 equal, NaN equal to NaN; under fast-math finite inputs, and a value
 //!    difference where either side computes a non-finite float does not count. Every model is
 //!    replayed on the interpreter: if the interpreter's values or UB differ from Z3's, the
 //!    verdict is `encoding-bug` (guarding the guard). When the exact model is a difference the
