@@ -9,6 +9,7 @@ pub mod import_artifact;
 pub mod replay;
 pub mod report;
 pub mod semantics;
+pub mod triage;
 pub mod verify_rules;
 
 #[derive(Parser)]
@@ -34,6 +35,8 @@ pub enum Cmd {
     Fidelity(fidelity::Args),
     /// Prove every ported rule refines its left-hand side, per dtype, with Z3.
     VerifyRules(verify_rules::Args),
+    /// Confirm, minimize, blame and classify saved findings with Z3 (writes triaged.json).
+    Triage(triage::Args),
     /// Re-run findings (repro files or finding dirs): exit 1 if any reproduces, 0 if none, 2 on bad input.
     Replay(replay::Args),
     /// Bucket a findings directory by signature into issue-ready markdown (or --json).
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Cmd::Bench(a) => bench::run_cmd(a),
         Cmd::Fidelity(a) => fidelity::run_cmd(a),
         Cmd::VerifyRules(a) => verify_rules::run(a),
+        Cmd::Triage(a) => triage::run(a),
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),

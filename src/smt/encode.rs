@@ -194,6 +194,10 @@ pub struct Encoded {
     pub value: Term,
     /// Some node hits C undefined behaviour (see the module doc).
     pub ub: Bool,
+    /// The part of `ub` that is not integer wraparound (`UbKind::is_hard` in exec/interp.rs):
+    /// signed/narrow/weakint overflow and shifts into or out of the sign bit are tinygrad's
+    /// defined wrap, which the oracle compares instead of discarding.
+    pub hard_ub: Bool,
     /// Some float ALU result is NaN or ±inf (poison under fast-math).
     pub nonfinite: Bool,
     /// The value may differ from the interpreter's here: the bit pattern of a NaN was read
@@ -294,6 +298,8 @@ struct Enc<'a> {
     g: &'a Graph,
     vm: &'a mut VarMap,
     ub: Vec<Bool>,
+    /// Wraparound UB (also in `ub`'s disjunction, not in `hard_ub`).
+    wrap_ub: Vec<Bool>,
     nonfinite: Vec<Bool>,
     imprecise: Vec<Bool>,
     approximate: bool,
@@ -306,6 +312,7 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         g,
         vm: shared,
         ub: Vec::new(),
+        wrap_ub: Vec::new(),
         nonfinite: Vec::new(),
         imprecise: Vec::new(),
         approximate: false,
@@ -336,7 +343,8 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
     Ok(Encoded {
         dtype: dt,
         value,
-        ub: or_all(&e.ub),
+        ub: or_all(&[e.ub.clone(), e.wrap_ub.clone()].concat()),
+        hard_ub: or_all(&e.ub),
         nonfinite: or_all(&e.nonfinite),
         imprecise: or_all(&e.imprecise),
         approximate: e.approximate,
@@ -1334,15 +1342,18 @@ impl Enc<'_> {
         // weakint lowers to int32/int64: a result outside int64 is UB (`WeakOverflow`)
         let (lo, hi) = (i64::MIN as i128, i64::MAX as i128);
         match op {
-            Ops::ADD | Ops::SUB | Ops::MUL | Ops::NEG => self.ub.push(Self::out_of(&t, lo, hi)),
+            Ops::ADD | Ops::SUB | Ops::MUL | Ops::NEG => {
+                self.wrap_ub.push(Self::out_of(&t, lo, hi))
+            }
             Ops::MULACC => {
                 let p = &x[0] * &x[1];
-                self.ub
+                self.wrap_ub
                     .push(Self::out_of(&p, lo, hi) | Self::out_of(&t, lo, hi));
             }
-            Ops::SHL => self
-                .ub
-                .push(x[1].ge(Int::from_i64(64)) | x[0].lt(&zero) | Self::out_of(&t, lo, hi)),
+            Ops::SHL => {
+                self.ub.push(x[1].ge(Int::from_i64(64)));
+                self.wrap_ub.push(x[0].lt(&zero) | Self::out_of(&t, lo, hi));
+            }
             Ops::SHR => self.ub.push(x[1].ge(Int::from_i64(64))),
             _ => {}
         }
@@ -1452,7 +1463,7 @@ impl Enc<'_> {
                     _ => w[0].bvmul(&w[1]).bvadd(&w[2]),
                 };
                 if let Some(ub) = self.arith_ub(op, dt, s)? {
-                    self.ub.push(ub);
+                    self.wrap_ub.push(ub);
                 }
                 Ok(self.bv_val(r, dt))
             }
@@ -1587,7 +1598,9 @@ impl Enc<'_> {
             _ => Bool::from_bool(false),
         };
         let promoted = if n < 32 { 32 } else { n };
-        let mut ub = vec![neg.clone(), Self::count_ge(c, promoted)?];
+        let ub = vec![neg.clone(), Self::count_ge(c, promoted)?];
+        // shifting a negative value, or into/out of the dtype: wraparound
+        let mut wrap = Vec::new();
         let big = Self::count_ge(c, n)?;
         let eff = (neg.clone() | big).ite(&bv_const(n as i128, n), &self.count_low(c, n)?);
         // the exact value of `a` in w bits (a CONST out of range has an interval)
@@ -1625,10 +1638,10 @@ impl Enc<'_> {
                 let (lo, hi) = dt.int_bounds().unwrap_or((0, 0));
                 let narrow = n < 32;
                 if dt.is_signed_fixed() {
-                    ub.push(xa.bvslt(bv_const(0, w)));
+                    wrap.push(xa.bvslt(bv_const(0, w)));
                 }
                 if narrow || dt.is_signed_fixed() {
-                    ub.push(full.bvslt(bv_wide(lo, w)) | full.bvsgt(bv_wide(hi, w)));
+                    wrap.push(full.bvslt(bv_wide(lo, w)) | full.bvsgt(bv_wide(hi, w)));
                 }
             }
             self.wrap_bv(a, n)?.bvshl(&eff)
@@ -1649,6 +1662,7 @@ impl Enc<'_> {
             wide.bvashr(&weff).extract(n - 1, 0)
         };
         self.ub.push(or_all(&ub));
+        self.wrap_ub.push(or_all(&wrap));
         Ok(self.bv_val(r, dt))
     }
 }

@@ -18,6 +18,7 @@
 //! (the rayon tasks of `verify_rules` each keep a rule × dtype on its thread).
 pub mod encode;
 pub mod query;
+pub mod triage;
 pub mod verify;
 pub mod z3x;
 

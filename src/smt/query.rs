@@ -127,7 +127,7 @@ fn float_is_finite(f: &Float) -> Bool {
 
 /// Equality of two stored outputs under the float policy; `None` when they cannot be compared
 /// (an int output against a float one).
-fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
+pub(crate) fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
     let feq = |x: &Float, y: &Float| -> Bool {
         if pol.strict && pol.signed_zero {
             // SMT equality: NaN = NaN, +0 ≠ -0
@@ -327,6 +327,8 @@ pub struct Evaluated {
     /// The stored output; `None` if it did not reduce to a numeral (uninterpreted functions).
     pub value: Option<ConstVal>,
     pub ub: Option<bool>,
+    /// The part of `ub` that is not integer wraparound (`Encoded::hard_ub`).
+    pub hard_ub: Option<bool>,
     /// Whether the point is in the variables' domain (bounds, `range < end`).
     pub in_domain: Option<bool>,
     /// The value read the bits of a NaN (`Encoded::imprecise`).
@@ -360,6 +362,7 @@ pub fn eval_at(g: &Graph, root: UOp, model: &Model) -> Result<Evaluated, Unsuppo
     Ok(Evaluated {
         value: term_value(&substitute(&e.value, &subst), e.dtype),
         ub: b(&e.ub),
+        hard_ub: b(&e.hard_ub),
         in_domain: b(&and_all(&vm.domain)),
         imprecise: b(&e.imprecise),
         approximate: e.approximate,
