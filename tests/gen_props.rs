@@ -234,22 +234,7 @@ fn grammar_reaches_every_feature() {
     ] {
         assert!(ops.get(op.name()).copied().unwrap_or(0) > 20, "{op:?} rare");
     }
-    for dt in [
-        DType::Bool,
-        DType::WeakInt,
-        DType::Int8,
-        DType::UInt8,
-        DType::Int16,
-        DType::UInt16,
-        DType::Int32,
-        DType::UInt32,
-        DType::Int64,
-        DType::UInt64,
-        DType::Half,
-        DType::BFloat16,
-        DType::Float,
-        DType::Double,
-    ] {
+    for dt in DType::EXECUTABLE {
         assert!(
             dtypes.contains(&format!("{dt:?}")),
             "{dt:?} never generated"

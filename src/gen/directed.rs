@@ -16,22 +16,7 @@ use crate::ir::{Arg, AxisType, ConstVal, DType, Ops, UOp};
 use crate::rewrite::upat::{ArgPat, SrcPat, UPat};
 
 /// dtypes a pattern position may take unless it says otherwise (the executable ones).
-const UNIVERSE: &[DType] = &[
-    DType::Bool,
-    DType::WeakInt,
-    DType::Int8,
-    DType::UInt8,
-    DType::Int16,
-    DType::UInt16,
-    DType::Int32,
-    DType::UInt32,
-    DType::Int64,
-    DType::UInt64,
-    DType::Half,
-    DType::BFloat16,
-    DType::Float,
-    DType::Double,
-];
+const UNIVERSE: &[DType] = DType::EXECUTABLE;
 
 /// Buffer element dtypes.
 fn is_elem(dt: DType) -> bool {

@@ -68,6 +68,13 @@ impl DType {
         Float,
         Double,
     ];
+    /// Every dtype the fuzzer generates, executes and verifies: bool, weakint, the 8 fixed ints and
+    /// the 4 non-fp8 floats (fp8 and weakfloat are never computed in by a backend). Order matters to
+    /// callers that slice it (`[2..]` = the fixed-width ints and floats).
+    pub const EXECUTABLE: &'static [DType] = &[
+        Bool, WeakInt, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Half, BFloat16,
+        Float, Double,
+    ];
     /// The dtypes the fuzzer executes (fp8 is out of scope: no backend computes in it).
     pub const FUZZ_FLOATS: &'static [DType] = &[Half, BFloat16, Float, Double];
 

@@ -24,22 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The dtypes a rule is tried at by default (fp8 and weakfloat are out of scope).
-pub const TEST_DTYPES: &[DType] = &[
-    DType::Bool,
-    DType::WeakInt,
-    DType::Int8,
-    DType::UInt8,
-    DType::Int16,
-    DType::UInt16,
-    DType::Int32,
-    DType::UInt32,
-    DType::Int64,
-    DType::UInt64,
-    DType::Half,
-    DType::BFloat16,
-    DType::Float,
-    DType::Double,
-];
+pub const TEST_DTYPES: &[DType] = DType::EXECUTABLE;
 
 #[derive(Clone, Debug)]
 pub struct VerifyOpts {
