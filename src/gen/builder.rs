@@ -779,8 +779,7 @@ impl<'a> Builder<'a> {
         }
         let (lo, hi) = match dt.int_bounds() {
             Some(b) if dt.is_fixed_int() => b,
-            // weakint: magnitudes past 2^62 only make the port's i128 overflow
-            _ => (-(1i128 << 62), 1i128 << 62),
+            _ => (-super::WEAKINT_CONST_LIMIT, super::WEAKINT_CONST_LIMIT),
         };
         let v = if edge {
             let bits = if dt.is_fixed_int() {

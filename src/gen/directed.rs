@@ -653,7 +653,7 @@ impl Dir<'_, '_> {
         }
         let (lo, hi) = match dt.int_bounds() {
             Some(b) if dt.is_fixed_int() => b,
-            _ => (-(1i128 << 62), 1i128 << 62),
+            _ => (-super::WEAKINT_CONST_LIMIT, super::WEAKINT_CONST_LIMIT),
         };
         let v = match role {
             Role::Shift(w) => self.b.s.int_in(0, w - 1),

@@ -22,6 +22,12 @@ pub mod source;
 pub mod swarm;
 
 pub use directed::generate_for_pattern;
+
+/// Largest weakint constant magnitude the generator draws. tinygrad's weakint is unbounded (its
+/// bounds are ±2^799); the port computes bounds in i128 and saturates at ±2^120, so a product of
+/// constants past 2^40 each can make the port's vmin/vmax differ from tinygrad's (the one false
+/// positive of the 20-minute run, symbolic/vmin_eq_vmax). Index math in real kernels stays far below.
+pub(crate) const WEAKINT_CONST_LIMIT: i128 = 1 << 36;
 pub use source::Source;
 pub use swarm::{KernelShape, Swarm};
 
