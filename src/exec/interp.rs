@@ -286,6 +286,43 @@ enum BufRef {
     Local(UOp),
 }
 
+/// Operand values of one node: inline up to 4 (every ALU op, INDEX, STORE), on the heap beyond
+/// (STACK, SINK); the per-node Vec was the loop's largest allocation cost.
+enum Vals {
+    Inline(usize, [V; 4]),
+    Heap(Vec<V>),
+}
+
+impl Vals {
+    fn new() -> Vals {
+        Vals::Inline(0, [V::Void, V::Void, V::Void, V::Void])
+    }
+    fn push(&mut self, v: V) {
+        match self {
+            Vals::Inline(n, a) if *n < a.len() => {
+                a[*n] = v;
+                *n += 1;
+            }
+            Vals::Inline(n, a) => {
+                let mut h: Vec<V> = a[..*n].to_vec();
+                h.push(v);
+                *self = Vals::Heap(h);
+            }
+            Vals::Heap(h) => h.push(v),
+        }
+    }
+}
+
+impl std::ops::Deref for Vals {
+    type Target = [V];
+    fn deref(&self) -> &[V] {
+        match self {
+            Vals::Inline(n, a) => &a[..*n],
+            Vals::Heap(h) => h,
+        }
+    }
+}
+
 /// A per-lane operation of `Interp::lanes`.
 type LaneFn<'f, 'a> = dyn FnMut(&mut Interp<'a>, &[Val]) -> Result<Val, ExecError> + 'f;
 
@@ -503,8 +540,10 @@ impl<'a> Interp<'a> {
             self.ub = Some((self.p.nodes[i], k));
         }
     }
-    fn src_ids(&self, i: usize) -> Vec<usize> {
-        self.p.srcs[i].to_vec()
+    /// Borrowed from the plan (lifetime `'a`), so `&mut self` calls can follow.
+    fn src_ids(&self, i: usize) -> &'a [usize] {
+        let p: &'a Plan = self.p;
+        &p.srcs[i]
     }
     fn err_malformed(&self, i: usize, what: &'static str) -> ExecError {
         ExecError::Malformed {
@@ -825,7 +864,10 @@ impl<'a> Interp<'a> {
         let op = self.g.op(u);
         let dt = self.g.dtype(u);
         let src = self.src_ids(i);
-        let vals: Vec<V> = src.iter().map(|s| self.get(*s).clone()).collect();
+        let mut vals: Vals = Vals::new();
+        for s in src {
+            vals.push(self.get(*s).clone());
+        }
         let v0 = vals.first().cloned().unwrap_or(V::Void);
         Ok(match op {
             Ops::CONST => match self.g.arg(u) {
@@ -852,7 +894,7 @@ impl<'a> Interp<'a> {
                     return Err(ExecError::UnboundSpecial(name));
                 }
             },
-            Ops::STACK => V::Vec(vals.into()),
+            Ops::STACK => V::Vec(vals.iter().cloned().collect()),
             Ops::AFTER => v0,
             Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => V::Void,
             Ops::INDEX => self.index(i, &src)?,
@@ -863,7 +905,7 @@ impl<'a> Interp<'a> {
                     .first()
                     .map(|s| self.g.dtype(self.p.nodes[*s]))
                     .unwrap_or(dt);
-                self.lanes(i, &[v0], &mut |it, vals| {
+                self.lanes(i, std::slice::from_ref(&v0), &mut |it, vals| {
                     let r = if op == Ops::CAST {
                         if let Some(k) = cast_ub(from, dt, vals[0]) {
                             it.flag(i, UbKind::Alu(k));
@@ -878,7 +920,7 @@ impl<'a> Interp<'a> {
             o if o.is_alu() => {
                 if o == Ops::WHERE {
                     // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
-                    if let [c, x, y] = vals.as_slice()
+                    if let [c, x, y] = &vals[..]
                         && !matches!(c, V::Vec(_))
                     {
                         let take = match c {
@@ -940,15 +982,19 @@ impl<'a> Interp<'a> {
         };
         let one =
             |it: &mut Self, k: Option<usize>, f: &mut LaneFn<'_, 'a>| -> Result<V, ExecError> {
-                let mut xs = Vec::with_capacity(vals.len());
-                for v in vals {
+                // ALU operands are at most 3: no heap allocation per lane
+                let mut xs = [Val::Int(0); 4];
+                if vals.len() > xs.len() {
+                    return Err(it.err_malformed(i, "too many operands"));
+                }
+                for (slot, v) in xs.iter_mut().zip(vals) {
                     match lane(v, k) {
-                        Some(V::S(x)) => xs.push(x),
+                        Some(V::S(x)) => *slot = x,
                         Some(V::Invalid) => return Ok(V::Invalid),
                         _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
                     }
                 }
-                Ok(V::S(f(it, &xs)?))
+                Ok(V::S(f(it, &xs[..vals.len()])?))
             };
         match n {
             None => one(self, None, f),
