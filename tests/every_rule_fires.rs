@@ -71,7 +71,8 @@ fn every_rule_fires() {
     let rules = all_rules();
     let cfg = GenConfig::default();
     // rules seen in a top-down / bottom-up trace of a generated graph, and of a hand-built one
-    let (mut top_down, mut bottom_up, mut hand) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let (mut top_down, mut bottom_up, mut hand) =
+        (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for r in &rules {
         let sets: Vec<&RuleSet> = SET_NAMES
             .iter()
