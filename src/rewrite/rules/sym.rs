@@ -822,8 +822,9 @@ mod tests {
     }
 
     #[test]
-    fn reduce_rules_cannot_fire_without_a_reduce_arg() {
-        // the IR has no REDUCE arg yet (see `reduce_arg`): a REDUCE of a MUL stays as is
+    fn reduce_mul_chain_on_a_reduce_without_arg_raises() {
+        // tinygrad: `r.arg[0]` on `None` raises TypeError (testdata/tuple_args_cases.py,
+        // `reduce_mul_chain_none_arg`); reduce_add_const_mul's `arg=(Ops.ADD, 0)` does not match
         let mut g = Graph::new();
         let x = g.variable("x", 0, 10, DType::WeakInt);
         let c = g.cint(DType::WeakInt, 3);
@@ -831,6 +832,13 @@ mod tests {
         let r = g.mk(Ops::REDUCE, DType::WeakInt, &[m], Arg::None);
         let mut cache = Default::default();
         let out = graph_rewrite(&mut g, &mut cache, r, &sym_own(), &Limits::default());
-        assert_eq!((out.stop, out.root), (Stop::Done, r));
+        let Stop::RuleError { rule, error, .. } = out.stop else {
+            panic!("{:?}", out.stop)
+        };
+        assert_eq!(rule, "sym/reduce_mul_chain");
+        assert_eq!(
+            error,
+            RuleError::Runtime("TypeError: 'NoneType' object is not subscriptable".into())
+        );
     }
 }
