@@ -76,6 +76,12 @@ fn permute_rules_match_tinygrad() {
     run("perm_noop", &mc, &[NOOP]);
     run("perm_noop_empty", &mc, &[NOOP]);
     run("perm_none_arg", &mc, &[]);
+    // `_shape` of PERMUTE and REDUCE (ops.py:424, :444), read by noop_reshape
+    run("reshape_of_perm_noop", &mc, &["mop_cleanup/noop_reshape"]);
+    run("reshape_of_reduce_noop", &mc, &["mop_cleanup/noop_reshape"]);
+    run("reshape_of_perm_not_noop", &mc, &[]);
+    let (inp, want) = case("reshape_of_perm_not_noop");
+    assert_eq!(inp, want);
 }
 
 #[test]

@@ -12,6 +12,7 @@ from tinygrad.uop.symbolic import sym
 from tinygrad.dtype import dtypes
 
 def perm(x, arg): return UOp(Ops.PERMUTE, x.dtype, (x,), arg)
+def shape(*s): return UOp(Ops.STACK, dtypes.weakint, tuple(UOp.const(d, dtypes.weakint) for d in s))
 def red(x, *rngs, arg=(Ops.ADD, 0), dtype=None): return UOp(Ops.REDUCE, dtype or x.dtype, (x,)+rngs, arg)
 
 p = UOp.param(0, dtypes.float, (2, 3, 4))
@@ -34,6 +35,10 @@ cases = [
   ("perm_not_noop", mop_cleanup, perm(p, (1, 0, 2))),
   ("perm_not_noop_negative", mop_cleanup, perm(p, (0, 1, -1))),
   ("perm_none_arg", mop_cleanup, perm(p, None)),
+  # shapes of PERMUTE / REDUCE (ops.py:424, :444) through noop_reshape (movement.py:9)
+  ("reshape_of_perm_noop", mop_cleanup, UOp(Ops.RESHAPE, dtypes.float, (perm(p, (1, 0, 2)), shape(3, 2, 4)))),
+  ("reshape_of_perm_not_noop", mop_cleanup, UOp(Ops.RESHAPE, dtypes.float, (perm(p, (1, 0, 2)), shape(2, 3, 4)))),
+  ("reshape_of_reduce_noop", mop_cleanup, UOp(Ops.RESHAPE, dtypes.float, (red(p, arg=(Ops.ADD, 1)), shape(3, 4)))),
   # sym: reduce_add_const_mul / reduce_mul_chain
   ("reduce_add_const_mul", sym, red(x*3)),
   ("reduce_add_const_mul_range", sym, red(x*3, r)),
