@@ -726,6 +726,7 @@ fn arg_text(a: &Arg) -> String {
         Arg::Range(i, t) => format!("({i}, AxisType.{})", t.name()),
         Arg::Name(s) => format!("'{s}'"),
         Arg::DType(d) => format!("dtypes.{}", d.py_name()),
+        Arg::Perm(_) | Arg::Reduce(..) => crate::ir::text::arg_repr(a).unwrap_or_default(),
     }
 }
 
