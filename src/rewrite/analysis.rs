@@ -9,21 +9,85 @@
 use super::engine::{Cx, RuleError};
 use super::sugar::Py;
 use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
-use rustc_hash::FxHashMap as HashMap;
+
+/// A per-node table indexed by the node handle: graphs are dense arenas, so this replaces a hash
+/// map on the hottest lookups (every rule reading bounds or shapes). The map-like methods keep
+/// the call sites of the `HashMap` it replaced.
+#[derive(Clone, Debug)]
+pub struct NodeMap<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for NodeMap<T> {
+    fn default() -> Self {
+        NodeMap { slots: Vec::new() }
+    }
+}
+
+impl<T> NodeMap<T> {
+    #[inline]
+    pub fn get(&self, u: &UOp) -> Option<&T> {
+        self.slots.get(u.idx()).and_then(|s| s.as_ref())
+    }
+    #[inline]
+    pub fn contains_key(&self, u: &UOp) -> bool {
+        self.get(u).is_some()
+    }
+    /// Sets `u`'s entry; returns the previous one.
+    pub fn insert(&mut self, u: UOp, v: T) -> Option<T> {
+        if u.idx() >= self.slots.len() {
+            self.slots.resize_with(u.idx() + 1, || None);
+        }
+        self.slots[u.idx()].replace(v)
+    }
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> std::ops::Index<&UOp> for NodeMap<T> {
+    type Output = T;
+    fn index(&self, u: &UOp) -> &T {
+        self.get(u).expect("no entry for this node")
+    }
+}
+
+/// A set of nodes (see [`NodeMap`]).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSet {
+    bits: Vec<bool>,
+}
+
+impl NodeSet {
+    #[inline]
+    pub fn contains(&self, u: &UOp) -> bool {
+        self.bits.get(u.idx()).copied().unwrap_or(false)
+    }
+    /// Adds `u`; whether it was new.
+    pub fn insert(&mut self, u: UOp) -> bool {
+        if u.idx() >= self.bits.len() {
+            self.bits.resize(u.idx() + 1, false);
+        }
+        !std::mem::replace(&mut self.bits[u.idx()], true)
+    }
+}
 
 #[derive(Default, Debug)]
 pub struct Cache {
-    pub min_max: HashMap<UOp, (ConstVal, ConstVal)>,
+    pub min_max: NodeMap<(ConstVal, ConstVal)>,
     /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
     /// shape or one the port cannot represent (symbolic dims).
-    pub shape: HashMap<UOp, Option<Vec<i128>>>,
+    pub shape: NodeMap<Option<Vec<i128>>>,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
-    pub inexact: std::collections::HashSet<UOp>,
+    pub inexact: NodeSet,
     /// Nodes whose `_min_max` raises in Python (the exception, `"Class: message"`), itself or
     /// through a src it reads; the port computes some bounds for them instead.
-    pub raises: HashMap<UOp, String>,
+    pub raises: NodeMap<String>,
     /// What reading bounds so far means for the rewrite: set when a rule read the bounds of a
     /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
     /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.

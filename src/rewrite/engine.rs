@@ -4,6 +4,7 @@
 //! non-termination as a typed outcome instead of hanging.
 use super::upat::{Bindings, MatchScratch, UPat};
 use crate::ir::{Graph, Ops, UOp};
+use super::analysis::{NodeMap, NodeSet};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -291,19 +292,19 @@ impl Rw<'_> {
 
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n).clone();
+    let node = g.node(n);
     let same = node
         .src
         .iter()
         .zip(new_src)
         .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let (op, dtype, arg) = (node.op, node.dtype, node.arg.clone());
     let dt = if same {
-        node.dtype
+        dtype
     } else {
-        g.infer_dtype(node.op, new_src, &node.arg)
-            .unwrap_or(node.dtype)
+        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
     };
-    g.mk(node.op, dt, new_src, node.arg)
+    g.mk(op, dt, new_src, arg)
 }
 
 /// `graph_rewrite(root, rules)` (`RewriteContext.unified_rewrite`, uop/ops.py:1675): post-order,
@@ -326,9 +327,13 @@ pub fn graph_rewrite(
         stop: None,
         scratch: RewriteScratch::default(),
     };
-    let mut replace: HashMap<UOp, UOp> = HashMap::default();
+    // per-node tables indexed by handle (the graph is a dense arena)
+    let mut replace: NodeMap<UOp> = NodeMap::default();
     let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
-    let mut on_stack: FxHashSet<UOp> = [root].into_iter().collect();
+    let mut on_stack = NodeSet::default();
+    on_stack.insert(root);
+    let mut srcs: Vec<UOp> = Vec::new();
+    let mut tmp: Vec<UOp> = Vec::new();
     let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::default();
     let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::default();
     macro_rules! finish {
@@ -380,15 +385,16 @@ pub fn graph_rewrite(
                     }
                 }
                 stack.push((n, 1, new_n));
-                for x in cx.g.src(new_n).to_vec().into_iter().rev() {
+                for &x in cx.g.src(new_n).iter().rev() {
                     if on_stack.insert(x) {
                         stack.push((x, 0, x));
                     }
                 }
             }
             1 => {
-                let srcs = cx.g.src(new_n).to_vec();
-                let mut tmp = Vec::with_capacity(srcs.len());
+                srcs.clear();
+                srcs.extend_from_slice(cx.g.src(new_n));
+                tmp.clear();
                 let mut ready = true;
                 for x in &srcs {
                     match replace.get(x) {
