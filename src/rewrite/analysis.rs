@@ -36,7 +36,9 @@ impl<T> NodeMap<T> {
     /// Sets `u`'s entry; returns the previous one.
     pub fn insert(&mut self, u: UOp, v: T) -> Option<T> {
         if u.idx() >= self.slots.len() {
-            self.slots.resize_with(u.idx() + 1, || None);
+            // the graph grows while it is rewritten: leave room instead of growing one by one
+            let n = (u.idx() + 1).max(self.slots.len() * 2).max(64);
+            self.slots.resize_with(n, || None);
         }
         self.slots[u.idx()].replace(v)
     }
@@ -69,7 +71,8 @@ impl NodeSet {
     /// Adds `u`; whether it was new.
     pub fn insert(&mut self, u: UOp) -> bool {
         if u.idx() >= self.bits.len() {
-            self.bits.resize(u.idx() + 1, false);
+            let n = (u.idx() + 1).max(self.bits.len() * 2).max(64);
+            self.bits.resize(n, false);
         }
         !std::mem::replace(&mut self.bits[u.idx()], true)
     }
@@ -496,17 +499,20 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
     if saturated(v.0) && v.0 == v.1 {
         return true;
     }
+    // every read src's bounds are cached (they were computed first), so `b` is `reads` in order
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    if !reads
+        .iter()
+        .filter_map(|s| cache.min_max.get(s))
+        .any(sat_of)
+    {
+        return false;
+    }
     let b: Vec<(ConstVal, ConstVal)> = reads
         .iter()
         .filter_map(|s| cache.min_max.get(s).copied())
         .collect();
-    let sat = |i: usize| {
-        b.get(i)
-            .is_some_and(|(lo, hi)| saturated(*lo) || saturated(*hi))
-    };
-    if !(0..b.len()).any(sat) {
-        return false;
-    }
+    let sat = |i: usize| b.get(i).is_some_and(sat_of);
     let op = g.op(x);
     if b.len() != 2 || !op.is_binary() {
         // WHERE, CAST, RANGE, AFTER, INDEX, STACK: min/max/clamp of the src bounds
@@ -573,23 +579,18 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
+    // the common case (a rule reads a node whose srcs are known): no worklist
+    if g.src(u).iter().all(|s| cache.min_max.contains_key(s)) {
+        min_max_fill(g, cache, u);
+        return cache.min_max[&u];
+    }
     let mut stack = vec![(u, false)];
     while let Some((x, expanded)) = stack.pop() {
         if cache.min_max.contains_key(&x) {
             continue;
         }
         if expanded {
-            let v = min_max_node(g, cache, x);
-            let raise = bound_reads(g, x)
-                .iter()
-                .find_map(|s| cache.raises.get(s).cloned())
-                .or_else(|| bounds_raise(g, cache, x));
-            if let Some(msg) = raise {
-                cache.raises.insert(x, msg);
-            } else if inexact_bounds(g, cache, x, v) {
-                cache.inexact.insert(x);
-            }
-            cache.min_max.insert(x, v);
+            min_max_fill(g, cache, x);
         } else {
             stack.push((x, true));
             for s in g.src(x) {
@@ -600,6 +601,21 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         }
     }
     cache.min_max[&u]
+}
+
+/// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
+fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
+    let v = min_max_node(g, cache, x);
+    let raise = bound_reads(g, x)
+        .iter()
+        .find_map(|s| cache.raises.get(s).cloned())
+        .or_else(|| bounds_raise(g, cache, x));
+    if let Some(msg) = raise {
+        cache.raises.insert(x, msg);
+    } else if inexact_bounds(g, cache, x, v) {
+        cache.inexact.insert(x);
+    }
+    cache.min_max.insert(x, v);
 }
 
 /// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.

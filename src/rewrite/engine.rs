@@ -329,7 +329,8 @@ pub fn graph_rewrite(
     };
     // per-node tables indexed by handle (the graph is a dense arena)
     let mut replace: NodeMap<UOp> = NodeMap::default();
-    let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
+    let mut stack: Vec<(UOp, u8, UOp)> = Vec::with_capacity(64);
+    stack.push((root, 0, root));
     let mut on_stack = NodeSet::default();
     on_stack.insert(root);
     let mut srcs: Vec<UOp> = Vec::new();

@@ -323,6 +323,66 @@ impl UPat {
             .collect()
     }
 
+    /// A necessary condition for [`UPat::matches`] being non-empty, checked without bindings
+    /// (names are ignored) to `depth` levels: most rule attempts fail here, cheaply.
+    pub fn may_match(&self, g: &Graph, u: UOp, depth: u32) -> bool {
+        if self.is_any {
+            return match &self.src {
+                Some(SrcPat::Tuple(alts)) => alts.iter().any(|a| a.may_match(g, u, depth)),
+                _ => false,
+            };
+        }
+        let n = g.node(u);
+        if let Some(ops) = &self.op
+            && !ops.contains(&n.op)
+        {
+            return false;
+        }
+        if let Some(dts) = &self.dtype
+            && !dts.contains(&n.dtype)
+        {
+            return false;
+        }
+        match &self.arg {
+            None => {}
+            Some(ArgPat::Const(v)) => match n.arg.as_const() {
+                Some(c) if c.py_eq(v) => {}
+                _ => return false,
+            },
+            Some(ArgPat::Exact(a)) => {
+                if *a != n.arg {
+                    return false;
+                }
+            }
+        }
+        let srcs: &[UOp] = &n.src;
+        match &self.src {
+            None => true,
+            Some(SrcPat::Repeat(p)) => {
+                depth == 0 || srcs.iter().all(|s| p.may_match(g, *s, depth - 1))
+            }
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => {
+                if srcs.len() < v.len() || (!self.allow_any_len && srcs.len() != v.len()) {
+                    return false;
+                }
+                if depth == 0 {
+                    return true;
+                }
+                let in_order = || v.iter().zip(srcs).all(|(p, s)| p.may_match(g, *s, depth - 1));
+                match &self.src {
+                    Some(SrcPat::Perm(_)) if v.len() == 2 => {
+                        in_order()
+                            || (v[1].may_match(g, srcs[0], depth - 1)
+                                && v[0].may_match(g, srcs[1], depth - 1))
+                    }
+                    // some permutation may match: no cheap answer
+                    Some(SrcPat::Perm(_)) if v.len() > 2 => true,
+                    _ => in_order(),
+                }
+            }
+        }
+    }
+
     /// [`UPat::matches`] into reusable buffers: clears `m`, then appends every binding in order.
     pub fn match_all(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
         m.out.clear();
