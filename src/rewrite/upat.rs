@@ -531,6 +531,10 @@ fn match_seq(
     if i == pats.len() || i == srcs.len() {
         return k(b);
     }
+    if i + 1 == pats.len() || i + 1 == srcs.len() {
+        // the last src continues straight into `k`: one closure layer less per match
+        return pats.at(i).match_k(g, srcs[i], b, k);
+    }
     pats.at(i).match_k(g, srcs[i], b, &mut |b: &mut Vec<(&'static str, UOp)>| {
         match_seq(g, srcs, pats, i + 1, b, k)
     });
