@@ -2,9 +2,9 @@
 //! top: every rule is named and cites its tinygrad source line, every application is traced, a
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
+use super::analysis::{NodeMap, NodeSet};
 use super::upat::{Bindings, MatchScratch, UPat};
 use crate::ir::{Graph, Ops, UOp};
-use super::analysis::{NodeMap, NodeSet};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 

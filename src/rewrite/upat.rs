@@ -318,9 +318,7 @@ impl UPat {
     pub fn matches(&self, g: &Graph, u: UOp) -> Vec<Bindings> {
         let mut m = MatchScratch::default();
         self.match_all(g, u, &mut m);
-        (0..m.len())
-            .map(|i| Bindings(m.get(i).to_vec()))
-            .collect()
+        (0..m.len()).map(|i| Bindings(m.get(i).to_vec())).collect()
     }
 
     /// A necessary condition for [`UPat::matches`] being non-empty, checked without bindings
@@ -368,7 +366,11 @@ impl UPat {
                 if depth == 0 {
                     return true;
                 }
-                let in_order = || v.iter().zip(srcs).all(|(p, s)| p.may_match(g, *s, depth - 1));
+                let in_order = || {
+                    v.iter()
+                        .zip(srcs)
+                        .all(|(p, s)| p.may_match(g, *s, depth - 1))
+                };
                 match &self.src {
                     Some(SrcPat::Perm(_)) if v.len() == 2 => {
                         in_order()
@@ -389,7 +391,10 @@ impl UPat {
         m.ends.clear();
         m.stack.clear();
         let (out, ends) = (&mut m.out, &mut m.ends);
-        self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(&'static str, UOp)>| {
+        self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
+            &'static str,
+            UOp,
+        )>| {
             out.extend_from_slice(b);
             ends.push(out.len() as u32);
         });
@@ -398,7 +403,7 @@ impl UPat {
     /// Depth-first matching with a continuation: `k` runs once per complete binding, in the order
     /// the breadth-wise `UPat.match` lists them (alternatives of an earlier src vary slowest), and
     /// `b` is restored on return. Allocates nothing.
-    fn match_k(&self, g: &Graph, u: UOp, b: &mut Vec<(&'static str, UOp)>, k: &mut dyn FnMut(&mut Vec<(&'static str, UOp)>)) {
+    fn match_k(&self, g: &Graph, u: UOp, b: &mut Binds, k: &mut Cont) {
         if self.is_any {
             if let Some(SrcPat::Tuple(alts)) = &self.src {
                 for a in alts {
@@ -468,6 +473,11 @@ impl UPat {
     }
 }
 
+/// The bindings under construction (name, node), in binding order.
+type Binds = Vec<(&'static str, UOp)>;
+/// What runs for each complete binding.
+type Cont<'a> = dyn FnMut(&mut Binds) + 'a;
+
 /// Names are `&'static str` literals: equal pointers settle it without comparing bytes.
 #[inline]
 fn name_eq(a: &str, b: &str) -> bool {
@@ -520,14 +530,7 @@ impl Seq<'_> {
 }
 
 /// Matches srcs pairwise from `i` (zip: extra srcs beyond the patterns are unconstrained).
-fn match_seq(
-    g: &Graph,
-    srcs: &[UOp],
-    pats: &Seq,
-    i: usize,
-    b: &mut Vec<(&'static str, UOp)>,
-    k: &mut dyn FnMut(&mut Vec<(&'static str, UOp)>),
-) {
+fn match_seq(g: &Graph, srcs: &[UOp], pats: &Seq, i: usize, b: &mut Binds, k: &mut Cont) {
     if i == pats.len() || i == srcs.len() {
         return k(b);
     }
@@ -535,7 +538,7 @@ fn match_seq(
         // the last src continues straight into `k`: one closure layer less per match
         return pats.at(i).match_k(g, srcs[i], b, k);
     }
-    pats.at(i).match_k(g, srcs[i], b, &mut |b: &mut Vec<(&'static str, UOp)>| {
+    pats.at(i).match_k(g, srcs[i], b, &mut |b: &mut Binds| {
         match_seq(g, srcs, pats, i + 1, b, k)
     });
 }

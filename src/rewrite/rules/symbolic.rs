@@ -8,8 +8,8 @@ use crate::rewrite::analysis::{floordiv, gcd, py_lt};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
-use std::cmp::Ordering;
 use rustc_hash::FxHashSet as HashSet;
+use std::cmp::Ordering;
 
 // ---------------------------------------------------------------------------------------------
 // Python value helpers
