@@ -158,6 +158,12 @@ pub fn shape(cx: &mut Cx, u: UOp) -> Option<Vec<i128>> {
     if let Some(s) = cx.cache.shape.get(&u) {
         return s.clone();
     }
+    // srcs known (a fresh CONST has none): no worklist
+    if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
+        let s = shape_node(cx, u);
+        cx.cache.shape.insert(u, s.clone());
+        return s;
+    }
     let mut stack = vec![(u, false)];
     while let Some((x, expanded)) = stack.pop() {
         if cx.cache.shape.contains_key(&x) {
