@@ -20,14 +20,14 @@ for f in "$dir"/"$prefix"*/; do
   "$bin" replay "$f/repro.py" >/dev/null 2>&1
   case $? in 1) ir=reproduces ;; 0) ir=NOT-REPRODUCED ;; *) ir=error ;; esac
   out=$(cd "$f" && timeout 120 "$py" repro.py 2>&1)
-  last=$(printf '%s\n' "$out" | grep -E "^(reproduces|tinygrad does not|cannot check|note:)" | tr '\n' ' ' | cut -c1-200)
+  last=$(printf '%s\n' "$out" | grep -E "^(reproduces|tinygrad does not|cannot check|note:)" | tr '\n' ' ')
   case "$last" in
     reproduces*) tg=reproduces ;;
     *"undefined behaviour on C-like"*) tg=hard-ub-not-showable ;;
     "tinygrad does not"*) tg=NOT-REPRODUCED ;;
     *) tg=cannot-check ;;
   esac
-  printf '%s\t%s\t%s\t%s\n' "$(basename "$f")" "$ir" "$tg" "$last"
+  printf '%s\t%s\t%s\t%s\n' "$(basename "$f")" "$ir" "$tg" "${last:0:300}"
 done | tee /tmp/check-findings.$$ 
 echo "--- interp:";   cut -f2 /tmp/check-findings.$$ | sort | uniq -c
 echo "--- tinygrad:"; cut -f3 /tmp/check-findings.$$ | sort | uniq -c
