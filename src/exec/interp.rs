@@ -915,6 +915,7 @@ impl<'a> Interp<'a> {
                 })?
             }
             Ops::END => V::Void,
+            Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
             _ => return Err(self.err_unsupported(i, "op not supported by the interpreter")),
         })
     }
@@ -1040,6 +1041,9 @@ impl<'a> Interp<'a> {
     /// INDEX(buf, idx[, gate]) → a pointer; INDEX(STACK, c) → the element (GEP).
     fn index(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        if let V::Vec(_) = base {
+            return self.vec_index(i, base, &src[1..]);
+        }
         let idx = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         let gate = match src.get(2) {
             Some(s) if self.g.dtype(self.p.nodes[*s]) == DType::Bool => match self.get(*s) {
@@ -1055,18 +1059,103 @@ impl<'a> Interp<'a> {
                 _ if gate == Some(false) => V::Ptr(b, None),
                 v => V::Ptr(b, Some(self.int_of(i, &v)?)),
             }),
-            V::Vec(l) => match idx {
-                V::Invalid => Ok(V::Invalid),
-                v => {
-                    let k = self.int_of(i, &v)?;
-                    usize::try_from(k)
-                        .ok()
-                        .and_then(|k| l.get(k).cloned())
-                        .ok_or_else(|| self.err_malformed(i, "STACK index out of range"))
-                }
-            },
             _ => Err(self.err_unsupported(i, "INDEX of something that is not a buffer or STACK")),
         }
+    }
+
+    /// INDEX of a STACK value (uop/ops.py:559 `index`, shapes as `_shape` of INDEX, ops.py:327):
+    /// each index picks along the next axis (`INDEX(stk, i, j)` = `stk[i][j]`, what
+    /// `mop_cleanup/index_of_index` builds); a single vector index gathers, one lane per index
+    /// lane (`INDEX(stk, STACK(i0, i1))`, the shaped index of `index_of_shaped_index`).
+    fn vec_index(&mut self, i: usize, base: V, idx: &[usize]) -> Result<V, ExecError> {
+        let pick = |it: &Self, v: &V, k: &V| -> Result<V, ExecError> {
+            let V::Vec(l) = v else {
+                return Err(it.err_malformed(i, "INDEX past the STACK's dimensions"));
+            };
+            let k = it.int_of(i, k)?;
+            usize::try_from(k)
+                .ok()
+                .and_then(|k| l.get(k).cloned())
+                .ok_or_else(|| it.err_malformed(i, "STACK index out of range"))
+        };
+        if let [s] = idx
+            && let V::Vec(lanes) = self.get(*s).clone()
+        {
+            let mut out = Vec::with_capacity(lanes.len());
+            for k in lanes.iter() {
+                out.push(match k {
+                    V::Invalid => V::Invalid,
+                    k => pick(self, &base, k)?,
+                });
+            }
+            return Ok(V::Vec(out.into()));
+        }
+        let mut cur = base;
+        for s in idx {
+            let k = self.get(*s).clone();
+            if let V::Invalid = k {
+                return Ok(V::Invalid);
+            }
+            cur = pick(self, &cur, &k)?;
+        }
+        Ok(cur)
+    }
+
+    /// RESHAPE/EXPAND of a value (tinygrad's movement ops on STACK vectors): RESHAPE re-nests
+    /// the row-major lanes into the shape src (CONST n or STACK of CONSTs; the empty STACK is
+    /// `()`); EXPAND, which `const_like` builds for a shaped node (uop/ops.py:581), repeats the
+    /// value over the shape src's dims (the port's EXPAND shape is `arg + src.shape`,
+    /// rewrite/rules/movement.rs `shape_node`).
+    fn movement(&self, i: usize, op: Ops, vals: &[V]) -> Result<V, ExecError> {
+        let (Some(x), Some(s)) = (vals.first(), vals.get(1)) else {
+            return Err(self.err_malformed(i, "movement op without a shape"));
+        };
+        let dim = |v: &V| -> Result<usize, ExecError> {
+            usize::try_from(self.int_of(i, v)?)
+                .map_err(|_| self.err_malformed(i, "negative dimension"))
+        };
+        let dims: Vec<usize> = match s {
+            V::Vec(l) => l.iter().map(dim).collect::<Result<_, _>>()?,
+            v => vec![dim(v)?],
+        };
+        let n = dims
+            .iter()
+            .try_fold(1usize, |a, d| a.checked_mul(*d))
+            .filter(|n| *n <= 1 << 16)
+            .ok_or_else(|| self.err_unsupported(i, "movement op over 65536 elements"))?;
+        let lanes: Vec<V> = if op == Ops::EXPAND {
+            vec![x.clone(); n]
+        } else {
+            let mut flat = Vec::new();
+            fn flatten(v: &V, out: &mut Vec<V>) {
+                match v {
+                    V::Vec(l) => l.iter().for_each(|x| flatten(x, out)),
+                    x => out.push(x.clone()),
+                }
+            }
+            flatten(x, &mut flat);
+            if flat.len() != n {
+                return Err(self.err_malformed(i, "RESHAPE changes the element count"));
+            }
+            flat
+        };
+        fn nest(dims: &[usize], lanes: &[V]) -> V {
+            match dims.split_first() {
+                None => lanes[0].clone(),
+                Some((d, rest)) => {
+                    let step = rest.iter().product::<usize>();
+                    V::Vec(
+                        (0..*d)
+                            .map(|k| nest(rest, &lanes[k * step..(k + 1) * step]))
+                            .collect(),
+                    )
+                }
+            }
+        }
+        if n == 0 {
+            return Ok(V::Vec(Vec::new().into()));
+        }
+        Ok(nest(&dims, &lanes))
     }
 
     fn gate(&self, i: usize, s: Option<&usize>) -> Result<bool, ExecError> {
