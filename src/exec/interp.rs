@@ -933,8 +933,11 @@ impl<'a> Interp<'a> {
                 }
             })
             .max();
+        // numpy-style broadcasting (tinygrad's `_broadcast_shape`, uop/ops.py:70): a 1-lane
+        // vector stands for every lane (what `sym/stack_broadcast_alu` leaves behind)
         let lane = |v: &V, k: Option<usize>| -> Option<V> {
             match (v, k) {
+                (V::Vec(l), Some(_)) if l.len() == 1 => l.first().cloned(),
                 (V::Vec(l), Some(k)) => l.get(k).cloned(),
                 (v, _) => Some(v.clone()),
             }
@@ -954,7 +957,10 @@ impl<'a> Interp<'a> {
         match n {
             None => one(self, None, f),
             Some(n) => {
-                if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) {
+                if vals
+                    .iter()
+                    .any(|v| matches!(v, V::Vec(l) if l.len() != n && l.len() != 1))
+                {
                     return Err(self.err_malformed(i, "vector operands of different lengths"));
                 }
                 let mut out = Vec::with_capacity(n);
@@ -1043,6 +1049,10 @@ impl<'a> Interp<'a> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         if let V::Vec(_) = base {
             return self.vec_index(i, base, &src[1..]);
+        }
+        if let V::Invalid = base {
+            // a lane read of a poisoned (Invalid) vector value is Invalid
+            return Ok(V::Invalid);
         }
         let idx = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         let gate = match src.get(2) {
@@ -1557,5 +1567,66 @@ mod tests {
             14251235245186722914
         );
         assert_eq!(threefry2x32(u64::MAX, u64::MAX), 13474818356711888636);
+    }
+
+    /// STACK values as the generator builds them and `mop_cleanup` rewrites them: RESHAPE and
+    /// EXPAND re-nest lanes, INDEX reads along axes (`index_of_index`'s `INDEX(s, i, j)`) or
+    /// gathers by a vector of indexes, a 1-lane vector broadcasts in ALUs, and a poisoned
+    /// (Invalid) vector reads as Invalid.
+    #[test]
+    fn stack_values_reshape_index_broadcast() {
+        let mut g = Graph::new();
+        let e = Env::new();
+        let ix = |g: &mut Graph, v: i128| g.cint(WeakInt, v);
+        let l: Vec<UOp> = (10..14).map(|v| g.cint(WeakInt, v)).collect();
+        let v4 = mk(&mut g, Ops::STACK, WeakInt, &l);
+        let (c0, c1, c2, c3, c4) = (
+            ix(&mut g, 0),
+            ix(&mut g, 1),
+            ix(&mut g, 2),
+            ix(&mut g, 3),
+            ix(&mut g, 4),
+        );
+        // RESHAPE (4,) -> (2, 2): INDEX(r, 1, 0) is lane 2
+        let s22 = mk(&mut g, Ops::STACK, WeakInt, &[c2, c2]);
+        let r = mk(&mut g, Ops::RESHAPE, WeakInt, &[v4, s22]);
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[r, c1, c0]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(12)));
+        // and back to (4,)
+        let back = mk(&mut g, Ops::RESHAPE, WeakInt, &[r, c4]);
+        let bd = mk(&mut g, Ops::INDEX, WeakInt, &[back, c3]);
+        assert_eq!(eval(&g, bd, &e).unwrap().value, Some(Val::Int(13)));
+        // a RESHAPE that changes the element count is malformed
+        let bad = mk(&mut g, Ops::RESHAPE, WeakInt, &[v4, c3]);
+        assert!(matches!(
+            eval(&g, bad, &e),
+            Err(ExecError::Malformed { .. })
+        ));
+        // EXPAND of a scalar over (3,)
+        let x = mk(&mut g, Ops::EXPAND, WeakInt, &[c4, c3]);
+        let xd = mk(&mut g, Ops::INDEX, WeakInt, &[x, c2]);
+        assert_eq!(eval(&g, xd, &e).unwrap().value, Some(Val::Int(4)));
+        // gather: v4[STACK(3, 0)] = (13, 10)
+        let gi = mk(&mut g, Ops::STACK, WeakInt, &[c3, c0]);
+        let ga = mk(&mut g, Ops::INDEX, WeakInt, &[v4, gi]);
+        let gd = mk(&mut g, Ops::INDEX, WeakInt, &[ga, c1]);
+        assert_eq!(eval(&g, gd, &e).unwrap().value, Some(Val::Int(10)));
+        // a 1-lane vector broadcasts: (10, 11, 12, 13) + (4,) = (14, .., 17)
+        let one = mk(&mut g, Ops::STACK, WeakInt, &[c4]);
+        let add = mk(&mut g, Ops::ADD, WeakInt, &[v4, one]);
+        let ad = mk(&mut g, Ops::INDEX, WeakInt, &[add, c3]);
+        assert_eq!(eval(&g, ad, &e).unwrap().value, Some(Val::Int(17)));
+        // two lengths > 1 that differ do not
+        let v2 = mk(&mut g, Ops::STACK, WeakInt, &[c0, c1]);
+        let bad = mk(&mut g, Ops::ADD, WeakInt, &[v4, v2]);
+        assert!(matches!(
+            eval(&g, bad, &e),
+            Err(ExecError::Malformed { .. })
+        ));
+        // INDEX(v, Invalid) and a lane of it are Invalid
+        let inv = g.cnst(Bool, ConstVal::Invalid);
+        let vi = mk(&mut g, Ops::INDEX, WeakInt, &[v4, inv]);
+        let vid = mk(&mut g, Ops::INDEX, WeakInt, &[vi, c0]);
+        assert!(eval(&g, vid, &e).unwrap().invalid);
     }
 }

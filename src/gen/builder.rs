@@ -454,15 +454,17 @@ impl<'a> Builder<'a> {
             if b && has(CMPLT) {
                 v.push((Prod::Gt, 1));
             }
-            // index idioms, weight 1 each (as rare as the other sugar shapes; each fires a rule
-            // that no random tree reaches: 60 s default runs went from 0 hits to hundreds):
+            // idioms that fire a rule no random tree reaches (0 hits in 60 s before). Weighted
+            // 2-3, above the other sugar: at weight 1 a 60 s default run (1 thread) fired each
+            // only ~20 times, with most instances folded away before the rule saw them.
             // `(b%d)*m + (b//d)*(d*m)`, the divmod recombination merged reshapes leave behind
             if dt == DType::WeakInt && [ADD, MUL, FLOORDIV, FLOORMOD].iter().all(|o| has(*o)) {
-                v.push((Prod::Recombine, 1));
+                v.push((Prod::Recombine, 2));
             }
-            // threefry's uint64 <-> 2 x uint32 pack/unpack (codegen/decomp/op.py threefry2x32)
+            // threefry's uint64 <-> 2 x uint32 pack/unpack (codegen/decomp/op.py threefry2x32);
+            // only two dtypes can have it, hence 3
             if matches!(dt, DType::UInt32 | DType::UInt64) && has(OR) && has(CAST) {
-                v.push((Prod::Threefry, 1));
+                v.push((Prod::Threefry, 3));
             }
         }
         // vectors (STACK values) read back lane by lane, the shapes mop_cleanup and the STACK

@@ -196,7 +196,11 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
             }
         }
         GROUP => {
-            if dt != DType::Void || n.src.iter().any(|s| !matches!(g.op(*s), END | STORE | GROUP)) {
+            if dt != DType::Void
+                || n.src
+                    .iter()
+                    .any(|s| !matches!(g.op(*s), END | STORE | GROUP))
+            {
                 return Err("GROUP of non-effects".into());
             }
         }
@@ -310,7 +314,11 @@ fn lanes(g: &Graph, u: UOp) -> Option<i128> {
             }
             // a row of a 2-D STACK
             let row = *g.src(base).first()?;
-            if g.op(base) == STACK { lanes(g, row) } else { None }
+            if g.op(base) == STACK {
+                lanes(g, row)
+            } else {
+                None
+            }
         }
         o if o.is_binary() => lanes(g, *src.first()?),
         _ => None,
@@ -374,6 +382,30 @@ mod tests {
         check_typing(g, u)
             .expect_err("ill-formed graph accepted")
             .msg
+    }
+
+    #[test]
+    fn vectors_lane_reads_in_range() {
+        let mut g = Graph::new();
+        let a = g.variable("a", 0, 10, DType::Int8);
+        let v = g.mk(Ops::STACK, DType::Int8, &[a, a, a], Arg::None);
+        let k = g.cint(DType::WeakInt, 2);
+        let ok = g.mk(Ops::INDEX, DType::Int8, &[v, k], Arg::None);
+        check_typing(&g, ok).unwrap();
+        // lane 3 of a 3-lane vector
+        let k3 = g.cint(DType::WeakInt, 3);
+        let u = g.mk(Ops::INDEX, DType::Int8, &[v, k3], Arg::None);
+        assert!(err(&g, u).contains("lane index"));
+        // lanes of different shapes
+        let w = g.mk(Ops::STACK, DType::Int8, &[v, a], Arg::None);
+        assert!(err(&g, w).contains("shapes"));
+        // RESHAPE to another lane count
+        let two = g.cint(DType::WeakInt, 2);
+        let r = g.mk(Ops::RESHAPE, DType::Int8, &[v, two], Arg::None);
+        assert!(err(&g, r).contains("lane count"));
+        // GROUP of a value
+        let gr = g.mk(Ops::GROUP, DType::Void, &[a], Arg::None);
+        assert!(err(&g, gr).contains("GROUP"));
     }
 
     #[test]
