@@ -933,11 +933,8 @@ impl<'a> Interp<'a> {
                 }
             })
             .max();
-        // numpy-style broadcasting (tinygrad's `_broadcast_shape`, uop/ops.py:70): a 1-lane
-        // vector stands for every lane (what `sym/stack_broadcast_alu` leaves behind)
         let lane = |v: &V, k: Option<usize>| -> Option<V> {
             match (v, k) {
-                (V::Vec(l), Some(_)) if l.len() == 1 => l.first().cloned(),
                 (V::Vec(l), Some(k)) => l.get(k).cloned(),
                 (v, _) => Some(v.clone()),
             }
@@ -957,10 +954,9 @@ impl<'a> Interp<'a> {
         match n {
             None => one(self, None, f),
             Some(n) => {
-                if vals
-                    .iter()
-                    .any(|v| matches!(v, V::Vec(l) if l.len() != n && l.len() != 1))
-                {
+                // no broadcasting of 1-lane vectors: `exec_alu` (uop/ops.py:1297) indexes every
+                // tuple operand by lane and raises IndexError on a shorter one
+                if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) {
                     return Err(self.err_malformed(i, "vector operands of different lengths"));
                 }
                 let mut out = Vec::with_capacity(n);
@@ -1571,10 +1567,10 @@ mod tests {
 
     /// STACK values as the generator builds them and `mop_cleanup` rewrites them: RESHAPE and
     /// EXPAND re-nest lanes, INDEX reads along axes (`index_of_index`'s `INDEX(s, i, j)`) or
-    /// gathers by a vector of indexes, a 1-lane vector broadcasts in ALUs, and a poisoned
-    /// (Invalid) vector reads as Invalid.
+    /// gathers by a vector of indexes, ALUs need equal lane counts (as `exec_alu`), and a
+    /// poisoned (Invalid) vector reads as Invalid.
     #[test]
-    fn stack_values_reshape_index_broadcast() {
+    fn stack_values_reshape_index_lanes() {
         let mut g = Graph::new();
         let e = Env::new();
         let ix = |g: &mut Graph, v: i128| g.cint(WeakInt, v);
@@ -1611,14 +1607,14 @@ mod tests {
         let ga = mk(&mut g, Ops::INDEX, WeakInt, &[v4, gi]);
         let gd = mk(&mut g, Ops::INDEX, WeakInt, &[ga, c1]);
         assert_eq!(eval(&g, gd, &e).unwrap().value, Some(Val::Int(10)));
-        // a 1-lane vector broadcasts: (10, 11, 12, 13) + (4,) = (14, .., 17)
-        let one = mk(&mut g, Ops::STACK, WeakInt, &[c4]);
-        let add = mk(&mut g, Ops::ADD, WeakInt, &[v4, one]);
+        // lane-wise ALU: (10, 11, 12, 13) + (4, 4, 4, 4)
+        let b4 = mk(&mut g, Ops::STACK, WeakInt, &[c4, c4, c4, c4]);
+        let add = mk(&mut g, Ops::ADD, WeakInt, &[v4, b4]);
         let ad = mk(&mut g, Ops::INDEX, WeakInt, &[add, c3]);
         assert_eq!(eval(&g, ad, &e).unwrap().value, Some(Val::Int(17)));
-        // two lengths > 1 that differ do not
-        let v2 = mk(&mut g, Ops::STACK, WeakInt, &[c0, c1]);
-        let bad = mk(&mut g, Ops::ADD, WeakInt, &[v4, v2]);
+        // a 1-lane vector does not broadcast (exec_alu raises IndexError)
+        let one = mk(&mut g, Ops::STACK, WeakInt, &[c4]);
+        let bad = mk(&mut g, Ops::ADD, WeakInt, &[v4, one]);
         assert!(matches!(
             eval(&g, bad, &e),
             Err(ExecError::Malformed { .. })

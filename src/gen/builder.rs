@@ -100,8 +100,8 @@ pub(crate) struct Builder<'a> {
     pub new_ranges: bool,
     /// Kernel family: LOADs of input buffers are leaves.
     pub loads: bool,
-    /// > 0 while the lanes of a STACK are built: no RESHAPE below (the spec checker models no
-    /// RESHAPE shape, and a STACK needs its lanes' shapes).
+    /// Non-zero while the lanes of a STACK are built: no RESHAPE below (the spec checker models
+    /// no RESHAPE shape, and a STACK needs its lanes' shapes).
     in_stack: u32,
 }
 
