@@ -703,7 +703,9 @@ impl<'a> Builder<'a> {
     }
 
     /// A vector (1-D, `n` lanes) of `dt`. Shapes, by weight:
-    /// * 4 `STACK(e0, .., en-1)`, lanes of scalar expressions;
+    /// * 4 `STACK(e0, .., en-1)`, lanes of scalar expressions; a quarter of weakint ones masked,
+    ///   each lane `cond.where(e, Invalid)` with one condition (a vectorized gated index:
+    ///   `stack_of_invalid` when the condition folds to False);
     /// * 2 `STACK(e, .., e)`, a broadcast (`UOp.broadcast`, uop/ops.py:590);
     /// * 3 `alu(v, w)`, elementwise (two broadcasts: `sym/stack_broadcast_alu`);
     /// * 1 `STACK(v[0], .., v[n-1])` of a computed vector (`mop_cleanup/stack_of_index`);
@@ -711,9 +713,7 @@ impl<'a> Builder<'a> {
     ///   `merge_reshape`; never under a STACK, see `in_stack`);
     /// * 1 `INDEX(STACK(rows), i)`, a row of a 2-D STACK at a computed row (`index_of_index`
     ///   once a lane is read);
-    /// * 1 `INDEX(v, STACK(i0, ..))`, a gather (`index_of_shaped_index`), its index lanes
-    ///   sometimes gated by one condition (`cond.where(i, Invalid)`, a masked vector index:
-    ///   `stack_of_invalid` when the condition folds to False).
+    /// * 1 `INDEX(v, STACK(i0, ..))`, a gather by constant lanes (`index_of_shaped_index`).
     fn vexpr(&mut self, dt: DType, n: usize, depth: u32) -> UOp {
         let d = depth.saturating_sub(1);
         let ops = self.vec_ops(dt);
@@ -733,8 +733,22 @@ impl<'a> Builder<'a> {
         let ws: Vec<u32> = w.iter().map(|x| x.1).collect();
         match w[weighted(self.s, &ws)].0 {
             0 => {
+                // a quarter of weakint vectors are masked: every lane gated by one condition
+                let cond = if dt == DType::WeakInt && self.s.ratio(1, 4) {
+                    Some(self.expr(DType::Bool, d.min(1)))
+                } else {
+                    None
+                };
                 self.in_stack += 1;
-                let lanes: Vec<UOp> = (0..n).map(|_| self.expr(dt, d)).collect();
+                let lanes: Vec<UOp> = (0..n)
+                    .map(|_| {
+                        let e = self.expr(dt, d);
+                        match cond {
+                            Some(c) => self.gate(c, e),
+                            None => e,
+                        }
+                    })
+                    .collect();
                 self.in_stack -= 1;
                 self.mk(Ops::STACK, dt, &lanes, Arg::None)
             }
@@ -786,20 +800,10 @@ impl<'a> Builder<'a> {
             }
             _ => {
                 let v = self.vexpr(dt, n, d);
-                let gated = self.s.ratio(1, 4);
-                let cond = if gated {
-                    Some(self.expr(DType::Bool, d.min(1)))
-                } else {
-                    None
-                };
                 let lanes: Vec<UOp> = (0..n)
                     .map(|_| {
                         let k = self.s.int_in(0, n as i128 - 1);
-                        let k = self.cint(DType::WeakInt, k);
-                        match cond {
-                            Some(c) => self.gate(c, k),
-                            None => k,
-                        }
+                        self.cint(DType::WeakInt, k)
                     })
                     .collect();
                 let idx = self.mk(Ops::STACK, DType::WeakInt, &lanes, Arg::None);
