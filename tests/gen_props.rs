@@ -521,6 +521,9 @@ fn to_python(g: &uopfuzz::ir::Graph, root: uopfuzz::ir::UOp) -> String {
             Arg::DType(d) => format!("dtypes.{}", d.py_name()),
             Arg::Range(a, t) => format!("({a}, AxisType.{})", t.name()),
             Arg::Name(s) => format!("'{s}'"),
+            Arg::Perm(_) | Arg::Reduce(..) => {
+                uopfuzz::ir::text::arg_repr(&n.arg).unwrap_or_default()
+            }
             Arg::Param(p) => {
                 let mut s = format!("ParamArg({}, dtypes.{}", p.slot, p.dtype.py_name());
                 if let Some((lo, hi)) = p.vmin_vmax {

@@ -10,8 +10,11 @@ pub struct Args {
     #[arg(long)]
     pub filter: Option<String>,
     /// Per-query timeout in milliseconds.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 1500)]
     pub timeout_ms: u32,
+    /// Wall-clock budget per rule × dtype in milliseconds (no new instance past it).
+    #[arg(long, default_value_t = 3000)]
+    pub budget_ms: u64,
     /// Instances per rule × dtype.
     #[arg(long, default_value_t = 48)]
     pub max_instances: usize,
@@ -29,6 +32,7 @@ pub fn run(a: Args) -> ExitCode {
         filter: a.filter,
         timeout_ms: a.timeout_ms,
         max_instances: a.max_instances,
+        budget_ms: a.budget_ms,
         policy: if a.fast_math {
             FloatPolicy::fast_math()
         } else {
@@ -54,14 +58,17 @@ pub fn run(a: Args) -> ExitCode {
         }
         let t = &r.totals;
         println!(
-            "{} rule×dtype checks in {:.1}s: proved {}, counterexample {}, vacuous {}, unknown {}, unsupported {}",
+            "{} rule×dtype checks in {:.1}s: proved {}, counterexample {}, vacuous {}, unknown {}, unsupported {} \
+             ({} Z3 models not reproduced by the interpreter, {} checks stopped by the budget)",
             r.results.len(),
             r.ms as f64 / 1000.0,
             t.proved,
             t.counterexample,
             t.vacuous,
             t.unknown,
-            t.unsupported
+            t.unsupported,
+            t.unreplayed,
+            t.over_budget
         );
     }
     ExitCode::SUCCESS

@@ -286,6 +286,43 @@ enum BufRef {
     Local(UOp),
 }
 
+/// Operand values of one node: inline up to 4 (every ALU op, INDEX, STORE), on the heap beyond
+/// (STACK, SINK); the per-node Vec was the loop's largest allocation cost.
+enum Vals {
+    Inline(usize, [V; 4]),
+    Heap(Vec<V>),
+}
+
+impl Vals {
+    fn new() -> Vals {
+        Vals::Inline(0, [V::Void, V::Void, V::Void, V::Void])
+    }
+    fn push(&mut self, v: V) {
+        match self {
+            Vals::Inline(n, a) if *n < a.len() => {
+                a[*n] = v;
+                *n += 1;
+            }
+            Vals::Inline(n, a) => {
+                let mut h: Vec<V> = a[..*n].to_vec();
+                h.push(v);
+                *self = Vals::Heap(h);
+            }
+            Vals::Heap(h) => h.push(v),
+        }
+    }
+}
+
+impl std::ops::Deref for Vals {
+    type Target = [V];
+    fn deref(&self) -> &[V] {
+        match self {
+            Vals::Inline(n, a) => &a[..*n],
+            Vals::Heap(h) => h,
+        }
+    }
+}
+
 /// A per-lane operation of `Interp::lanes`.
 type LaneFn<'f, 'a> = dyn FnMut(&mut Interp<'a>, &[Val]) -> Result<Val, ExecError> + 'f;
 
@@ -503,8 +540,10 @@ impl<'a> Interp<'a> {
             self.ub = Some((self.p.nodes[i], k));
         }
     }
-    fn src_ids(&self, i: usize) -> Vec<usize> {
-        self.p.srcs[i].to_vec()
+    /// Borrowed from the plan (lifetime `'a`), so `&mut self` calls can follow.
+    fn src_ids(&self, i: usize) -> &'a [usize] {
+        let p: &'a Plan = self.p;
+        &p.srcs[i]
     }
     fn err_malformed(&self, i: usize, what: &'static str) -> ExecError {
         ExecError::Malformed {
@@ -825,11 +864,20 @@ impl<'a> Interp<'a> {
         let op = self.g.op(u);
         let dt = self.g.dtype(u);
         let src = self.src_ids(i);
-        let vals: Vec<V> = src.iter().map(|s| self.get(*s).clone()).collect();
+        let mut vals: Vals = Vals::new();
+        for s in src {
+            vals.push(self.get(*s).clone());
+        }
         let v0 = vals.first().cloned().unwrap_or(V::Void);
         Ok(match op {
             Ops::CONST => match self.g.arg(u) {
                 Arg::Const(ConstVal::Invalid) => V::Invalid,
+                // ops_python.py:107 reads `u.val` as is, and `DType.const` (dtype.py:82) does not
+                // truncate ints: an out-of-range int CONST a rule built (`x.cast(char) + 2**20`)
+                // keeps its value until an ALU result is truncated (as Z3's encoding does too)
+                Arg::Const(c) if dt.is_int() && matches!(c, ConstVal::Int(_)) => {
+                    V::S(Val::from_const(*c).unwrap_or(Val::Int(0)))
+                }
                 Arg::Const(c) => {
                     let v = Val::from_const(*c).unwrap_or(Val::Int(0));
                     V::S(cast_val(dt, dt, v).map_err(|err| ExecError::Alu { node: u, op, err })?)
@@ -852,7 +900,7 @@ impl<'a> Interp<'a> {
                     return Err(ExecError::UnboundSpecial(name));
                 }
             },
-            Ops::STACK => V::Vec(vals.into()),
+            Ops::STACK => V::Vec(vals.iter().cloned().collect()),
             Ops::AFTER => v0,
             Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => V::Void,
             Ops::INDEX => self.index(i, &src)?,
@@ -863,7 +911,7 @@ impl<'a> Interp<'a> {
                     .first()
                     .map(|s| self.g.dtype(self.p.nodes[*s]))
                     .unwrap_or(dt);
-                self.lanes(i, &[v0], &mut |it, vals| {
+                self.lanes(i, std::slice::from_ref(&v0), &mut |it, vals| {
                     let r = if op == Ops::CAST {
                         if let Some(k) = cast_ub(from, dt, vals[0]) {
                             it.flag(i, UbKind::Alu(k));
@@ -878,7 +926,7 @@ impl<'a> Interp<'a> {
             o if o.is_alu() => {
                 if o == Ops::WHERE {
                     // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
-                    if let [c, x, y] = vals.as_slice()
+                    if let [c, x, y] = &vals[..]
                         && !matches!(c, V::Vec(_))
                     {
                         let take = match c {
@@ -941,15 +989,19 @@ impl<'a> Interp<'a> {
         };
         let one =
             |it: &mut Self, k: Option<usize>, f: &mut LaneFn<'_, 'a>| -> Result<V, ExecError> {
-                let mut xs = Vec::with_capacity(vals.len());
-                for v in vals {
+                // ALU operands are at most 3: no heap allocation per lane
+                let mut xs = [Val::Int(0); 4];
+                if vals.len() > xs.len() {
+                    return Err(it.err_malformed(i, "too many operands"));
+                }
+                for (slot, v) in xs.iter_mut().zip(vals) {
                     match lane(v, k) {
-                        Some(V::S(x)) => xs.push(x),
+                        Some(V::S(x)) => *slot = x,
                         Some(V::Invalid) => return Ok(V::Invalid),
                         _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
                     }
                 }
-                Ok(V::S(f(it, &xs)?))
+                Ok(V::S(f(it, &xs[..vals.len()])?))
             };
         match n {
             None => one(self, None, f),
@@ -1414,16 +1466,23 @@ mod tests {
             eval(&g, e, &Env::new().var("x", Val::Int(11))),
             Err(ExecError::VarOutOfRange { .. })
         ));
-        // a fixed-width CONST holds its wrapped value; signed overflow is flagged
+        // a fixed-width CONST keeps its unwrapped value (ops_python.py:107 reads `u.val`); the
+        // ALU result is truncated, and its overflow is flagged as (soft) wraparound
         let y = g.variable("y", -100, 100, Int32);
         let big = g.cint(Int32, (1 << 31) + 5); // an unwrapped fold result
         let s = g.alu(Ops::ADD, &[y, big]).unwrap();
         let o = eval(&g, s, &Env::new().var("y", Val::Int(10))).unwrap();
         assert_eq!(o.value, Some(Val::Int(-(1 << 31) + 15)));
-        assert!(!o.ub);
-        let o = eval(&g, s, &Env::new().var("y", Val::Int(-100))).unwrap();
-        assert_eq!(o.value, Some(Val::Int(2147483553))); // -2147483743 wrapped
         assert_eq!(o.ub_at.map(|x| x.1), Some(UbKind::Alu(Ub::SignedOverflow)));
+        assert!(!o.hard_ub);
+        // -100 + 2^31 + 5 fits: no wrap (a wrapped CONST would have overflowed here)
+        let o = eval(&g, s, &Env::new().var("y", Val::Int(-100))).unwrap();
+        assert_eq!(o.value, Some(Val::Int(2147483553)));
+        assert!(!o.ub);
+        // and a comparison sees the unwrapped value, as Python does
+        let lt = g.alu(Ops::CMPLT, &[y, big]).unwrap();
+        let o = eval(&g, lt, &Env::new().var("y", Val::Int(10))).unwrap();
+        assert_eq!(o.value, Some(Val::Bool(true)));
         // a free RANGE takes its value from env.ranges
         let n = g.cint(WeakInt, 8);
         let r = g.mk(Ops::RANGE, WeakInt, &[n], Arg::Range(3, AxisType::Loop));

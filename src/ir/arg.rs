@@ -1,6 +1,8 @@
 //! UOp args: CONST values (with tinygrad's `ConstFloat` identity: keyed by bits, nan == nan),
-//! `Invalid`, `ParamArg`, RANGE `(axis, AxisType)` and SPECIAL names.
+//! `Invalid`, `ParamArg`, RANGE `(axis, AxisType)`, SPECIAL names, PERMUTE's int tuple and
+//! REDUCE's `(op, num_axes)`.
 use super::dtype::DType;
+use super::ops::Ops;
 use std::hash::{Hash, Hasher};
 
 /// A CONST arg. Ints are unbounded in tinygrad; the port holds them in i128 (const folding does
@@ -239,6 +241,29 @@ pub enum Arg {
     Name(String),
     /// CAST/BITCAST target dtype.
     DType(DType),
+    /// PERMUTE's tuple of ints (`UOp.permute(arg)`, `_mop(Ops.PERMUTE, arg)`, uop/ops.py:787);
+    /// written as the Python tuple `(1, 0)` / `(0,)` / `()`.
+    Perm(Vec<i64>),
+    /// REDUCE's `(op, num_axes)` (`UOp.reduce` uop/ops.py:649 turns a bare `Ops` into `(op, 0)`;
+    /// `_rop` :637 builds `(op, len(reduce_axis))`); written `(Ops.ADD, 0)`. Any op is held:
+    /// the spec checker (spec.py:171) is what requires `ADD`/`MUL`/`MAX`.
+    Reduce(Ops, i64),
+}
+
+/// One item of an arg read as a Python tuple (`arg[i]`, `for i in arg`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyItem {
+    /// An int, or an `Ops` (an `IntEnum`: `Ops.ADD == 33` in Python).
+    Int(i64),
+    /// Anything that is not an int (an `AxisType`, a one-char str).
+    Other,
+}
+
+/// Why an arg cannot be read as a tuple, as the Python exception text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PyTupleError {
+    /// `TypeError: '<type>' object is not subscriptable` / `... is not iterable`: the type name.
+    NotSequence(&'static str),
 }
 
 impl Arg {
@@ -258,6 +283,33 @@ impl Arg {
         match self {
             Arg::Param(p) => Some(p),
             _ => None,
+        }
+    }
+    /// Python's `type(arg).__name__` for the arg kinds that are no sequence.
+    fn py_type_name(&self) -> Option<&'static str> {
+        Some(match self {
+            Arg::None => "NoneType",
+            Arg::Const(ConstVal::Bool(_)) => "bool",
+            Arg::Const(ConstVal::Int(_)) => "int",
+            Arg::Const(ConstVal::Float(_)) => "ConstFloat",
+            Arg::Const(ConstVal::Invalid) => "InvalidType",
+            Arg::Param(_) => "ParamArg",
+            Arg::DType(_) => "DType",
+            Arg::Range(..) | Arg::Name(_) | Arg::Perm(_) | Arg::Reduce(..) => return None,
+        })
+    }
+    /// The arg as the Python sequence it is (`tuple(arg)`): PERMUTE's ints, REDUCE's
+    /// `(Ops, int)`, RANGE's `(int, AxisType)`, a SPECIAL name's characters. Other kinds are no
+    /// sequence (Python raises `TypeError` on `arg[i]` and on iterating them).
+    pub fn py_items(&self) -> Result<Vec<PyItem>, PyTupleError> {
+        match self {
+            Arg::Perm(v) => Ok(v.iter().map(|i| PyItem::Int(*i)).collect()),
+            Arg::Reduce(op, n) => Ok(vec![PyItem::Int(*op as i64), PyItem::Int(*n)]),
+            Arg::Range(a, _) => Ok(vec![PyItem::Int(*a), PyItem::Other]),
+            Arg::Name(s) => Ok(s.chars().map(|_| PyItem::Other).collect()),
+            a => Err(PyTupleError::NotSequence(
+                a.py_type_name().unwrap_or("object"),
+            )),
         }
     }
 }

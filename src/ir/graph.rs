@@ -33,10 +33,28 @@ pub enum IrError {
     TooLarge(usize),
 }
 
+/// No node: the end of a hash chain.
+const NIL: u32 = u32::MAX;
+
+/// The hash-consing key of a node (op, dtype, src, arg), computed without building a `Node`.
+fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    op.hash(&mut h);
+    dtype.hash(&mut h);
+    src.hash(&mut h);
+    arg.hash(&mut h);
+    h.finish()
+}
+
+/// Nodes are stored once (in `nodes`); `intern` maps a node hash to the newest node with that
+/// hash and `chain[i]` links node `i` to the previous one with the same hash, so a lookup
+/// allocates nothing (the hot path of every rule that builds a node that already exists).
 #[derive(Clone, Default, Debug)]
 pub struct Graph {
     nodes: Vec<Node>,
-    intern: HashMap<Node, UOp>,
+    intern: HashMap<u64, u32>,
+    chain: Vec<u32>,
 }
 
 impl Graph {
@@ -79,29 +97,37 @@ impl Graph {
 
     /// `UOp(op, dtype, src, arg)`: returns the existing node when one is structurally equal.
     pub fn mk(&mut self, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
-        let node = Node {
+        let h = node_hash(op, dtype, src, &arg);
+        let head = self.intern.get(&h).copied().unwrap_or(NIL);
+        if let Some(u) = self.lookup(head, op, dtype, src, &arg) {
+            return u;
+        }
+        let u = UOp(self.nodes.len() as u32);
+        self.nodes.push(Node {
             op,
             dtype,
             src: src.into(),
             arg,
-        };
-        if let Some(&u) = self.intern.get(&node) {
-            return u;
-        }
-        let u = UOp(self.nodes.len() as u32);
-        self.nodes.push(node.clone());
-        self.intern.insert(node, u);
+        });
+        self.chain.push(head);
+        self.intern.insert(h, u.0);
         u
+    }
+    /// Walks the hash chain from `i` for a node equal to (op, dtype, src, arg).
+    fn lookup(&self, mut i: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
+        while i != NIL {
+            let n = &self.nodes[i as usize];
+            if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
+                return Some(UOp(i));
+            }
+            i = self.chain[i as usize];
+        }
+        None
     }
     /// Looks a node up without creating it.
     pub fn find(&self, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
-        let node = Node {
-            op,
-            dtype,
-            src: src.into(),
-            arg: arg.clone(),
-        };
-        self.intern.get(&node).copied()
+        let head = *self.intern.get(&node_hash(op, dtype, src, arg))?;
+        self.lookup(head, op, dtype, src, arg)
     }
     /// `UOp(op, src=..., arg=...)` with the dtype inferred by `dtype_from_uop`.
     pub fn mk_infer(&mut self, op: Ops, src: &[UOp], arg: Arg) -> Result<UOp, IrError> {

@@ -14,8 +14,8 @@
 //! stage's job); a Python exception inside a rule counts as a failure; shapes (`UOp._shape`,
 //! ops.py:327) are modelled for CONST/STACK/BUFFER/PARAM/INDEX/ALU/passthrough ops with
 //! `ssimplify` taken as identity, anything else is "unknown" and rejected where a rule needs it;
-//! args `ir::Arg` cannot hold (devices, tuples of WMMA/REDUCE/PERMUTE, bytes) fail their rule.
-use super::arg::{AddrSpace, Arg, ConstVal};
+//! args `ir::Arg` cannot hold (devices, WMMA's tuple, FLIP's bools, bytes) fail their rule.
+use super::arg::{AddrSpace, Arg, ConstVal, PyItem};
 use super::dtype::DType;
 use super::graph::{Graph, UOp};
 use super::ops::Ops;
@@ -76,6 +76,8 @@ pub mod rule {
     pub const CONTIGUOUS: &str = "spec.py:188 DETACH/CONTIGUOUS match their src dtype";
     pub const SHAPE: &str = "spec.py:167 PAD/SHRINK shapes match";
     pub const MOVEMENT_IN_PROGRAM: &str = "spec.py:215 no movement ops in programs";
+    pub const MOVEMENT_ARG: &str = "spec.py:168 PERMUTE/FLIP arg is a tuple";
+    pub const REDUCE: &str = "spec.py:171 REDUCE arg is (ADD|MUL|MAX, int), ranges weakint or int";
     pub const UNREPRESENTABLE: &str = "spec.py rule needs an arg ir::Arg cannot hold";
     pub const DTYPE_FROM_UOP: &str = "ops.py:193 (SPEC=2) dtype must equal dtype_from_uop";
     pub const ARITY: &str = "port: op arity (unary 1, binary 2, ternary 3, CONST 0 srcs)";
@@ -163,6 +165,11 @@ fn run(g: &Graph, roots: &[UOp], opts: SpecOptions, spec_rules: bool) -> Result<
 
 /// A rule's outcome: `None` = the rule did not match or returned None (try the next one).
 type V = Option<Result<(), (&'static str, String)>>;
+
+/// `isinstance(arg, tuple)`.
+fn is_py_tuple(a: &Arg) -> bool {
+    matches!(a, Arg::Perm(_) | Arg::Reduce(..) | Arg::Range(..))
+}
 
 fn ok() -> V {
     Some(Ok(()))
@@ -327,6 +334,29 @@ impl Cx<'_> {
                 }
                 s0()
             }
+            // ops.py:424-425: `sorted(marg) == range(len(ps))` or ValueError
+            PERMUTE => {
+                let ps = s0()?.ok_or(())?;
+                let Arg::Perm(p) = self.g.arg(u) else {
+                    return Err(());
+                };
+                let mut sorted = p.clone();
+                sorted.sort_unstable();
+                if !sorted.iter().copied().eq(0..ps.len() as i64) {
+                    return Err(());
+                }
+                Ok(Some(p.iter().map(|i| ps[*i as usize].clone()).collect()))
+            }
+            // ops.py:444-448: `ps[num_axes:]`, num_axes an int in 0..=len(ps)
+            REDUCE => {
+                let ps = s0()?.ok_or(())?;
+                match self.g.arg(u).py_items().as_deref() {
+                    Ok([_, PyItem::Int(n), ..]) if (0..=ps.len() as i64).contains(n) => {
+                        Ok(Some(ps[*n as usize..].to_vec()))
+                    }
+                    _ => Err(()),
+                }
+            }
             o if o.is_unary() => {
                 if src.len() != 1 {
                     return Err(());
@@ -401,9 +431,27 @@ impl Cx<'_> {
                     || "src[1] and src[2] shapes differ or are unknown".into(),
                 )
             }
-            PERMUTE | FLIP if src.len() == 1 => fail(rule::UNREPRESENTABLE, "needs a tuple arg"),
-            // spec.py:171-185: REDUCE/COPY/ALLREDUCE/UNSHARD/MSELECT/MSTACK need tuple or device args
-            REDUCE | COPY | ALLREDUCE | UNSHARD | MSELECT | MSTACK => {
+            PERMUTE | FLIP if src.len() == 1 => {
+                verdict(is_py_tuple(g.arg(u)), rule::MOVEMENT_ARG, || {
+                    format!("arg {:?}", g.arg(u))
+                })
+            }
+            // spec.py:171-173: `isinstance(x.arg, tuple) and len(x.arg) == 2 and x.arg[0] in
+            // GroupOp.Reduce and isinstance(x.arg[1], int)` (Ops is an IntEnum: 33 == Ops.ADD)
+            REDUCE if !src.is_empty() => {
+                let reduce_ops = [ADD as i64, MUL as i64, MAX as i64];
+                let arg_ok = is_py_tuple(g.arg(u))
+                    && matches!(g.arg(u).py_items().as_deref(),
+                        Ok([PyItem::Int(op), PyItem::Int(_)]) if reduce_ops.contains(op));
+                let ranges_ok = src[1..]
+                    .iter()
+                    .all(|r| matches!(self.dt(*r), DType::WeakInt | DType::Int32));
+                verdict(arg_ok && ranges_ok, rule::REDUCE, || {
+                    format!("arg {:?}, {}", g.arg(u), self.dts(u))
+                })
+            }
+            // spec.py:175-185: COPY/ALLREDUCE/UNSHARD/MSELECT/MSTACK need tuple or device args
+            COPY | ALLREDUCE | UNSHARD | MSELECT | MSTACK => {
                 fail(rule::UNREPRESENTABLE, "needs a tuple or device arg")
             }
             // spec.py:188

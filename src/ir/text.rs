@@ -268,7 +268,22 @@ pub fn arg_repr(a: &Arg) -> Option<String> {
         Arg::Range(axis, t) => format!("({axis}, AxisType.{})", t.name()),
         Arg::Name(s) => py_str_repr(s),
         Arg::DType(d) => d.to_string(),
+        Arg::Perm(v) => py_int_tuple_repr(v),
+        // `repr((Ops.ADD, 0))`: `Ops.__repr__` is `Ops.ADD` (uop/__init__.py FastEnum)
+        Arg::Reduce(op, n) => format!("(Ops.{}, {n})", op.name()),
     })
+}
+
+/// `repr(tuple_of_ints)`: `()`, `(0,)`, `(1, 0)`.
+pub fn py_int_tuple_repr(v: &[i64]) -> String {
+    match v {
+        [] => "()".into(),
+        [a] => format!("({a},)"),
+        _ => {
+            let items: Vec<String> = v.iter().map(|i| i.to_string()).collect();
+            format!("({})", items.join(", "))
+        }
+    }
 }
 
 /// Writes the graph under `roots` as a runnable Python file (module docs show the layout).
@@ -974,6 +989,27 @@ fn range_of(ex: &Ex) -> Result<Arg, LErr> {
     }
 }
 
+/// PERMUTE's and REDUCE's tuple arg: `(Ops.X, n)` is `Arg::Reduce`, a tuple of ints (`(1, 0)`,
+/// `(0,)`, `()`) `Arg::Perm`. Either op may hold either (tinygrad's spec decides what is valid).
+fn tuple_arg_of(ex: &Ex) -> Result<Arg, LErr> {
+    let E::Tuple(t) = &ex.e else {
+        return want(ex, "a tuple of ints or (Ops.X, num_axes)");
+    };
+    if let [first, second] = t.as_slice()
+        && let E::Name(p) = &first.e
+        && p.len() == 2
+        && p[0] == "Ops"
+    {
+        let op =
+            Ops::from_name(&p[1]).ok_or_else(|| (first.off, format!("unknown op Ops.{}", p[1])))?;
+        return Ok(Arg::Reduce(op, i64_of(second)?));
+    }
+    t.iter()
+        .map(i64_of)
+        .collect::<Result<_, _>>()
+        .map(Arg::Perm)
+}
+
 /// The arg of `op`: each op takes exactly one kind (the kinds `ir::Arg` can hold).
 fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize) -> Result<Arg, LErr> {
     let ex = match ex {
@@ -997,6 +1033,7 @@ fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize) -> Result<Arg, LErr> {
         Ops::PARAM | Ops::BUFFER => param_of(ex).map(|p| Arg::Param(Box::new(p))),
         Ops::RANGE => range_of(ex),
         Ops::SPECIAL => str_of(ex).map(Arg::Name),
+        Ops::PERMUTE | Ops::REDUCE => tuple_arg_of(ex),
         _ => Err((
             ex.off,
             format!(
@@ -1354,5 +1391,44 @@ mod tests {
             assert_eq!(g.node(*a), p.graph.node(*b));
         }
         assert_eq!(write_graph(&p.graph, &p.root_uops(), &[]), t);
+    }
+
+    #[test]
+    fn tuple_args_round_trip() {
+        let mut g = Graph::new();
+        let x = g.cfloat(DType::Float, 1.5);
+        let mut roots = vec![];
+        for p in [vec![], vec![0], vec![1, 0, -1]] {
+            roots.push(g.mk(Ops::PERMUTE, DType::Float, &[x], Arg::Perm(p)));
+        }
+        roots.push(g.mk(Ops::REDUCE, DType::Float, &[x], Arg::Reduce(Ops::MAX, 2)));
+        roots.push(g.mk(Ops::REDUCE, DType::Float, &[x], Arg::Perm(vec![33, 0])));
+        let t = write_graph(&g, &roots, &[]);
+        // repr of the tuples as Python prints them
+        for want in [
+            ", ())",
+            ", (0,))",
+            ", (1, 0, -1))",
+            ", (Ops.MAX, 2))",
+            ", (33, 0))",
+        ] {
+            assert!(t.contains(want), "{want} in {t}");
+        }
+        let p = parse_graph(&t, "x").unwrap();
+        for (a, (_, b)) in roots.iter().zip(&p.roots) {
+            assert_eq!(g.node(*a), p.graph.node(*b));
+        }
+        let bad = |arg: &str| {
+            parse_graph(
+                &format!("n0 = UOp(Ops.CONST, dtypes.float, (), ConstFloat(1.0))\nn1 = UOp(Ops.REDUCE, dtypes.float, (n0,), {arg})"),
+                "x",
+            )
+            .is_err()
+        };
+        assert!(bad("(Ops.NOPE, 0)"));
+        assert!(bad("(Ops.ADD, 'a')"));
+        assert!(bad("0"));
+        assert!(bad("(1, AxisType.LOOP)"));
+        assert!(!bad("(Ops.ADD, 0)"));
     }
 }

@@ -9,21 +9,88 @@
 use super::engine::{Cx, RuleError};
 use super::sugar::Py;
 use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
-use rustc_hash::FxHashMap as HashMap;
+
+/// A per-node table indexed by the node handle: graphs are dense arenas, so this replaces a hash
+/// map on the hottest lookups (every rule reading bounds or shapes). The map-like methods keep
+/// the call sites of the `HashMap` it replaced.
+#[derive(Clone, Debug)]
+pub struct NodeMap<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for NodeMap<T> {
+    fn default() -> Self {
+        NodeMap { slots: Vec::new() }
+    }
+}
+
+impl<T> NodeMap<T> {
+    #[inline]
+    pub fn get(&self, u: &UOp) -> Option<&T> {
+        self.slots.get(u.idx()).and_then(|s| s.as_ref())
+    }
+    #[inline]
+    pub fn contains_key(&self, u: &UOp) -> bool {
+        self.get(u).is_some()
+    }
+    /// Sets `u`'s entry; returns the previous one.
+    pub fn insert(&mut self, u: UOp, v: T) -> Option<T> {
+        if u.idx() >= self.slots.len() {
+            // the graph grows while it is rewritten: leave room instead of growing one by one
+            let n = (u.idx() + 1).max(self.slots.len() * 2).max(64);
+            self.slots.resize_with(n, || None);
+        }
+        self.slots[u.idx()].replace(v)
+    }
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> std::ops::Index<&UOp> for NodeMap<T> {
+    type Output = T;
+    fn index(&self, u: &UOp) -> &T {
+        self.get(u).expect("no entry for this node")
+    }
+}
+
+/// A set of nodes (see [`NodeMap`]).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSet {
+    bits: Vec<bool>,
+}
+
+impl NodeSet {
+    #[inline]
+    pub fn contains(&self, u: &UOp) -> bool {
+        self.bits.get(u.idx()).copied().unwrap_or(false)
+    }
+    /// Adds `u`; whether it was new.
+    pub fn insert(&mut self, u: UOp) -> bool {
+        if u.idx() >= self.bits.len() {
+            let n = (u.idx() + 1).max(self.bits.len() * 2).max(64);
+            self.bits.resize(n, false);
+        }
+        !std::mem::replace(&mut self.bits[u.idx()], true)
+    }
+}
 
 #[derive(Default, Debug)]
 pub struct Cache {
-    pub min_max: HashMap<UOp, (ConstVal, ConstVal)>,
+    pub min_max: NodeMap<(ConstVal, ConstVal)>,
     /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
     /// shape or one the port cannot represent (symbolic dims).
-    pub shape: HashMap<UOp, Option<Vec<i128>>>,
+    pub shape: NodeMap<Option<Vec<i128>>>,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
-    pub inexact: std::collections::HashSet<UOp>,
+    pub inexact: NodeSet,
     /// Nodes whose `_min_max` raises in Python (the exception, `"Class: message"`), itself or
     /// through a src it reads; the port computes some bounds for them instead.
-    pub raises: HashMap<UOp, String>,
+    pub raises: NodeMap<String>,
     /// What reading bounds so far means for the rewrite: set when a rule read the bounds of a
     /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
     /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.
@@ -432,17 +499,20 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
     if saturated(v.0) && v.0 == v.1 {
         return true;
     }
+    // every read src's bounds are cached (they were computed first), so `b` is `reads` in order
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    if !reads
+        .iter()
+        .filter_map(|s| cache.min_max.get(s))
+        .any(sat_of)
+    {
+        return false;
+    }
     let b: Vec<(ConstVal, ConstVal)> = reads
         .iter()
         .filter_map(|s| cache.min_max.get(s).copied())
         .collect();
-    let sat = |i: usize| {
-        b.get(i)
-            .is_some_and(|(lo, hi)| saturated(*lo) || saturated(*hi))
-    };
-    if !(0..b.len()).any(sat) {
-        return false;
-    }
+    let sat = |i: usize| b.get(i).is_some_and(sat_of);
     let op = g.op(x);
     if b.len() != 2 || !op.is_binary() {
         // WHERE, CAST, RANGE, AFTER, INDEX, STACK: min/max/clamp of the src bounds
@@ -509,23 +579,18 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
+    // the common case (a rule reads a node whose srcs are known): no worklist
+    if g.src(u).iter().all(|s| cache.min_max.contains_key(s)) {
+        min_max_fill(g, cache, u);
+        return cache.min_max[&u];
+    }
     let mut stack = vec![(u, false)];
     while let Some((x, expanded)) = stack.pop() {
         if cache.min_max.contains_key(&x) {
             continue;
         }
         if expanded {
-            let v = min_max_node(g, cache, x);
-            let raise = bound_reads(g, x)
-                .iter()
-                .find_map(|s| cache.raises.get(s).cloned())
-                .or_else(|| bounds_raise(g, cache, x));
-            if let Some(msg) = raise {
-                cache.raises.insert(x, msg);
-            } else if inexact_bounds(g, cache, x, v) {
-                cache.inexact.insert(x);
-            }
-            cache.min_max.insert(x, v);
+            min_max_fill(g, cache, x);
         } else {
             stack.push((x, true));
             for s in g.src(x) {
@@ -536,6 +601,21 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         }
     }
     cache.min_max[&u]
+}
+
+/// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
+fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
+    let v = min_max_node(g, cache, x);
+    let raise = bound_reads(g, x)
+        .iter()
+        .find_map(|s| cache.raises.get(s).cloned())
+        .or_else(|| bounds_raise(g, cache, x));
+    if let Some(msg) = raise {
+        cache.raises.insert(x, msg);
+    } else if inexact_bounds(g, cache, x, v) {
+        cache.inexact.insert(x);
+    }
+    cache.min_max.insert(x, v);
 }
 
 /// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.

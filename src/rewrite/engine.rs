@@ -2,7 +2,8 @@
 //! top: every rule is named and cites its tinygrad source line, every application is traced, a
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
-use super::upat::{Bindings, UPat};
+use super::analysis::{NodeMap, NodeSet};
+use super::upat::{Bindings, MatchScratch, UPat};
 use crate::ir::{Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
@@ -39,12 +40,19 @@ pub struct Rule {
     pub source: &'static str,
     pub pat: UPat,
     pub f: RuleFn,
-    early_reject: Vec<Ops>,
+    /// `early_reject` as a bit set of op numbers (all ops are < 128).
+    early_reject: u128,
+}
+
+/// The bit of `op` in an op set.
+#[inline]
+fn op_bit(op: Ops) -> u128 {
+    1u128 << (op as u8 & 127)
 }
 
 impl Rule {
     pub fn new(name: &'static str, source: &'static str, pat: UPat, f: RuleFn) -> Rule {
-        let early_reject = pat.early_reject();
+        let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
         Rule {
             name,
             source,
@@ -74,7 +82,8 @@ macro_rules! rule {
 pub struct RuleSet {
     pub name: String,
     pub rules: Vec<Arc<Rule>>,
-    by_op: HashMap<Ops, Vec<usize>>,
+    /// `pdict`: for each op number, its rules in list order as (index, early_reject set).
+    by_op: Vec<Vec<(usize, u128)>>,
 }
 
 impl RuleSet {
@@ -82,11 +91,14 @@ impl RuleSet {
         RuleSet::from_arcs(name, rules.into_iter().map(Arc::new).collect())
     }
     pub fn from_arcs(name: &str, rules: Vec<Arc<Rule>>) -> RuleSet {
-        let mut by_op: HashMap<Ops, Vec<usize>> = HashMap::default();
+        let mut by_op: Vec<Vec<(usize, u128)>> = vec![Vec::new(); 128];
         for (i, r) in rules.iter().enumerate() {
             // a pattern with no op constraint is registered nowhere, as tinygrad asserts p.op is not None
             for op in r.pat.op.iter().flatten() {
-                by_op.entry(*op).or_default().push(i);
+                let slot = &mut by_op[op_bit_index(*op)];
+                // an op listed twice in one pattern registers the rule once per listing, as
+                // tinygrad's pdict does
+                slot.push((i, r.early_reject));
             }
         }
         RuleSet {
@@ -118,17 +130,35 @@ impl RuleSet {
     /// `PatternMatcher.rewrite`: first rule (in list order) whose fn returns a node other than
     /// `u` wins; returns the index of that rule too.
     pub fn rewrite(&self, cx: &mut Cx, u: UOp) -> Result<Option<(usize, UOp)>, (usize, RuleError)> {
-        let Some(idxs) = self.by_op.get(&cx.g.op(u)) else {
+        self.rewrite_with(cx, u, &mut RewriteScratch::default())
+    }
+    /// [`RuleSet::rewrite`] with reusable match buffers (`graph_rewrite` keeps one).
+    pub fn rewrite_with(
+        &self,
+        cx: &mut Cx,
+        u: UOp,
+        scratch: &mut RewriteScratch,
+    ) -> Result<Option<(usize, UOp)>, (usize, RuleError)> {
+        let Some(idxs) = self.by_op.get(op_bit_index(cx.g.op(u))) else {
             return Ok(None);
         };
-        let src_ops: Vec<Ops> = cx.g.src(u).iter().map(|s| cx.g.op(*s)).collect();
-        for &i in idxs {
-            let r = &self.rules[i];
-            if !r.early_reject.iter().all(|o| src_ops.contains(o)) {
+        if idxs.is_empty() {
+            return Ok(None);
+        }
+        let src_ops = cx.g.src(u).iter().fold(0, |m, s| m | op_bit(cx.g.op(*s)));
+        let RewriteScratch { m, b } = scratch;
+        for &(i, early_reject) in idxs {
+            if early_reject & !src_ops != 0 {
                 continue;
             }
-            for b in r.pat.matches(cx.g, u) {
-                match (r.f)(cx, &b) {
+            let r = &self.rules[i];
+            // matching only reads existing nodes, which rule functions never change, so
+            // listing every binding first and then calling `f` on each is tinygrad's order
+            r.pat.match_all(cx.g, u, m);
+            for j in 0..m.len() {
+                b.0.clear();
+                b.0.extend_from_slice(m.get(j));
+                match (r.f)(cx, b) {
                     Ok(Some(ret)) if ret != u => return Ok(Some((i, ret))),
                     Ok(Some(_)) => {}
                     Ok(None) => {}
@@ -138,6 +168,17 @@ impl RuleSet {
         }
         Ok(None)
     }
+}
+
+/// Buffers [`RuleSet::rewrite_with`] reuses across calls.
+#[derive(Default, Debug)]
+pub struct RewriteScratch {
+    m: MatchScratch,
+    b: Bindings,
+}
+
+fn op_bit_index(op: Ops) -> usize {
+    (op as u8 & 127) as usize
 }
 
 /// One applied rule: `before` was rewritten to `after` by `rule`.
@@ -204,6 +245,7 @@ struct Rw<'a> {
     limits: &'a Limits,
     trace: Vec<Step>,
     stop: Option<Stop>,
+    scratch: RewriteScratch,
 }
 
 impl Rw<'_> {
@@ -222,7 +264,7 @@ impl Rw<'_> {
             });
             return None;
         }
-        match self.rules.rewrite(cx, u) {
+        match self.rules.rewrite_with(cx, u, &mut self.scratch) {
             Ok(Some((i, after))) => {
                 let r = &self.rules.rules[i];
                 self.trace.push(Step {
@@ -250,19 +292,19 @@ impl Rw<'_> {
 
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n).clone();
+    let node = g.node(n);
     let same = node
         .src
         .iter()
         .zip(new_src)
         .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let (op, dtype, arg) = (node.op, node.dtype, node.arg.clone());
     let dt = if same {
-        node.dtype
+        dtype
     } else {
-        g.infer_dtype(node.op, new_src, &node.arg)
-            .unwrap_or(node.dtype)
+        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
     };
-    g.mk(node.op, dt, new_src, node.arg)
+    g.mk(op, dt, new_src, arg)
 }
 
 /// `graph_rewrite(root, rules)` (`RewriteContext.unified_rewrite`, uop/ops.py:1675): post-order,
@@ -283,10 +325,16 @@ pub fn graph_rewrite(
         limits,
         trace: Vec::new(),
         stop: None,
+        scratch: RewriteScratch::default(),
     };
-    let mut replace: HashMap<UOp, UOp> = HashMap::default();
-    let mut stack: Vec<(UOp, u8, UOp)> = vec![(root, 0, root)];
-    let mut on_stack: FxHashSet<UOp> = [root].into_iter().collect();
+    // per-node tables indexed by handle (the graph is a dense arena)
+    let mut replace: NodeMap<UOp> = NodeMap::default();
+    let mut stack: Vec<(UOp, u8, UOp)> = Vec::with_capacity(64);
+    stack.push((root, 0, root));
+    let mut on_stack = NodeSet::default();
+    on_stack.insert(root);
+    let mut srcs: Vec<UOp> = Vec::new();
+    let mut tmp: Vec<UOp> = Vec::new();
     let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::default();
     let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::default();
     macro_rules! finish {
@@ -338,15 +386,16 @@ pub fn graph_rewrite(
                     }
                 }
                 stack.push((n, 1, new_n));
-                for x in cx.g.src(new_n).to_vec().into_iter().rev() {
+                for &x in cx.g.src(new_n).iter().rev() {
                     if on_stack.insert(x) {
                         stack.push((x, 0, x));
                     }
                 }
             }
             1 => {
-                let srcs = cx.g.src(new_n).to_vec();
-                let mut tmp = Vec::with_capacity(srcs.len());
+                srcs.clear();
+                srcs.extend_from_slice(cx.g.src(new_n));
+                tmp.clear();
                 let mut ready = true;
                 for x in &srcs {
                     match replace.get(x) {

@@ -40,16 +40,10 @@ pub struct Bindings(pub Vec<(&'static str, UOp)>);
 
 impl Bindings {
     pub fn get(&self, name: &str) -> Option<UOp> {
-        self.0.iter().find(|(n, _)| *n == name).map(|(_, u)| *u)
-    }
-    fn bind(&mut self, name: &'static str, u: UOp) -> bool {
-        match self.get(name) {
-            Some(prev) => prev == u,
-            None => {
-                self.0.push((name, u));
-                true
-            }
-        }
+        self.0
+            .iter()
+            .find(|(n, _)| name_eq(n, name))
+            .map(|(_, u)| *u)
     }
 }
 
@@ -59,7 +53,7 @@ impl std::ops::Index<&str> for Bindings {
         &self
             .0
             .iter()
-            .find(|(n, _)| *n == name)
+            .find(|(n, _)| name_eq(n, name))
             .unwrap_or_else(|| {
                 panic!("rule reads unbound name {name:?}: a bug in the rule's pattern")
             })
@@ -322,16 +316,98 @@ impl UPat {
 
     /// Every binding under which `self` matches `u`, in tinygrad's order.
     pub fn matches(&self, g: &Graph, u: UOp) -> Vec<Bindings> {
-        let mut out = Vec::new();
-        self.match_into(g, u, Bindings::default(), &mut out);
-        out
+        let mut m = MatchScratch::default();
+        self.match_all(g, u, &mut m);
+        (0..m.len()).map(|i| Bindings(m.get(i).to_vec())).collect()
     }
 
-    fn match_into(&self, g: &Graph, u: UOp, mut store: Bindings, out: &mut Vec<Bindings>) {
+    /// A necessary condition for [`UPat::matches`] being non-empty, checked without bindings
+    /// (names are ignored) to `depth` levels: most rule attempts fail here, cheaply.
+    pub fn may_match(&self, g: &Graph, u: UOp, depth: u32) -> bool {
+        if self.is_any {
+            return match &self.src {
+                Some(SrcPat::Tuple(alts)) => alts.iter().any(|a| a.may_match(g, u, depth)),
+                _ => false,
+            };
+        }
+        let n = g.node(u);
+        if let Some(ops) = &self.op
+            && !ops.contains(&n.op)
+        {
+            return false;
+        }
+        if let Some(dts) = &self.dtype
+            && !dts.contains(&n.dtype)
+        {
+            return false;
+        }
+        match &self.arg {
+            None => {}
+            Some(ArgPat::Const(v)) => match n.arg.as_const() {
+                Some(c) if c.py_eq(v) => {}
+                _ => return false,
+            },
+            Some(ArgPat::Exact(a)) => {
+                if *a != n.arg {
+                    return false;
+                }
+            }
+        }
+        let srcs: &[UOp] = &n.src;
+        match &self.src {
+            None => true,
+            Some(SrcPat::Repeat(p)) => {
+                depth == 0 || srcs.iter().all(|s| p.may_match(g, *s, depth - 1))
+            }
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => {
+                if srcs.len() < v.len() || (!self.allow_any_len && srcs.len() != v.len()) {
+                    return false;
+                }
+                if depth == 0 {
+                    return true;
+                }
+                let in_order = || {
+                    v.iter()
+                        .zip(srcs)
+                        .all(|(p, s)| p.may_match(g, *s, depth - 1))
+                };
+                match &self.src {
+                    Some(SrcPat::Perm(_)) if v.len() == 2 => {
+                        in_order()
+                            || (v[1].may_match(g, srcs[0], depth - 1)
+                                && v[0].may_match(g, srcs[1], depth - 1))
+                    }
+                    // some permutation may match: no cheap answer
+                    Some(SrcPat::Perm(_)) if v.len() > 2 => true,
+                    _ => in_order(),
+                }
+            }
+        }
+    }
+
+    /// [`UPat::matches`] into reusable buffers: clears `m`, then appends every binding in order.
+    pub fn match_all(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
+        m.out.clear();
+        m.ends.clear();
+        m.stack.clear();
+        let (out, ends) = (&mut m.out, &mut m.ends);
+        self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
+            &'static str,
+            UOp,
+        )>| {
+            out.extend_from_slice(b);
+            ends.push(out.len() as u32);
+        });
+    }
+
+    /// Depth-first matching with a continuation: `k` runs once per complete binding, in the order
+    /// the breadth-wise `UPat.match` lists them (alternatives of an earlier src vary slowest), and
+    /// `b` is restored on return. Allocates nothing.
+    fn match_k(&self, g: &Graph, u: UOp, b: &mut Binds, k: &mut Cont) {
         if self.is_any {
             if let Some(SrcPat::Tuple(alts)) = &self.src {
                 for a in alts {
-                    a.match_into(g, u, store.clone(), out);
+                    a.match_k(g, u, b, k);
                 }
             }
             return;
@@ -339,11 +415,6 @@ impl UPat {
         let n = g.node(u);
         if let Some(ops) = &self.op
             && !ops.contains(&n.op)
-        {
-            return;
-        }
-        if let Some(name) = self.name
-            && !store.bind(name, u)
         {
             return;
         }
@@ -372,49 +443,104 @@ impl UPat {
         if n.src.len() < required || (strict && n.src.len() != required) {
             return;
         }
+        let mark = b.len();
+        if let Some(name) = self.name {
+            match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+                Some((_, prev)) if *prev != u => return,
+                Some(_) => {}
+                None => b.push((name, u)),
+            }
+        }
         let srcs: &[UOp] = &n.src;
         match &self.src {
-            None => out.push(store),
-            Some(SrcPat::Repeat(p)) => match_seq(g, srcs, srcs.len(), |_| p, store, out),
-            Some(SrcPat::Tuple(v)) => match_seq(g, srcs, v.len(), |i| &v[i], store, out),
+            None => k(b),
+            Some(SrcPat::Repeat(p)) => match_seq(g, srcs, &Seq::Repeat(p, srcs.len()), 0, b, k),
+            Some(SrcPat::Tuple(v)) => match_seq(g, srcs, &Seq::Order(v, None), 0, b, k),
             Some(SrcPat::Perm(v)) => {
                 if v.len() < 2 || v[1..].iter().all(|p| p == &v[0]) {
-                    match_seq(g, srcs, v.len(), |i| &v[i], store, out);
+                    match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
                 } else if v.len() == 2 {
-                    match_seq(g, srcs, v.len(), |i| &v[i], store.clone(), out);
-                    match_seq(g, srcs, v.len(), |i| &v[1 - i], store, out);
+                    match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
+                    match_seq(g, srcs, &Seq::Order(v, Some(&[1, 0])), 0, b, k);
                 } else {
                     for perm in permutations(v.len()) {
-                        match_seq(g, srcs, v.len(), |i| &v[perm[i]], store.clone(), out);
+                        match_seq(g, srcs, &Seq::Order(v, Some(&perm)), 0, b, k);
                     }
                 }
             }
         }
+        b.truncate(mark);
     }
 }
 
-/// Matches srcs pairwise (zip: extra srcs beyond the patterns are unconstrained), expanding stores.
-fn match_seq<'p>(
-    g: &Graph,
-    srcs: &[UOp],
-    npats: usize,
-    pat: impl Fn(usize) -> &'p UPat,
-    store: Bindings,
-    out: &mut Vec<Bindings>,
-) {
-    let mut stores = vec![store];
-    for (i, u) in srcs.iter().enumerate().take(npats) {
-        let p = pat(i);
-        let mut next = Vec::with_capacity(stores.len());
-        for s in stores {
-            p.match_into(g, *u, s, &mut next);
-        }
-        if next.is_empty() {
-            return;
-        }
-        stores = next;
+/// The bindings under construction (name, node), in binding order.
+type Binds = Vec<(&'static str, UOp)>;
+/// What runs for each complete binding.
+type Cont<'a> = dyn FnMut(&mut Binds) + 'a;
+
+/// Names are `&'static str` literals: equal pointers settle it without comparing bytes.
+#[inline]
+fn name_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.as_ptr() == b.as_ptr() || a.as_bytes() == b.as_bytes())
+}
+
+/// Reusable buffers of [`UPat::match_all`]: the bindings found, flattened.
+#[derive(Default, Debug)]
+pub struct MatchScratch {
+    stack: Vec<(&'static str, UOp)>,
+    out: Vec<(&'static str, UOp)>,
+    ends: Vec<u32>,
+}
+
+impl MatchScratch {
+    /// How many bindings the last match produced.
+    pub fn len(&self) -> usize {
+        self.ends.len()
     }
-    out.extend(stores);
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+    /// The `i`th binding (in order).
+    pub fn get(&self, i: usize) -> &[(&'static str, UOp)] {
+        let lo = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.out[lo..self.ends[i] as usize]
+    }
+}
+
+/// The patterns of a src sequence: in order (optionally permuted) or one pattern repeated.
+enum Seq<'p> {
+    Order(&'p [UPat], Option<&'p [usize]>),
+    Repeat(&'p UPat, usize),
+}
+
+impl Seq<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Seq::Order(v, _) => v.len(),
+            Seq::Repeat(_, n) => *n,
+        }
+    }
+    fn at(&self, i: usize) -> &UPat {
+        match self {
+            Seq::Order(v, None) => &v[i],
+            Seq::Order(v, Some(p)) => &v[p[i]],
+            Seq::Repeat(p, _) => p,
+        }
+    }
+}
+
+/// Matches srcs pairwise from `i` (zip: extra srcs beyond the patterns are unconstrained).
+fn match_seq(g: &Graph, srcs: &[UOp], pats: &Seq, i: usize, b: &mut Binds, k: &mut Cont) {
+    if i == pats.len() || i == srcs.len() {
+        return k(b);
+    }
+    if i + 1 == pats.len() || i + 1 == srcs.len() {
+        // the last src continues straight into `k`: one closure layer less per match
+        return pats.at(i).match_k(g, srcs[i], b, k);
+    }
+    pats.at(i).match_k(g, srcs[i], b, &mut |b: &mut Binds| {
+        match_seq(g, srcs, pats, i + 1, b, k)
+    });
 }
 
 /// `itertools.permutations(range(n))` in its lexicographic order.

@@ -38,6 +38,10 @@ pub struct VerifyOpts {
     pub timeout_ms: u32,
     /// Instances tried per rule × dtype (sampled when there are more).
     pub max_instances: usize,
+    /// Wall-clock budget per rule × dtype: no new instance is started past it (the report says
+    /// how many were left). Bounds the run: a few rules (casts through bf16, `pow`, wide `mod`)
+    /// time out instance after instance and otherwise take most of it.
+    pub budget_ms: u64,
     pub seed: u64,
     /// Rayon threads (`None`: rayon's default).
     pub threads: Option<usize>,
@@ -50,8 +54,9 @@ impl Default for VerifyOpts {
             filter: None,
             dtypes: TEST_DTYPES.to_vec(),
             policy: FloatPolicy::strict(),
-            timeout_ms: 2000,
+            timeout_ms: 1500,
             max_instances: 48,
+            budget_ms: 3000,
             seed: 0x5eed,
             threads: None,
         }
@@ -79,6 +84,9 @@ pub struct CexReport {
     /// The graph holding both (for replay), with the two roots.
     #[serde(skip)]
     pub graph: Option<(Graph, UOp, UOp)>,
+    /// What the interpreter computed at the counterexample (original, rewritten): only
+    /// counterexamples it reproduces are reported.
+    pub interp: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -99,6 +107,11 @@ pub struct RuleReport {
     pub ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counterexample: Option<CexReport>,
+    /// Z3 models the interpreter did not reproduce (an encoding bug, or a spurious model of an
+    /// approximated transcendental): not reported as counterexamples.
+    pub unreplayed: usize,
+    /// Instances not tried because the budget ran out.
+    pub over_budget: bool,
     /// First unknown / unsupported / rule-error reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -111,6 +124,10 @@ pub struct Totals {
     pub vacuous: usize,
     pub unknown: usize,
     pub unsupported: usize,
+    /// Z3 models the interpreter did not reproduce, over all rules (0 when the encoding is right).
+    pub unreplayed: usize,
+    /// Rule × dtype checks stopped by the budget.
+    pub over_budget: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -118,6 +135,7 @@ pub struct VerifyReport {
     pub policy: FloatPolicy,
     pub timeout_ms: u32,
     pub max_instances: usize,
+    pub budget_ms: u64,
     pub rules_checked: usize,
     pub results: Vec<RuleReport>,
     pub totals: Totals,
@@ -161,6 +179,8 @@ pub fn verify_rules(opts: &VerifyOpts) -> VerifyReport {
     let results: Vec<RuleReport> = out.into_iter().flatten().collect();
     let mut totals = Totals::default();
     for r in &results {
+        totals.unreplayed += r.unreplayed;
+        totals.over_budget += r.over_budget as usize;
         match r.verdict {
             RuleVerdict::Proved => totals.proved += 1,
             RuleVerdict::Counterexample => totals.counterexample += 1,
@@ -173,6 +193,7 @@ pub fn verify_rules(opts: &VerifyOpts) -> VerifyReport {
         policy: opts.policy,
         timeout_ms: opts.timeout_ms,
         max_instances: opts.max_instances,
+        budget_ms: opts.budget_ms,
         rules_checked: rules.len(),
         results,
         totals,
@@ -194,6 +215,8 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
         unknown: 0,
         unsupported: 0,
         rule_errors: 0,
+        unreplayed: 0,
+        over_budget: false,
         ms: 0,
         counterexample: None,
         note: None,
@@ -204,6 +227,10 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
     let attempts = opts.max_instances.saturating_mul(4).max(1);
     for attempt in 0..attempts {
         if rep.instances >= opts.max_instances || rep.counterexample.is_some() {
+            break;
+        }
+        if t0.elapsed().as_millis() as u64 >= opts.budget_ms {
+            rep.over_budget = true;
             break;
         }
         let mut ch = Chooser {
@@ -264,14 +291,26 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
         rep.fired += 1;
         match check_refinement(&g, lhs, rhs, opts.policy, opts.timeout_ms) {
             Verdict::Refines => rep.refined += 1,
-            Verdict::Counterexample(c) => {
-                rep.counterexample = Some(CexReport {
-                    lhs: ssa_text(&g, lhs),
-                    rhs: ssa_text(&g, rhs),
-                    cex: *c,
-                    graph: Some(g.extract(&[lhs, rhs])).map(|(g2, r)| (g2, r[0], r[1])),
-                });
-            }
+            Verdict::Counterexample(c) => match replay_on_interp(&g, lhs, rhs, &c, opts.policy) {
+                Ok(interp) => {
+                    rep.counterexample = Some(CexReport {
+                        lhs: ssa_text(&g, lhs),
+                        rhs: ssa_text(&g, rhs),
+                        cex: *c,
+                        graph: Some(g.extract(&[lhs, rhs])).map(|(g2, r)| (g2, r[0], r[1])),
+                        interp,
+                    });
+                }
+                Err(why) => {
+                    rep.unreplayed += 1;
+                    let kind = if c.approximate {
+                        "approximate model not reproduced"
+                    } else {
+                        "encoding bug"
+                    };
+                    rep.note.get_or_insert(format!("{kind}: {why}"));
+                }
+            },
             Verdict::Unknown(why) => {
                 rep.unknown += 1;
                 rep.note.get_or_insert(format!("unknown: {why}"));
@@ -287,7 +326,7 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
     }
     rep.verdict = if rep.counterexample.is_some() {
         RuleVerdict::Counterexample
-    } else if rep.unknown > 0 {
+    } else if rep.unknown > 0 || rep.unreplayed > 0 {
         RuleVerdict::Unknown
     } else if rep.refined > 0 {
         RuleVerdict::Proved
@@ -687,6 +726,7 @@ fn arg_text(a: &Arg) -> String {
         Arg::Range(i, t) => format!("({i}, AxisType.{})", t.name()),
         Arg::Name(s) => format!("'{s}'"),
         Arg::DType(d) => format!("dtypes.{}", d.py_name()),
+        Arg::Perm(_) | Arg::Reduce(..) => crate::ir::text::arg_repr(a).unwrap_or_default(),
     }
 }
 
@@ -711,6 +751,48 @@ pub fn ssa_text(g: &Graph, root: UOp) -> String {
         );
     }
     out
+}
+
+/// Replays a Z3 counterexample on the interpreter, the oracle's ground truth ("guard the
+/// guard", as tinygrad's fuzz_symbolic.py does): the original must be defined there (no UB, no
+/// exception: the query's `¬UB_orig`) and the rewritten result undefined or different under the
+/// same equality the query used (NaN = NaN, ±0 per the policy). `Ok` describes both runs.
+pub fn replay_on_interp(
+    g: &Graph,
+    lhs: UOp,
+    rhs: UOp,
+    c: &Counterexample,
+    policy: FloatPolicy,
+) -> Result<String, String> {
+    use crate::exec::interp;
+    let env = super::triage::env_from_model(g, &[lhs, rhs], &c.inputs, None);
+    let o = interp::eval(g, lhs, &env).map_err(|e| format!("the original raises {e}"))?;
+    if o.ub || o.invalid {
+        return Err("the original is undefined on the interpreter".into());
+    }
+    let show = |v: &Option<crate::ir::alu::Val>| v.map_or("-".into(), |v| v.py_repr());
+    let n = match interp::eval(g, rhs, &env) {
+        Err(e) => return Ok(format!("{} vs raises {e}", show(&o.value))),
+        Ok(n) if n.ub || n.invalid => return Ok(format!("{} vs undefined", show(&o.value))),
+        Ok(n) => n,
+    };
+    let differs = match (o.value.map(|v| v.to_const()), n.value.map(|v| v.to_const())) {
+        (Some(ConstVal::Float(a)), Some(ConstVal::Float(b))) => {
+            !(a.is_nan() && b.is_nan())
+                && if policy.strict && policy.signed_zero {
+                    a.to_bits() != b.to_bits()
+                } else {
+                    a != b
+                }
+        }
+        (a, b) => a != b || o.elems != n.elems,
+    };
+    let both = format!("{} vs {}", show(&o.value), show(&n.value));
+    if differs {
+        Ok(both)
+    } else {
+        Err(format!("the interpreter agrees: {both}"))
+    }
 }
 
 #[cfg(test)]
@@ -810,6 +892,9 @@ mod tests {
             (a, b) => a != b,
         };
         assert!(n.ub == Some(true) || differs, "{c:#?}\n{o:?}\n{n:?}");
+        // and the interpreter, which verify_rules asks before reporting it, shows it too
+        let p = FloatPolicy::strict();
+        assert!(replay_on_interp(g, *lhs, *rhs, &c.cex, p).is_ok(), "{c:#?}");
     }
 
     #[test]

@@ -1074,6 +1074,8 @@ pub fn ser(g: &Graph, u: UOp) -> String {
         Arg::Range(i, ax) => Some(format!("{},{}", i, ax.name())),
         Arg::Name(x) => Some(x.clone()),
         Arg::DType(d) => Some(d.py_name().to_string()),
+        // `str(tuple)`: the tuple's repr
+        Arg::Perm(_) | Arg::Reduce(..) => uopfuzz::ir::text::arg_repr(&n.arg),
     };
     if let Some(a) = a {
         s += &format!("[{a}]");

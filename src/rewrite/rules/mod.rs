@@ -10,6 +10,8 @@ pub mod symbolic;
 #[cfg(test)]
 mod symlate_tests;
 pub mod transcendental;
+#[cfg(test)]
+mod tuple_arg_tests;
 
 use super::engine::RuleSet;
 use std::sync::OnceLock;

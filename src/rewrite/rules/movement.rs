@@ -2,11 +2,13 @@
 //! `symbolic_simple` rules need: `UOp._shape` (uop/ops.py:327) and the shaped `UOp.const_like`
 //! (uop/ops.py:581, which EXPANDs a CONST to the shape of a shaped node).
 //!
-//! Port limits (the IR has no tuple args and no symbolic dims): shapes are concrete int tuples;
-//! a shape with a non-CONST dim, a PERMUTE/FLIP/PAD/SHRINK shape and the shape of any op the
-//! fuzzer does not build is "unknown" (`None`), and a rule that needs an unknown shape declines
-//! where tinygrad might fire or raise. PERMUTE's arg (a tuple) has no `Arg` variant, so the two
-//! PERMUTE rules are kept in order but always decline.
+//! Port limits (no symbolic dims): shapes are concrete int tuples; a shape with a non-CONST dim,
+//! a FLIP/PAD/SHRINK shape and the shape of any op the fuzzer does not build is "unknown"
+//! (`None`), and a rule that needs an unknown shape declines where tinygrad might fire or raise.
+//! PERMUTE args are `Arg::Perm`; the PERMUTE rules read any arg as the Python object it is
+//! (`Arg::py_items`) and stop with `RuleError::Overflow` (out of the port's range) only where
+//! tinygrad would build a tuple `Arg` cannot hold.
+use crate::ir::arg::{PyItem, PyTupleError};
 use crate::ir::{Arg, ConstVal, DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleResult, RuleSet};
 use crate::rewrite::upat::UPat;
@@ -114,6 +116,29 @@ fn shape_node(cx: &Cx, u: UOp) -> Option<Vec<i128>> {
             Some(marg)
         }
         Ops::CAST => sh(*src.first()?),
+        // ops.py:424-425 (a bad permutation raises ValueError: unknown here)
+        Ops::PERMUTE => {
+            let ps = sh(*src.first()?)?;
+            let Arg::Perm(p) = g.arg(u) else {
+                return None;
+            };
+            let mut sorted = p.clone();
+            sorted.sort_unstable();
+            if !sorted.iter().copied().eq(0..ps.len() as i64) {
+                return None;
+            }
+            Some(p.iter().map(|i| ps[*i as usize]).collect())
+        }
+        // ops.py:444-448: `ps[num_axes:]`
+        Ops::REDUCE => {
+            let ps = sh(*src.first()?)?;
+            match g.arg(u).py_items().as_deref() {
+                Ok([_, PyItem::Int(n), ..]) if (0..=ps.len() as i64).contains(n) => {
+                    Some(ps[*n as usize..].to_vec())
+                }
+                _ => None,
+            }
+        }
         o if o.is_unary() => sh(*src.first()?),
         o if o.is_binary() || o.is_ternary() => {
             let shapes: Option<Vec<Vec<i128>>> = src.iter().map(|s| sh(*s)).collect();
@@ -132,6 +157,12 @@ fn shape_node(cx: &Cx, u: UOp) -> Option<Vec<i128>> {
 pub fn shape(cx: &mut Cx, u: UOp) -> Option<Vec<i128>> {
     if let Some(s) = cx.cache.shape.get(&u) {
         return s.clone();
+    }
+    // srcs known (a fresh CONST has none): no worklist
+    if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
+        let s = shape_node(cx, u);
+        cx.cache.shape.insert(u, s.clone());
+        return s;
     }
     let mut stack = vec![(u, false)];
     while let Some((x, expanded)) = stack.pop() {
@@ -251,6 +282,45 @@ fn py_index(cx: &Cx, a: UOp, i: ConstVal) -> Result<UOp, RuleError> {
     Ok(src[j as usize])
 }
 
+/// `TypeError: '<type>' object is not iterable` / `... is not subscriptable`.
+fn type_error(e: PyTupleError, what: &str) -> RuleError {
+    let PyTupleError::NotSequence(t) = e;
+    RuleError::Runtime(format!("TypeError: '{t}' object is not {what}"))
+}
+
+/// `tuple(x2.arg[i] for i in x.arg)` (movement.py:11) with Python's indexing: negative `i`
+/// counts from the end, out of range raises IndexError, a non-int index TypeError.
+fn merged_perm(outer: &Arg, inner: &Arg) -> Result<Vec<i64>, RuleError> {
+    let items = outer.py_items().map_err(|e| type_error(e, "iterable"))?;
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        let v = match inner {
+            Arg::Perm(v) => v,
+            Arg::Range(..) | Arg::Reduce(..) | Arg::Name(_) => {
+                // indexing these yields AxisType / Ops / str items: a tuple `Arg` cannot hold
+                return Err(RuleError::Overflow(format!(
+                    "PERMUTE of a PERMUTE with arg {inner:?}"
+                )));
+            }
+            a => return Err(type_error(a.py_items().unwrap_err(), "subscriptable")),
+        };
+        let PyItem::Int(i) = it else {
+            return Err(RuleError::Runtime(
+                "TypeError: tuple indices must be integers or slices".into(),
+            ));
+        };
+        let n = v.len() as i64;
+        let j = if i < 0 { i + n } else { i };
+        if j < 0 || j >= n {
+            return Err(RuleError::Runtime(
+                "IndexError: tuple index out of range".into(),
+            ));
+        }
+        out.push(v[j as usize]);
+    }
+    Ok(out)
+}
+
 fn src_at(cx: &Cx, u: UOp, i: usize) -> Result<UOp, RuleError> {
     cx.g.src(u)
         .get(i)
@@ -293,22 +363,40 @@ pub fn mop_cleanup() -> RuleSet {
                 }
             ),
             // (UPat(Ops.PERMUTE, src=(UPat(Ops.PERMUTE, name="x2"),), name="x"), lambda x,x2: x2.replace(arg=tuple(x2.arg[i] for i in x.arg)))
-            // PERMUTE's tuple arg is not representable in the port's Arg: declines.
             rule!(
                 "mop_cleanup/merge_permute",
                 "tinygrad/uop/movement.py:11",
                 UPat::op(Ops::PERMUTE)
                     .named("x")
                     .src(vec![UPat::op(Ops::PERMUTE).named("x2")]),
-                |_cx, _b| -> RuleResult { Ok(None) }
+                |cx, b| -> RuleResult {
+                    let (x, x2) = (b["x"], b["x2"]);
+                    let p = merged_perm(cx.g.arg(x), cx.g.arg(x2))?;
+                    // `x2.replace(arg=...)`: x2's op, dtype and srcs
+                    let n = cx.g.node(x2).clone();
+                    Ok(Some(cx.g.mk(n.op, n.dtype, &n.src, Arg::Perm(p))))
+                }
             ),
             // (UPat(Ops.PERMUTE, name="x"), lambda x: x.src[0] if list(x.arg) == list(range(len(x.arg))) else None)
-            // PERMUTE's tuple arg is not representable in the port's Arg: declines.
             rule!(
                 "mop_cleanup/noop_permute",
                 "tinygrad/uop/movement.py:13",
                 UPat::op(Ops::PERMUTE).named("x"),
-                |_cx, _b| -> RuleResult { Ok(None) }
+                |cx, b| -> RuleResult {
+                    let x = b["x"];
+                    let items =
+                        cx.g.arg(x)
+                            .py_items()
+                            .map_err(|e| type_error(e, "iterable"))?;
+                    let identity = items
+                        .iter()
+                        .enumerate()
+                        .all(|(k, it)| *it == PyItem::Int(k as i64));
+                    if !identity {
+                        return Ok(None);
+                    }
+                    Ok(Some(src_at(cx, x, 0)?))
+                }
             ),
             // (UPat(Ops.STACK, src=UPat(Ops.INDEX, src=(UPat.var("src"), UPat(Ops.CONST))), name="stk"),
             //  lambda src,stk: src if stk.shape == src.shape and list(range(len(stk.src))) == [x.src[1].val for x in stk.src] else None)

@@ -1083,7 +1083,8 @@ mod tests {
             failures.join("\n")
         );
         assert!(n >= 140, "only {n} cases");
-        // every rule fires on some case, except the two PERMUTE rules (no tuple args in the port)
+        // every rule fires on some case, except the two PERMUTE rules: this case format has no
+        // tuple args (their golden cases are in tuple_arg_tests.rs)
         let missing: Vec<&str> = symbolic_simple()
             .rules
             .iter()

@@ -1,6 +1,7 @@
 //! `sym`'s own parts (tinygrad/uop/symbolic.py): `pm_simplify_valid` (:412-421, with
 //! `parse_valid`, `uop_given_valid`, `simplify_valid`, `gated_given_valid`), the 17 own rules
 //! (:441-475, with `reduce_mul_chain`) and `pm_clean_up_group_sink` (:432-439).
+use crate::ir::arg::PyItem;
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, Graph, Ops, ParamArg, UOp};
@@ -345,18 +346,37 @@ pub fn pm_simplify_valid() -> RuleSet {
     )
 }
 
-/// The `(Ops, int)` arg of a REDUCE. The port's IR has no REDUCE arg variant yet (`ir::Arg`), so no
-/// REDUCE node can carry one and the two REDUCE rules below never fire (a known gap).
-fn reduce_arg(_g: &Graph, _r: UOp) -> Option<(Ops, i64)> {
-    None
+/// `r.arg[0]` (symbolic.py:382, 387): REDUCE's op as an int (an `Ops` is an `IntEnum`, so a
+/// `Perm`'s int compares equal to it too), `None` for an item that is no int (never in a set of
+/// `Ops`), Python's TypeError/IndexError for an arg that is no sequence or is empty.
+fn reduce_arg0(g: &Graph, r: UOp) -> Result<Option<i64>, RuleError> {
+    let a = g.arg(r);
+    let items = a.py_items().map_err(|e| {
+        let crate::ir::arg::PyTupleError::NotSequence(t) = e;
+        runtime(&format!("TypeError: '{t}' object is not subscriptable"))
+    })?;
+    match items.first() {
+        Some(PyItem::Int(i)) => Ok(Some(*i)),
+        Some(PyItem::Other) => Ok(None),
+        None if matches!(a, Arg::Name(_)) => Err(runtime("IndexError: string index out of range")),
+        None => Err(runtime("IndexError: tuple index out of range")),
+    }
+}
+
+/// `r.arg == (Ops.ADD, 0)` (the `arg=Ops.ADD` of `UPat.reduce`, uop/ops.py:1386), with Python's
+/// tuple equality (`(33, 0) == (Ops.ADD, 0)`).
+fn is_reduce_add0(g: &Graph, r: UOp) -> bool {
+    matches!(g.arg(r), Arg::Perm(_) | Arg::Reduce(..))
+        && g.arg(r).py_items().as_deref() == Ok(&[PyItem::Int(Ops::ADD as i64), PyItem::Int(0)][..])
 }
 
 /// `reduce_mul_chain` (symbolic.py:381).
 pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
-    let Some((rop, _)) = reduce_arg(cx.g, r) else {
+    let (add, max) = (Ops::ADD as i64, Ops::MAX as i64);
+    let Some(rop) = reduce_arg0(cx.g, r)? else {
         return Ok(None);
     };
-    if !matches!(rop, Ops::ADD | Ops::MAX) {
+    if rop != add && rop != max {
         return Ok(None);
     }
     let src = cx.g.src(r).to_vec();
@@ -372,7 +392,11 @@ pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
         };
         let ok = !src[1..].contains(&m)
             && src[1..].iter().all(|rr| !parents.contains(rr))
-            && (rop != Ops::MAX || !crate::rewrite::analysis::py_lt(cx.vmin(m), ConstVal::Int(0)));
+            && (rop != max || {
+                // `m.vmin >= 0` (False for a nan bound)
+                let v = cx.vmin(m);
+                crate::rewrite::analysis::py_lt(ConstVal::Int(0), v) || v.py_eq(&ConstVal::Int(0))
+            });
         if ok {
             outside.push(m);
         } else {
@@ -618,8 +642,7 @@ pub fn sym_own() -> RuleSet {
                     .named("r"),
                 |cx, b| {
                     let r = b["r"];
-                    // arg=(Ops.ADD, 0): see `reduce_arg`
-                    if reduce_arg(cx.g, r) != Some((Ops::ADD, 0)) {
+                    if !is_reduce_add0(cx.g, r) {
                         return Ok(None);
                     }
                     let mut src = cx.g.src(r).to_vec();
@@ -799,8 +822,9 @@ mod tests {
     }
 
     #[test]
-    fn reduce_rules_cannot_fire_without_a_reduce_arg() {
-        // the IR has no REDUCE arg yet (see `reduce_arg`): a REDUCE of a MUL stays as is
+    fn reduce_mul_chain_on_a_reduce_without_arg_raises() {
+        // tinygrad: `r.arg[0]` on `None` raises TypeError (testdata/tuple_args_cases.py,
+        // `reduce_mul_chain_none_arg`); reduce_add_const_mul's `arg=(Ops.ADD, 0)` does not match
         let mut g = Graph::new();
         let x = g.variable("x", 0, 10, DType::WeakInt);
         let c = g.cint(DType::WeakInt, 3);
@@ -808,6 +832,13 @@ mod tests {
         let r = g.mk(Ops::REDUCE, DType::WeakInt, &[m], Arg::None);
         let mut cache = Default::default();
         let out = graph_rewrite(&mut g, &mut cache, r, &sym_own(), &Limits::default());
-        assert_eq!((out.stop, out.root), (Stop::Done, r));
+        let Stop::RuleError { rule, error, .. } = out.stop else {
+            panic!("{:?}", out.stop)
+        };
+        assert_eq!(rule, "sym/reduce_mul_chain");
+        assert_eq!(
+            error,
+            RuleError::Runtime("TypeError: 'NoneType' object is not subscriptable".into())
+        );
     }
 }

@@ -8,8 +8,8 @@ use crate::rewrite::analysis::{floordiv, gcd, py_lt};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
+use rustc_hash::FxHashSet as HashSet;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 // ---------------------------------------------------------------------------------------------
 // Python value helpers
@@ -295,7 +295,7 @@ fn substitute(g: &mut Graph, u: UOp, k: UOp, v: UOp) -> UOp {
     if k == v {
         return u;
     }
-    let mut memo: std::collections::HashMap<UOp, UOp> = std::collections::HashMap::new();
+    let mut memo: rustc_hash::FxHashMap<UOp, UOp> = Default::default();
     for n in g.toposort(&[u]) {
         let r = if n == k {
             v
