@@ -903,9 +903,9 @@ impl<'a> Interp<'a> {
             Ops::STACK => V::Vec(vals.iter().cloned().collect()),
             Ops::AFTER => v0,
             Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => V::Void,
-            Ops::INDEX => self.index(i, &src)?,
-            Ops::LOAD => self.load(i, &src)?,
-            Ops::STORE => self.store(i, &src)?,
+            Ops::INDEX => self.index(i, src)?,
+            Ops::LOAD => self.load(i, src)?,
+            Ops::STORE => self.store(i, src)?,
             Ops::CAST | Ops::BITCAST => {
                 let from = src
                     .first()
