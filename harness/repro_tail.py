@@ -77,7 +77,11 @@ def _uopfuzz_tail(ns, only_eval=False):
       srcs = u.src[1:] + u.src[:1] if op is Ops.AFTER else u.src
       vals = {s: self.ev(s) for s in srcs}
       v = [vals[s] for s in u.src]
-      if op is Ops.CONST: return Invalid if u.arg is Invalid else trunc(dt, dt.const(u.arg))
+      if op is Ops.CONST:
+        if u.arg is Invalid: return Invalid
+        # ops_python.py:107 reads `u.val` as is: an int CONST keeps an out-of-range value (as the interpreter)
+        if dtypes.is_int(dt) and type(u.arg) is int: return dt.const(u.arg)
+        return trunc(dt, dt.const(u.arg))
       if op in (Ops.BUFFER, Ops.PARAM):
         a = u.arg
         if a.addrspace is AddrSpace.ALU:  # a variable: UOp.variable
@@ -98,7 +102,29 @@ def _uopfuzz_tail(ns, only_eval=False):
         if isinstance(v[0], tuple) and v[0] and v[0][0] in ("global", "local"):
           ok = v[1] is not Invalid and (len(v) < 3 or bool(v[2]))
           return ("ptr", v[0], int(v[1]) if ok else None)
-        return Invalid if v[1] is Invalid else v[0][int(v[1])]
+        if v[0] is Invalid: return Invalid
+        # a vector index gathers; several indexes read along the axes (as uopfuzz's interpreter)
+        if len(v) == 2 and isinstance(v[1], tuple): return tuple(Invalid if k is Invalid else v[0][int(k)] for k in v[1])
+        x = v[0]
+        for k in v[1:]:
+          if k is Invalid: return Invalid
+          x = x[int(k)]
+        return x
+      if op in (Ops.RESHAPE, Ops.EXPAND):  # re-nest the row-major lanes / repeat over the shape
+        dims = [int(d) for d in (v[1] if isinstance(v[1], tuple) else (v[1],))]
+        flat = []
+        def fl(x):
+          if isinstance(x, tuple):
+            for y in x: fl(y)
+          else: flat.append(x)
+        if op is Ops.EXPAND: flat = [v[0]] * math.prod(dims)
+        else: fl(v[0])
+        if len(flat) != math.prod(dims): raise ValueError(f"uopfuzz tail: bad reshape of {len(flat)} lanes to {dims}")
+        def nest(ds, xs):
+          if not ds: return xs[0]
+          step = math.prod(ds[1:])
+          return tuple(nest(ds[1:], xs[k*step:(k+1)*step]) for k in range(ds[0]))
+        return nest(dims, flat) if flat else ()
       if op is Ops.LOAD:
         (_, ref, i), alt, gate = v[0], (v[1] if len(v) > 1 else zero(dt)), (bool(v[2]) if len(v) > 2 else True)
         if i is None or not gate: return alt

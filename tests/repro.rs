@@ -655,7 +655,9 @@ fn fuzz_loop_findings_replay_and_report() {
     let opts = uopfuzz::oracle::fuzz::FuzzOpts {
         seed: 3,
         time_secs: None,
-        iters: Some(400),
+        // the vector grammar (branch `cover`) moved this seed's first injected finding from
+        // iteration 113 to 406; mean over seeds 1-5 is unchanged (288 -> 261)
+        iters: Some(1000),
         rules: "symbolic".into(),
         inject: Some("floordiv-floordiv-no-c2-guard".into()),
         out: Some(d.clone()),

@@ -902,9 +902,9 @@ impl<'a> Interp<'a> {
             Ops::STACK => V::Vec(vals.iter().cloned().collect()),
             Ops::AFTER => v0,
             Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => V::Void,
-            Ops::INDEX => self.index(i, &src)?,
-            Ops::LOAD => self.load(i, &src)?,
-            Ops::STORE => self.store(i, &src)?,
+            Ops::INDEX => self.index(i, src)?,
+            Ops::LOAD => self.load(i, src)?,
+            Ops::STORE => self.store(i, src)?,
             Ops::CAST | Ops::BITCAST => {
                 let from = src
                     .first()
@@ -962,6 +962,7 @@ impl<'a> Interp<'a> {
                 })?
             }
             Ops::END => V::Void,
+            Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
             _ => return Err(self.err_unsupported(i, "op not supported by the interpreter")),
         })
     }
@@ -1004,6 +1005,8 @@ impl<'a> Interp<'a> {
         match n {
             None => one(self, None, f),
             Some(n) => {
+                // no broadcasting of 1-lane vectors: `exec_alu` (uop/ops.py:1297) indexes every
+                // tuple operand by lane and raises IndexError on a shorter one
                 if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) {
                     return Err(self.err_malformed(i, "vector operands of different lengths"));
                 }
@@ -1091,6 +1094,13 @@ impl<'a> Interp<'a> {
     /// INDEX(buf, idx[, gate]) → a pointer; INDEX(STACK, c) → the element (GEP).
     fn index(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        if let V::Vec(_) = base {
+            return self.vec_index(i, base, &src[1..]);
+        }
+        if let V::Invalid = base {
+            // a lane read of a poisoned (Invalid) vector value is Invalid
+            return Ok(V::Invalid);
+        }
         let idx = src.get(1).map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         let gate = match src.get(2) {
             Some(s) if self.g.dtype(self.p.nodes[*s]) == DType::Bool => match self.get(*s) {
@@ -1106,18 +1116,103 @@ impl<'a> Interp<'a> {
                 _ if gate == Some(false) => V::Ptr(b, None),
                 v => V::Ptr(b, Some(self.int_of(i, &v)?)),
             }),
-            V::Vec(l) => match idx {
-                V::Invalid => Ok(V::Invalid),
-                v => {
-                    let k = self.int_of(i, &v)?;
-                    usize::try_from(k)
-                        .ok()
-                        .and_then(|k| l.get(k).cloned())
-                        .ok_or_else(|| self.err_malformed(i, "STACK index out of range"))
-                }
-            },
             _ => Err(self.err_unsupported(i, "INDEX of something that is not a buffer or STACK")),
         }
+    }
+
+    /// INDEX of a STACK value (uop/ops.py:559 `index`, shapes as `_shape` of INDEX, ops.py:327):
+    /// each index picks along the next axis (`INDEX(stk, i, j)` = `stk[i][j]`, what
+    /// `mop_cleanup/index_of_index` builds); a single vector index gathers, one lane per index
+    /// lane (`INDEX(stk, STACK(i0, i1))`, the shaped index of `index_of_shaped_index`).
+    fn vec_index(&mut self, i: usize, base: V, idx: &[usize]) -> Result<V, ExecError> {
+        let pick = |it: &Self, v: &V, k: &V| -> Result<V, ExecError> {
+            let V::Vec(l) = v else {
+                return Err(it.err_malformed(i, "INDEX past the STACK's dimensions"));
+            };
+            let k = it.int_of(i, k)?;
+            usize::try_from(k)
+                .ok()
+                .and_then(|k| l.get(k).cloned())
+                .ok_or_else(|| it.err_malformed(i, "STACK index out of range"))
+        };
+        if let [s] = idx
+            && let V::Vec(lanes) = self.get(*s).clone()
+        {
+            let mut out = Vec::with_capacity(lanes.len());
+            for k in lanes.iter() {
+                out.push(match k {
+                    V::Invalid => V::Invalid,
+                    k => pick(self, &base, k)?,
+                });
+            }
+            return Ok(V::Vec(out.into()));
+        }
+        let mut cur = base;
+        for s in idx {
+            let k = self.get(*s).clone();
+            if let V::Invalid = k {
+                return Ok(V::Invalid);
+            }
+            cur = pick(self, &cur, &k)?;
+        }
+        Ok(cur)
+    }
+
+    /// RESHAPE/EXPAND of a value (tinygrad's movement ops on STACK vectors): RESHAPE re-nests
+    /// the row-major lanes into the shape src (CONST n or STACK of CONSTs; the empty STACK is
+    /// `()`); EXPAND, which `const_like` builds for a shaped node (uop/ops.py:581), repeats the
+    /// value over the shape src's dims (the port's EXPAND shape is `arg + src.shape`,
+    /// rewrite/rules/movement.rs `shape_node`).
+    fn movement(&self, i: usize, op: Ops, vals: &[V]) -> Result<V, ExecError> {
+        let (Some(x), Some(s)) = (vals.first(), vals.get(1)) else {
+            return Err(self.err_malformed(i, "movement op without a shape"));
+        };
+        let dim = |v: &V| -> Result<usize, ExecError> {
+            usize::try_from(self.int_of(i, v)?)
+                .map_err(|_| self.err_malformed(i, "negative dimension"))
+        };
+        let dims: Vec<usize> = match s {
+            V::Vec(l) => l.iter().map(dim).collect::<Result<_, _>>()?,
+            v => vec![dim(v)?],
+        };
+        let n = dims
+            .iter()
+            .try_fold(1usize, |a, d| a.checked_mul(*d))
+            .filter(|n| *n <= 1 << 16)
+            .ok_or_else(|| self.err_unsupported(i, "movement op over 65536 elements"))?;
+        let lanes: Vec<V> = if op == Ops::EXPAND {
+            vec![x.clone(); n]
+        } else {
+            let mut flat = Vec::new();
+            fn flatten(v: &V, out: &mut Vec<V>) {
+                match v {
+                    V::Vec(l) => l.iter().for_each(|x| flatten(x, out)),
+                    x => out.push(x.clone()),
+                }
+            }
+            flatten(x, &mut flat);
+            if flat.len() != n {
+                return Err(self.err_malformed(i, "RESHAPE changes the element count"));
+            }
+            flat
+        };
+        fn nest(dims: &[usize], lanes: &[V]) -> V {
+            match dims.split_first() {
+                None => lanes[0].clone(),
+                Some((d, rest)) => {
+                    let step = rest.iter().product::<usize>();
+                    V::Vec(
+                        (0..*d)
+                            .map(|k| nest(rest, &lanes[k * step..(k + 1) * step]))
+                            .collect(),
+                    )
+                }
+            }
+        }
+        if n == 0 {
+            return Ok(V::Vec(Vec::new().into()));
+        }
+        Ok(nest(&dims, &lanes))
     }
 
     fn gate(&self, i: usize, s: Option<&usize>) -> Result<bool, ExecError> {
@@ -1519,5 +1614,66 @@ mod tests {
             14251235245186722914
         );
         assert_eq!(threefry2x32(u64::MAX, u64::MAX), 13474818356711888636);
+    }
+
+    /// STACK values as the generator builds them and `mop_cleanup` rewrites them: RESHAPE and
+    /// EXPAND re-nest lanes, INDEX reads along axes (`index_of_index`'s `INDEX(s, i, j)`) or
+    /// gathers by a vector of indexes, ALUs need equal lane counts (as `exec_alu`), and a
+    /// poisoned (Invalid) vector reads as Invalid.
+    #[test]
+    fn stack_values_reshape_index_lanes() {
+        let mut g = Graph::new();
+        let e = Env::new();
+        let ix = |g: &mut Graph, v: i128| g.cint(WeakInt, v);
+        let l: Vec<UOp> = (10..14).map(|v| g.cint(WeakInt, v)).collect();
+        let v4 = mk(&mut g, Ops::STACK, WeakInt, &l);
+        let (c0, c1, c2, c3, c4) = (
+            ix(&mut g, 0),
+            ix(&mut g, 1),
+            ix(&mut g, 2),
+            ix(&mut g, 3),
+            ix(&mut g, 4),
+        );
+        // RESHAPE (4,) -> (2, 2): INDEX(r, 1, 0) is lane 2
+        let s22 = mk(&mut g, Ops::STACK, WeakInt, &[c2, c2]);
+        let r = mk(&mut g, Ops::RESHAPE, WeakInt, &[v4, s22]);
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[r, c1, c0]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(12)));
+        // and back to (4,)
+        let back = mk(&mut g, Ops::RESHAPE, WeakInt, &[r, c4]);
+        let bd = mk(&mut g, Ops::INDEX, WeakInt, &[back, c3]);
+        assert_eq!(eval(&g, bd, &e).unwrap().value, Some(Val::Int(13)));
+        // a RESHAPE that changes the element count is malformed
+        let bad = mk(&mut g, Ops::RESHAPE, WeakInt, &[v4, c3]);
+        assert!(matches!(
+            eval(&g, bad, &e),
+            Err(ExecError::Malformed { .. })
+        ));
+        // EXPAND of a scalar over (3,)
+        let x = mk(&mut g, Ops::EXPAND, WeakInt, &[c4, c3]);
+        let xd = mk(&mut g, Ops::INDEX, WeakInt, &[x, c2]);
+        assert_eq!(eval(&g, xd, &e).unwrap().value, Some(Val::Int(4)));
+        // gather: v4[STACK(3, 0)] = (13, 10)
+        let gi = mk(&mut g, Ops::STACK, WeakInt, &[c3, c0]);
+        let ga = mk(&mut g, Ops::INDEX, WeakInt, &[v4, gi]);
+        let gd = mk(&mut g, Ops::INDEX, WeakInt, &[ga, c1]);
+        assert_eq!(eval(&g, gd, &e).unwrap().value, Some(Val::Int(10)));
+        // lane-wise ALU: (10, 11, 12, 13) + (4, 4, 4, 4)
+        let b4 = mk(&mut g, Ops::STACK, WeakInt, &[c4, c4, c4, c4]);
+        let add = mk(&mut g, Ops::ADD, WeakInt, &[v4, b4]);
+        let ad = mk(&mut g, Ops::INDEX, WeakInt, &[add, c3]);
+        assert_eq!(eval(&g, ad, &e).unwrap().value, Some(Val::Int(17)));
+        // a 1-lane vector does not broadcast (exec_alu raises IndexError)
+        let one = mk(&mut g, Ops::STACK, WeakInt, &[c4]);
+        let bad = mk(&mut g, Ops::ADD, WeakInt, &[v4, one]);
+        assert!(matches!(
+            eval(&g, bad, &e),
+            Err(ExecError::Malformed { .. })
+        ));
+        // INDEX(v, Invalid) and a lane of it are Invalid
+        let inv = g.cnst(Bool, ConstVal::Invalid);
+        let vi = mk(&mut g, Ops::INDEX, WeakInt, &[v4, inv]);
+        let vid = mk(&mut g, Ops::INDEX, WeakInt, &[vi, c0]);
+        assert!(eval(&g, vid, &e).unwrap().invalid);
     }
 }

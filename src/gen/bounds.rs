@@ -187,6 +187,18 @@ fn math_interval(g: &Graph, u: UOp, srcs: &[Option<Iv>]) -> Option<Iv> {
             }
             out
         }
+        // vectors: a STACK is bounded by the union of its lanes, a lane read (INDEX of a value,
+        // not of a buffer) or a RESHAPE by its vector's bound
+        STACK if !n.src.is_empty() => {
+            let mut out = s(0)?;
+            for i in 1..n.src.len() {
+                let b = s(i)?;
+                out = (out.0.min(b.0), out.1.max(b.1));
+            }
+            Some(out)
+        }
+        INDEX if !matches!(g.op(n.src[0]), PARAM | BUFFER | AFTER) => s(0),
+        RESHAPE | EXPAND => s(0),
         CAST | TRUNC => {
             let sdt = g.dtype(n.src[0]);
             if sdt.is_int() || sdt.is_bool() {

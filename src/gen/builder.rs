@@ -16,6 +16,8 @@ struct Info {
     iv: Option<Iv>,
     /// Bit i set: the node depends on `range_bits[i]` (and must stay inside its loop).
     mask: u64,
+    /// A RESHAPE is below (such a node cannot be a STACK lane, see `in_stack`).
+    reshape: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,6 +45,9 @@ enum Prod {
     Le,
     Gt,
     Eq,
+    Gep,
+    Recombine,
+    Threefry,
 }
 
 /// `dt.min + dt.max`, the XOR key of tinygrad's int `minimum` (mixin/elementwise.py:403);
@@ -95,6 +100,9 @@ pub(crate) struct Builder<'a> {
     pub new_ranges: bool,
     /// Kernel family: LOADs of input buffers are leaves.
     pub loads: bool,
+    /// Non-zero while the lanes of a STACK are built: no RESHAPE below (the spec checker models
+    /// no RESHAPE shape, and a STACK needs its lanes' shapes).
+    in_stack: u32,
 }
 
 impl<'a> Builder<'a> {
@@ -119,6 +127,7 @@ impl<'a> Builder<'a> {
             next_reg: 0,
             new_ranges: family == Family::Index,
             loads: family == Family::Kernel,
+            in_stack: 0,
         }
     }
 
@@ -131,6 +140,8 @@ impl<'a> Builder<'a> {
             let siv: Vec<Option<Iv>> = srcs.iter().map(|x| self.info[x.idx()].iv).collect();
             let iv = bounds::interval(&self.g, u, &siv);
             let mut mask = srcs.iter().fold(0u64, |m, x| m | self.info[x.idx()].mask);
+            let reshape =
+                self.g.op(u) == Ops::RESHAPE || srcs.iter().any(|x| self.info[x.idx()].reshape);
             match self.g.op(u) {
                 Ops::RANGE | Ops::SPECIAL => {
                     let i = self.range_bits.len();
@@ -146,7 +157,7 @@ impl<'a> Builder<'a> {
                 }
                 _ => {}
             }
-            self.info.push(Info { iv, mask });
+            self.info.push(Info { iv, mask, reshape });
         }
     }
     pub fn iv(&mut self, u: UOp) -> Option<Iv> {
@@ -203,6 +214,7 @@ impl<'a> Builder<'a> {
                 .iter()
                 .copied()
                 .filter(|u| self.g.dtype(*u) == dt && self.info[u.idx()].mask & !scope == 0)
+                .filter(|u| self.in_stack == 0 || !self.info[u.idx()].reshape)
                 .collect();
             if let Some(u) = pick(self.s, &cands) {
                 return u;
@@ -442,6 +454,24 @@ impl<'a> Builder<'a> {
             if b && has(CMPLT) {
                 v.push((Prod::Gt, 1));
             }
+            // idioms that fire a rule no random tree reaches (0 hits in 60 s before). Weighted
+            // 2-3, above the other sugar: at weight 1 a 60 s default run (1 thread) fired each
+            // only ~20 times, with most instances folded away before the rule saw them.
+            // `(b%d)*m + (b//d)*(d*m)`, the divmod recombination merged reshapes leave behind
+            if dt == DType::WeakInt && [ADD, MUL, FLOORDIV, FLOORMOD].iter().all(|o| has(*o)) {
+                v.push((Prod::Recombine, 2));
+            }
+            // threefry's uint64 <-> 2 x uint32 pack/unpack (codegen/decomp/op.py threefry2x32);
+            // only two dtypes can have it, hence 3
+            if matches!(dt, DType::UInt32 | DType::UInt64) && has(OR) && has(CAST) {
+                v.push((Prod::Threefry, 3));
+            }
+        }
+        // vectors (STACK values) read back lane by lane, the shapes mop_cleanup and the STACK
+        // rules of sym match; weight 1 (each costs 3-15 nodes, so more would crowd the scalar
+        // grammar out of a 64-node graph)
+        if self.sw.vectors && dt != DType::Void && self.g.len() + 8 < self.max_nodes {
+            v.push((Prod::Gep, 1));
         }
         v
     }
@@ -524,6 +554,9 @@ impl<'a> Builder<'a> {
                 self.mk(BITCAST, dt, &[x], Arg::DType(dt))
             }
             Prod::Fuzz => self.fuzz_shape(dt, d)?,
+            Prod::Gep => self.gep(dt, d),
+            Prod::Recombine => self.recombine(d),
+            Prod::Threefry => self.threefry(dt, d),
             Prod::Sub => {
                 let a = self.expr(dt, d);
                 let b = self.expr(dt, d);
@@ -620,6 +653,226 @@ impl<'a> Builder<'a> {
             .copied()
             .filter(|t| *t != dt && t.itemsize() == dt.itemsize())
             .collect()
+    }
+
+    // ---------------------------------------------------------------- vectors and idioms
+
+    /// `INDEX(v, k)`: one lane of a vector expression (tinygrad's GEP, tinygrad-ir.md §3
+    /// "Vectors"); `k` is mostly a constant (the `index_stack_const` shape), else an index
+    /// expression kept in `[0, n)`.
+    fn gep(&mut self, dt: DType, d: u32) -> UOp {
+        // 1..4 lanes: 1 keeps every rewrite shape-exact, more exercise the lane bookkeeping
+        let n = self.s.int_in(1, 4) as usize;
+        let v = self.vexpr(dt, n, d);
+        let k = self.lane_index(n, d);
+        self.mk(Ops::INDEX, dt, &[v, k], Arg::None)
+    }
+
+    /// A weakint in `[0, n)`: a constant 3/4 of the time, else an expression (wrapped by `% n`
+    /// when its interval leaves the range).
+    fn lane_index(&mut self, n: usize, d: u32) -> UOp {
+        let n = n as i128;
+        if self.s.ratio(3, 4) {
+            let k = self.s.int_in(0, n - 1);
+            return self.cint(DType::WeakInt, k);
+        }
+        let e = self.expr(DType::WeakInt, d.min(1));
+        if matches!(self.iv(e), Some((lo, hi)) if lo >= 0 && hi < n) {
+            return e;
+        }
+        let m = self.cint(DType::WeakInt, n);
+        self.alu(Ops::FLOORMOD, DType::WeakInt, &[e, m])
+    }
+
+    /// Ops a vector ALU may use for `dt` (elementwise over lanes, `exec_alu` on tuples).
+    fn vec_ops(&self, dt: DType) -> Vec<Ops> {
+        let num = dt.is_int() || dt.is_float() || dt == DType::Bool;
+        let bits = dt.is_int() || dt == DType::Bool;
+        [
+            (Ops::ADD, num),
+            (Ops::MUL, num),
+            (Ops::MAX, num),
+            (Ops::AND, bits),
+            (Ops::OR, bits),
+            (Ops::XOR, bits),
+        ]
+        .into_iter()
+        .filter(|(o, ok)| *ok && self.sw.has(*o))
+        .map(|(o, _)| o)
+        .collect()
+    }
+
+    /// A vector (1-D, `n` lanes) of `dt`. Shapes, by weight:
+    /// * 4 `STACK(e0, .., en-1)`, lanes of scalar expressions; a quarter of weakint ones masked,
+    ///   each lane `cond.where(e, Invalid)` with one condition (a vectorized gated index:
+    ///   `stack_of_invalid` when the condition folds to False);
+    /// * 2 `STACK(e, .., e)`, a broadcast (`UOp.broadcast`, uop/ops.py:590);
+    /// * 3 `alu(v, w)`, elementwise (two broadcasts: `sym/stack_broadcast_alu`);
+    /// * 1 `STACK(v[0], .., v[n-1])` of a computed vector (`mop_cleanup/stack_of_index`);
+    /// * 1 `RESHAPE(v, (n,))` or `RESHAPE(RESHAPE(v, (1, n)), (n,))` (`noop_reshape`,
+    ///   `merge_reshape`; never under a STACK, see `in_stack`);
+    /// * 1 `INDEX(STACK(rows), i)`, a row of a 2-D STACK at a computed row (`index_of_index`
+    ///   once a lane is read);
+    /// * 1 `INDEX(v, STACK(i0, ..))`, a gather by constant lanes (`index_of_shaped_index`).
+    fn vexpr(&mut self, dt: DType, n: usize, depth: u32) -> UOp {
+        let d = depth.saturating_sub(1);
+        let ops = self.vec_ops(dt);
+        let room = depth > 0 && self.g.len() + 2 * n < self.max_nodes;
+        let mut w: Vec<(u8, u32)> = vec![(0, 4), (1, 2)];
+        if room {
+            if !ops.is_empty() {
+                w.push((2, 3));
+                w.push((3, 1));
+            }
+            if self.in_stack == 0 {
+                w.push((4, 1));
+            }
+            w.push((5, 1));
+            w.push((6, 1));
+        }
+        let ws: Vec<u32> = w.iter().map(|x| x.1).collect();
+        match w[weighted(self.s, &ws)].0 {
+            0 => {
+                // a quarter of weakint vectors are masked: every lane gated by one condition
+                let cond = if dt == DType::WeakInt && self.s.ratio(1, 4) {
+                    Some(self.expr(DType::Bool, d.min(1)))
+                } else {
+                    None
+                };
+                self.in_stack += 1;
+                let lanes: Vec<UOp> = (0..n)
+                    .map(|_| {
+                        let e = self.expr(dt, d);
+                        match cond {
+                            Some(c) => self.gate(c, e),
+                            None => e,
+                        }
+                    })
+                    .collect();
+                self.in_stack -= 1;
+                self.mk(Ops::STACK, dt, &lanes, Arg::None)
+            }
+            1 => {
+                self.in_stack += 1;
+                let e = self.expr(dt, d);
+                self.in_stack -= 1;
+                self.mk(Ops::STACK, dt, &vec![e; n], Arg::None)
+            }
+            2 => self.valu(dt, n, d, &ops),
+            3 => {
+                self.in_stack += 1;
+                let v = self.valu(dt, n, d, &ops);
+                self.in_stack -= 1;
+                let lanes: Vec<UOp> = (0..n)
+                    .map(|k| {
+                        let c = self.cint(DType::WeakInt, k as i128);
+                        self.mk(Ops::INDEX, dt, &[v, c], Arg::None)
+                    })
+                    .collect();
+                self.mk(Ops::STACK, dt, &lanes, Arg::None)
+            }
+            4 => {
+                let v = self.vexpr(dt, n, d);
+                let sn = self.cint(DType::WeakInt, n as i128);
+                if self.s.ratio(1, 2) {
+                    return self.mk(Ops::RESHAPE, dt, &[v, sn], Arg::None);
+                }
+                let one = self.cint(DType::WeakInt, 1);
+                let s2 = self.mk(Ops::STACK, DType::WeakInt, &[one, sn], Arg::None);
+                let r = self.mk(Ops::RESHAPE, dt, &[v, s2], Arg::None);
+                self.mk(Ops::RESHAPE, dt, &[r, sn], Arg::None)
+            }
+            5 => {
+                let m = self.s.int_in(2, 3) as usize;
+                self.in_stack += 1;
+                let rows: Vec<UOp> = (0..m).map(|_| self.vexpr(dt, n, d)).collect();
+                self.in_stack -= 1;
+                let s2 = self.mk(Ops::STACK, dt, &rows, Arg::None);
+                // a computed row: a constant one folds away before the outer read sees it
+                let e = self.expr(DType::WeakInt, d.min(1));
+                let i = if matches!(self.iv(e), Some((lo, hi)) if lo >= 0 && hi < m as i128) {
+                    e
+                } else {
+                    let c = self.cint(DType::WeakInt, m as i128);
+                    self.alu(Ops::FLOORMOD, DType::WeakInt, &[e, c])
+                };
+                self.mk(Ops::INDEX, dt, &[s2, i], Arg::None)
+            }
+            _ => {
+                let v = self.vexpr(dt, n, d);
+                let lanes: Vec<UOp> = (0..n)
+                    .map(|_| {
+                        let k = self.s.int_in(0, n as i128 - 1);
+                        self.cint(DType::WeakInt, k)
+                    })
+                    .collect();
+                let idx = self.mk(Ops::STACK, DType::WeakInt, &lanes, Arg::None);
+                self.mk(Ops::INDEX, dt, &[v, idx], Arg::None)
+            }
+        }
+    }
+
+    /// `alu(v, w)` over two `n`-lane vectors.
+    fn valu(&mut self, dt: DType, n: usize, d: u32, ops: &[Ops]) -> UOp {
+        let op = pick(self.s, ops).unwrap_or(Ops::ADD);
+        let a = self.vexpr(dt, n, d);
+        let b = self.vexpr(dt, n, d);
+        self.alu(op, dt, &[a, b])
+    }
+
+    /// `(b%c)*m + (b//c)*(c*m)` in either term order, or the partial form
+    /// `(b%c)*m + ((b//c)%k)*(c*m)` (symbolic.py:59 `fold_add_divmod_recombine`); `m == 1` drops
+    /// the multiply, as merged reshapes produce `b%c + (b//c)*c`.
+    fn recombine(&mut self, d: u32) -> UOp {
+        let w = DType::WeakInt;
+        let b = self.expr(w, d);
+        let c = self.s.int_in(2, 9);
+        let m = [1i128, 1, 2, 3][self.s.choose(4)];
+        let cc = self.cint(w, c);
+        let md = self.alu(Ops::FLOORMOD, w, &[b, cc]);
+        let mut q = self.alu(Ops::FLOORDIV, w, &[b, cc]);
+        if self.s.ratio(1, 4) {
+            let k = self.s.int_in(2, 5);
+            let kc = self.cint(w, k);
+            q = self.alu(Ops::FLOORMOD, w, &[q, kc]);
+        }
+        let lo = if m == 1 {
+            md
+        } else {
+            let mc = self.cint(w, m);
+            self.alu(Ops::MUL, w, &[md, mc])
+        };
+        let sc = self.cint(w, c * m);
+        let hi = self.alu(Ops::MUL, w, &[q, sc]);
+        if self.s.ratio(1, 2) {
+            self.alu(Ops::ADD, w, &[lo, hi])
+        } else {
+            self.alu(Ops::ADD, w, &[hi, lo])
+        }
+    }
+
+    /// threefry's packing (codegen/decomp/op.py threefry2x32): uint32 `((a<<32) |
+    /// y.cast(u64)).cast(u32)` (the low word) and uint64 `((x.cast(u64)<<32) | z.cast(u64)) >> 32`
+    /// (the high word), matched by symbolic.py:170-172.
+    fn threefry(&mut self, dt: DType, d: u32) -> UOp {
+        let (u32t, u64t) = (DType::UInt32, DType::UInt64);
+        let k32 = self.cint(u64t, 32);
+        let wide = |b: &mut Self, x: UOp| b.mk(Ops::CAST, u64t, &[x], Arg::DType(u64t));
+        if dt == u32t {
+            let a = self.expr(u64t, d);
+            let hi = self.alu(Ops::SHL, u64t, &[a, k32]);
+            let y = self.expr(u32t, d);
+            let lo = wide(self, y);
+            let or = self.alu(Ops::OR, u64t, &[hi, lo]);
+            return self.mk(Ops::CAST, u32t, &[or], Arg::DType(u32t));
+        }
+        let x = self.expr(u32t, d);
+        let xw = wide(self, x);
+        let hi = self.alu(Ops::SHL, u64t, &[xw, k32]);
+        let z = self.expr(u32t, d);
+        let lo = wide(self, z);
+        let or = self.alu(Ops::OR, u64t, &[hi, lo]);
+        self.alu(Ops::SHR, u64t, &[or, k32])
     }
 
     // ---------------------------------------------------------------- fuzz_symbolic shapes

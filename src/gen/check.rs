@@ -171,8 +171,37 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
             }
         }
         STACK => {
-            if dt != DType::Void || !n.src.is_empty() {
-                return Err("only the empty shape STACK is generated".into());
+            if n.src.is_empty() {
+                if dt != DType::Void {
+                    return Err("an empty STACK is the void shape ()".into());
+                }
+            } else {
+                // a vector: lanes of the STACK's dtype, all of one shape
+                if let Some(i) = (0..n.src.len()).find(|i| sd(*i) != dt) {
+                    return Err(format!("lane {i} is {:?}", sd(i)));
+                }
+                let l0 = lanes(g, n.src[0]);
+                if n.src.iter().any(|s| lanes(g, *s) != l0) {
+                    return Err("lanes of different shapes".into());
+                }
+            }
+        }
+        RESHAPE => {
+            arity(2)?;
+            let (Some(a), Some(b)) = (lanes(g, n.src[0]), lanes(g, u)) else {
+                return Err("RESHAPE of a non-vector".into());
+            };
+            if a != b {
+                return Err("RESHAPE changes the lane count".into());
+            }
+        }
+        GROUP => {
+            if dt != DType::Void
+                || n.src
+                    .iter()
+                    .any(|s| !matches!(g.op(*s), END | STORE | GROUP))
+            {
+                return Err("GROUP of non-effects".into());
             }
         }
         BUFFER | PARAM => {
@@ -201,6 +230,18 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         AFTER => {
             if n.src.is_empty() || !matches!(g.op(n.src[0]), PARAM | BUFFER) {
                 return Err("AFTER must wrap a buffer".into());
+            }
+        }
+        INDEX if lanes(g, n.src[0]).is_some() => {
+            // a lane read of a vector (GEP) or a gather by a vector of indexes
+            arity(2)?;
+            let len = lanes(g, n.src[0]).unwrap_or(0);
+            if sd(0) != dt || sd(1) != DType::WeakInt {
+                return Err("vector INDEX dtypes".into());
+            }
+            match iv[n.src[1].idx()] {
+                Some((lo, hi)) if lo >= 0 && hi < len => {}
+                other => return Err(format!("lane index {other:?} outside [0, {len})")),
             }
         }
         INDEX => {
@@ -244,6 +285,44 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         o => return Err(format!("the generator does not emit {o:?}")),
     }
     Ok(())
+}
+
+/// The length of a vector value's first axis (`None`: not a vector the generator builds).
+fn lanes(g: &Graph, u: UOp) -> Option<i128> {
+    use Ops::*;
+    let src = g.src(u);
+    match g.op(u) {
+        STACK if !src.is_empty() => Some(src.len() as i128),
+        // the flattened count: RESHAPE keeps it, and only `(n,)` and `(1, n)` are generated
+        RESHAPE => match g.op(*src.get(1)?) {
+            CONST => g.const_val(src[1])?.as_i128(),
+            STACK => g
+                .src(src[1])
+                .iter()
+                .map(|d| g.const_val(*d).and_then(|c| c.as_i128()))
+                .product(),
+            _ => None,
+        },
+        INDEX => {
+            let (base, idx) = (*src.first()?, *src.get(1)?);
+            if matches!(g.op(base), PARAM | BUFFER | AFTER) {
+                return None;
+            }
+            if g.op(idx) == STACK && !g.src(idx).is_empty() {
+                // a gather: one lane per index lane
+                return Some(g.src(idx).len() as i128);
+            }
+            // a row of a 2-D STACK
+            let row = *g.src(base).first()?;
+            if g.op(base) == STACK {
+                lanes(g, row)
+            } else {
+                None
+            }
+        }
+        o if o.is_binary() => lanes(g, *src.first()?),
+        _ => None,
+    }
 }
 
 /// Split an AND tree into its clauses.
@@ -303,6 +382,30 @@ mod tests {
         check_typing(g, u)
             .expect_err("ill-formed graph accepted")
             .msg
+    }
+
+    #[test]
+    fn vectors_lane_reads_in_range() {
+        let mut g = Graph::new();
+        let a = g.variable("a", 0, 10, DType::Int8);
+        let v = g.mk(Ops::STACK, DType::Int8, &[a, a, a], Arg::None);
+        let k = g.cint(DType::WeakInt, 2);
+        let ok = g.mk(Ops::INDEX, DType::Int8, &[v, k], Arg::None);
+        check_typing(&g, ok).unwrap();
+        // lane 3 of a 3-lane vector
+        let k3 = g.cint(DType::WeakInt, 3);
+        let u = g.mk(Ops::INDEX, DType::Int8, &[v, k3], Arg::None);
+        assert!(err(&g, u).contains("lane index"));
+        // lanes of different shapes
+        let w = g.mk(Ops::STACK, DType::Int8, &[v, a], Arg::None);
+        assert!(err(&g, w).contains("shapes"));
+        // RESHAPE to another lane count
+        let two = g.cint(DType::WeakInt, 2);
+        let r = g.mk(Ops::RESHAPE, DType::Int8, &[v, two], Arg::None);
+        assert!(err(&g, r).contains("lane count"));
+        // GROUP of a value
+        let gr = g.mk(Ops::GROUP, DType::Void, &[a], Arg::None);
+        assert!(err(&g, gr).contains("GROUP"));
     }
 
     #[test]

@@ -131,6 +131,13 @@ pub(crate) fn kernel(b: &mut Builder) -> UOp {
             src.extend(ranges);
             b.mk(Ops::END, DType::Void, &src, Arg::None)
         };
+        // GROUP(x) around one output (`GROUP` of stores, spec.py:96; `pm_clean_up_group_sink`
+        // unwraps it, symbolic.py:435)
+        let end = if b.sw.group_pct > 0 && b.s.ratio(b.sw.group_pct, 100) {
+            b.mk(Ops::GROUP, DType::Void, &[end], Arg::None)
+        } else {
+            end
+        };
         ends.push(end);
     }
     b.mk(Ops::SINK, DType::Void, &ends, Arg::None)

@@ -90,6 +90,10 @@ pub struct Swarm {
     pub use_special: bool,
     /// Number of outputs (1 or 2 STOREs under the SINK).
     pub n_outputs: usize,
+    /// Vector (STACK) expressions read back lane by lane may appear.
+    pub vectors: bool,
+    /// Percent of kernel outputs wrapped in a single-source `GROUP` under the SINK.
+    pub group_pct: u32,
 }
 
 /// A random non-empty subset, each element kept with probability 1/2 (swarm's omission rate);
@@ -129,6 +133,8 @@ impl Swarm {
             max_bufs: 2,
             use_special: true,
             n_outputs: 1,
+            vectors: true,
+            group_pct: 25,
         }
     }
 
@@ -201,6 +207,12 @@ impl Swarm {
             use_special: src.ratio(1, 2),
             // a second output tests shared subexpressions across stores; 1 in 5 kernels
             n_outputs: if src.ratio(1, 5) { 2 } else { 1 },
+            // drawn last so the draws above keep their values. Vectors in a third of the graphs:
+            // the vector shapes' rules (mop_cleanup, stack rules) need only a few hits each,
+            // and a vector costs 3-15 nodes of a graph's budget
+            vectors: src.ratio(1, 3),
+            // GROUP(END) only tests the GROUP/SINK clean-up: 0 or 25% of outputs
+            group_pct: if src.ratio(1, 2) { 25 } else { 0 },
         }
     }
 
