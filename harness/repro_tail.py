@@ -77,11 +77,9 @@ def _uopfuzz_tail(ns, only_eval=False):
       srcs = u.src[1:] + u.src[:1] if op is Ops.AFTER else u.src
       vals = {s: self.ev(s) for s in srcs}
       v = [vals[s] for s in u.src]
-      if op is Ops.CONST:
-        if u.arg is Invalid: return Invalid
-        # ops_python.py:107 reads `u.val` as is: an int CONST keeps an out-of-range value (as the interpreter)
-        if dtypes.is_int(dt) and type(u.arg) is int: return dt.const(u.arg)
-        return trunc(dt, dt.const(u.arg))
+      # an out-of-range fixed-width CONST (a fold without wrap) reads wrapped, as the C renderer
+      # writes it (cstyle.py:27-33) and as uopfuzz's interpreter reads it
+      if op is Ops.CONST: return Invalid if u.arg is Invalid else trunc(dt, dt.const(u.arg))
       if op in (Ops.BUFFER, Ops.PARAM):
         a = u.arg
         if a.addrspace is AddrSpace.ALU:  # a variable: UOp.variable
