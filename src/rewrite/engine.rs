@@ -64,16 +64,13 @@ impl Level {
         if p.is_any {
             // `UPat.any`: whatever one alternative admits
             return match &p.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().fold(
-                    Level { ops: 0, dts: 0 },
-                    |m, a| {
-                        let l = Level::of(a);
-                        Level {
-                            ops: m.ops | l.ops,
-                            dts: m.dts | l.dts,
-                        }
-                    },
-                ),
+                Some(SrcPat::Tuple(alts)) => alts.iter().fold(Level { ops: 0, dts: 0 }, |m, a| {
+                    let l = Level::of(a);
+                    Level {
+                        ops: m.ops | l.ops,
+                        dts: m.dts | l.dts,
+                    }
+                }),
                 _ => Level { ops: 0, dts: 0 },
             };
         }
