@@ -148,15 +148,20 @@ impl Graph {
         };
         let sdt = |i: usize| src.get(i).map(|s| self.dtype(*s));
         let promo = |s: &[UOp]| -> Option<DType> {
+            let first = self.dtype(*s.first()?);
+            // the common case (all srcs agree) allocates nothing
+            if s.iter().all(|x| self.dtype(*x) == first) {
+                return Some(first);
+            }
+            if s.len() <= 4 {
+                let mut dts = [first; 4];
+                for (d, x) in dts.iter_mut().zip(s) {
+                    *d = self.dtype(*x);
+                }
+                return least_upper_dtype(&dts[..s.len()]);
+            }
             let dts: Vec<DType> = s.iter().map(|x| self.dtype(*x)).collect();
-            if dts.is_empty() {
-                return None;
-            }
-            if dts.iter().all(|d| *d == dts[0]) {
-                Some(dts[0])
-            } else {
-                least_upper_dtype(&dts)
-            }
+            least_upper_dtype(&dts)
         };
         let is_invalid = |u: UOp| self.const_val(u).is_some_and(|c| c.is_invalid());
         Ok(match op {

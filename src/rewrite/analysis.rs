@@ -95,6 +95,10 @@ pub struct Cache {
     /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
     /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.
     pub bounds_error: Option<RuleError>,
+    /// The worklist `min_max` reuses (no allocation per uncached read).
+    mm_stack: Vec<(UOp, bool)>,
+    /// The worklist `rules::movement::shape` reuses.
+    pub(crate) shape_stack: Vec<(UOp, bool)>,
 }
 
 use ConstVal::{Bool as B, Float as F, Int as I};
@@ -584,7 +588,9 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         min_max_fill(g, cache, u);
         return cache.min_max[&u];
     }
-    let mut stack = vec![(u, false)];
+    let mut stack = std::mem::take(&mut cache.mm_stack);
+    stack.clear();
+    stack.push((u, false));
     while let Some((x, expanded)) = stack.pop() {
         if cache.min_max.contains_key(&x) {
             continue;
@@ -600,6 +606,7 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
             }
         }
     }
+    cache.mm_stack = stack;
     cache.min_max[&u]
 }
 
@@ -620,8 +627,13 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
 
 /// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.
 pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
-    let mut out = Vec::new();
-    let mut stack = vec![u];
+    if g.op(u) != sep {
+        return vec![u];
+    }
+    // sized for the common sums/products: one allocation each instead of regrowing
+    let mut out = Vec::with_capacity(8);
+    let mut stack = Vec::with_capacity(8);
+    stack.push(u);
     while let Some(x) = stack.pop() {
         if g.op(x) == sep {
             stack.extend(g.src(x).iter().rev());

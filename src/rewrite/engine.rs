@@ -3,8 +3,8 @@
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
 use super::analysis::{NodeMap, NodeSet};
-use super::upat::{Bindings, MatchScratch, UPat};
-use crate::ir::{Graph, Ops, UOp};
+use super::upat::{Bindings, MatchScratch, SrcPat, UPat};
+use crate::ir::{DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -42,6 +42,155 @@ pub struct Rule {
     pub f: RuleFn,
     /// `early_reject` as a bit set of op numbers (all ops are < 128).
     early_reject: u128,
+    /// A necessary condition for a match, on the node and its srcs' ops and dtypes only.
+    pre: Pre,
+}
+
+/// What a pattern demands of one node, ignoring names, args and deeper srcs: op and dtype as bit
+/// sets (all ones = anything).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Level {
+    ops: u128,
+    dts: u32,
+}
+
+const ANY_LEVEL: Level = Level {
+    ops: u128::MAX,
+    dts: u32::MAX,
+};
+
+impl Level {
+    fn of(p: &UPat) -> Level {
+        if p.is_any {
+            // `UPat.any`: whatever one alternative admits
+            return match &p.src {
+                Some(SrcPat::Tuple(alts)) => alts.iter().fold(Level { ops: 0, dts: 0 }, |m, a| {
+                    let l = Level::of(a);
+                    Level {
+                        ops: m.ops | l.ops,
+                        dts: m.dts | l.dts,
+                    }
+                }),
+                _ => Level { ops: 0, dts: 0 },
+            };
+        }
+        Level {
+            ops: p
+                .op
+                .as_ref()
+                .map_or(u128::MAX, |v| v.iter().fold(0, |m, o| m | op_bit(*o))),
+            dts: p
+                .dtype
+                .as_ref()
+                .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d))),
+        }
+    }
+    #[inline]
+    fn admits(self, op: u128, dt: u32) -> bool {
+        self.ops & op != 0 && self.dts & dt != 0
+    }
+}
+
+/// How the srcs are checked by [`Pre`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PreSrc {
+    /// No constraint.
+    Any,
+    /// `src[i]` against `pos[i]` for the first `n` positions.
+    Ordered,
+    /// Two srcs matched in either order (a commutative pattern).
+    Swap2,
+    /// Every src against `pos[0]` (`src=p` repeated).
+    Every,
+}
+
+/// The depth-1 necessary condition of a rule's pattern: the node's dtype, its src count and its
+/// srcs' ops and dtypes, as bit sets. Checked before the full matcher: most attempts fail here.
+#[derive(Clone, Copy, Debug)]
+struct Pre {
+    dts: u32,
+    /// Fewest srcs / exactly that many.
+    n: u8,
+    exact: bool,
+    src: PreSrc,
+    pos: [Level; PRE_SRCS],
+}
+
+/// Src positions [`Pre`] looks at (further ones are left to the matcher).
+const PRE_SRCS: usize = 3;
+
+impl Pre {
+    fn of(p: &UPat) -> Pre {
+        let mut pre = Pre {
+            dts: u32::MAX,
+            n: 0,
+            exact: false,
+            src: PreSrc::Any,
+            pos: [ANY_LEVEL; PRE_SRCS],
+        };
+        if p.is_any {
+            return pre;
+        }
+        pre.dts = Level::of(p).dts;
+        match &p.src {
+            None => {}
+            Some(SrcPat::Repeat(q)) => {
+                pre.src = PreSrc::Every;
+                pre.pos[0] = Level::of(q);
+            }
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => {
+                pre.n = v.len().min(255) as u8;
+                pre.exact = !p.allow_any_len;
+                let levels: Vec<Level> = v.iter().map(Level::of).collect();
+                let perm = matches!(p.src, Some(SrcPat::Perm(_)));
+                if !perm || levels.len() < 2 || levels[1..].iter().all(|l| *l == levels[0]) {
+                    pre.src = PreSrc::Ordered;
+                    for (d, l) in pre.pos.iter_mut().zip(&levels) {
+                        *d = *l;
+                    }
+                } else if levels.len() == 2 {
+                    pre.src = PreSrc::Swap2;
+                    pre.pos[0] = levels[0];
+                    pre.pos[1] = levels[1];
+                } else {
+                    // some permutation: each src must be admitted by some pattern
+                    let u = levels.iter().fold(Level { ops: 0, dts: 0 }, |m, l| Level {
+                        ops: m.ops | l.ops,
+                        dts: m.dts | l.dts,
+                    });
+                    pre.src = PreSrc::Ordered;
+                    pre.pos = [u; PRE_SRCS];
+                }
+            }
+        }
+        pre
+    }
+    /// Whether a node of dtype bit `dt` with srcs `(op bit, dtype bit)` may match.
+    #[inline]
+    fn admits(&self, dt: u32, srcs: &[(u128, u32)], n: usize) -> bool {
+        if self.dts & dt == 0 {
+            return false;
+        }
+        let want = self.n as usize;
+        if n < want || (self.exact && n != want) {
+            return false;
+        }
+        match self.src {
+            PreSrc::Any => true,
+            PreSrc::Ordered => self
+                .pos
+                .iter()
+                .zip(srcs)
+                .take(want)
+                .all(|(l, (o, d))| l.admits(*o, *d)),
+            PreSrc::Swap2 => {
+                let ((o0, d0), (o1, d1)) = (srcs[0], srcs[1]);
+                (self.pos[0].admits(o0, d0) && self.pos[1].admits(o1, d1))
+                    || (self.pos[1].admits(o0, d0) && self.pos[0].admits(o1, d1))
+            }
+            PreSrc::Every => n > srcs.len() || srcs.iter().all(|(o, d)| self.pos[0].admits(*o, *d)),
+        }
+    }
 }
 
 /// The bit of `op` in an op set.
@@ -50,15 +199,23 @@ fn op_bit(op: Ops) -> u128 {
     1u128 << (op as u8 & 127)
 }
 
+/// The bit of `dt` in a dtype set (all dtypes are < 32).
+#[inline]
+fn dt_bit(dt: DType) -> u32 {
+    1u32 << (dt as u8 & 31)
+}
+
 impl Rule {
     pub fn new(name: &'static str, source: &'static str, pat: UPat, f: RuleFn) -> Rule {
         let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
+        let pre = Pre::of(&pat);
         Rule {
             name,
             source,
             pat,
             f,
             early_reject,
+            pre,
         }
     }
 }
@@ -145,13 +302,27 @@ impl RuleSet {
         if idxs.is_empty() {
             return Ok(None);
         }
-        let src_ops = cx.g.src(u).iter().fold(0, |m, s| m | op_bit(cx.g.op(*s)));
+        let g = &*cx.g;
+        let src = g.src(u);
+        let n = src.len();
+        let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
+        // (op bit, dtype bit) of the first srcs, for the rules' `Pre` checks
+        let mut sb = [(0u128, 0u32); PRE_SRCS];
+        for (d, s) in sb.iter_mut().zip(src) {
+            let sn = g.node(*s);
+            *d = (op_bit(sn.op), dt_bit(sn.dtype));
+        }
+        let sb = &sb[..n.min(PRE_SRCS)];
+        let dt = dt_bit(g.dtype(u));
         let RewriteScratch { m, b } = scratch;
         for &(i, early_reject) in idxs {
             if early_reject & !src_ops != 0 {
                 continue;
             }
             let r = &self.rules[i];
+            if !r.pre.admits(dt, sb, n) {
+                continue;
+            }
             // matching only reads existing nodes, which rule functions never change, so
             // listing every binding first and then calling `f` on each is tinygrad's order
             r.pat.match_all(cx.g, u, m);

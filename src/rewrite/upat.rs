@@ -32,6 +32,9 @@ pub struct UPat {
     pub allow_any_len: bool,
     /// `UPat.any(*alts)`: the alternatives live in `src` as a `Tuple`.
     pub is_any: bool,
+    /// A `Perm` src whose patterns are all equal: one order suffices (`itertools.permutations`
+    /// would list the same matches again; tinygrad matches them once). Set with the src.
+    perm_same: bool,
 }
 
 /// Name → node bindings of one match, in binding order.
@@ -73,6 +76,7 @@ impl UPat {
             name: None,
             allow_any_len: false,
             is_any: false,
+            perm_same: false,
         }
     }
     /// `UPat(op)`.
@@ -168,6 +172,7 @@ impl UPat {
     }
     /// `src=[...]`: match in any order.
     pub fn src_perm(mut self, s: Vec<UPat>) -> UPat {
+        self.perm_same = all_same(&s);
         self.src = Some(SrcPat::Perm(s));
         self
     }
@@ -237,6 +242,7 @@ impl UPat {
         } else {
             asrc.last().unwrap().dtype.clone()
         };
+        let perm_same = all_same(&asrc);
         let src = if op.is_commutative() {
             SrcPat::Perm(asrc)
         } else {
@@ -246,6 +252,7 @@ impl UPat {
             op: Some(vec![op]),
             dtype,
             src: Some(src),
+            perm_same,
             ..UPat::blank()
         }
     }
@@ -457,7 +464,7 @@ impl UPat {
             Some(SrcPat::Repeat(p)) => match_seq(g, srcs, &Seq::Repeat(p, srcs.len()), 0, b, k),
             Some(SrcPat::Tuple(v)) => match_seq(g, srcs, &Seq::Order(v, None), 0, b, k),
             Some(SrcPat::Perm(v)) => {
-                if v.len() < 2 || v[1..].iter().all(|p| p == &v[0]) {
+                if self.perm_same {
                     match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
                 } else if v.len() == 2 {
                     match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
@@ -471,6 +478,11 @@ impl UPat {
         }
         b.truncate(mark);
     }
+}
+
+/// Whether every pattern of a src list equals the first (true for fewer than two).
+fn all_same(v: &[UPat]) -> bool {
+    v.len() < 2 || v[1..].iter().all(|p| p == &v[0])
 }
 
 /// The bindings under construction (name, node), in binding order.

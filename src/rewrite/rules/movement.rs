@@ -164,7 +164,9 @@ pub fn shape(cx: &mut Cx, u: UOp) -> Option<Vec<i128>> {
         cx.cache.shape.insert(u, s.clone());
         return s;
     }
-    let mut stack = vec![(u, false)];
+    let mut stack = std::mem::take(&mut cx.cache.shape_stack);
+    stack.clear();
+    stack.push((u, false));
     while let Some((x, expanded)) = stack.pop() {
         if cx.cache.shape.contains_key(&x) {
             continue;
@@ -181,6 +183,7 @@ pub fn shape(cx: &mut Cx, u: UOp) -> Option<Vec<i128>> {
             }
         }
     }
+    cx.cache.shape_stack = stack;
     cx.cache.shape[&u].clone()
 }
 
