@@ -735,13 +735,14 @@ impl<'a> Builder<'a> {
         let ws: Vec<u32> = w.iter().map(|x| x.1).collect();
         match w[weighted(self.s, &ws)].0 {
             0 => {
-                // a quarter of weakint vectors are masked: every lane gated by one condition
+                // a quarter of weakint vectors are masked: every lane gated by one condition,
+                // built under `in_stack` too (it ends up in every lane: no RESHAPE below)
+                self.in_stack += 1;
                 let cond = if dt == DType::WeakInt && self.s.ratio(1, 4) {
                     Some(self.expr(DType::Bool, d.min(1)))
                 } else {
                     None
                 };
-                self.in_stack += 1;
                 let lanes: Vec<UOp> = (0..n)
                     .map(|_| {
                         let e = self.expr(dt, d);
