@@ -830,7 +830,8 @@ impl<'a> Builder<'a> {
     /// Valid wherever chosen: the rows are built under `in_stack` (no RESHAPE, so their shapes
     /// are known and PERMUTE's `_shape` check passes), and a 1-D PERMUTE keeps `v`'s shape.
     /// Weight 1 in `vexpr`, like the other movement shapes: before it, neither PERMUTE rule fired
-    /// in a 60 s default run (160/168 rules); with it both do (162/168).
+    /// in a 60 s default run (160/168 rules); with it both do (162/168; merge_permute 251 and
+    /// noop_permute 774 times, seed 0, 1 thread).
     fn vpermute(&mut self, dt: DType, n: usize, d: u32) -> UOp {
         let perm =
             |b: &mut Self, x: UOp, p: &[i64]| b.mk(Ops::PERMUTE, dt, &[x], Arg::Perm(p.to_vec()));
