@@ -123,6 +123,28 @@ def _uopfuzz_tail(ns, only_eval=False):
           step = math.prod(ds[1:])
           return tuple(nest(ds[1:], xs[k*step:(k+1)*step]) for k in range(ds[0]))
         return nest(dims, flat) if flat else ()
+      if op is Ops.PERMUTE:  # output dim k is input dim arg[k] (ops.py:424), on the row-major nested lanes
+        x, p = v[0], list(u.arg)
+        if x is Invalid: return Invalid
+        if sorted(p) != list(range(len(p))): raise ValueError(f"uopfuzz tail: bad permute {p}")
+        dims, c = [], x
+        for k in range(len(p)):
+          if not isinstance(c, tuple): raise ValueError("uopfuzz tail: permute rank exceeds the value's")
+          dims.append(len(c))
+          if c: c = c[0]
+          elif k < len(p) - 1: raise ValueError("uopfuzz tail: permute of an empty axis")
+        def at(idx):
+          y = x
+          for j in idx: y = y[j]
+          return y
+        def build(k, idx):
+          if k == len(p): return at(idx)
+          out = []
+          for j in range(dims[p[k]]):
+            idx[p[k]] = j
+            out.append(build(k + 1, idx))
+          return tuple(out)
+        return build(0, [0] * len(p))
       if op is Ops.LOAD:
         (_, ref, i), alt, gate = v[0], (v[1] if len(v) > 1 else zero(dt)), (bool(v[2]) if len(v) > 2 else True)
         if i is None or not gate: return alt

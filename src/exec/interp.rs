@@ -963,6 +963,10 @@ impl<'a> Interp<'a> {
             }
             Ops::END => V::Void,
             Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
+            Ops::PERMUTE => match (vals.first(), self.g.arg(u)) {
+                (Some(x), Arg::Perm(p)) => self.permute(i, x, p)?,
+                _ => return Err(self.err_malformed(i, "PERMUTE without a tuple arg")),
+            },
             _ => return Err(self.err_unsupported(i, "op not supported by the interpreter")),
         })
     }
@@ -1213,6 +1217,78 @@ impl<'a> Interp<'a> {
             return Ok(V::Vec(Vec::new().into()));
         }
         Ok(nest(&dims, &lanes))
+    }
+
+    /// PERMUTE of a value of known shape (a STACK of STACKs, row-major): output dim `k` is input
+    /// dim `p[k]` (`_shape` of PERMUTE, uop/ops.py:424; `UOp.permute`, :787), so output lane
+    /// `(j0, .., jr-1)` is input lane `idx` with `idx[p[k]] = jk`. The value's nesting depth must
+    /// be `len(p)` (tinygrad's shape check: `sorted(p) == range(len(shape))`); a poisoned
+    /// (Invalid) vector stays Invalid.
+    fn permute(&self, i: usize, x: &V, p: &[i64]) -> Result<V, ExecError> {
+        if matches!(x, V::Invalid) {
+            return Ok(V::Invalid);
+        }
+        let r = p.len();
+        let mut sorted: Vec<i64> = p.to_vec();
+        sorted.sort_unstable();
+        if !sorted.iter().copied().eq(0..r as i64) {
+            return Err(self.err_malformed(i, "PERMUTE arg is not a permutation"));
+        }
+        // the shape: lengths along the first lane, checked regular below
+        let mut dims = Vec::with_capacity(r);
+        let mut cur = x;
+        for _ in 0..r {
+            match cur {
+                V::Vec(l) => {
+                    dims.push(l.len());
+                    match l.first() {
+                        Some(f) => cur = f,
+                        None if dims.len() == r => {}
+                        None => {
+                            return Err(self.err_unsupported(i, "PERMUTE of an empty axis"));
+                        }
+                    }
+                }
+                _ => return Err(self.err_malformed(i, "PERMUTE rank exceeds the value's")),
+            }
+        }
+        let n = dims.iter().product::<usize>();
+        // flatten row-major, checking every lane has the same shape and leaves are scalars
+        fn flat(v: &V, dims: &[usize], out: &mut Vec<V>) -> bool {
+            match (dims.split_first(), v) {
+                (None, V::Vec(_)) => false,
+                (None, x) => {
+                    out.push(x.clone());
+                    true
+                }
+                (Some((d, rest)), V::Vec(l)) => {
+                    l.len() == *d && l.iter().all(|y| flat(y, rest, out))
+                }
+                _ => false,
+            }
+        }
+        let mut lanes = Vec::with_capacity(n);
+        if !flat(x, &dims, &mut lanes) {
+            return Err(self.err_malformed(i, "PERMUTE of a value without a regular shape"));
+        }
+        let odims: Vec<usize> = p.iter().map(|k| dims[*k as usize]).collect();
+        // input row-major strides, read in output order
+        let mut strides = vec![1usize; r];
+        for k in (0..r.saturating_sub(1)).rev() {
+            strides[k] = strides[k + 1] * dims[k + 1];
+        }
+        let ostrides: Vec<usize> = p.iter().map(|k| strides[*k as usize]).collect();
+        fn build(odims: &[usize], ostrides: &[usize], base: usize, lanes: &[V]) -> V {
+            match (odims.split_first(), ostrides.split_first()) {
+                (Some((d, rd)), Some((s, rs))) => V::Vec(
+                    (0..*d)
+                        .map(|j| build(rd, rs, base + j * s, lanes))
+                        .collect(),
+                ),
+                _ => lanes[base].clone(),
+            }
+        }
+        Ok(build(&odims, &ostrides, 0, &lanes))
     }
 
     fn gate(&self, i: usize, s: Option<&usize>) -> Result<bool, ExecError> {
@@ -1675,5 +1751,50 @@ mod tests {
         let vi = mk(&mut g, Ops::INDEX, WeakInt, &[v4, inv]);
         let vid = mk(&mut g, Ops::INDEX, WeakInt, &[vi, c0]);
         assert!(eval(&g, vid, &e).unwrap().invalid);
+    }
+
+    /// PERMUTE transposes the nested lanes: output dim k is input dim arg[k] (uop/ops.py:424).
+    #[test]
+    fn permute_transposes_lanes() {
+        let mut g = Graph::new();
+        let e = Env::new();
+        // rows (10, 11, 12), (13, 14, 15): shape (2, 3)
+        let r0: Vec<UOp> = (10..13).map(|v| g.cint(WeakInt, v)).collect();
+        let r1: Vec<UOp> = (13..16).map(|v| g.cint(WeakInt, v)).collect();
+        let a = mk(&mut g, Ops::STACK, WeakInt, &r0);
+        let b = mk(&mut g, Ops::STACK, WeakInt, &r1);
+        let m = mk(&mut g, Ops::STACK, WeakInt, &[a, b]);
+        let perm =
+            |g: &mut Graph, x: UOp, p: Vec<i64>| g.mk(Ops::PERMUTE, WeakInt, &[x], Arg::Perm(p));
+        let t = perm(&mut g, m, vec![1, 0]);
+        let (c0, c1, c2) = (g.cint(WeakInt, 0), g.cint(WeakInt, 1), g.cint(WeakInt, 2));
+        // t has shape (3, 2): t[2][1] = m[1][2] = 15, t[1][0] = m[0][1] = 11
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[t, c2, c1]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(15)));
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[t, c1, c0]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(11)));
+        // a column of m as a 2-lane vector: t[1] = (11, 14)
+        let col = mk(&mut g, Ops::INDEX, WeakInt, &[t, c1]);
+        let l = mk(&mut g, Ops::INDEX, WeakInt, &[col, c1]);
+        assert_eq!(eval(&g, l, &e).unwrap().value, Some(Val::Int(14)));
+        // transposing twice and the identity give m back
+        let tt = perm(&mut g, t, vec![1, 0]);
+        let id = perm(&mut g, m, vec![0, 1]);
+        for x in [tt, id] {
+            let rd = mk(&mut g, Ops::INDEX, WeakInt, &[x, c1, c2]);
+            assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(15)));
+        }
+        // a 1-D identity: lane 2 of (10, 11, 12)
+        let p1 = perm(&mut g, a, vec![0]);
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[p1, c2]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(12)));
+        // a rank other than the value's, or a non-permutation, is malformed
+        for (x, p) in [(a, vec![1, 0]), (m, vec![0]), (m, vec![0, 0])] {
+            let bad = perm(&mut g, x, p);
+            assert!(matches!(
+                eval(&g, bad, &e),
+                Err(ExecError::Malformed { .. })
+            ));
+        }
     }
 }

@@ -195,6 +195,28 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                 return Err("RESHAPE changes the lane count".into());
             }
         }
+        // the generator's PERMUTEs: of a vector (arg (0,)) or of a 2-D STACK of rows (uop/ops.py:424:
+        // the arg is a permutation of the source's axes)
+        PERMUTE => {
+            arity(1)?;
+            let Arg::Perm(p) = &n.arg else {
+                return Err("PERMUTE without a tuple arg".into());
+            };
+            let mut sorted = p.clone();
+            sorted.sort_unstable();
+            if !sorted.iter().copied().eq(0..p.len() as i64) || !(1..=2).contains(&p.len()) {
+                return Err(format!("PERMUTE arg {p:?}"));
+            }
+            if sd(0) != dt {
+                return Err("PERMUTE changes the dtype".into());
+            }
+            // the source's rank is exactly len(arg)
+            if (0..p.len()).any(|k| axis(g, n.src[0], k).is_none())
+                || axis(g, n.src[0], p.len()).is_some()
+            {
+                return Err("PERMUTE rank differs from its source's".into());
+            }
+        }
         GROUP => {
             if dt != DType::Void
                 || n.src
@@ -312,15 +334,29 @@ fn lanes(g: &Graph, u: UOp) -> Option<i128> {
                 // a gather: one lane per index lane
                 return Some(g.src(idx).len() as i128);
             }
-            // a row of a 2-D STACK
-            let row = *g.src(base).first()?;
-            if g.op(base) == STACK {
-                lanes(g, row)
-            } else {
-                None
+            // a row of a 2-D STACK, or of a PERMUTE of one
+            match g.op(base) {
+                STACK => lanes(g, *g.src(base).first()?),
+                PERMUTE => axis(g, base, 1),
+                _ => None,
             }
         }
+        PERMUTE => axis(g, u, 0),
         o if o.is_binary() => lanes(g, *src.first()?),
+        _ => None,
+    }
+}
+
+/// The length of axis `k` of a vector value (`None`: unknown, or the value has no axis `k`):
+/// STACK's axes are its lane count then its lanes' axes, PERMUTE's axis `k` is its source's axis
+/// `arg[k]` (uop/ops.py:424); other vectors are known along their first axis only.
+fn axis(g: &Graph, u: UOp, k: usize) -> Option<i128> {
+    match (g.op(u), g.arg(u)) {
+        (Ops::STACK, _) if k > 0 => axis(g, *g.src(u).first()?, k - 1),
+        (Ops::PERMUTE, Arg::Perm(p)) => {
+            axis(g, *g.src(u).first()?, usize::try_from(*p.get(k)?).ok()?)
+        }
+        _ if k == 0 => lanes(g, u),
         _ => None,
     }
 }
@@ -403,6 +439,22 @@ mod tests {
         let two = g.cint(DType::WeakInt, 2);
         let r = g.mk(Ops::RESHAPE, DType::Int8, &[v, two], Arg::None);
         assert!(err(&g, r).contains("lane count"));
+        // a 1-D identity PERMUTE; a row of the transpose of a (2, 3) STACK has 2 lanes
+        let p0 = g.mk(Ops::PERMUTE, DType::Int8, &[v], Arg::Perm(vec![0]));
+        check_typing(&g, p0).unwrap();
+        let m = g.mk(Ops::STACK, DType::Int8, &[v, v], Arg::None);
+        let t = g.mk(Ops::PERMUTE, DType::Int8, &[m], Arg::Perm(vec![1, 0]));
+        let row = g.mk(Ops::INDEX, DType::Int8, &[t, k], Arg::None);
+        let k1 = g.cint(DType::WeakInt, 1);
+        let lane = g.mk(Ops::INDEX, DType::Int8, &[row, k1], Arg::None);
+        check_typing(&g, lane).unwrap();
+        let lane2 = g.mk(Ops::INDEX, DType::Int8, &[row, k], Arg::None);
+        assert!(err(&g, lane2).contains("lane index"));
+        // PERMUTE of another rank, or by a non-permutation
+        for p in [vec![1, 0], vec![1]] {
+            let pm = g.mk(Ops::PERMUTE, DType::Int8, &[v], Arg::Perm(p));
+            assert!(err(&g, pm).contains("PERMUTE"));
+        }
         // GROUP of a value
         let gr = g.mk(Ops::GROUP, DType::Void, &[a], Arg::None);
         assert!(err(&g, gr).contains("GROUP"));
