@@ -275,14 +275,18 @@ fn py_index(cx: &Cx, a: UOp, i: ConstVal) -> Result<UOp, RuleError> {
             "TypeError: tuple indices must be integers".into(),
         ));
     };
-    let n = src.len() as i128;
-    let j = if i < 0 { i + n } else { i };
-    if j < 0 || j >= n {
+    Ok(src[py_tuple_index(i, src.len())?])
+}
+
+/// Python's `t[i]` position: a negative `i` counts from the end; out of range is IndexError.
+fn py_tuple_index(i: i128, n: usize) -> Result<usize, RuleError> {
+    let j = if i < 0 { i + n as i128 } else { i };
+    if j < 0 || j >= n as i128 {
         return Err(RuleError::Runtime(
             "IndexError: tuple index out of range".into(),
         ));
     }
-    Ok(src[j as usize])
+    Ok(j as usize)
 }
 
 /// `TypeError: '<type>' object is not iterable` / `... is not subscriptable`.
@@ -312,14 +316,7 @@ fn merged_perm(outer: &Arg, inner: &Arg) -> Result<Vec<i64>, RuleError> {
                 "TypeError: tuple indices must be integers or slices".into(),
             ));
         };
-        let n = v.len() as i64;
-        let j = if i < 0 { i + n } else { i };
-        if j < 0 || j >= n {
-            return Err(RuleError::Runtime(
-                "IndexError: tuple index out of range".into(),
-            ));
-        }
-        out.push(v[j as usize]);
+        out.push(v[py_tuple_index(i as i128, v.len())?]);
     }
     Ok(out)
 }
