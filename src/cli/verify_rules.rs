@@ -13,7 +13,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1500)]
     pub timeout_ms: u32,
     /// Wall-clock budget per rule × dtype in milliseconds (no new instance past it).
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 2500)]
     pub budget_ms: u64,
     /// Instances per rule × dtype.
     #[arg(long, default_value_t = 48)]

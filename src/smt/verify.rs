@@ -56,7 +56,7 @@ impl Default for VerifyOpts {
             policy: FloatPolicy::strict(),
             timeout_ms: 1500,
             max_instances: 48,
-            budget_ms: 3000,
+            budget_ms: 2500,
             seed: 0x5eed,
             threads: None,
         }
@@ -289,7 +289,10 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
         }
         let Some(rhs) = rhs else { continue };
         rep.fired += 1;
-        match check_refinement(&g, lhs, rhs, opts.policy, opts.timeout_ms) {
+        // the query gets what is left of the budget, so one rule × dtype stays within it
+        let left = opts.budget_ms.saturating_sub(t0.elapsed().as_millis() as u64);
+        let timeout = (opts.timeout_ms as u64).min(left.max(100)) as u32;
+        match check_refinement(&g, lhs, rhs, opts.policy, timeout) {
             Verdict::Refines => rep.refined += 1,
             Verdict::Counterexample(c) => match replay_on_interp(&g, lhs, rhs, &c, opts.policy) {
                 Ok(interp) => {
