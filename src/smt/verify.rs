@@ -290,7 +290,9 @@ pub fn verify_rule_dtype(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Rul
         let Some(rhs) = rhs else { continue };
         rep.fired += 1;
         // the query gets what is left of the budget, so one rule × dtype stays within it
-        let left = opts.budget_ms.saturating_sub(t0.elapsed().as_millis() as u64);
+        let left = opts
+            .budget_ms
+            .saturating_sub(t0.elapsed().as_millis() as u64);
         let timeout = (opts.timeout_ms as u64).min(left.max(100)) as u32;
         match check_refinement(&g, lhs, rhs, opts.policy, timeout) {
             Verdict::Refines => rep.refined += 1,
