@@ -254,7 +254,8 @@ pub fn check_refinement(
     }
 }
 
-fn eval_term(m: &z3::Model, t: &Term) -> Option<Term> {
+/// A term's value in a model (completed), as a term of the same sort.
+pub(crate) fn eval_term(m: &z3::Model, t: &Term) -> Option<Term> {
     Some(match t {
         Term::Bool(x) => Term::Bool(m.eval(x, true)?),
         Term::BV(x) => Term::BV(m.eval(x, true)?),

@@ -49,7 +49,9 @@ use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::Stop;
 use crate::smt::encode::{Encoded, Term, VarMap, encode};
-use crate::smt::query::{Counterexample, FloatPolicy as SmtPolicy, Model, same_output, term_value};
+use crate::smt::query::{
+    Counterexample, FloatPolicy as SmtPolicy, Model, eval_term, same_output, term_value,
+};
 use crate::smt::z3x::bv_const;
 use real::{RealVerdict, check_real};
 use serde::Serialize;
@@ -366,15 +368,6 @@ fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<
     hard.push(eo.hard_ub.not());
     hard.push(en.hard_ub.clone() | differs);
     Ok(Built { vm, eo, en, hard })
-}
-
-fn eval_term(m: &z3::Model, t: &Term) -> Option<Term> {
-    Some(match t {
-        Term::Bool(x) => Term::Bool(m.eval(x, true)?),
-        Term::BV(x) => Term::BV(m.eval(x, true)?),
-        Term::Int(x) => Term::Int(m.eval(x, true)?),
-        Term::Float(x) => Term::Float(m.eval(x, true)?),
-    })
 }
 
 fn cex_of(b: &Built, m: &z3::Model) -> Counterexample {

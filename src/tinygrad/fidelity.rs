@@ -8,6 +8,7 @@
 use super::builtin_gen::{self, Family};
 use super::{BridgeError, find_python, harness_script, port_error, run_script};
 use crate::ir::text::{parse_graph, write_graph};
+use crate::ir::{Graph, UOp};
 use crate::rewrite::rules::by_name;
 use crate::rewrite::{Limits, RuleSet, Stop, graph_rewrite};
 use serde::Serialize;
@@ -78,6 +79,17 @@ pub struct Case {
     pub text: String,
     /// Nodes reachable from the root.
     pub nodes: usize,
+}
+
+impl Case {
+    fn new(id: usize, family: &'static str, g: &Graph, root: UOp) -> Case {
+        Case {
+            id,
+            family,
+            text: write_graph(g, &[root], &["root"]),
+            nodes: g.toposort(&[root]).len(),
+        }
+    }
 }
 
 /// The outcome of one side.
@@ -434,12 +446,7 @@ pub fn generate_batch(
             Ok((0..n)
                 .map(|i| {
                     let x = builtin_gen::generate(seed, i as u64, fam);
-                    Case {
-                        id: i,
-                        family: x.family.name(),
-                        text: write_graph(&x.graph, &[x.root], &["root"]),
-                        nodes: x.graph.toposort(&[x.root]).len(),
-                    }
+                    Case::new(i, x.family.name(), &x.graph, x.root)
                 })
                 .collect())
         }
@@ -462,12 +469,7 @@ pub fn generate_batch(
                         builtin_gen::graph_seed(seed, i as u64),
                         &cfg,
                     );
-                    Case {
-                        id: i,
-                        family: x.family.name(),
-                        text: write_graph(&x.graph, &[x.root], &["root"]),
-                        nodes: x.graph.toposort(&[x.root]).len(),
-                    }
+                    Case::new(i, x.family.name(), &x.graph, x.root)
                 })
                 .collect())
         }
