@@ -1366,7 +1366,7 @@ impl<'a> Interp<'a> {
 
 /// A variable's value must fit its dtype and its declared `vmin_vmax` (ints and bools; float
 /// variables are not range-checked: their bounds cannot express inf/nan).
-fn check_var(
+pub(crate) fn check_var(
     name: &str,
     dt: DType,
     vmin_vmax: Option<(i128, i128)>,

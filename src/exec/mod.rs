@@ -3,3 +3,4 @@
 //! `exec_alu`.
 pub mod interp;
 pub mod semantics;
+pub mod tape;

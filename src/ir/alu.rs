@@ -1014,10 +1014,11 @@ pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
     if !dt.is_int() || arity(op) != Some(operands.len()) {
         return None;
     }
-    let ints: Vec<i128> = operands
-        .iter()
-        .map(|v| v.as_i128())
-        .collect::<Option<_>>()?;
+    // at most 3 operands (arity checked above): no allocation on the interpreter's hot path
+    let mut ints = [0i128; 3];
+    for (slot, v) in ints.iter_mut().zip(operands) {
+        *slot = v.as_i128()?;
+    }
     let exact = |o: Ops, s: &[Val]| python_alu(o, s, false, false);
     match op {
         CDIV | CMOD | FLOORDIV | FLOORMOD => {

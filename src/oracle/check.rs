@@ -7,6 +7,7 @@ use super::inputs::{float_boundaries, int_boundaries, point_rng, random_float, r
 use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
 use super::verdict::Class;
 use crate::exec::interp::{self, Buffer, Env, ExecError};
+use crate::exec::tape::Tape;
 use crate::r#gen::Generated;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
@@ -227,6 +228,8 @@ pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
             }
         })
         .collect();
+    // their ends are evaluated at every point: compile each once
+    let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
     let mut points = Vec::with_capacity(n);
     for p in 0..n {
         let mut env = Env::new();
@@ -267,8 +270,8 @@ pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
         }
         // ends of free RANGE/SPECIAL may depend on variables: evaluate them at this point
         let mut ok = true;
-        for (axis, r) in &ranges {
-            match end_of(g, *r, &env) {
+        for ((axis, _), end) in ranges.iter().zip(&mut range_ends) {
+            match end_of(g, end, &env) {
                 Some(e) if e > 0 => {
                     let v = if rng.random_bool(0.5) {
                         [0, e - 1][p % 2]
@@ -280,8 +283,8 @@ pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
                 _ => ok = false,
             }
         }
-        for (name, s) in &specials {
-            match end_of(g, *s, &env) {
+        for ((name, _), end) in specials.iter().zip(&mut special_ends) {
+            match end_of(g, end, &env) {
                 Some(e) if e > 0 => {
                     env.specials
                         .insert(name.clone(), random_int(&mut rng, 0, e - 1));
@@ -328,14 +331,61 @@ fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType) -> Val {
 }
 
 /// The value of a RANGE/SPECIAL end at this point (ends are scalar expressions of variables).
-fn end_of(g: &Graph, u: UOp, env: &Env) -> Option<i128> {
-    let e = *g.src(u).first()?;
-    interp::eval(g, e, env).ok()?.value?.as_i128()
+fn end_of(g: &Graph, end: &mut Option<Runner>, env: &Env) -> Option<i128> {
+    let o = end.as_mut()?.observe(g, env);
+    if o.error.is_some() {
+        return None;
+    }
+    o.value?.as_i128()
+}
+
+fn end_runners<T>(g: &Graph, leaves: &[(T, UOp)]) -> Vec<Option<Runner>> {
+    leaves
+        .iter()
+        .map(|(_, u)| g.src(*u).first().map(|e| Runner::new(g, *e)))
+        .collect()
 }
 
 /// Runs one graph at one point.
 pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
     observe_plan(g, &interp::Plan::new(g, root), env)
+}
+
+/// How one graph runs at many points: the straight-line tape where the graph is scalar ALU
+/// (`exec::tape`), else the interpreter's plan. The plan is also built lazily for tape points
+/// that raise, so errors carry the interpreter's exact wording.
+pub struct Runner {
+    root: UOp,
+    tape: Option<Tape>,
+    plan: std::cell::OnceCell<interp::Plan>,
+    slots: Vec<Option<Val>>,
+}
+
+impl Runner {
+    pub fn new(g: &Graph, root: UOp) -> Runner {
+        Runner {
+            root,
+            tape: Tape::new(g, root),
+            plan: std::cell::OnceCell::new(),
+            slots: Vec::new(),
+        }
+    }
+    /// `observe(g, root, env)`, identical result.
+    pub fn observe(&mut self, g: &Graph, env: &Env) -> Observed {
+        if let Some(t) = &self.tape
+            && let Some(o) = t.run(env, &mut self.slots)
+        {
+            return Observed {
+                value: o.value,
+                buffers: vec![],
+                ub: o.hard_ub,
+                error: None,
+                invalid: o.value.is_none(),
+            };
+        }
+        let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
+        observe_plan(g, plan, env)
+    }
 }
 
 /// `observe` with the interpreter's plan built once per graph.
@@ -731,13 +781,10 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         return res;
     }
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
-    let (plan_o, plan_n) = (
-        interp::Plan::new(&g, case.root),
-        interp::Plan::new(&g, rw.root),
-    );
+    let (mut run_o, mut run_n) = (Runner::new(&g, case.root), Runner::new(&g, rw.root));
     for p in make_points(case, opts) {
-        let o = observe_plan(&g, &plan_o, &p.env);
-        let n = observe_plan(&g, &plan_n, &p.env);
+        let o = run_o.observe(&g, &p.env);
+        let n = run_n.observe(&g, &p.env);
         let v = decide(&g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
