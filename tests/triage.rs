@@ -547,3 +547,48 @@ fn a_saved_finding_directory_is_triaged() {
     assert!(p.root("root").is_some() && p.root("rewritten").is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_masked_wrong_rewrite_is_blamed_not_the_flip_that_exposes_it() {
+    // A cargo-fuzz finding: ((1&v0) & ...) AND chain over weakint v0 in [-16, 16]. `sym/
+    // simplify_valid` rewrites v0&(v0&1) to v0 (wrong for v0 = -16; tinygrad 0.14.0 does the
+    // same), but the surrounding `&1` masks it, and the partial graphs only go wrong after a
+    // later `commutative/flip` builds v0&(v0&1) again and the engine reuses its known
+    // replacement. Both the fuzz loop's blame and triage must name simplify_valid.
+    let mut g = Graph::new();
+    let v0 = g.variable("v0", -16, 16, DType::WeakInt);
+    let one = g.cint(DType::WeakInt, 1);
+    let n3 = g.alu(Ops::AND, &[one, v0]).unwrap();
+    let n4 = g.alu(Ops::AND, &[v0, n3]).unwrap();
+    let n5 = g.alu(Ops::AND, &[n4, n3]).unwrap();
+    let n6 = g.alu(Ops::AND, &[n3, n5]).unwrap();
+    let root = g.alu(Ops::AND, &[n6, v0]).unwrap();
+    let choice = choose_rules("pipeline", None).unwrap();
+    let pipe = choice.pipeline();
+    let c = case(g, root, Family::Index, &[("v0", DType::WeakInt, -16, 16)]);
+    let env = Env::new().var("v0", Val::Int(-16));
+    let res = uopfuzz::oracle::check::check_case(
+        &c,
+        &pipe,
+        &uopfuzz::oracle::check::CheckOpts::default(),
+    );
+    let det = res.detected.expect("the AND chain folds to v0");
+    let rules: Vec<&str> = res.rewritten.trace.iter().map(|s| s.rule).collect();
+    assert!(
+        rules.iter().filter(|r| **r == "commutative/flip").count() >= 2,
+        "the trace no longer has the exposing flip: {rules:?}"
+    );
+    assert_eq!(
+        rules[det.blamed.unwrap()],
+        "sym/simplify_valid",
+        "{rules:?}"
+    );
+    let t = triage(&c, &pipe, &detected(env), &TriageOpts::default());
+    // on the minimized graph when one was found, else on the original
+    let b = t
+        .blame
+        .clone()
+        .or(t.blame_original.clone())
+        .unwrap_or_else(|| panic!("not blamed: {t:#?}"));
+    assert_eq!(b.rule, "sym/simplify_valid", "{b:?}");
+}

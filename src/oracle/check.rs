@@ -837,8 +837,15 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
     res
 }
 
-/// The first rule application after which the graph is wrong at this point (fuel bisection
-/// over the trace, checked step by step so a later rule that hides the error cannot mislead it).
+/// The first rule application that is wrong at this point.
+///
+/// Fuel bisection over the trace finds the first partial graph that computes something else
+/// (checked step by step so a later rule that hides the error cannot mislead it). That step is
+/// not always the culprit: a wrong rewrite can be masked in its context (`v0&(v0&1)` → `v0`
+/// under another `&1`) and surface later, when a harmless rule (commutative/flip) builds a node
+/// whose replacement the engine already knows and reuses without a new step (tinygrad's
+/// `replace` dict does the same). So the steps up to there are checked node by node too: the
+/// first one whose own `before` and `after` differ at this point is blamed.
 pub fn blame(
     case: &Generated,
     pipe: &Pipeline,
@@ -846,18 +853,35 @@ pub fn blame(
     policy: FloatPolicy,
     steps: usize,
 ) -> Option<usize> {
+    let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
+    let mut first_bad_graph = None;
     for k in 1..=steps {
         let mut g = case.graph.clone();
         let mut cache = Cache::default();
         let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
         let o = observe(&g, case.root, env);
         let n = observe(&g, rw.root, env);
-        match decide(&g, case.root, rw.root, env, &o, &n, policy) {
-            PointVerdict::Differ | PointVerdict::LessDefined => return Some(k - 1),
-            _ => {}
+        if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
+            first_bad_graph = Some(k - 1);
+            break;
         }
     }
-    None
+    let last = first_bad_graph?;
+    let mut g = case.graph.clone();
+    let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+    for (i, s) in full.trace.iter().enumerate().take(last + 1) {
+        // a node inside a kernel loop has no value on its own (its RANGE is unbound): the
+        // interpreter raises, `decide` skips, and the graph-level answer stands
+        if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
+            continue;
+        }
+        let o = observe(&g, s.before, env);
+        let n = observe(&g, s.after, env);
+        if bad(decide(&g, s.before, s.after, env, &o, &n, policy)) {
+            return Some(i);
+        }
+    }
+    Some(last)
 }
 
 /// Dtype family of a node for the dedup signature.

@@ -1227,7 +1227,37 @@ fn blame_record(
 const MAX_BLAME_UNKNOWN: usize = 3;
 
 /// Blames the first rule application that breaks refinement, with Z3 (see the module docs).
+/// The graph-level answer is then checked node by node: a wrong rewrite can be masked in its
+/// context and surface only when a later, harmless step builds a node whose replacement the
+/// engine already knows (`oracle::check::blame` explains the case); the first step whose own
+/// `before` and `after` differ (Z3 model replayed on the interpreter) is blamed instead.
 pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> Option<Blame> {
+    let b = blame_z3_graph(cx, g, root, j, which)?;
+    let (gfull, full) = cx.rewrite(g, root, None);
+    for (i, s) in full.trace.iter().enumerate().take(b.step) {
+        if gfull.dtype(s.before) == DType::Void || gfull.dtype(s.after) == DType::Void {
+            continue;
+        }
+        if let Step3::Breaks(Some(m)) = judge(cx, j, &gfull, s.before, s.after) {
+            let env = env_from_model(&gfull, &[s.before, s.after], &m, None);
+            if is_bad(compare_point(&gfull, s.before, s.after, &env, cx.policy).0) {
+                let mut nb = blame_record(
+                    &full,
+                    &gfull,
+                    i,
+                    &format!("{}-node", b.method),
+                    which,
+                    b.unknown_queries,
+                );
+                nb.disagreements = b.disagreements;
+                return Some(nb);
+            }
+        }
+    }
+    Some(b)
+}
+
+fn blame_z3_graph(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> Option<Blame> {
     // the trace's before/after nodes live in the full rewrite's arena `gfull`
     let (gall, roots, full, gfull) = fuel_roots(cx, g, root)?;
     let n = roots.len() - 1;
@@ -1308,7 +1338,7 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
     None
 }
 
-/// The first fuel at which the graph is wrong at `env` (execution; `oracle::check::blame` on a
+/// The first rule application that is wrong at `env` (execution; `oracle::check::blame` on a
 /// bare graph). Returns the trace index and the full rewrite.
 pub(crate) fn blame_interp(
     cx: &mut Ctx,
@@ -1324,7 +1354,13 @@ pub(crate) fn blame_interp(
         let (gk, rk) = cx.rewrite(g, root, Some(k));
         let (v, _, _) = compare_point(&gk, root, rk.root, env, cx.policy);
         if is_bad(v) {
-            return Some((k - 1, full, gfull));
+            // node by node up to here, as `blame_z3` and `oracle::check::blame` do
+            let first = full.trace[..k].iter().position(|s| {
+                gfull.dtype(s.before) != DType::Void
+                    && gfull.dtype(s.after) != DType::Void
+                    && is_bad(compare_point(&gfull, s.before, s.after, env, cx.policy).0)
+            });
+            return Some((first.unwrap_or(k - 1), full, gfull));
         }
     }
     None
