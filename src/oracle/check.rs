@@ -855,12 +855,13 @@ pub fn blame(
 ) -> Option<usize> {
     let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
     let mut first_bad_graph = None;
+    // the original's nodes keep their handles in every clone: observe it once
+    let o = observe(&case.graph, case.root, env);
     for k in 1..=steps {
         let mut g = case.graph.clone();
         let mut cache = Cache::default();
         let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
-        let o = observe(&g, case.root, env);
-        let n = observe(&g, rw.root, env);
+        let n = Runner::new(&g, rw.root).observe(&g, env);
         if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
             first_bad_graph = Some(k - 1);
             break;
@@ -875,9 +876,9 @@ pub fn blame(
         if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
             continue;
         }
-        let o = observe(&g, s.before, env);
-        let n = observe(&g, s.after, env);
-        if bad(decide(&g, s.before, s.after, env, &o, &n, policy)) {
+        let ob = Runner::new(&g, s.before).observe(&g, env);
+        let n = Runner::new(&g, s.after).observe(&g, env);
+        if bad(decide(&g, s.before, s.after, env, &ob, &n, policy)) {
             return Some(i);
         }
     }
