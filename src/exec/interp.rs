@@ -503,12 +503,6 @@ impl<'a> Interp<'a> {
         it
     }
 
-    fn key(&self, i: usize) -> Box<[i128]> {
-        self.p.ranges[i]
-            .iter()
-            .map(|r| self.bind[*r].unwrap_or(i128::MIN))
-            .collect()
-    }
     fn valid(&self, i: usize) -> bool {
         match &self.memo[i] {
             Some((k, _)) => k
@@ -525,7 +519,24 @@ impl<'a> Interp<'a> {
         }
     }
     fn set(&mut self, i: usize, v: V) {
-        self.memo[i] = Some((self.key(i), v));
+        // inside loops a node is set once per iteration: refill its key in place
+        let rs = &self.p.ranges[i];
+        match &mut self.memo[i] {
+            Some((k, old)) if k.len() == rs.len() => {
+                for (slot, r) in k.iter_mut().zip(rs) {
+                    *slot = self.bind[*r].unwrap_or(i128::MIN);
+                }
+                *old = v;
+            }
+            m => {
+                *m = Some((
+                    rs.iter()
+                        .map(|r| self.bind[*r].unwrap_or(i128::MIN))
+                        .collect(),
+                    v,
+                ))
+            }
+        }
     }
     fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;

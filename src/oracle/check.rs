@@ -230,6 +230,8 @@ pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
         .collect();
     // their ends are evaluated at every point: compile each once
     let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
+    // each buffer element is an edge value with probability 0.3: list the edges once
+    let buffer_edges: Vec<Vec<Val>> = case.buffers.iter().map(|b| elem_edges(b.dtype)).collect();
     let mut points = Vec::with_capacity(n);
     for p in 0..n {
         let mut env = Env::new();
@@ -251,12 +253,14 @@ pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
             };
             env.vars.insert(v.name.clone(), val);
         }
-        for b in &case.buffers {
+        for (b, edges) in case.buffers.iter().zip(&buffer_edges) {
             let size = b.size.clamp(0, 1 << 16) as usize;
             let data: Vec<Val> = if b.output {
                 vec![zero_of(b.dtype); size]
             } else {
-                (0..size).map(|_| random_elem(&mut rng, b.dtype)).collect()
+                (0..size)
+                    .map(|_| random_elem(&mut rng, b.dtype, edges))
+                    .collect()
             };
             match Buffer::from_vals(b.dtype, &data) {
                 Ok(buf) => {
@@ -309,11 +313,25 @@ fn zero_of(dt: DType) -> Val {
     }
 }
 
-fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType) -> Val {
+/// Edge values of a buffer element of `dt`.
+fn elem_edges(dt: DType) -> Vec<Val> {
+    if dt.is_float() {
+        float_boundaries(dt, false)
+            .into_iter()
+            .map(Val::Float)
+            .collect()
+    } else if dt == DType::Bool {
+        vec![]
+    } else {
+        let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
+        int_boundaries(lo, hi).into_iter().map(Val::Int).collect()
+    }
+}
+
+fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType, edges: &[Val]) -> Val {
     if dt.is_float() {
         if rng.random_bool(0.3) {
-            let b = float_boundaries(dt, false);
-            Val::Float(b[rng.random_range(0..b.len())])
+            edges[rng.random_range(0..edges.len())]
         } else {
             Val::Float(random_float(rng, dt))
         }
@@ -322,8 +340,7 @@ fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType) -> Val {
     } else {
         let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
         if rng.random_bool(0.3) {
-            let b = int_boundaries(lo, hi);
-            Val::Int(b[rng.random_range(0..b.len())])
+            edges[rng.random_range(0..edges.len())]
         } else {
             Val::Int(random_int(rng, lo.max(-(1 << 40)), hi.min(1 << 40)))
         }
