@@ -289,6 +289,22 @@ fn reachable(g: &Graph, u: UOp) -> HashSet<UOp> {
     g.toposort(&[u]).into_iter().collect()
 }
 
+/// Whether `target` is in the backward slice of `u` (incl. `u`): a depth-first search that stops
+/// at the first hit, where most WHERE nodes never reach their condition from an arm.
+fn reaches(g: &Graph, u: UOp, target: UOp) -> bool {
+    let mut seen: HashSet<UOp> = HashSet::default();
+    let mut stack = vec![u];
+    while let Some(n) = stack.pop() {
+        if n == target {
+            return true;
+        }
+        if seen.insert(n) {
+            stack.extend_from_slice(g.src(n));
+        }
+    }
+    false
+}
+
 /// `u.substitute({k: v})` (uop/ops.py:529): a bottom-up `_substitute` rewrite, i.e. a structural
 /// replacement of `k` with `v` (no dtype changes, since `v` has `k`'s dtype here).
 fn substitute(g: &mut Graph, u: UOp, k: UOp, v: UOp) -> UOp {
@@ -316,11 +332,14 @@ fn substitute(g: &mut Graph, u: UOp, k: UOp, v: UOp) -> UOp {
 /// `fold_where_closure` (symbolic.py:221).
 fn fold_where_closure(cx: &mut Cx, cond: UOp, t: UOp, f: UOp) -> Result<Option<UOp>, RuleError> {
     // bool_slice = every bool node reachable (incl. self); cond is bool
-    let (rt, rf) = (reachable(cx.g, t), reachable(cx.g, f));
-    if !rt.contains(&cond) && !rf.contains(&cond) {
+    if !reaches(cx.g, t, cond) && !reaches(cx.g, f, cond) {
         return Ok(None);
     }
-    let rc = reachable(cx.g, cond);
+    let (rt, rf, rc) = (
+        reachable(cx.g, t),
+        reachable(cx.g, f),
+        reachable(cx.g, cond),
+    );
     let has_index = |s: &HashSet<UOp>| s.iter().any(|u| cx.g.op(*u) == Ops::INDEX);
     if has_index(&rc) || has_index(&rt) || has_index(&rf) {
         return Ok(None);
