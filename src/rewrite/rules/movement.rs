@@ -987,5 +987,29 @@ root = n5
         check(&xor, symbolic, &out("dtypes.weakint, (), 0"));
         let lt = format!("{VARS}n5 = UOp(Ops.CMPLT, dtypes.bool, (n4, n4))\nroot = n5\n");
         check(&lt, symbolic, &out("dtypes.bool, (), False"));
+        // symbolic.py:258 vmin == vmax on a vector compare
+        let c20 = "n5 = UOp(Ops.CONST, dtypes.weakint, (), 20)\n\
+                   n6 = UOp(Ops.STACK, dtypes.weakint, (n5, n5, n5))\n";
+        let lt20 = format!("{VARS}{c20}n7 = UOp(Ops.CMPLT, dtypes.bool, (n4, n6))\nroot = n7\n");
+        check(&lt20, symbolic, &out("dtypes.bool, (), True"));
+        // fold_where_closure (symbolic.py:226): `cond.const_like(True)` of a vector cond
+        let head = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 3)\n\
+             n6 = UOp(Ops.STACK, dtypes.weakint, (n5, n5, n5))\n\
+             n7 = UOp(Ops.CMPLT, dtypes.bool, (n4, n6))\n"
+        );
+        let closure = format!(
+            "{head}n8 = UOp(Ops.CAST, dtypes.weakint, (n7,), dtypes.weakint)\n\
+             n9 = UOp(Ops.ADD, dtypes.weakint, (n4, n8))\n\
+             n10 = UOp(Ops.WHERE, dtypes.weakint, (n7, n9, n4))\nroot = n10\n"
+        );
+        let want = format!(
+            "{head}n8 = UOp(Ops.CONST, dtypes.bool, (), True)\n\
+             n9 = UOp(Ops.EXPAND, dtypes.bool, (n8, n5))\n\
+             n10 = UOp(Ops.CAST, dtypes.weakint, (n9,), dtypes.weakint)\n\
+             n11 = UOp(Ops.ADD, dtypes.weakint, (n4, n10))\n\
+             n12 = UOp(Ops.WHERE, dtypes.weakint, (n7, n11, n4))\nroot = n12\n"
+        );
+        check(&closure, symbolic, &want);
     }
 }

@@ -325,8 +325,8 @@ fn fold_where_closure(cx: &mut Cx, cond: UOp, t: UOp, f: UOp) -> Result<Option<U
     if has_index(&rc) || has_index(&rt) || has_index(&rf) {
         return Ok(None);
     }
-    let tr = cx.const_like(cond, true);
-    let fa = cx.const_like(cond, false);
+    let tr = cx.try_const_like(cond, true)?;
+    let fa = cx.try_const_like(cond, false)?;
     let nt = substitute(cx.g, t, cond, tr);
     let nf = substitute(cx.g, f, cond, fa);
     Ok(Some(cx.where_(cond, nt, nf)?))
@@ -403,7 +403,7 @@ pub fn symbolic_own() -> RuleSet {
             UPat::var_dt("x", &[Bool]).or(UPat::var_dt("x", &[Bool])
                 .cast(Some(Bool))
                 .ne(UPat::cbool(true))),
-            |cx, b| Ok(Some(cx.const_like(b["x"], true)))
+            |cx, b| Ok(Some(cx.try_const_like(b["x"], true)?))
         ),
         // ** combine terms **
         // (UPat.var("x") * UPat.cvar("c0") + UPat.var("x") * UPat.cvar("c1"), lambda x,c0,c1: x*(c0+c1))
@@ -837,7 +837,7 @@ pub fn symbolic_own() -> RuleSet {
                 .src_repeat(v("end"))
                 .named("r")
                 .floordiv(v("end")),
-            |cx, b| Ok(Some(cx.const_like(b["r"], 0)))
+            |cx, b| Ok(Some(cx.try_const_like(b["r"], 0)?))
         ),
         // cast/long folding
         // (UPat.var('x').cast(name="a").cast(name="b"), lambda x,a,b: x.cast(b.dtype) if can_lossless_cast(x.dtype, a.dtype) else None)
@@ -922,7 +922,7 @@ pub fn symbolic_own() -> RuleSet {
                 let cd = cx.g.dtype(b["cast"]);
                 let xc = cx.cast(b["x"], cd);
                 let c = cx.g.const_val(b["c"]).unwrap();
-                let k = cx.const_like(b["cast"], c);
+                let k = cx.try_const_like(b["cast"], c)?;
                 Ok(Some(cx.add(xc, k)?))
             }
         ),
@@ -987,7 +987,7 @@ fn fold_vmin_eq_vmax(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
     if !py_num_eq(lo, hi) {
         return Ok(None);
     }
-    Ok(Some(cx.const_like(x, lo)))
+    Ok(Some(cx.try_const_like(x, lo)?))
 }
 
 /// `a / b` on UOps (mixin/elementwise.py `div`, rounding_mode=None): promote, ints/bool go to
