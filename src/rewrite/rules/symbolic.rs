@@ -336,10 +336,33 @@ fn is_const(cx: &Cx, u: UOp) -> bool {
     cx.g.op(u) == Ops::CONST
 }
 
-/// `x.overflows(dtypes.int)`.
+/// `x.overflows(dtypes.int)`: `x.vmin < int.min or x.vmax > int.max`.
+///
+/// Bounds that saturated to one side of i128 (both `i128::MAX` or both `MIN`) from exact src
+/// bounds are `inexact` (analysis.rs: Python has an interval there, the port one value), and
+/// reading them stops the rewrite with `RuleError::Overflow`. This comparison is still exact:
+/// Python's whole interval lies beyond ±2^127, so both sides overflow int. Read without the
+/// overflow flag then (a `_min_max` that raises in Python still raises).
 fn overflows_int(cx: &mut Cx, u: UOp) -> bool {
-    let (lo, hi) = cx.min_max(u);
+    let (lo, hi) = if beyond_i128_one_side(cx, u) {
+        crate::rewrite::analysis::min_max(cx.g, cx.cache, u)
+    } else {
+        cx.min_max(u)
+    };
     py_lt(lo, ConstVal::Int(i32::MIN as i128)) || py_lt(ConstVal::Int(i32::MAX as i128), hi)
+}
+
+/// `u`'s bounds are inexact only because both saturated to the same side (its srcs' are exact
+/// and Python's `_min_max` does not raise on it): Python's vmin and vmax are both beyond that
+/// side of ±2^127.
+fn beyond_i128_one_side(cx: &mut Cx, u: UOp) -> bool {
+    let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+    let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
+    sat(lo)
+        && lo == hi
+        && cx.cache.inexact.contains(&u)
+        && cx.cache.raises.get(&u).is_none()
+        && !cx.g.src(u).iter().any(|s| cx.cache.inexact.contains(s))
 }
 
 fn int_and_weak() -> Vec<DType> {
