@@ -352,17 +352,52 @@ fn overflows_int(cx: &mut Cx, u: UOp) -> bool {
     py_lt(lo, ConstVal::Int(i32::MIN as i128)) || py_lt(ConstVal::Int(i32::MAX as i128), hi)
 }
 
-/// `u`'s bounds are inexact only because both saturated to the same side (its srcs' are exact
-/// and Python's `_min_max` does not raise on it): Python's vmin and vmax are both beyond that
-/// side of ±2^127.
+/// `(x.vmin, x.vmax), (y.vmin, y.vmax)` for a rule that only orders x's bounds against y's.
+/// When one side is [`beyond_i128_one_side`] and the other's bounds are exact and not saturated,
+/// every such comparison is exact (Python's interval lies past ±2^127, the other inside), so
+/// the beyond side is read without the overflow flag.
+fn ordered_bounds(cx: &mut Cx, x: UOp, y: UOp) -> ((ConstVal, ConstVal), (ConstVal, ConstVal)) {
+    let (bx, by) = (beyond_i128_one_side(cx, x), beyond_i128_one_side(cx, y));
+    let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
+    let ordinary = |cx: &mut Cx, u: UOp| {
+        let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+        !cx.cache.inexact.contains(&u) && !sat(lo) && !sat(hi)
+    };
+    let raw = |cx: &mut Cx, u: UOp| crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+    if bx && !by && ordinary(cx, y) {
+        let xb = raw(cx, x);
+        return (xb, cx.min_max(y));
+    }
+    if by && !bx && ordinary(cx, x) {
+        let xb = cx.min_max(x);
+        return (xb, raw(cx, y));
+    }
+    (cx.min_max(x), cx.min_max(y))
+}
+
+/// `u`'s bounds are both `i128::MAX` or both `MIN` and that is all that is inexact about them:
+/// each src's bounds are exact or, recursively, the same kind, and Python's `_min_max` does not
+/// raise on `u`. The port's saturating bounds arithmetic keeps a saturated bound truthful
+/// ("beyond ±2^127", analysis.rs `inexact_bounds`), and the cases where it does not (an ADD/SUB
+/// mixing sides, a division or shift bringing one down, a comparison or mod on one) give no
+/// both-saturated result; so Python's whole interval lies beyond that side of ±2^127.
 fn beyond_i128_one_side(cx: &mut Cx, u: UOp) -> bool {
+    beyond_one_side_at(cx, u, 0)
+}
+
+fn beyond_one_side_at(cx: &mut Cx, u: UOp, depth: usize) -> bool {
     let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
     let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
-    sat(lo)
-        && lo == hi
-        && cx.cache.inexact.contains(&u)
-        && cx.cache.raises.get(&u).is_none()
-        && !cx.g.src(u).iter().any(|s| cx.cache.inexact.contains(s))
+    if !(sat(lo) && lo == hi && cx.cache.raises.get(&u).is_none()) {
+        return false;
+    }
+    // deep chains: give up (the rule then reads the bounds with the overflow flag)
+    if depth > 64 {
+        return false;
+    }
+    let src = cx.g.src(u).to_vec();
+    src.iter()
+        .all(|s| !cx.cache.inexact.contains(s) || beyond_one_side_at(cx, *s, depth + 1))
 }
 
 fn int_and_weak() -> Vec<DType> {
@@ -678,7 +713,7 @@ pub fn symbolic_own() -> RuleSet {
             v("x").maximum(v("y")),
             |cx, b| {
                 let (x, y) = (b["x"], b["y"]);
-                let ((x0, x1), (y0, y1)) = (cx.min_max(x), cx.min_max(y));
+                let ((x0, x1), (y0, y1)) = ordered_bounds(cx, x, y);
                 if py_le(y1, x0) {
                     return Ok(Some(x));
                 }
@@ -1225,6 +1260,77 @@ pub(crate) mod case_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rewrites the graph body `input` with `sym`: the result's body or the stop.
+    fn sym_body(input: &str) -> String {
+        use crate::ir::text::{BEGIN_MARKER, END_MARKER, parse_graph, write_graph};
+        use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+        let p = parse_graph(input, "case").expect("parses");
+        let mut g = p.graph;
+        let mut cache = Default::default();
+        let out = graph_rewrite(
+            &mut g,
+            &mut cache,
+            p.roots[0].1,
+            super::super::sym(),
+            &Limits::default(),
+        );
+        match out.stop {
+            Stop::Done => {
+                let text = write_graph(&g, &[out.root], &["root"]);
+                let body = text.split_once(&format!("{BEGIN_MARKER}\n")).unwrap().1;
+                body.split_once(END_MARKER).unwrap().0.to_string()
+            }
+            s => format!("{s:?}"),
+        }
+    }
+
+    const POW4: &str = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(140737488355324, 140737488355328), multiple_of=1, name='v', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.MUL, dtypes.long, (n1, n1))
+n3 = UOp(Ops.MUL, dtypes.long, (n2, n2))
+";
+
+    /// Bounds beyond one side of i128 (v^4 ~ 2^188) still decide `overflows(int)` and
+    /// `max_by_range` exactly; tinygrad 0.14.0's `graph_rewrite(_, sym)` results.
+    #[test]
+    fn bounds_beyond_i128_one_side_decide() {
+        let pow4 = format!("{POW4}root = n3\n");
+        assert_eq!(sym_body(&pow4), pow4);
+        let w = "n4 = UOp(Ops.BUFFER, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(-3, 3), multiple_of=1, name='w', addrspace=AddrSpace.ALU))\n";
+        let max = format!("{POW4}{w}n5 = UOp(Ops.MAX, dtypes.long, (n3, n4))\nroot = n5\n");
+        assert_eq!(sym_body(&max), pow4);
+    }
+
+    /// `x << k` bounds that fit i128 exactly are not saturated (fidelity seed 0 graph 1744):
+    /// `(2*v) << 62` of a long `v` is [-2^126, 2^126 - 2^63] in tinygrad, and sym leaves the
+    /// floordiv by -2^63 alone.
+    #[test]
+    fn shl_bounds_up_to_i128_are_exact() {
+        let text = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.PARAM, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(-9223372036854775808, 9223372036854775807), multiple_of=1, name='v0', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.CONST, dtypes.weakint, (), 2)
+n3 = UOp(Ops.MUL, dtypes.long, (n1, n2))
+n4 = UOp(Ops.CONST, dtypes.long, (), 62)
+n5 = UOp(Ops.SHL, dtypes.long, (n3, n4))
+n6 = UOp(Ops.CONST, dtypes.long, (), -9223372036854775808)
+n7 = UOp(Ops.FLOORDIV, dtypes.long, (n5, n6))
+root = n7
+";
+        assert_eq!(sym_body(text), text);
+        let p = crate::ir::text::parse_graph(text, "case").unwrap();
+        let mut cache = crate::rewrite::analysis::Cache::default();
+        let n5 = p.graph.src(p.roots[0].1)[0];
+        assert_eq!(
+            crate::rewrite::analysis::min_max(&p.graph, &mut cache, n5),
+            (
+                ConstVal::Int(-85070591730234615865843651857942052864),
+                ConstVal::Int(85070591730234615856620279821087277056)
+            )
+        );
+    }
 
     #[test]
     fn rule_counts() {
