@@ -561,13 +561,8 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
     // tinygrad works in its own process while the port rewrites the same batch here
     let (tg, port) = std::thread::scope(|s| {
         let h = s.spawn(|| run_tinygrad(&opts.rules, &cases, &[]));
-        let port: Vec<Result<PortRun, String>> = cases
-            .iter()
-            .map(|c| {
-                eprintln!("CASE {}", c.id);
-                port_rewrite(set, &c.text)
-            })
-            .collect();
+        let port: Vec<Result<PortRun, String>> =
+            cases.iter().map(|c| port_rewrite(set, &c.text)).collect();
         (h.join(), port)
     });
     let (tg, _) = tg.map_err(|_| anyhow::anyhow!("the tinygrad thread panicked"))??;
