@@ -366,7 +366,8 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
                         return (I(s1min + 1), I(0));
                     }
                 }
-                Ops::XOR if s1min == -1 && s1max == -1 && !matches!(a0, B(_)) => {
+                // `isinstance(s0_vmin, int)` holds for a bool bound too (bool subclasses int)
+                Ops::XOR if s1min == -1 && s1max == -1 => {
                     return (I(!s0max), I(!s0min));
                 }
                 _ => {}

@@ -1,6 +1,7 @@
 //! `commutative` (uop/symbolic.py:214) and symbolic's own 43 rules (uop/symbolic.py:228-309),
 //! in tinygrad's order. Helpers `lt_folding`, `canonicalize_simplex`, `fold_where_closure` and
 //! `UOp.tuplize` (uop/ops.py:321) are ported with the same control flow.
+use crate::ir::arg::PyItem;
 use crate::ir::dtype::can_lossless_cast;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
@@ -140,8 +141,33 @@ fn arg_eq(a: &Arg, b: &Arg) -> bool {
         (Arg::Range(i, t), Arg::Range(j, u)) => i == j && t == u,
         (Arg::Name(x), Arg::Name(y)) => x == y,
         (Arg::DType(x), Arg::DType(y)) => x == y,
-        _ => false,
+        _ => match (tuple_items(a), tuple_items(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
     }
+}
+
+/// The items of an arg that is a Python tuple: `Perm`, `Reduce` (`(Ops, int)`, `Ops` an
+/// IntEnum) and `Range` (`(int, AxisType)`).
+fn tuple_items(a: &Arg) -> Option<Vec<PyItem>> {
+    match a {
+        Arg::Perm(_) | Arg::Reduce(..) | Arg::Range(..) => a.py_items().ok(),
+        _ => None,
+    }
+}
+
+/// Python's tuple `<` on two tuple args: the first items that differ decide; an int against an
+/// AxisType is unequal and unorderable (TypeError); a prefix is smaller.
+fn tuple_lt(x: &[PyItem], y: &[PyItem], a: &Arg, b: &Arg) -> Result<bool, RuleError> {
+    for (p, q) in x.iter().zip(y) {
+        match (p, q) {
+            (PyItem::Int(i), PyItem::Int(j)) if i == j => {}
+            (PyItem::Int(i), PyItem::Int(j)) => return Ok(i < j),
+            _ => return Err(type_error(a, b)),
+        }
+    }
+    Ok(x.len() < y.len())
 }
 
 fn arg_lt(a: &Arg, b: &Arg) -> Result<bool, RuleError> {
@@ -152,7 +178,11 @@ fn arg_lt(a: &Arg, b: &Arg) -> Result<bool, RuleError> {
         (Arg::Range(i, _), Arg::Range(j, _)) if i != j => Ok(i < j),
         (Arg::Name(x), Arg::Name(y)) => Ok(x < y),
         (Arg::DType(x), Arg::DType(y)) => Ok(dtype_lt(*x, *y)),
-        _ => Err(type_error(a, b)),
+        (Arg::Range(..), Arg::Range(..)) => Err(type_error(a, b)),
+        _ => match (tuple_items(a), tuple_items(b)) {
+            (Some(x), Some(y)) => tuple_lt(&x, &y, a, b),
+            _ => Err(type_error(a, b)),
+        },
     }
 }
 
@@ -1303,6 +1333,28 @@ n3 = UOp(Ops.MUL, dtypes.long, (n2, n2))
         assert_eq!(sym_body(&max), pow4);
     }
 
+    /// `_min_max` of `x ^ -1` reads a bool bound as an int (`isinstance(False, int)`): the
+    /// bounds of `INDEX(Invalid, 0) ^ -1` are (-2, -1), so `% 7` of its complement folds
+    /// (fidelity seed 1 graph 7590); tinygrad 0.14.0's `graph_rewrite(_, sym)` result.
+    #[test]
+    fn xor_minus_one_of_a_bool_bound() {
+        let head = "\
+n0 = UOp(Ops.CONST, dtypes.bool, (), Invalid)
+n1 = UOp(Ops.CONST, dtypes.weakint, (), 0)
+n2 = UOp(Ops.INDEX, dtypes.bool, (n0, n1))
+";
+        let text = format!(
+            "{head}n3 = UOp(Ops.CONST, dtypes.weakint, (), -1)\n\
+             n4 = UOp(Ops.XOR, dtypes.weakint, (n2, n3))\n\
+             n5 = UOp(Ops.XOR, dtypes.weakint, (n4, n3))\n\
+             n6 = UOp(Ops.CONST, dtypes.weakint, (), 7)\n\
+             n7 = UOp(Ops.FLOORMOD, dtypes.weakint, (n5, n6))\nroot = n7\n"
+        );
+        let want =
+            format!("{head}n3 = UOp(Ops.CAST, dtypes.weakint, (n2,), dtypes.weakint)\nroot = n3\n");
+        assert_eq!(sym_body(&text), want);
+    }
+
     /// `x << k` bounds that fit i128 exactly are not saturated (fidelity seed 0 graph 1744):
     /// `(2*v) << 62` of a long `v` is [-2^126, 2^126 - 2^63] in tinygrad, and sym leaves the
     /// floordiv by -2^63 alone.
@@ -1406,5 +1458,28 @@ root = n7
         let z = g.cfloat(DType::Float, 0.0);
         let nz = g.cfloat(DType::Float, -0.0);
         assert!(!tuplize_lt(&g, z, nz).unwrap() && !tuplize_lt(&g, nz, z).unwrap());
+        // tuple args (PERMUTE, REDUCE) order as Python tuples of ints; equal ones go on to the
+        // srcs (fidelity seed 1 graph 1941: the port raised TypeError on two (1, 0) args)
+        let s1 = g.mk(Ops::STACK, DType::WeakInt, &[a, b], Arg::None);
+        let s2 = g.mk(Ops::STACK, DType::WeakInt, &[b, a], Arg::None);
+        let p = |g: &mut Graph, x: UOp, v: &[i64]| {
+            g.mk(Ops::PERMUTE, DType::WeakInt, &[x], Arg::Perm(v.to_vec()))
+        };
+        let (p01, p10, q10, p0) = (
+            p(&mut g, s1, &[0, 1]),
+            p(&mut g, s1, &[1, 0]),
+            p(&mut g, s2, &[1, 0]),
+            p(&mut g, s1, &[0]),
+        );
+        // tinygrad 0.14.0: True False True True
+        assert!(tuplize_lt(&g, p01, p10).unwrap());
+        assert!(!tuplize_lt(&g, p10, p01).unwrap());
+        assert!(tuplize_lt(&g, p10, q10).unwrap());
+        assert!(tuplize_lt(&g, p0, p01).unwrap());
+        let r =
+            |g: &mut Graph, op: Ops| g.mk(Ops::REDUCE, DType::WeakInt, &[s1], Arg::Reduce(op, 0));
+        let (radd, rmax) = (r(&mut g, Ops::ADD), r(&mut g, Ops::MAX));
+        // (Ops.ADD, 0) < (Ops.MAX, 0): True
+        assert!(tuplize_lt(&g, radd, rmax).unwrap());
     }
 }
