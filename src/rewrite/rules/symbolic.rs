@@ -1355,6 +1355,45 @@ n2 = UOp(Ops.INDEX, dtypes.bool, (n0, n1))
         assert_eq!(sym_body(&text), want);
     }
 
+    /// `_rebuild_dtype` raises when a src turned bool under a shift (fidelity seed 2 graph 667):
+    /// STACK(Invalid, Invalid) folds to the bool Invalid, the INDEX above becomes bool and
+    /// re-deriving the SHL's dtype raises in tinygrad 0.14.0 (uop/ops.py:163).
+    #[test]
+    fn rebuilding_a_shift_of_a_bool_raises() {
+        let text = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 6), multiple_of=1, name='v0', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.CONST, dtypes.bool, (), False)
+n3 = UOp(Ops.CONST, dtypes.bool, (), Invalid)
+n4 = UOp(Ops.WHERE, dtypes.weakint, (n2, n1, n3))
+n5 = UOp(Ops.STACK, dtypes.weakint, (n4, n4))
+n6 = UOp(Ops.CONST, dtypes.weakint, (), 0)
+n7 = UOp(Ops.INDEX, dtypes.weakint, (n5, n6))
+n8 = UOp(Ops.CONST, dtypes.weakint, (), 1)
+n9 = UOp(Ops.SHL, dtypes.weakint, (n7, n8))
+root = n9
+";
+        let p = crate::ir::text::parse_graph(text, "case").unwrap();
+        let mut g = p.graph;
+        let mut cache = Default::default();
+        let out = crate::rewrite::engine::graph_rewrite(
+            &mut g,
+            &mut cache,
+            p.roots[0].1,
+            super::super::sym(),
+            &Default::default(),
+        );
+        let crate::rewrite::engine::Stop::RuleError { error, .. } = out.stop else {
+            panic!("{:?}", out.stop)
+        };
+        assert_eq!(
+            error,
+            RuleError::Runtime(
+                "shift operands must be int, got [dtypes.bool, dtypes.weakint]".into()
+            )
+        );
+    }
+
     /// `x << k` bounds that fit i128 exactly are not saturated (fidelity seed 0 graph 1744):
     /// `(2*v) << 62` of a long `v` is [-2^126, 2^126 - 2^63] in tinygrad, and sym leaves the
     /// floordiv by -2^63 alone.
