@@ -251,7 +251,8 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
                             } else {
                                 x >> k
                             }
-                        } else if k >= 127 || x.unsigned_abs().leading_zeros() <= k as u32 + 1 {
+                        } else if k >= 127 || x.unsigned_abs().leading_zeros() <= k as u32 {
+                            // `x << k` fits i128 iff bitlen(|x|) + k <= 127 (leading_zeros > k)
                             if x < 0 {
                                 i128::MIN
                             } else if x == 0 {
@@ -365,7 +366,8 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
                         return (I(s1min + 1), I(0));
                     }
                 }
-                Ops::XOR if s1min == -1 && s1max == -1 && !matches!(a0, B(_)) => {
+                // `isinstance(s0_vmin, int)` holds for a bool bound too (bool subclasses int)
+                Ops::XOR if s1min == -1 && s1max == -1 => {
                     return (I(!s0max), I(!s0min));
                 }
                 _ => {}

@@ -461,6 +461,61 @@ impl Rw<'_> {
     }
 }
 
+/// Where `_rebuild_dtype` (uop/ops.py:1751) raises: a src dtype changed and `dtype_from_uop`
+/// (ops.py:114) rejects the new srcs (a shift of a non-int, ops.py:161; a WHERE on a non-bool
+/// condition, ops.py:147) instead of returning None.
+fn rebuild_raises(g: &Graph, n: UOp, new_src: &[UOp]) -> Option<RuleError> {
+    let node = g.node(n);
+    if node
+        .src
+        .iter()
+        .zip(new_src)
+        .all(|(a, b)| g.dtype(*a) == g.dtype(*b))
+    {
+        return None;
+    }
+    // `x.base.is_invalid`: through movement ops and DETACH to an Invalid CONST
+    let invalid_base = |mut u: UOp| {
+        while matches!(
+            g.op(u),
+            Ops::RESHAPE
+                | Ops::EXPAND
+                | Ops::PERMUTE
+                | Ops::PAD
+                | Ops::SHRINK
+                | Ops::FLIP
+                | Ops::DETACH
+        ) && !g.src(u).is_empty()
+        {
+            u = g.src(u)[0];
+        }
+        g.const_val(u).is_some_and(|c| c.is_invalid())
+    };
+    let dts = || {
+        let d: Vec<String> = new_src.iter().map(|s| g.dtype(*s).to_string()).collect();
+        format!("[{}]", d.join(", "))
+    };
+    match node.op {
+        Ops::SHL | Ops::SHR
+            if !new_src
+                .iter()
+                .all(|s| g.dtype(*s).is_int() || invalid_base(*s)) =>
+        {
+            Some(RuleError::Runtime(format!(
+                "shift operands must be int, got {}",
+                dts()
+            )))
+        }
+        Ops::WHERE if new_src.first().is_some_and(|c| g.dtype(*c) != DType::Bool) => {
+            Some(RuleError::Runtime(format!(
+                "where cond must be bool, got {}",
+                g.dtype(new_src[0])
+            )))
+        }
+        _ => None,
+    }
+}
+
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
     let node = g.node(n);
@@ -595,6 +650,15 @@ pub fn graph_rewrite(
                         Some(r) => r,
                     }
                 } else {
+                    if let Some(error) = rebuild_raises(cx.g, new_n, &tmp) {
+                        rw.stop = Some(Stop::RuleError {
+                            rule: "graph_rewrite/rebuild",
+                            source: "tinygrad/uop/ops.py:1751",
+                            node: new_n,
+                            error,
+                        });
+                        break;
+                    }
                     rebuild(cx.g, new_n, &tmp)
                 };
                 stack.push((n, 2, new_src_n));

@@ -248,11 +248,26 @@ pub fn verdict(port: &SideResult, tg: &Result<SideResult, (String, String)>) -> 
     }
 }
 
+/// Per generator family: graphs, agreements and disagreements, the disagreements split into
+/// those an entry of the known-divergence list explains (by entry id) and the rest.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Counts {
     pub graphs: usize,
     pub agree: usize,
     pub disagree: usize,
+    pub known: BTreeMap<String, usize>,
+    pub unexplained: usize,
+}
+
+impl Counts {
+    /// Agreement in percent (100 for no graphs).
+    pub fn agreement_pct(&self) -> f64 {
+        if self.graphs == 0 {
+            100.0
+        } else {
+            100.0 * self.agree as f64 / self.graphs as f64
+        }
+    }
 }
 
 /// One disagreement, as the report shows it.
@@ -311,6 +326,13 @@ impl FidelityReport {
             100.0 * self.agree as f64 / self.graphs as f64
         }
     }
+    /// The lowest agreement of a generator family, with its name (`None` for an empty run).
+    pub fn min_family(&self) -> Option<(&str, f64)> {
+        self.by_family
+            .iter()
+            .map(|(f, c)| (f.as_str(), c.agreement_pct()))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
     /// Rules of the set that applied at least once.
     pub fn rules_fired(&self) -> usize {
         self.rule_hits.values().filter(|n| **n > 0).count()
@@ -320,8 +342,15 @@ impl FidelityReport {
         let by_family: serde_json::Map<String, serde_json::Value> = self
             .by_family
             .iter()
-            .map(|(k, c)| (k.clone(), serde_json::json!(c)))
+            .map(|(k, c)| {
+                let mut v = serde_json::json!(c);
+                v["agree_pct"] = serde_json::json!((c.agreement_pct() * 100.0).round() / 100.0);
+                (k.clone(), v)
+            })
             .collect();
+        let min_family = self.min_family().map(
+            |(f, p)| serde_json::json!({"family": f, "agree_pct": (p * 100.0).round() / 100.0}),
+        );
         serde_json::json!({
             "graphs": self.graphs,
             "agree": self.agree,
@@ -331,7 +360,9 @@ impl FidelityReport {
             "nodes": self.nodes,
             "rules_fired": self.rules_fired(),
             "rules_in_set": self.rules_in_set,
+            "agree_pct": (self.agreement_pct() * 100.0).round() / 100.0,
             "by_family": by_family,
+            "min_family": min_family,
             "by_verdict": self.by_verdict,
             "known": self.known,
             "unexplained": self.unexplained,
@@ -624,8 +655,14 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
             .find(|k| k.matches(&opts.rules, &key, &c.text))
             .map(|k| k.id.clone());
         match &known {
-            Some(k) => *rep.known.entry(k.clone()).or_default() += 1,
-            None => rep.unexplained += 1,
+            Some(k) => {
+                *rep.known.entry(k.clone()).or_default() += 1;
+                *fam.known.entry(k.clone()).or_default() += 1;
+            }
+            None => {
+                rep.unexplained += 1;
+                fam.unexplained += 1;
+            }
         }
         let d = Disagreement {
             id: c.id,
@@ -732,15 +769,20 @@ pub fn human_summary(rep: &FidelityReport) -> String {
         rep.rules_in_set
     );
     for (f, c) in &rep.by_family {
-        let pct = if c.graphs == 0 {
-            100.0
+        let known: Vec<String> = c.known.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let known = if known.is_empty() {
+            String::new()
         } else {
-            100.0 * c.agree as f64 / c.graphs as f64
+            format!(" (known: {})", known.join(", "))
         };
         let _ = writeln!(
             s,
-            "  family {f:<8} {:>6} graphs {:>6} agree {:>5} disagree  {pct:.2}%",
-            c.graphs, c.agree, c.disagree
+            "  family {f:<8} {:>6} graphs {:>6} agree {:>5} disagree {:>4} unexplained  {:.2}%{known}",
+            c.graphs,
+            c.agree,
+            c.disagree,
+            c.unexplained,
+            c.agreement_pct()
         );
     }
     for (v, n) in &rep.by_verdict {
@@ -889,6 +931,60 @@ root = n3\n";
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn per_family_agreement_is_reported() {
+        let fam = |graphs, agree, known: &[(&str, usize)], unexplained| Counts {
+            graphs,
+            agree,
+            disagree: graphs - agree,
+            known: known.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            unexplained,
+        };
+        let rep = FidelityReport {
+            graphs: 300,
+            agree: 296,
+            disagree: 4,
+            rewrite_errors: 4,
+            rewritten: 200,
+            nodes: 3000,
+            rule_hits: BTreeMap::new(),
+            rules_in_set: 1,
+            by_family: [
+                (
+                    "fixedint".to_string(),
+                    fam(100, 97, &[("port-i128-range", 2)], 1),
+                ),
+                (
+                    "index".to_string(),
+                    fam(200, 199, &[("port-i128-range", 1)], 0),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            by_verdict: BTreeMap::new(),
+            known: BTreeMap::new(),
+            unexplained: 1,
+            rules: "sym".into(),
+            seed: 0,
+            generator: "grammar".into(),
+            secs: 0.0,
+            first_disagreements: Vec::new(),
+        };
+        assert_eq!(rep.min_family(), Some(("fixedint", 97.0)));
+        let j: serde_json::Value = serde_json::from_str(&rep.json_line()).unwrap();
+        assert_eq!(j["by_family"]["fixedint"]["agree_pct"], 97.0);
+        assert_eq!(j["by_family"]["fixedint"]["unexplained"], 1);
+        assert_eq!(j["by_family"]["index"]["known"]["port-i128-range"], 1);
+        assert_eq!(j["by_family"]["index"]["agree_pct"], 99.5);
+        assert_eq!(j["min_family"]["family"], "fixedint");
+        assert_eq!(j["agree_pct"], 98.67);
+        let h = human_summary(&rep);
+        assert!(
+            h.contains("family fixedint    100 graphs     97 agree     3 disagree    1 unexplained  97.00% (known: port-i128-range 2)"),
+            "{h}"
+        );
     }
 
     #[test]

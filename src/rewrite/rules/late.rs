@@ -85,7 +85,7 @@ pub fn floormod_to_mod(cx: &mut Cx, a: UOp, b: UOp) -> Result<UOp, RuleError> {
     let bl = cx.lt(b, 0)?;
     let n = cx.ne(al, bl)?;
     let cond = cx.and(l, n)?;
-    let zero = cx.const_like(b, 0);
+    let zero = cx.try_const_like(b, 0)?;
     let w = cx.where_(cond, b, zero)?;
     cx.add(r, w)
 }
@@ -141,7 +141,7 @@ pub fn fast_idiv(cx: &mut Cx, x: UOp, d: i128, dont_cast: bool) -> Result<Option
     let vmin = int_of(xmin)?.max(dmin);
     let vmax = int_of(xmax)?.min(dmax);
     if vmin > -d && vmax < d {
-        return Ok(Some(cx.const_like(x, 0)));
+        return Ok(Some(cx.try_const_like(x, 0)?));
     }
     let (m, s) = magicgu(vmax.max(vmin.checked_abs().ok_or_else(ov)?), d)?;
     // `m*vmin >= lo and m*vmax <= hi`: a product beyond i128 is beyond every dtype's range
@@ -161,7 +161,7 @@ pub fn fast_idiv(cx: &mut Cx, x: UOp, d: i128, dont_cast: bool) -> Result<Option
     }
     let largest = d & -d;
     if largest > 1 {
-        let c = cx.const_like(x, largest);
+        let c = cx.try_const_like(x, largest)?;
         let xd = cx.alu(Ops::CDIV, &[x, c])?;
         if let Some(ret) = fast_idiv(cx, xd, d / largest, true)? {
             return Ok(Some(ret));
@@ -310,7 +310,7 @@ pub fn late_rewrite_patterns() -> RuleSet {
                     let l = cx.lt(x, 0)?;
                     let (lmin, lmax) = cx.min_max(l);
                     let l = if lmin.py_eq(&lmax) {
-                        cx.const_like(l, lmin)
+                        cx.try_const_like(l, lmin)?
                     } else {
                         l
                     };
@@ -461,7 +461,7 @@ pub fn late_rewrite_patterns() -> RuleSet {
                         .filter(|n| *n < 127)
                         .map(|n| 1i128 << n)
                         .ok_or_else(|| RuleError::Overflow(format!("1<<{n}")))?;
-                    let k = cx.const_like(b["x"], p);
+                    let k = cx.try_const_like(b["x"], p)?;
                     Ok(Some(cx.alu(Ops::MULACC, &[b["x"], k, b["c"]])?))
                 }
             ),

@@ -2,9 +2,12 @@
 //! `symbolic_simple` rules need: `UOp._shape` (uop/ops.py:327) and the shaped `UOp.const_like`
 //! (uop/ops.py:581, which EXPANDs a CONST to the shape of a shaped node).
 //!
-//! Port limits (no symbolic dims): shapes are concrete int tuples; a shape with a non-CONST dim,
-//! a FLIP/PAD/SHRINK shape and the shape of any op the fuzzer does not build is "unknown"
-//! (`None`), and a rule that needs an unknown shape declines where tinygrad might fire or raise.
+//! `shape` follows `_shape` case by case, raises included: a rule reading the shape of a node
+//! whose subgraph holds a bad RESHAPE (or any node whose `_shape` raises) raises that exception
+//! (`RuleError::Value` / `RuleError::Runtime("Class: ...")`) where tinygrad does. Port limits:
+//! shapes are concrete int tuples; a symbolic or non-int dim and the few ops the fuzzer never
+//! builds (GETTUPLE, WMMA, STAGE, BINARY, UNSHARD) give [`Shape::Unknown`], and a rule that
+//! needs an unknown shape declines where tinygrad might fire or raise.
 //! PERMUTE args are `Arg::Perm`; the PERMUTE rules read any arg as the Python object it is
 //! (`Arg::py_items`) and stop with `RuleError::Overflow` (out of the port's range) only where
 //! tinygrad would build a tuple `Arg` cannot hold.
@@ -13,178 +16,488 @@ use crate::ir::{Arg, ConstVal, DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleResult, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
+use std::collections::HashSet;
 
-/// `UOp.as_shape` of a shape src (CONST → `(val,)`, STACK of CONSTs → the vals); `None` when a
-/// dim is symbolic.
-fn as_shape(cx: &Cx, u: UOp) -> Option<Vec<i128>> {
-    let g = &*cx.g;
-    match g.op(u) {
-        Ops::CONST => Some(vec![g.const_val(u)?.as_i128()?]),
-        Ops::STACK => g
-            .src(u)
-            .iter()
-            .map(|s| g.const_val(*s).and_then(|c| c.as_i128()))
-            .collect(),
-        _ => None,
+/// What `UOp._shape` (uop/ops.py:327) gives when it does not raise, as far as the port knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A tuple of concrete int dims.
+    Known(Vec<i128>),
+    /// `_shape` is None.
+    NoShape,
+    /// tinygrad computes a shape the port does not model (a symbolic or non-int dim, GETTUPLE,
+    /// WMMA, STAGE, BINARY, UNSHARD, an unorderable PERMUTE arg), or may raise there: a rule
+    /// that needs it declines.
+    Unknown,
+}
+
+/// `Err(class: message)` as the engine carries a Python exception (`tinygrad::port_error`).
+fn py_err(class: &str, msg: impl std::fmt::Display) -> RuleError {
+    match class {
+        "ValueError" => RuleError::Value(msg.to_string()),
+        _ => RuleError::Runtime(format!("{class}: {msg}")),
     }
 }
 
-/// `_broadcast_shape` (uop/ops.py:70); `None` on a mismatch (tinygrad raises IndexError).
-fn broadcast_shape(shapes: &[Vec<i128>]) -> Option<Vec<i128>> {
-    if shapes.iter().all(|s| *s == shapes[0]) {
-        return Some(shapes[0].clone());
+/// A shape as Python prints the tuple: `()`, `(3,)`, `(1, 3)`.
+fn py_tuple(s: &[i128]) -> String {
+    match s {
+        [d] => format!("({d},)"),
+        _ => format!(
+            "({})",
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
-    let nd = shapes.iter().map(|s| s.len()).max()?;
-    let aligned: Vec<Vec<i128>> = shapes
-        .iter()
-        .map(|s| {
-            let mut v = vec![1; nd - s.len()];
-            v.extend(s);
-            v
-        })
-        .collect();
+}
+
+fn index_error() -> RuleError {
+    py_err("IndexError", "tuple index out of range")
+}
+
+/// `UOp.as_shape` (uop/ops.py:774) of a shape src: CONST → `(val,)`, STACK → its CONST vals;
+/// `None` when a dim is symbolic (`ssimplify(u)`) or not an int.
+fn as_shape(cx: &Cx, u: UOp) -> Option<Vec<i128>> {
+    let g = &*cx.g;
+    let dim = |s: UOp| match g.const_val(s) {
+        Some(ConstVal::Int(v)) => Some(v),
+        _ => None,
+    };
+    match g.op(u) {
+        Ops::STACK => g.src(u).iter().map(|s| dim(*s)).collect(),
+        _ => Some(vec![dim(u)?]),
+    }
+}
+
+/// `_broadcast_shape` (uop/ops.py:70); a mismatch raises IndexError.
+fn broadcast_shape(shapes: &[Vec<i128>]) -> Result<Vec<i128>, RuleError> {
+    let Some(first) = shapes.first() else {
+        return Ok(vec![]);
+    };
+    if shapes.iter().all(|s| s == first) {
+        return Ok(first.clone());
+    }
+    let nd = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     let mut out = Vec::with_capacity(nd);
     for i in 0..nd {
         let mut rest: Vec<i128> = Vec::new();
-        for s in &aligned {
-            if s[i] != 1 && !rest.contains(&s[i]) {
-                rest.push(s[i]);
+        for s in shapes {
+            // `_align_left`: pad with leading 1s
+            let d = if i + s.len() < nd {
+                1
+            } else {
+                s[i + s.len() - nd]
+            };
+            if d != 1 && !rest.contains(&d) {
+                rest.push(d);
             }
         }
         if rest.len() > 1 {
-            return None;
+            return Err(py_err(
+                "IndexError",
+                format!(
+                    "shape mismatch: objects cannot be broadcast to a single shape ({})",
+                    shapes
+                        .iter()
+                        .map(|s| py_tuple(s))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
         }
         out.push(rest.first().copied().unwrap_or(1));
     }
-    Some(out)
+    Ok(out)
 }
 
-/// `_shape` of one node whose srcs are cached.
-fn shape_node(cx: &Cx, u: UOp) -> Option<Vec<i128>> {
+/// `prod(shape)` exactly (Python ints); `Err` only where it leaves i128.
+fn prod(s: &[i128]) -> Result<i128, RuleError> {
+    if s.contains(&0) {
+        return Ok(0);
+    }
+    s.iter()
+        .try_fold(1i128, |a, d| a.checked_mul(*d))
+        .ok_or_else(|| RuleError::Overflow(format!("prod({s:?})")))
+}
+
+/// The `_shape` a src has in the cache: `Unknown` when it is not there (the walk computes every
+/// src first and stops at a raise, and only the shapes tinygrad returns are cached).
+fn cached(cx: &Cx, u: UOp) -> Shape {
+    match cx.cache.shape.get(&u) {
+        Some(Some(s)) => Shape::Known(s.clone()),
+        Some(None) => Shape::NoShape,
+        None => Shape::Unknown,
+    }
+}
+
+/// `u.shape` (uop/ops.py:467) from a `_shape`: None raises RuntimeError; `Ok(None)` = unknown.
+fn require(s: Shape, op: Ops) -> Result<Option<Vec<i128>>, RuleError> {
+    match s {
+        Shape::Known(v) => Ok(Some(v)),
+        Shape::NoShape => Err(py_err(
+            "RuntimeError",
+            format!("shape requested, but {} doesn't have a shape", op.name()),
+        )),
+        Shape::Unknown => Ok(None),
+    }
+}
+
+/// `_shape` of one node whose srcs are cached or unknown (uop/ops.py:327-465, case by case).
+fn shape_node(cx: &Cx, u: UOp) -> Result<Shape, RuleError> {
+    use Ops::*;
+    use Shape::{Known, NoShape, Unknown};
     let g = &*cx.g;
-    let sh = |s: UOp| cx.cache.shape.get(&s).cloned().flatten();
     let src = g.src(u);
-    match g.op(u) {
-        Ops::INDEX => {
-            let mut out = Vec::new();
-            for s in &src[1..] {
-                out.extend(sh(*s)?);
+    let op = g.op(u);
+    let s_at = |i: usize| src.get(i).copied().ok_or_else(index_error);
+    // `self.src[i].shape`, `Ok(None)` = unknown
+    let req = |i: usize| -> Result<Option<Vec<i128>>, RuleError> {
+        let s = s_at(i)?;
+        require(cached(cx, s), g.op(s))
+    };
+    let known = |v: Option<Vec<i128>>| v.map_or(Unknown, Known);
+    let void = g.dtype(u) == DType::Void;
+    Ok(match op {
+        IF | BARRIER | SINK | REWRITE_ERROR | ENDIF | GROUP | LINEAR | PROGRAM | SOURCE | TUPLE
+        | FUNCTION | CUSTOM_FUNCTION | PYLITERAL => NoShape,
+        CALL | INS => {
+            if void {
+                NoShape
+            } else {
+                Known(vec![])
             }
-            let base = sh(*src.first()?)?;
-            out.extend(base.iter().skip(src.len() - 1));
-            Some(out)
         }
-        Ops::STACK => {
-            if src.is_empty() {
-                return Some(vec![]);
-            }
-            let mut out = vec![src.len() as i128];
-            out.extend(sh(src[0])?);
-            Some(out)
-        }
-        Ops::CONST | Ops::GETADDR | Ops::RANGE | Ops::SPECIAL => Some(vec![]),
-        Ops::BUFFER => match src.first() {
-            Some(s) => as_shape(cx, *s),
-            None => Some(vec![]),
+        // "special (terrible) case for RESHAPE on NOOP": `self.marg`, unchecked
+        RESHAPE if g.op(s_at(0)?) == NOOP => known(as_shape(cx, s_at(1)?)),
+        NOOP => match src.first() {
+            Some(s) => cached(cx, *s),
+            None => NoShape,
         },
-        Ops::PARAM => as_shape(cx, *src.first()?),
-        Ops::AFTER | Ops::LOAD | Ops::STORE | Ops::END | Ops::DETACH | Ops::CONTIGUOUS => {
-            sh(*src.first()?)
-        }
-        Ops::BITCAST => {
-            let ps = sh(*src.first()?)?;
-            let (o, i) = (g.dtype(u).itemsize(), g.dtype(src[0]).itemsize());
-            if o != i && !ps.is_empty() {
-                let last = *ps.last()?;
-                if (last * i as i128) % o as i128 != 0 {
-                    return None;
-                }
-                let mut out = ps[..ps.len() - 1].to_vec();
-                out.push(last * i as i128 / o as i128);
-                return Some(out);
+        GETTUPLE | BINARY | STAGE | WMMA => Unknown,
+        INDEX => {
+            let mut out = Vec::new();
+            for i in 1..src.len() {
+                let Some(s) = req(i)? else { return Ok(Unknown) };
+                out.extend(s);
             }
-            Some(ps)
+            let Some(base) = req(0)? else {
+                return Ok(Unknown);
+            };
+            out.extend(base.iter().skip(src.len() - 1));
+            Known(out)
         }
+        STACK => {
+            if src.is_empty() {
+                return Ok(Known(vec![]));
+            }
+            let Some(s0) = req(0)? else {
+                return Ok(Unknown);
+            };
+            let mut out = vec![src.len() as i128];
+            out.extend(s0);
+            Known(out)
+        }
+        CONST | GETADDR | RANGE | SPECIAL => Known(vec![]),
+        BUFFER => match src.first() {
+            Some(s) => known(as_shape(cx, *s)),
+            None => Known(vec![]),
+        },
+        CUSTOM | CUSTOMI => {
+            if void {
+                return Ok(NoShape);
+            }
+            let mut shapes = Vec::new();
+            for s in src {
+                match cached(cx, *s) {
+                    Known(v) => shapes.push(v),
+                    NoShape => {}
+                    Unknown => return Ok(Unknown),
+                }
+            }
+            if shapes.is_empty() {
+                NoShape
+            } else {
+                Known(broadcast_shape(&shapes)?)
+            }
+        }
+        PARAM => known(as_shape(cx, s_at(0)?)),
+        MSTACK | MSELECT | DETACH | CONTIGUOUS | CONTIGUOUS_BACKWARD | AFTER | LOAD | COPY
+        | ALLREDUCE | STORE | END => cached(cx, s_at(0)?),
+        BITCAST => {
+            let ps = match cached(cx, s_at(0)?) {
+                Known(v) => v,
+                other => return Ok(other),
+            };
+            let (o, i) = (
+                g.dtype(u).itemsize() as i128,
+                g.dtype(src[0]).itemsize() as i128,
+            );
+            match ps.last() {
+                Some(&last) if o != i => {
+                    let n = last
+                        .checked_mul(i)
+                        .ok_or_else(|| RuleError::Overflow(format!("{last}*{i}")))?;
+                    if n.rem_euclid(o) != 0 {
+                        return Err(py_err("RuntimeError", "unsupported size in bitcast"));
+                    }
+                    let mut out = ps[..ps.len() - 1].to_vec();
+                    out.push(n.div_euclid(o));
+                    Known(out)
+                }
+                _ => Known(ps),
+            }
+        }
+        UNSHARD if src.is_empty() => NoShape,
+        RESHAPE | EXPAND | PERMUTE | PAD | SHRINK | FLIP | UNSHARD | REDUCE => {
+            let s0 = s_at(0)?;
+            let ps = match cached(cx, s0) {
+                Known(v) => v,
+                NoShape => {
+                    return Err(py_err(
+                        "RuntimeError",
+                        format!(
+                            "movement op {} requires shape, {} doesn't have one",
+                            op.name(),
+                            g.op(s0).name()
+                        ),
+                    ));
+                }
+                Unknown => return Ok(Unknown),
+            };
+            movement_shape(cx, u, ps)?
+        }
+        o if o.is_unary() || o == CAST => {
+            if src.len() != 1 {
+                return Err(py_err("AssertionError", "unary ops must have 1 src"));
+            }
+            cached(cx, src[0])
+        }
+        o if o.is_binary() || o.is_ternary() => {
+            let mut shapes = Vec::with_capacity(src.len());
+            let mut unknown = false;
+            for s in src {
+                match cached(cx, *s) {
+                    Known(v) => shapes.push(v),
+                    NoShape => {
+                        return Err(py_err(
+                            "AssertionError",
+                            format!("None input shape not supported for {}", op.name()),
+                        ));
+                    }
+                    Unknown => unknown = true,
+                }
+            }
+            if src.is_empty() {
+                return Err(py_err(
+                    "AssertionError",
+                    format!("None input shape not supported for {}", op.name()),
+                ));
+            }
+            if unknown {
+                return Ok(Unknown);
+            }
+            Known(broadcast_shape(&shapes)?)
+        }
+        _ => {
+            return Err(py_err(
+                "NotImplementedError",
+                format!("no shape handling for {} with {}", op.name(), g.dtype(u)),
+            ));
+        }
+    })
+}
+
+/// The movement / REDUCE cases of `_shape` (uop/ops.py:413-448), `ps` the src's shape.
+fn movement_shape(cx: &Cx, u: UOp, ps: Vec<i128>) -> Result<Shape, RuleError> {
+    use Shape::{Known, Unknown};
+    let g = &*cx.g;
+    let src = g.src(u);
+    let s_at = |i: usize| src.get(i).copied().ok_or_else(index_error);
+    Ok(match g.op(u) {
         Ops::RESHAPE => {
-            let marg = as_shape(cx, *src.get(1)?)?;
-            let ps = sh(src[0])?;
-            (marg.iter().product::<i128>() == ps.iter().product::<i128>()).then_some(marg)
+            let Some(marg) = as_shape(cx, s_at(1)?) else {
+                return Ok(Unknown);
+            };
+            if marg.iter().any(|x| *x < 0) {
+                return Err(py_err(
+                    "ValueError",
+                    format!("shape can't contain negative numbers {}", py_tuple(&marg)),
+                ));
+            }
+            if prod(&ps)? != prod(&marg)? {
+                return Err(py_err(
+                    "ValueError",
+                    format!("bad reshape: {} -> {}", py_tuple(&ps), py_tuple(&marg)),
+                ));
+            }
+            Known(marg)
         }
         Ops::EXPAND => {
-            let mut marg = as_shape(cx, *src.get(1)?)?;
-            marg.extend(sh(src[0])?);
-            Some(marg)
-        }
-        Ops::CAST => sh(*src.first()?),
-        // ops.py:424-425 (a bad permutation raises ValueError: unknown here)
-        Ops::PERMUTE => {
-            let ps = sh(*src.first()?)?;
-            let Arg::Perm(p) = g.arg(u) else {
-                return None;
+            let Some(mut marg) = as_shape(cx, s_at(1)?) else {
+                return Ok(Unknown);
             };
+            marg.extend(ps);
+            Known(marg)
+        }
+        // `sorted(self.marg) != list(range(len(ps)))` raises ValueError
+        Ops::PERMUTE => {
+            let items = g.arg(u).py_items().map_err(|e| type_error(e, "iterable"))?;
+            let mut p = Vec::with_capacity(items.len());
+            for it in items {
+                // AxisType / str items: Python's ordering of them is not modelled
+                let PyItem::Int(i) = it else {
+                    return Ok(Unknown);
+                };
+                p.push(i);
+            }
             let mut sorted = p.clone();
             sorted.sort_unstable();
             if !sorted.iter().copied().eq(0..ps.len() as i64) {
-                return None;
+                return Err(py_err(
+                    "ValueError",
+                    format!(
+                        "invalid permutation {} of len {}",
+                        py_tuple(&p.iter().map(|i| *i as i128).collect::<Vec<_>>()),
+                        ps.len()
+                    ),
+                ));
             }
-            Some(p.iter().map(|i| ps[*i as usize]).collect())
+            Known(p.iter().map(|i| ps[*i as usize]).collect())
         }
-        // ops.py:444-448: `ps[num_axes:]`
+        // `marg` = zip(src[1].as_shape, src[2].as_shape); concrete ints, so `resolve` is exact
+        Ops::PAD | Ops::SHRINK => {
+            let (a, b) = (as_shape(cx, s_at(1)?), as_shape(cx, s_at(2)?));
+            let (Some(a), Some(b)) = (a, b) else {
+                return Ok(Unknown);
+            };
+            let marg: Vec<(i128, i128)> = a.into_iter().zip(b).collect();
+            let pad = g.op(u) == Ops::PAD;
+            let ok = ps.len() == marg.len()
+                && ps.iter().zip(&marg).all(|(&s, &(o, sz))| {
+                    if pad {
+                        sz >= 0 && 0 <= o && o.checked_add(s).is_some_and(|e| e <= sz)
+                    } else {
+                        0 <= o && sz >= 0 && o.checked_add(sz).is_some_and(|e| e <= s)
+                    }
+                });
+            if !ok {
+                let what = if pad { "pad" } else { "shrink" };
+                return Err(py_err(
+                    "ValueError",
+                    format!("invalid {what} {marg:?} for {ps:?}"),
+                ));
+            }
+            Known(marg.iter().map(|(_, sz)| *sz).collect())
+        }
+        // no `Arg` holds a bool, so only an empty arg on a scalar is a valid flip
+        Ops::FLIP => match g.arg(u).py_items() {
+            Ok(items) if items.is_empty() && ps.is_empty() => Known(ps),
+            Ok(_) => {
+                return Err(py_err(
+                    "ValueError",
+                    format!("bad flip on {ps:?}, {:?}", g.arg(u)),
+                ));
+            }
+            Err(PyTupleError::NotSequence(t)) => {
+                return Err(py_err(
+                    "TypeError",
+                    format!("object of type '{t}' has no len()"),
+                ));
+            }
+        },
+        // `num_axes = self.arg[1]`: an int in 0..=len(ps) or ValueError; `ps[num_axes:]`
         Ops::REDUCE => {
-            let ps = sh(*src.first()?)?;
-            match g.arg(u).py_items().as_deref() {
-                Ok([_, PyItem::Int(n), ..]) if (0..=ps.len() as i64).contains(n) => {
-                    Some(ps[*n as usize..].to_vec())
+            let items = g
+                .arg(u)
+                .py_items()
+                .map_err(|e| type_error(e, "subscriptable"))?;
+            match items.get(1) {
+                None => return Err(index_error()),
+                Some(PyItem::Int(n)) if (0..=ps.len() as i64).contains(n) => {
+                    Known(ps[*n as usize..].to_vec())
                 }
-                _ => None,
+                Some(_) => {
+                    return Err(py_err(
+                        "ValueError",
+                        format!("invalid type for axis: {:?}", g.arg(u)),
+                    ));
+                }
             }
         }
-        o if o.is_unary() => sh(*src.first()?),
-        o if o.is_binary() || o.is_ternary() => {
-            let shapes: Option<Vec<Vec<i128>>> = src.iter().map(|s| sh(*s)).collect();
-            let shapes = shapes?;
-            if shapes.is_empty() {
-                return None;
-            }
-            broadcast_shape(&shapes)
-        }
-        _ => None,
-    }
+        // UNSHARD with srcs: needs vmax of its srcs and a tuple arg
+        _ => Unknown,
+    })
 }
 
-/// `u._shape` (uop/ops.py:327) for concrete shapes, cached; iterative so deep graphs cannot
-/// overflow the stack.
-pub fn shape(cx: &mut Cx, u: UOp) -> Option<Vec<i128>> {
-    if let Some(s) = cx.cache.shape.get(&u) {
-        return s.clone();
+/// `u._shape` (uop/ops.py:327), cached like tinygrad's `recursive_property` (ops.py:218):
+/// every node below `u` gets its `_shape` first, in tinygrad's toposort order (ops.py:294, srcs
+/// in order), and the first that raises stops the walk with its exception, uncached (Python
+/// caches nothing for it). Only shapes tinygrad returns are cached; `Unknown` ones are kept for
+/// this walk only. Iterative so deep graphs cannot overflow the stack.
+pub fn shape(cx: &mut Cx, u: UOp) -> Result<Shape, RuleError> {
+    if cx.cache.shape.contains_key(&u) {
+        return Ok(cached(cx, u));
     }
     // srcs known (a fresh CONST has none): no worklist
     if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
-        let s = shape_node(cx, u);
-        cx.cache.shape.insert(u, s.clone());
-        return s;
+        let s = shape_node(cx, u)?;
+        store(cx, u, &s);
+        return Ok(s);
     }
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
     stack.push((u, false));
+    let mut unknown: HashSet<UOp> = HashSet::new();
+    let mut out = Ok(Shape::Unknown);
     while let Some((x, expanded)) = stack.pop() {
-        if cx.cache.shape.contains_key(&x) {
+        if cx.cache.shape.contains_key(&x) || unknown.contains(&x) {
             continue;
         }
         if expanded {
-            let s = shape_node(cx, x);
-            cx.cache.shape.insert(x, s);
+            match shape_node(cx, x) {
+                Ok(s) => {
+                    if !store(cx, x, &s) {
+                        unknown.insert(x);
+                    }
+                    if x == u {
+                        out = Ok(s);
+                    }
+                }
+                Err(e) => {
+                    out = Err(e);
+                    break;
+                }
+            }
         } else {
             stack.push((x, true));
-            for s in cx.g.src(x) {
-                if !cx.cache.shape.contains_key(s) {
+            for s in cx.g.src(x).iter().rev() {
+                if !cx.cache.shape.contains_key(s) && !unknown.contains(s) {
                     stack.push((*s, false));
                 }
             }
         }
     }
+    stack.clear();
     cx.cache.shape_stack = stack;
-    cx.cache.shape[&u].clone()
+    out
+}
+
+/// Caches a shape tinygrad returns; `false` for `Unknown`.
+fn store(cx: &mut Cx, u: UOp, s: &Shape) -> bool {
+    match s {
+        Shape::Known(v) => cx.cache.shape.insert(u, Some(v.clone())),
+        Shape::NoShape => cx.cache.shape.insert(u, None),
+        Shape::Unknown => return false,
+    };
+    true
+}
+
+/// `u.shape` (uop/ops.py:467): `_shape`, None raising RuntimeError; `Ok(None)` = unknown.
+pub fn shape_of(cx: &mut Cx, u: UOp) -> Result<Option<Vec<i128>>, RuleError> {
+    let s = shape(cx, u)?;
+    require(s, cx.g.op(u))
 }
 
 /// `DType.const(val)` (dtype.py:77) with Python's exceptions: `int(nan)` raises ValueError,
@@ -241,16 +554,18 @@ pub fn const_like(
 }
 
 /// `ret._mop(EXPAND, arg=x._shape) if x._shape and ret._shape != x._shape else ret`, `ret` scalar
-/// or a STACK of consts.
+/// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
+/// shape of `x` leaves `ret` as it is.
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
-    match shape(cx, x) {
-        Some(s) if !s.is_empty() && shape(cx, ret).as_ref() != Some(&s) => {
-            let arg = shape_to_shape_arg(cx, &s)?;
-            let dt = cx.g.dtype(ret);
-            Ok(cx.g.mk(Ops::EXPAND, dt, &[ret, arg], Arg::None))
-        }
-        _ => Ok(ret),
+    let Shape::Known(s) = shape(cx, x)? else {
+        return Ok(ret);
+    };
+    if s.is_empty() || shape(cx, ret)? == Shape::Known(s.clone()) {
+        return Ok(ret);
     }
+    let arg = shape_to_shape_arg(cx, &s)?;
+    let dt = cx.g.dtype(ret);
+    Ok(cx.g.mk(Ops::EXPAND, dt, &[ret, arg], Arg::None))
 }
 
 /// `x.index(*srcs)` (uop/ops.py:559): a single CONST index into a STACK picks the element.
@@ -356,10 +671,14 @@ pub fn mop_cleanup() -> RuleSet {
                     .src(vec![UPat::var("x2"), UPat::any_node()]),
                 |cx, b| -> RuleResult {
                     let (x, x2) = (b["x"], b["x2"]);
-                    let Some(s2) = shape(cx, x2) else {
+                    // `x2._shape is not None` (a raise propagates), then `x2.shape == x.shape`
+                    let Shape::Known(s2) = shape(cx, x2)? else {
                         return Ok(None);
                     };
-                    Ok((shape(cx, x) == Some(s2)).then_some(x2))
+                    let Some(sx) = shape_of(cx, x)? else {
+                        return Ok(None);
+                    };
+                    Ok((sx == s2).then_some(x2))
                 }
             ),
             // (UPat(Ops.PERMUTE, src=(UPat(Ops.PERMUTE, name="x2"),), name="x"), lambda x,x2: x2.replace(arg=tuple(x2.arg[i] for i in x.arg)))
@@ -408,7 +727,10 @@ pub fn mop_cleanup() -> RuleSet {
                 ),
                 |cx, b| -> RuleResult {
                     let (src, stk) = (b["src"], b["stk"]);
-                    let (Some(a), Some(s)) = (shape(cx, stk), shape(cx, src)) else {
+                    // both sides of `stk.shape == src.shape` are evaluated, `stk` first
+                    let a = shape_of(cx, stk)?;
+                    let s = shape_of(cx, src)?;
+                    let (Some(a), Some(s)) = (a, s) else {
                         return Ok(None);
                     };
                     if a != s {
@@ -455,8 +777,9 @@ pub fn mop_cleanup() -> RuleSet {
                     let base = src_at(cx, idx1, 0)?;
                     let mut rest: Vec<UOp> = cx.g.src(idx1)[1..].to_vec();
                     rest.extend_from_slice(&cx.g.src(idx2)[1..]);
+                    // `all(...)` stops at the first non-scalar, later shapes are not read
                     for x in &rest {
-                        if shape(cx, *x) != Some(vec![]) {
+                        if shape_of(cx, *x)? != Some(vec![]) {
                             return Ok(None);
                         }
                     }
@@ -477,7 +800,7 @@ pub fn mop_cleanup() -> RuleSet {
                 |cx, b| -> RuleResult {
                     let (buf, a, idx2) = (b["buf"], b["idx1_arg"], b["idx2"]);
                     let rest: Vec<UOp> = cx.g.src(idx2)[1..].to_vec();
-                    let Some(sa) = shape(cx, a) else {
+                    let Some(sa) = shape_of(cx, a)? else {
                         return Ok(None);
                     };
                     if sa.len() != rest.len() {
@@ -489,4 +812,204 @@ pub fn mop_cleanup() -> RuleSet {
             ),
         ],
     )
+}
+
+/// `_shape` raises and shaped `const_like` against tinygrad 0.14.0: each case's input graph and
+/// the result (or exception) tinygrad's `graph_rewrite(root, pm)` gave for it.
+#[cfg(test)]
+mod tests {
+    use crate::ir::text::{BEGIN_MARKER, END_MARKER, parse_graph, write_graph};
+    use crate::rewrite::engine::{Limits, RuleError, RuleSet, Stop, graph_rewrite};
+
+    const VARS: &str = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 10), multiple_of=1, name='x', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(-5, 5), multiple_of=1, name='y', addrspace=AddrSpace.ALU))
+n3 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 5), multiple_of=1, name='z', addrspace=AddrSpace.ALU))
+n4 = UOp(Ops.STACK, dtypes.weakint, (n1, n2, n3))
+";
+
+    /// The exception as Python prints it: `Class: message`.
+    fn py_exc(e: &RuleError) -> String {
+        match e {
+            RuleError::Value(m) => format!("ValueError: {m}"),
+            RuleError::ZeroDivision(m) => format!("ZeroDivisionError: {m}"),
+            RuleError::Runtime(m) => match m.split_once(": ") {
+                Some((c, _)) if c.ends_with("Error") && !c.contains(' ') => m.clone(),
+                _ => format!("RuntimeError: {m}"),
+            },
+            RuleError::Overflow(m) => format!("PortOverflow: {m}"),
+        }
+    }
+
+    /// Rewrites the graph body `input` with `rs`: the result's body or `RAISES Class: msg`.
+    fn rewrite(input: &str, rs: &RuleSet) -> String {
+        let p = parse_graph(input, "case").expect("parses");
+        let mut g = p.graph;
+        let root = p.roots[0].1;
+        let mut cache = Default::default();
+        let out = graph_rewrite(&mut g, &mut cache, root, rs, &Limits::default());
+        match out.stop {
+            Stop::Done => {
+                let text = write_graph(&g, &[out.root], &["root"]);
+                let body = text.split_once(&format!("{BEGIN_MARKER}\n")).unwrap().1;
+                body.split_once(END_MARKER).unwrap().0.to_string()
+            }
+            Stop::RuleError { error, .. } => format!("RAISES {}", py_exc(&error)),
+            s => format!("{s:?}"),
+        }
+    }
+
+    fn check(input: &str, rs: &RuleSet, want: &str) {
+        assert_eq!(rewrite(input, rs), want, "input:\n{input}");
+    }
+
+    #[test]
+    fn bad_reshapes_raise_like_tinygrad() {
+        let mc = super::mop_cleanup();
+        // RESHAPE((x, y, z), 4): noop_reshape reads x.shape
+        let bad = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 4)\n\
+             n6 = UOp(Ops.RESHAPE, dtypes.weakint, (n4, n5))\nroot = n6\n"
+        );
+        check(&bad, &mc, "RAISES ValueError: bad reshape: (3,) -> (4,)");
+        // the scalar of fidelity seed 0 graph 1593 (a STACK folded to a scalar under a RESHAPE)
+        let scalar = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 10), multiple_of=1, name='x', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.CONST, dtypes.weakint, (), 3)
+n3 = UOp(Ops.RESHAPE, dtypes.weakint, (n1, n2))
+root = n3
+";
+        check(scalar, &mc, "RAISES ValueError: bad reshape: () -> (3,)");
+        let negative = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), -1)\n\
+             n6 = UOp(Ops.CONST, dtypes.weakint, (), -3)\n\
+             n7 = UOp(Ops.STACK, dtypes.weakint, (n5, n6))\n\
+             n8 = UOp(Ops.RESHAPE, dtypes.weakint, (n4, n7))\nroot = n8\n"
+        );
+        check(
+            &negative,
+            &mc,
+            "RAISES ValueError: shape can't contain negative numbers (-1, -3)",
+        );
+        // a good one still folds
+        let ok = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 3)\n\
+             n6 = UOp(Ops.RESHAPE, dtypes.weakint, (n4, n5))\nroot = n6\n"
+        );
+        check(&ok, &mc, &format!("{VARS}root = n4\n"));
+    }
+
+    #[test]
+    fn every_shape_reader_raises() {
+        let mc = super::mop_cleanup();
+        // index_of_index: `x.shape == ()` of an index whose RESHAPE is bad
+        let idx = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 2)\n\
+             n6 = UOp(Ops.RESHAPE, dtypes.weakint, (n1, n5))\n\
+             n7 = UOp(Ops.INDEX, dtypes.weakint, (n4, n6))\n\
+             n8 = UOp(Ops.CONST, dtypes.weakint, (), 0)\n\
+             n9 = UOp(Ops.INDEX, dtypes.weakint, (n7, n8))\nroot = n9\n"
+        );
+        check(&idx, &mc, "RAISES ValueError: bad reshape: () -> (2,)");
+        // stack_of_index over lanes of a bad RESHAPE
+        let stk = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 4)\n\
+             n6 = UOp(Ops.RESHAPE, dtypes.weakint, (n4, n5))\n\
+             n7 = UOp(Ops.CONST, dtypes.weakint, (), 0)\n\
+             n8 = UOp(Ops.INDEX, dtypes.weakint, (n6, n7))\n\
+             n9 = UOp(Ops.CONST, dtypes.weakint, (), 1)\n\
+             n10 = UOp(Ops.INDEX, dtypes.weakint, (n6, n9))\n\
+             n11 = UOp(Ops.CONST, dtypes.weakint, (), 2)\n\
+             n12 = UOp(Ops.INDEX, dtypes.weakint, (n6, n11))\n\
+             n13 = UOp(Ops.STACK, dtypes.weakint, (n8, n10, n12))\nroot = n13\n"
+        );
+        check(&stk, &mc, "RAISES ValueError: bad reshape: (3,) -> (4,)");
+        // BITCAST int32x3 -> int64: RuntimeError; a broadcast mismatch: IndexError
+        let bitcast = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.int, (n0,), ParamArg(-1, dtypes.int, vmin_vmax=(0, 3), multiple_of=1, name='a', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.STACK, dtypes.int, (n1, n1, n1))
+n3 = UOp(Ops.BITCAST, dtypes.long, (n2,), dtypes.long)
+n4 = UOp(Ops.CONST, dtypes.weakint, (), 1)
+n5 = UOp(Ops.RESHAPE, dtypes.long, (n3, n4))
+root = n5
+";
+        check(
+            bitcast,
+            &mc,
+            "RAISES RuntimeError: unsupported size in bitcast",
+        );
+        let bcast = format!(
+            "{VARS}n5 = UOp(Ops.STACK, dtypes.weakint, (n1, n2))\n\
+             n6 = UOp(Ops.ADD, dtypes.weakint, (n4, n5))\n\
+             n7 = UOp(Ops.CONST, dtypes.weakint, (), 3)\n\
+             n8 = UOp(Ops.RESHAPE, dtypes.weakint, (n6, n7))\nroot = n8\n"
+        );
+        check(
+            &bcast,
+            &mc,
+            "RAISES IndexError: shape mismatch: objects cannot be broadcast to a single shape ((3,), (2,))",
+        );
+        // `x2._shape is None` (a SINK) declines; merge_reshape still fires
+        let sink = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 10), multiple_of=1, name='x', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.SINK, dtypes.void, (n1,))
+n3 = UOp(Ops.CONST, dtypes.weakint, (), 1)
+n4 = UOp(Ops.RESHAPE, dtypes.void, (n2, n3))
+n5 = UOp(Ops.RESHAPE, dtypes.void, (n4, n3))
+root = n5
+";
+        check(
+            sink,
+            &mc,
+            &sink.replace(
+                "n5 = UOp(Ops.RESHAPE, dtypes.void, (n4, n3))\nroot = n5",
+                "root = n4",
+            ),
+        );
+    }
+
+    #[test]
+    fn const_like_expands_to_the_shape() {
+        let symbolic = crate::rewrite::rules::symbolic();
+        let out = |c: &str| {
+            format!(
+                "n0 = UOp(Ops.CONST, {c})\n\
+                 n1 = UOp(Ops.CONST, dtypes.weakint, (), 3)\n\
+                 n2 = UOp(Ops.EXPAND, {}, (n0, n1))\nroot = n2\n",
+                c.split_once(',').unwrap().0
+            )
+        };
+        let xor = format!("{VARS}n5 = UOp(Ops.XOR, dtypes.weakint, (n4, n4))\nroot = n5\n");
+        check(&xor, symbolic, &out("dtypes.weakint, (), 0"));
+        let lt = format!("{VARS}n5 = UOp(Ops.CMPLT, dtypes.bool, (n4, n4))\nroot = n5\n");
+        check(&lt, symbolic, &out("dtypes.bool, (), False"));
+        // symbolic.py:258 vmin == vmax on a vector compare
+        let c20 = "n5 = UOp(Ops.CONST, dtypes.weakint, (), 20)\n\
+                   n6 = UOp(Ops.STACK, dtypes.weakint, (n5, n5, n5))\n";
+        let lt20 = format!("{VARS}{c20}n7 = UOp(Ops.CMPLT, dtypes.bool, (n4, n6))\nroot = n7\n");
+        check(&lt20, symbolic, &out("dtypes.bool, (), True"));
+        // fold_where_closure (symbolic.py:226): `cond.const_like(True)` of a vector cond
+        let head = format!(
+            "{VARS}n5 = UOp(Ops.CONST, dtypes.weakint, (), 3)\n\
+             n6 = UOp(Ops.STACK, dtypes.weakint, (n5, n5, n5))\n\
+             n7 = UOp(Ops.CMPLT, dtypes.bool, (n4, n6))\n"
+        );
+        let closure = format!(
+            "{head}n8 = UOp(Ops.CAST, dtypes.weakint, (n7,), dtypes.weakint)\n\
+             n9 = UOp(Ops.ADD, dtypes.weakint, (n4, n8))\n\
+             n10 = UOp(Ops.WHERE, dtypes.weakint, (n7, n9, n4))\nroot = n10\n"
+        );
+        let want = format!(
+            "{head}n8 = UOp(Ops.CONST, dtypes.bool, (), True)\n\
+             n9 = UOp(Ops.EXPAND, dtypes.bool, (n8, n5))\n\
+             n10 = UOp(Ops.CAST, dtypes.weakint, (n9,), dtypes.weakint)\n\
+             n11 = UOp(Ops.ADD, dtypes.weakint, (n4, n10))\n\
+             n12 = UOp(Ops.WHERE, dtypes.weakint, (n7, n11, n4))\nroot = n12\n"
+        );
+        check(&closure, symbolic, &want);
+    }
 }

@@ -408,7 +408,7 @@ pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
     }
     // `prod(inside)` = math.prod with start 1 (a Python int), so `1 * a * b`
     let first = if inside.is_empty() {
-        cx.const_like(src[0], 1)
+        cx.try_const_like(src[0], 1)?
     } else {
         match cx.prod(Py::I(1), &inside)? {
             Py::U(u) => u,

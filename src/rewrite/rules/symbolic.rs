@@ -1,6 +1,7 @@
 //! `commutative` (uop/symbolic.py:214) and symbolic's own 43 rules (uop/symbolic.py:228-309),
 //! in tinygrad's order. Helpers `lt_folding`, `canonicalize_simplex`, `fold_where_closure` and
 //! `UOp.tuplize` (uop/ops.py:321) are ported with the same control flow.
+use crate::ir::arg::PyItem;
 use crate::ir::dtype::can_lossless_cast;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
@@ -140,8 +141,33 @@ fn arg_eq(a: &Arg, b: &Arg) -> bool {
         (Arg::Range(i, t), Arg::Range(j, u)) => i == j && t == u,
         (Arg::Name(x), Arg::Name(y)) => x == y,
         (Arg::DType(x), Arg::DType(y)) => x == y,
-        _ => false,
+        _ => match (tuple_items(a), tuple_items(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
     }
+}
+
+/// The items of an arg that is a Python tuple: `Perm`, `Reduce` (`(Ops, int)`, `Ops` an
+/// IntEnum) and `Range` (`(int, AxisType)`).
+fn tuple_items(a: &Arg) -> Option<Vec<PyItem>> {
+    match a {
+        Arg::Perm(_) | Arg::Reduce(..) | Arg::Range(..) => a.py_items().ok(),
+        _ => None,
+    }
+}
+
+/// Python's tuple `<` on two tuple args: the first items that differ decide; an int against an
+/// AxisType is unequal and unorderable (TypeError); a prefix is smaller.
+fn tuple_lt(x: &[PyItem], y: &[PyItem], a: &Arg, b: &Arg) -> Result<bool, RuleError> {
+    for (p, q) in x.iter().zip(y) {
+        match (p, q) {
+            (PyItem::Int(i), PyItem::Int(j)) if i == j => {}
+            (PyItem::Int(i), PyItem::Int(j)) => return Ok(i < j),
+            _ => return Err(type_error(a, b)),
+        }
+    }
+    Ok(x.len() < y.len())
 }
 
 fn arg_lt(a: &Arg, b: &Arg) -> Result<bool, RuleError> {
@@ -152,7 +178,11 @@ fn arg_lt(a: &Arg, b: &Arg) -> Result<bool, RuleError> {
         (Arg::Range(i, _), Arg::Range(j, _)) if i != j => Ok(i < j),
         (Arg::Name(x), Arg::Name(y)) => Ok(x < y),
         (Arg::DType(x), Arg::DType(y)) => Ok(dtype_lt(*x, *y)),
-        _ => Err(type_error(a, b)),
+        (Arg::Range(..), Arg::Range(..)) => Err(type_error(a, b)),
+        _ => match (tuple_items(a), tuple_items(b)) {
+            (Some(x), Some(y)) => tuple_lt(&x, &y, a, b),
+            _ => Err(type_error(a, b)),
+        },
     }
 }
 
@@ -344,8 +374,8 @@ fn fold_where_closure(cx: &mut Cx, cond: UOp, t: UOp, f: UOp) -> Result<Option<U
     if has_index(&rc) || has_index(&rt) || has_index(&rf) {
         return Ok(None);
     }
-    let tr = cx.const_like(cond, true);
-    let fa = cx.const_like(cond, false);
+    let tr = cx.try_const_like(cond, true)?;
+    let fa = cx.try_const_like(cond, false)?;
     let nt = substitute(cx.g, t, cond, tr);
     let nf = substitute(cx.g, f, cond, fa);
     Ok(Some(cx.where_(cond, nt, nf)?))
@@ -355,10 +385,68 @@ fn is_const(cx: &Cx, u: UOp) -> bool {
     cx.g.op(u) == Ops::CONST
 }
 
-/// `x.overflows(dtypes.int)`.
+/// `x.overflows(dtypes.int)`: `x.vmin < int.min or x.vmax > int.max`.
+///
+/// Bounds that saturated to one side of i128 (both `i128::MAX` or both `MIN`) from exact src
+/// bounds are `inexact` (analysis.rs: Python has an interval there, the port one value), and
+/// reading them stops the rewrite with `RuleError::Overflow`. This comparison is still exact:
+/// Python's whole interval lies beyond ±2^127, so both sides overflow int. Read without the
+/// overflow flag then (a `_min_max` that raises in Python still raises).
 fn overflows_int(cx: &mut Cx, u: UOp) -> bool {
-    let (lo, hi) = cx.min_max(u);
+    let (lo, hi) = if beyond_i128_one_side(cx, u) {
+        crate::rewrite::analysis::min_max(cx.g, cx.cache, u)
+    } else {
+        cx.min_max(u)
+    };
     py_lt(lo, ConstVal::Int(i32::MIN as i128)) || py_lt(ConstVal::Int(i32::MAX as i128), hi)
+}
+
+/// `(x.vmin, x.vmax), (y.vmin, y.vmax)` for a rule that only orders x's bounds against y's.
+/// When one side is [`beyond_i128_one_side`] and the other's bounds are exact and not saturated,
+/// every such comparison is exact (Python's interval lies past ±2^127, the other inside), so
+/// the beyond side is read without the overflow flag.
+fn ordered_bounds(cx: &mut Cx, x: UOp, y: UOp) -> ((ConstVal, ConstVal), (ConstVal, ConstVal)) {
+    let (bx, by) = (beyond_i128_one_side(cx, x), beyond_i128_one_side(cx, y));
+    let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
+    let ordinary = |cx: &mut Cx, u: UOp| {
+        let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+        !cx.cache.inexact.contains(&u) && !sat(lo) && !sat(hi)
+    };
+    let raw = |cx: &mut Cx, u: UOp| crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+    if bx && !by && ordinary(cx, y) {
+        let xb = raw(cx, x);
+        return (xb, cx.min_max(y));
+    }
+    if by && !bx && ordinary(cx, x) {
+        let xb = cx.min_max(x);
+        return (xb, raw(cx, y));
+    }
+    (cx.min_max(x), cx.min_max(y))
+}
+
+/// `u`'s bounds are both `i128::MAX` or both `MIN` and that is all that is inexact about them:
+/// each src's bounds are exact or, recursively, the same kind, and Python's `_min_max` does not
+/// raise on `u`. The port's saturating bounds arithmetic keeps a saturated bound truthful
+/// ("beyond ±2^127", analysis.rs `inexact_bounds`), and the cases where it does not (an ADD/SUB
+/// mixing sides, a division or shift bringing one down, a comparison or mod on one) give no
+/// both-saturated result; so Python's whole interval lies beyond that side of ±2^127.
+fn beyond_i128_one_side(cx: &mut Cx, u: UOp) -> bool {
+    beyond_one_side_at(cx, u, 0)
+}
+
+fn beyond_one_side_at(cx: &mut Cx, u: UOp, depth: usize) -> bool {
+    let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
+    let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
+    if !(sat(lo) && lo == hi && cx.cache.raises.get(&u).is_none()) {
+        return false;
+    }
+    // deep chains: give up (the rule then reads the bounds with the overflow flag)
+    if depth > 64 {
+        return false;
+    }
+    let src = cx.g.src(u).to_vec();
+    src.iter()
+        .all(|s| !cx.cache.inexact.contains(s) || beyond_one_side_at(cx, *s, depth + 1))
 }
 
 fn int_and_weak() -> Vec<DType> {
@@ -422,7 +510,7 @@ pub fn symbolic_own() -> RuleSet {
             UPat::var_dt("x", &[Bool]).or(UPat::var_dt("x", &[Bool])
                 .cast(Some(Bool))
                 .ne(UPat::cbool(true))),
-            |cx, b| Ok(Some(cx.const_like(b["x"], true)))
+            |cx, b| Ok(Some(cx.try_const_like(b["x"], true)?))
         ),
         // ** combine terms **
         // (UPat.var("x") * UPat.cvar("c0") + UPat.var("x") * UPat.cvar("c1"), lambda x,c0,c1: x*(c0+c1))
@@ -674,7 +762,7 @@ pub fn symbolic_own() -> RuleSet {
             v("x").maximum(v("y")),
             |cx, b| {
                 let (x, y) = (b["x"], b["y"]);
-                let ((x0, x1), (y0, y1)) = (cx.min_max(x), cx.min_max(y));
+                let ((x0, x1), (y0, y1)) = ordered_bounds(cx, x, y);
                 if py_le(y1, x0) {
                     return Ok(Some(x));
                 }
@@ -856,7 +944,7 @@ pub fn symbolic_own() -> RuleSet {
                 .src_repeat(v("end"))
                 .named("r")
                 .floordiv(v("end")),
-            |cx, b| Ok(Some(cx.const_like(b["r"], 0)))
+            |cx, b| Ok(Some(cx.try_const_like(b["r"], 0)?))
         ),
         // cast/long folding
         // (UPat.var('x').cast(name="a").cast(name="b"), lambda x,a,b: x.cast(b.dtype) if can_lossless_cast(x.dtype, a.dtype) else None)
@@ -941,7 +1029,7 @@ pub fn symbolic_own() -> RuleSet {
                 let cd = cx.g.dtype(b["cast"]);
                 let xc = cx.cast(b["x"], cd);
                 let c = cx.g.const_val(b["c"]).unwrap();
-                let k = cx.const_like(b["cast"], c);
+                let k = cx.try_const_like(b["cast"], c)?;
                 Ok(Some(cx.add(xc, k)?))
             }
         ),
@@ -1006,7 +1094,7 @@ fn fold_vmin_eq_vmax(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
     if !py_num_eq(lo, hi) {
         return Ok(None);
     }
-    Ok(Some(cx.const_like(x, lo)))
+    Ok(Some(cx.try_const_like(x, lo)?))
 }
 
 /// `a / b` on UOps (mixin/elementwise.py `div`, rounding_mode=None): promote, ints/bool go to
@@ -1222,6 +1310,138 @@ pub(crate) mod case_tests {
 mod tests {
     use super::*;
 
+    /// Rewrites the graph body `input` with `sym`: the result's body or the stop.
+    fn sym_body(input: &str) -> String {
+        use crate::ir::text::{BEGIN_MARKER, END_MARKER, parse_graph, write_graph};
+        use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+        let p = parse_graph(input, "case").expect("parses");
+        let mut g = p.graph;
+        let mut cache = Default::default();
+        let out = graph_rewrite(
+            &mut g,
+            &mut cache,
+            p.roots[0].1,
+            super::super::sym(),
+            &Limits::default(),
+        );
+        match out.stop {
+            Stop::Done => {
+                let text = write_graph(&g, &[out.root], &["root"]);
+                let body = text.split_once(&format!("{BEGIN_MARKER}\n")).unwrap().1;
+                body.split_once(END_MARKER).unwrap().0.to_string()
+            }
+            s => format!("{s:?}"),
+        }
+    }
+
+    const POW4: &str = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(140737488355324, 140737488355328), multiple_of=1, name='v', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.MUL, dtypes.long, (n1, n1))
+n3 = UOp(Ops.MUL, dtypes.long, (n2, n2))
+";
+
+    /// Bounds beyond one side of i128 (v^4 ~ 2^188) still decide `overflows(int)` and
+    /// `max_by_range` exactly; tinygrad 0.14.0's `graph_rewrite(_, sym)` results.
+    #[test]
+    fn bounds_beyond_i128_one_side_decide() {
+        let pow4 = format!("{POW4}root = n3\n");
+        assert_eq!(sym_body(&pow4), pow4);
+        let w = "n4 = UOp(Ops.BUFFER, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(-3, 3), multiple_of=1, name='w', addrspace=AddrSpace.ALU))\n";
+        let max = format!("{POW4}{w}n5 = UOp(Ops.MAX, dtypes.long, (n3, n4))\nroot = n5\n");
+        assert_eq!(sym_body(&max), pow4);
+    }
+
+    /// `_min_max` of `x ^ -1` reads a bool bound as an int (`isinstance(False, int)`): the
+    /// bounds of `INDEX(Invalid, 0) ^ -1` are (-2, -1), so `% 7` of its complement folds
+    /// (fidelity seed 1 graph 7590); tinygrad 0.14.0's `graph_rewrite(_, sym)` result.
+    #[test]
+    fn xor_minus_one_of_a_bool_bound() {
+        let head = "\
+n0 = UOp(Ops.CONST, dtypes.bool, (), Invalid)
+n1 = UOp(Ops.CONST, dtypes.weakint, (), 0)
+n2 = UOp(Ops.INDEX, dtypes.bool, (n0, n1))
+";
+        let text = format!(
+            "{head}n3 = UOp(Ops.CONST, dtypes.weakint, (), -1)\n\
+             n4 = UOp(Ops.XOR, dtypes.weakint, (n2, n3))\n\
+             n5 = UOp(Ops.XOR, dtypes.weakint, (n4, n3))\n\
+             n6 = UOp(Ops.CONST, dtypes.weakint, (), 7)\n\
+             n7 = UOp(Ops.FLOORMOD, dtypes.weakint, (n5, n6))\nroot = n7\n"
+        );
+        let want =
+            format!("{head}n3 = UOp(Ops.CAST, dtypes.weakint, (n2,), dtypes.weakint)\nroot = n3\n");
+        assert_eq!(sym_body(&text), want);
+    }
+
+    /// `_rebuild_dtype` raises when a src turned bool under a shift (fidelity seed 2 graph 667):
+    /// STACK(Invalid, Invalid) folds to the bool Invalid, the INDEX above becomes bool and
+    /// re-deriving the SHL's dtype raises in tinygrad 0.14.0 (uop/ops.py:163).
+    #[test]
+    fn rebuilding_a_shift_of_a_bool_raises() {
+        let text = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.BUFFER, dtypes.weakint, (n0,), ParamArg(-1, dtypes.weakint, vmin_vmax=(0, 6), multiple_of=1, name='v0', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.CONST, dtypes.bool, (), False)
+n3 = UOp(Ops.CONST, dtypes.bool, (), Invalid)
+n4 = UOp(Ops.WHERE, dtypes.weakint, (n2, n1, n3))
+n5 = UOp(Ops.STACK, dtypes.weakint, (n4, n4))
+n6 = UOp(Ops.CONST, dtypes.weakint, (), 0)
+n7 = UOp(Ops.INDEX, dtypes.weakint, (n5, n6))
+n8 = UOp(Ops.CONST, dtypes.weakint, (), 1)
+n9 = UOp(Ops.SHL, dtypes.weakint, (n7, n8))
+root = n9
+";
+        let p = crate::ir::text::parse_graph(text, "case").unwrap();
+        let mut g = p.graph;
+        let mut cache = Default::default();
+        let out = crate::rewrite::engine::graph_rewrite(
+            &mut g,
+            &mut cache,
+            p.roots[0].1,
+            super::super::sym(),
+            &Default::default(),
+        );
+        let crate::rewrite::engine::Stop::RuleError { error, .. } = out.stop else {
+            panic!("{:?}", out.stop)
+        };
+        assert_eq!(
+            error,
+            RuleError::Runtime(
+                "shift operands must be int, got [dtypes.bool, dtypes.weakint]".into()
+            )
+        );
+    }
+
+    /// `x << k` bounds that fit i128 exactly are not saturated (fidelity seed 0 graph 1744):
+    /// `(2*v) << 62` of a long `v` is [-2^126, 2^126 - 2^63] in tinygrad, and sym leaves the
+    /// floordiv by -2^63 alone.
+    #[test]
+    fn shl_bounds_up_to_i128_are_exact() {
+        let text = "\
+n0 = UOp(Ops.STACK, dtypes.void, ())
+n1 = UOp(Ops.PARAM, dtypes.long, (n0,), ParamArg(-1, dtypes.long, vmin_vmax=(-9223372036854775808, 9223372036854775807), multiple_of=1, name='v0', addrspace=AddrSpace.ALU))
+n2 = UOp(Ops.CONST, dtypes.weakint, (), 2)
+n3 = UOp(Ops.MUL, dtypes.long, (n1, n2))
+n4 = UOp(Ops.CONST, dtypes.long, (), 62)
+n5 = UOp(Ops.SHL, dtypes.long, (n3, n4))
+n6 = UOp(Ops.CONST, dtypes.long, (), -9223372036854775808)
+n7 = UOp(Ops.FLOORDIV, dtypes.long, (n5, n6))
+root = n7
+";
+        assert_eq!(sym_body(text), text);
+        let p = crate::ir::text::parse_graph(text, "case").unwrap();
+        let mut cache = crate::rewrite::analysis::Cache::default();
+        let n5 = p.graph.src(p.roots[0].1)[0];
+        assert_eq!(
+            crate::rewrite::analysis::min_max(&p.graph, &mut cache, n5),
+            (
+                ConstVal::Int(-85070591730234615865843651857942052864),
+                ConstVal::Int(85070591730234615856620279821087277056)
+            )
+        );
+    }
+
     #[test]
     fn rule_counts() {
         assert_eq!(commutative().len(), 1);
@@ -1296,5 +1516,28 @@ mod tests {
         let z = g.cfloat(DType::Float, 0.0);
         let nz = g.cfloat(DType::Float, -0.0);
         assert!(!tuplize_lt(&g, z, nz).unwrap() && !tuplize_lt(&g, nz, z).unwrap());
+        // tuple args (PERMUTE, REDUCE) order as Python tuples of ints; equal ones go on to the
+        // srcs (fidelity seed 1 graph 1941: the port raised TypeError on two (1, 0) args)
+        let s1 = g.mk(Ops::STACK, DType::WeakInt, &[a, b], Arg::None);
+        let s2 = g.mk(Ops::STACK, DType::WeakInt, &[b, a], Arg::None);
+        let p = |g: &mut Graph, x: UOp, v: &[i64]| {
+            g.mk(Ops::PERMUTE, DType::WeakInt, &[x], Arg::Perm(v.to_vec()))
+        };
+        let (p01, p10, q10, p0) = (
+            p(&mut g, s1, &[0, 1]),
+            p(&mut g, s1, &[1, 0]),
+            p(&mut g, s2, &[1, 0]),
+            p(&mut g, s1, &[0]),
+        );
+        // tinygrad 0.14.0: True False True True
+        assert!(tuplize_lt(&g, p01, p10).unwrap());
+        assert!(!tuplize_lt(&g, p10, p01).unwrap());
+        assert!(tuplize_lt(&g, p10, q10).unwrap());
+        assert!(tuplize_lt(&g, p0, p01).unwrap());
+        let r =
+            |g: &mut Graph, op: Ops| g.mk(Ops::REDUCE, DType::WeakInt, &[s1], Arg::Reduce(op, 0));
+        let (radd, rmax) = (r(&mut g, Ops::ADD), r(&mut g, Ops::MAX));
+        // (Ops.ADD, 0) < (Ops.MAX, 0): True
+        assert!(tuplize_lt(&g, radd, rmax).unwrap());
     }
 }

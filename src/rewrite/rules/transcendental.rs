@@ -96,8 +96,8 @@ fn shl(cx: &mut Cx, x: UOp, y: u32) -> R<UOp> {
 fn rintk(cx: &mut Cx, d: UOp) -> R<UOp> {
     let out = int_of_float(cx.g.dtype(d))?;
     let c = cx.lt(d, 0.0)?;
-    let a = cx.const_like(d, -0.5);
-    let b = cx.const_like(d, 0.5);
+    let a = cx.try_const_like(d, -0.5)?;
+    let b = cx.try_const_like(d, 0.5)?;
     let w = cx.where_(c, a, b)?;
     let s = cx.add(d, w)?;
     Ok(cx.cast(s, out))
@@ -211,7 +211,7 @@ fn payne_hanek_reduction(cx: &mut Cx, d: UOp) -> R<(UOp, UOp)> {
         if count + offset < TWO_OVER_PI_F.len() - 1 {
             let c = cx.ne(i, count as i128)?;
             let t = take(cx, i, an, offset, count + 1)?;
-            let k = cx.const_like(an, TWO_OVER_PI_F[count + offset]);
+            let k = cx.try_const_like(an, TWO_OVER_PI_F[count + offset])?;
             return cx.where_(c, t, k);
         }
         Ok(an)
@@ -403,8 +403,8 @@ fn ifand(cx: &mut Cx, q: UOp, n: i128) -> R<UOp> {
 fn sin_poly_small(cx: &mut Cx, d: UOp, q: UOp) -> R<UOp> {
     let r = sin_poly(cx, d)?;
     let c = ifand(cx, q, 1)?;
-    let m1 = cx.const_like(r, -1);
-    let p1 = cx.const_like(r, 1);
+    let m1 = cx.try_const_like(r, -1)?;
+    let p1 = cx.try_const_like(r, 1)?;
     let w = cx.where_(c, m1, p1)?;
     cx.mul(r, w)
 }
@@ -412,14 +412,14 @@ fn sin_poly_small(cx: &mut Cx, d: UOp, q: UOp) -> R<UOp> {
 /// `sin_poly_large` (transcendental.py:167).
 fn sin_poly_large(cx: &mut Cx, d: UOp, q: UOp) -> R<UOp> {
     let c = ifand(cx, q, 1)?;
-    let a = cx.const_like(d, PI / 2.0);
-    let b = cx.const_like(d, 0);
+    let a = cx.try_const_like(d, PI / 2.0)?;
+    let b = cx.try_const_like(d, 0)?;
     let w = cx.where_(c, a, b)?;
     let s = cx.add(d, w)?;
     let r = sin_poly(cx, s)?;
     let c2 = ifand(cx, q, 2)?;
-    let m1 = cx.const_like(r, -1);
-    let p1 = cx.const_like(r, 1);
+    let m1 = cx.try_const_like(r, -1)?;
+    let p1 = cx.try_const_like(r, 1)?;
     let w2 = cx.where_(c2, m1, p1)?;
     cx.mul(r, w2)
 }
@@ -429,15 +429,15 @@ pub fn xsin(cx: &mut Cx, d: UOp) -> R<UOp> {
     let switch_over = 30.0;
     assert_tdt(cx.g.dtype(d))?;
     // mask +-inf/nan as zero
-    let z = cx.const_like(d, 0.0);
+    let z = cx.try_const_like(d, 0.0)?;
     let x = lazy_map_numbers(cx, d, z, z, z, d)?;
     // x_sign = sign(x)
     let nz = cx.ne(x, 0)?;
     let neg = cx.lt(x, 0)?;
-    let m1 = cx.const_like(x, -1);
-    let p1 = cx.const_like(x, 1);
+    let m1 = cx.try_const_like(x, -1)?;
+    let p1 = cx.try_const_like(x, 1)?;
     let s = cx.where_(neg, m1, p1)?;
-    let z0 = cx.const_like(x, 0);
+    let z0 = cx.try_const_like(x, 0)?;
     let x_sign = cx.where_(nz, s, z0)?;
     let x_abs = cx.mul(x, x_sign)?;
     let (r, q) = payne_hanek_reduction(cx, x_abs)?;
@@ -449,7 +449,7 @@ pub fn xsin(cx: &mut Cx, d: UOp) -> R<UOp> {
     let result = cx.where_(c, small, large)?;
     let result = cx.mul(result, x_sign)?;
     // sin(Inf) = NaN, sin(-Inf) = NaN, sin(NaN) = NaN
-    let nan = cx.const_like(d, f64::NAN);
+    let nan = cx.try_const_like(d, f64::NAN)?;
     lazy_map_numbers(cx, d, nan, nan, nan, result)
 }
 
@@ -457,7 +457,7 @@ pub fn xsin(cx: &mut Cx, d: UOp) -> R<UOp> {
 pub fn xexp2(cx: &mut Cx, d: UOp) -> R<UOp> {
     let dt = cx.g.dtype(d);
     assert_tdt(dt)?;
-    let z = cx.const_like(d, 0.0);
+    let z = cx.try_const_like(d, 0.0)?;
     let x = lazy_map_numbers(cx, d, z, z, z, d)?;
     let q = rintk(cx, x)?;
     let s = cx.sub(x, q)?;
@@ -503,15 +503,15 @@ pub fn xexp2(cx: &mut Cx, d: UOp) -> R<UOp> {
     };
     // Replace x >= upper with +inf
     let c = cx.ge(d, upper)?;
-    let inf = cx.const_like(d, f64::INFINITY);
+    let inf = cx.try_const_like(d, f64::INFINITY)?;
     let u = cx.where_(c, inf, u)?;
     // Replace x < lower with zero
     let c = cx.lt(d, lower)?;
-    let z = cx.const_like(d, 0.0);
+    let z = cx.try_const_like(d, 0.0)?;
     let u = cx.where_(c, z, u)?;
     // exp2(NaN) = NaN
     let c = cx.ne(d, d)?;
-    let nan = cx.const_like(d, f64::NAN);
+    let nan = cx.try_const_like(d, f64::NAN)?;
     cx.where_(c, nan, u)
 }
 
@@ -521,7 +521,7 @@ pub fn xlog2(cx: &mut Cx, d: UOp) -> R<UOp> {
     assert_tdt(dt)?;
     // float16 uses 2^10 for denormal scaling (2^64 overflows), float32/64 use 2^64
     let denormal_exp: i32 = if dt == DType::Half { 10 } else { 64 };
-    let flt_min = cx.const_like(d, if dt == DType::Half { 6.1e-5 } else { 1e-4 });
+    let flt_min = cx.try_const_like(d, if dt == DType::Half { 6.1e-5 } else { 1e-4 })?;
     let is_denormal = cx.lt(d, flt_min)?;
     let ds = cx.mul(d, 2f64.powi(denormal_exp))?;
     let a = cx.where_(is_denormal, ds, d)?;
@@ -578,24 +578,24 @@ pub fn xlog2(cx: &mut Cx, d: UOp) -> R<UOp> {
     };
     // log2(Inf) = Inf
     let c = cx.ne(d, f64::INFINITY)?;
-    let k = cx.const_like(r, f64::INFINITY);
+    let k = cx.try_const_like(r, f64::INFINITY)?;
     let r = cx.where_(c, r, k)?;
     // log2(0) = -Inf (handle both +0.0 and -0.0)
     let c = cx.ne(d, 0.0)?;
-    let k = cx.const_like(r, f64::NEG_INFINITY);
+    let k = cx.try_const_like(r, f64::NEG_INFINITY)?;
     let r = cx.where_(c, r, k)?;
     // log2(x) = NaN for x < 0
     let c = cx.lt(d, -0.0)?;
-    let k = cx.const_like(r, f64::NAN);
+    let k = cx.try_const_like(r, f64::NAN)?;
     let r = cx.where_(c, k, r)?;
     // log2(NaN) = NaN
     let c = cx.ne(d, d)?;
-    let k = cx.const_like(r, f64::NAN);
+    let k = cx.try_const_like(r, f64::NAN)?;
     let r = cx.where_(c, k, r)?;
     // log2(-0.0) = -Inf. In certain devices like PTX, x == -0.0 won't be true. so making reciprocal.
     let rd = cx.reciprocal(d)?;
     let c = cx.ne(rd, f64::NEG_INFINITY)?;
-    let k = cx.const_like(r, f64::NEG_INFINITY);
+    let k = cx.try_const_like(r, f64::NEG_INFINITY)?;
     cx.where_(c, r, k)
 }
 
@@ -620,14 +620,14 @@ pub fn xpow(cx: &mut Cx, base: UOp, exponent: UOp) -> R<UOp> {
     let md = cx.floormod(ai, 2)?;
     let is_odd = cx.cast(md, DType::Bool);
     let bn = cx.ne(base, f64::NEG_INFINITY)?;
-    let nan = cx.const_like(ret, f64::NAN);
+    let nan = cx.try_const_like(ret, f64::NAN)?;
     let w1 = cx.where_(bn, nan, ret)?;
     let nret = cx.neg(ret)?;
     let w2 = cx.where_(is_odd, nret, ret)?;
     let neg_base = cx.where_(non_int, w1, w2)?;
     // x ** 0 = 1, including 0 ** 0 and inf ** 0
     let e0 = cx.eq(exponent, 0)?;
-    let one = cx.const_like(ret, 1);
+    let one = cx.try_const_like(ret, 1)?;
     let bl2 = cx.lt(base, 0)?;
     let w3 = cx.where_(bl2, neg_base, ret)?;
     cx.where_(e0, one, w3)
@@ -707,7 +707,7 @@ pub fn transcendental_patterns() -> RuleSet {
                     let Some(d) = b.get("d") else {
                         return Err(RuleError::Runtime("TypeError: missing argument d".into()));
                     };
-                    let h = cx.const_like(d, 0.5);
+                    let h = cx.try_const_like(d, 0.5)?;
                     Ok(Some(xpow(cx, d, h)?))
                 }
             ),
