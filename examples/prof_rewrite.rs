@@ -107,16 +107,35 @@ fn main() {
         "time" => {
             let reps: usize = a.get(5).and_then(|r| r.parse().ok()).unwrap_or(1);
             let mut steps = 0usize;
+            // per graph: total rewrite time over the reps
+            let mut per = vec![std::time::Duration::ZERO; parsed.len()];
             for _ in 0..reps {
-                for (g0, root) in &parsed {
+                for (i, (g0, root)) in parsed.iter().enumerate() {
                     let mut g = g0.clone();
                     let mut cache = Cache::default();
+                    let t0 = std::time::Instant::now();
                     let o = graph_rewrite(&mut g, &mut cache, *root, set, &Limits::default());
+                    per[i] += t0.elapsed();
                     steps += o.trace.len();
                     std::hint::black_box(o.root);
                 }
             }
-            println!("{} graphs x {reps}: {steps} rule applications", parsed.len());
+            let total: std::time::Duration = per.iter().sum();
+            println!(
+                "{} graphs x {reps}: {steps} rule applications, {:.3} ms per rep",
+                parsed.len(),
+                total.as_secs_f64() * 1e3 / reps as f64
+            );
+            let mut order: Vec<usize> = (0..per.len()).collect();
+            order.sort_by_key(|i| std::cmp::Reverse(per[*i]));
+            for i in order.into_iter().take(5) {
+                println!(
+                    "  graph {i} ({}, {} nodes): {:.3} ms per rep",
+                    cases[i].family,
+                    cases[i].nodes,
+                    per[i].as_secs_f64() * 1e3 / reps as f64
+                );
+            }
         }
         _ => usage(),
     }

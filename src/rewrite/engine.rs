@@ -417,6 +417,15 @@ struct Rw<'a> {
     trace: Vec<Step>,
     stop: Option<Stop>,
     scratch: RewriteScratch,
+    /// What the rules made of each node so far (first winning rule and its result, or none).
+    /// Rule functions are pure over the hash-consed graph: their result depends only on the
+    /// node's structure (nodes they build are found again, bounds are cached per node, and the
+    /// `.simplify()` nesting depth is the same throughout one `graph_rewrite` call), so asking
+    /// again gives the same answer. Their one side effect, `Cache::bounds_error`, only ever
+    /// moves up (none → Overflow → Runtime) and was already applied by the first call. A node
+    /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
+    /// engine's bookkeeping only.
+    memo: NodeMap<Option<(u32, UOp)>>,
 }
 
 impl Rw<'_> {
@@ -435,7 +444,17 @@ impl Rw<'_> {
             });
             return None;
         }
-        match self.rules.rewrite_with(cx, u, &mut self.scratch) {
+        let res = match self.memo.get(&u) {
+            Some(m) => Ok(m.map(|(i, after)| (i as usize, after))),
+            None => {
+                let r = self.rules.rewrite_with(cx, u, &mut self.scratch);
+                if let Ok(m) = r {
+                    self.memo.insert(u, m.map(|(i, after)| (i as u32, after)));
+                }
+                r
+            }
+        };
+        match res {
             Ok(Some((i, after))) => {
                 let r = &self.rules.rules[i];
                 self.trace.push(Step {
@@ -497,6 +516,7 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
         scratch: RewriteScratch::default(),
+        memo: NodeMap::default(),
     };
     // per-node tables indexed by handle (the graph is a dense arena)
     let mut replace: NodeMap<UOp> = NodeMap::default();
