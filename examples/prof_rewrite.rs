@@ -58,7 +58,11 @@ fn main() {
     };
     let n: usize = a[3].parse().unwrap_or_else(|_| usage());
     let seed: u64 = a[4].parse().unwrap_or_else(|_| usage());
-    let cases = generate_batch(generator, None, seed, n).expect("generate");
+    let mut cases = generate_batch(generator, None, seed, n).expect("generate");
+    // `ONLY=i`: graph i alone (profiling one graph)
+    if let Some(i) = std::env::var("ONLY").ok().and_then(|v| v.parse::<usize>().ok()) {
+        cases = cases.into_iter().skip(i).take(1).collect();
+    }
     let parsed: Vec<(Graph, UOp)> = cases
         .iter()
         .map(|c| {
@@ -135,6 +139,19 @@ fn main() {
                     cases[i].nodes,
                     per[i].as_secs_f64() * 1e3 / reps as f64
                 );
+            }
+        }
+        "port" => {
+            // the bench's timed section exactly (`tinygrad::bench::run_bench_rewrite`, port side)
+            let reps: usize = a.get(5).and_then(|r| r.parse().ok()).unwrap_or(1);
+            for _ in 0..reps {
+                let mut total = std::time::Duration::ZERO;
+                for c in &cases {
+                    total += uopfuzz::tinygrad::fidelity::port_rewrite(set, &c.text)
+                        .expect("port_rewrite")
+                        .elapsed;
+                }
+                println!("port_rewrite: {:.3} ms", total.as_secs_f64() * 1e3);
             }
         }
         _ => usage(),

@@ -3,8 +3,8 @@
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
 use super::analysis::{NodeMap, NodeSet};
-use super::upat::{Bindings, MatchScratch, SrcPat, UPat};
-use crate::ir::{DType, Graph, Ops, UOp};
+use super::upat::{ArgPat, Bindings, MatchScratch, SrcPat, UPat};
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -46,32 +46,62 @@ pub struct Rule {
     pre: Pre,
 }
 
-/// What a pattern demands of one node, ignoring names, args and deeper srcs: op and dtype as bit
-/// sets (all ones = anything).
+/// What a pattern demands of one node, ignoring names and deeper srcs: op and dtype as bit
+/// sets, and the const classes ([`arg_bits`]) its arg may be in (all ones = anything).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Level {
     ops: u128,
     dts: u32,
+    args: u8,
 }
 
 const ANY_LEVEL: Level = Level {
     ops: u128::MAX,
     dts: u32::MAX,
+    args: u8::MAX,
 };
+
+/// Const classes of a node's arg, for [`Level::args`]: a pattern arg `UPat.const(v)` with `v`
+/// Python-equal to 0, 1, -1 or Invalid matches exactly the nodes whose const is Python-equal to
+/// that value (`==` between these and any int/float/bool is exact, so it is transitive here:
+/// `c == v` iff `c == 0` when `v == 0`), which is what `UPat::match_k` checks with `py_eq`.
+const ARG_ANY: u8 = 0x80;
+const ARG_CLASSES: [(ConstVal, u8); 4] = [
+    (ConstVal::Invalid, 1),
+    (ConstVal::Int(0), 2),
+    (ConstVal::Int(1), 4),
+    (ConstVal::Int(-1), 8),
+];
+
+/// The classes of `arg` (always [`ARG_ANY`], plus each class its const is equal to).
+#[inline]
+fn arg_bits(arg: &Arg) -> u8 {
+    match arg {
+        Arg::Const(c) => ARG_CLASSES
+            .iter()
+            .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m }),
+        _ => ARG_ANY,
+    }
+}
+
+/// The classes a pattern arg admits: one class for a const of a class, else anything.
+fn arg_level(a: &Option<ArgPat>) -> u8 {
+    match a {
+        Some(ArgPat::Const(v)) => ARG_CLASSES
+            .iter()
+            .find(|(k, _)| v.py_eq(k))
+            .map_or(u8::MAX, |(_, b)| *b),
+        _ => u8::MAX,
+    }
+}
 
 impl Level {
     fn of(p: &UPat) -> Level {
         if p.is_any {
             // `UPat.any`: whatever one alternative admits
             return match &p.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().fold(Level { ops: 0, dts: 0 }, |m, a| {
-                    let l = Level::of(a);
-                    Level {
-                        ops: m.ops | l.ops,
-                        dts: m.dts | l.dts,
-                    }
-                }),
-                _ => Level { ops: 0, dts: 0 },
+                Some(SrcPat::Tuple(alts)) => alts.iter().fold(NO_LEVEL, |m, a| m.union(Level::of(a))),
+                _ => NO_LEVEL,
             };
         }
         Level {
@@ -83,12 +113,34 @@ impl Level {
                 .dtype
                 .as_ref()
                 .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d))),
+            args: arg_level(&p.arg),
+        }
+    }
+    fn union(self, o: Level) -> Level {
+        Level {
+            ops: self.ops | o.ops,
+            dts: self.dts | o.dts,
+            args: self.args | o.args,
         }
     }
     #[inline]
-    fn admits(self, op: u128, dt: u32) -> bool {
-        self.ops & op != 0 && self.dts & dt != 0
+    fn admits(self, s: &SrcBits) -> bool {
+        self.ops & s.op != 0 && self.dts & s.dt != 0 && self.args & s.arg != 0
     }
+}
+
+const NO_LEVEL: Level = Level {
+    ops: 0,
+    dts: 0,
+    args: 0,
+};
+
+/// A src as [`Pre`] sees it: its op, dtype and arg classes as bits.
+#[derive(Clone, Copy, Debug, Default)]
+struct SrcBits {
+    op: u128,
+    dt: u32,
+    arg: u8,
 }
 
 /// How the srcs are checked by [`Pre`].
@@ -114,6 +166,8 @@ struct Pre {
     exact: bool,
     src: PreSrc,
     pos: [Level; PRE_SRCS],
+    /// Two src positions whose patterns bind the same name: any match has equal srcs there.
+    same: Option<(u8, u8)>,
 }
 
 /// Src positions [`Pre`] looks at (further ones are left to the matcher).
@@ -127,6 +181,7 @@ impl Pre {
             exact: false,
             src: PreSrc::Any,
             pos: [ANY_LEVEL; PRE_SRCS],
+            same: None,
         };
         if p.is_any {
             return pre;
@@ -143,6 +198,21 @@ impl Pre {
                 pre.exact = !p.allow_any_len;
                 let levels: Vec<Level> = v.iter().map(Level::of).collect();
                 let perm = matches!(p.src, Some(SrcPat::Perm(_)));
+                // a name bound at two positions binds one node (`match_k` rejects a second,
+                // different node); a permutation of two patterns still puts them on srcs 0 and 1
+                if !perm || v.len() == 2 {
+                    let named = |i: usize| v.get(i).filter(|q| !q.is_any).and_then(|q| q.name);
+                    'pairs: for i in 0..PRE_SRCS {
+                        for j in i + 1..PRE_SRCS {
+                            if let (Some(a), Some(b)) = (named(i), named(j))
+                                && a == b
+                            {
+                                pre.same = Some((i as u8, j as u8));
+                                break 'pairs;
+                            }
+                        }
+                    }
+                }
                 if !perm || levels.len() < 2 || levels[1..].iter().all(|l| *l == levels[0]) {
                     pre.src = PreSrc::Ordered;
                     for (d, l) in pre.pos.iter_mut().zip(&levels) {
@@ -154,10 +224,7 @@ impl Pre {
                     pre.pos[1] = levels[1];
                 } else {
                     // some permutation: each src must be admitted by some pattern
-                    let u = levels.iter().fold(Level { ops: 0, dts: 0 }, |m, l| Level {
-                        ops: m.ops | l.ops,
-                        dts: m.dts | l.dts,
-                    });
+                    let u = levels.iter().fold(NO_LEVEL, |m, l| m.union(*l));
                     pre.src = PreSrc::Ordered;
                     pre.pos = [u; PRE_SRCS];
                 }
@@ -165,9 +232,10 @@ impl Pre {
         }
         pre
     }
-    /// Whether a node of dtype bit `dt` with srcs `(op bit, dtype bit)` may match.
+    /// Whether a node of dtype bit `dt` with `n` srcs, the first ones `src` (as bits: `bits`),
+    /// may match.
     #[inline]
-    fn admits(&self, dt: u32, srcs: &[(u128, u32)], n: usize) -> bool {
+    fn admits(&self, dt: u32, bits: &[SrcBits], src: &[UOp; PRE_SRCS], n: usize) -> bool {
         if self.dts & dt == 0 {
             return false;
         }
@@ -175,20 +243,25 @@ impl Pre {
         if n < want || (self.exact && n != want) {
             return false;
         }
+        if let Some((i, j)) = self.same
+            && src[i as usize] != src[j as usize]
+        {
+            return false;
+        }
         match self.src {
             PreSrc::Any => true,
             PreSrc::Ordered => self
                 .pos
                 .iter()
-                .zip(srcs)
+                .zip(bits)
                 .take(want)
-                .all(|(l, (o, d))| l.admits(*o, *d)),
+                .all(|(l, s)| l.admits(s)),
             PreSrc::Swap2 => {
-                let ((o0, d0), (o1, d1)) = (srcs[0], srcs[1]);
-                (self.pos[0].admits(o0, d0) && self.pos[1].admits(o1, d1))
-                    || (self.pos[1].admits(o0, d0) && self.pos[0].admits(o1, d1))
+                let (s0, s1) = (&bits[0], &bits[1]);
+                (self.pos[0].admits(s0) && self.pos[1].admits(s1))
+                    || (self.pos[1].admits(s0) && self.pos[0].admits(s1))
             }
-            PreSrc::Every => n > srcs.len() || srcs.iter().all(|(o, d)| self.pos[0].admits(*o, *d)),
+            PreSrc::Every => n > bits.len() || bits.iter().all(|s| self.pos[0].admits(s)),
         }
     }
 }
@@ -306,11 +379,17 @@ impl RuleSet {
         let src = g.src(u);
         let n = src.len();
         let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
-        // (op bit, dtype bit) of the first srcs, for the rules' `Pre` checks
-        let mut sb = [(0u128, 0u32); PRE_SRCS];
-        for (d, s) in sb.iter_mut().zip(src) {
+        // op, dtype and arg class bits of the first srcs, for the rules' `Pre` checks
+        let mut sb = [SrcBits::default(); PRE_SRCS];
+        let mut sh = [UOp(0); PRE_SRCS];
+        for ((d, h), s) in sb.iter_mut().zip(sh.iter_mut()).zip(src) {
+            *h = *s;
             let sn = g.node(*s);
-            *d = (op_bit(sn.op), dt_bit(sn.dtype));
+            *d = SrcBits {
+                op: op_bit(sn.op),
+                dt: dt_bit(sn.dtype),
+                arg: arg_bits(&sn.arg),
+            };
         }
         let sb = &sb[..n.min(PRE_SRCS)];
         let dt = dt_bit(g.dtype(u));
@@ -320,7 +399,7 @@ impl RuleSet {
                 continue;
             }
             let r = &self.rules[i];
-            if !r.pre.admits(dt, sb, n) {
+            if !r.pre.admits(dt, sb, &sh, n) {
                 continue;
             }
             // matching only reads existing nodes, which rule functions never change, so
