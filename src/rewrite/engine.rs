@@ -559,6 +559,72 @@ impl Rw<'_> {
     }
 }
 
+impl Rw<'_> {
+    /// Pushes `(u, 0, u)`, the visit of `u` (top-down mode), after first running the visits
+    /// whose outcome is already known, as [`graph_rewrite`]'s loop would run them.
+    ///
+    /// A visit of `u` is known when `u` is unresolved, every src of `u` is on the stack's seen
+    /// set and resolved to itself (so the visit pushes no srcs and does not rebuild `u`), and the
+    /// rules already rewrote `u` to some `v` ([`Rw::memo`]): popping `(u, 0, u)` and then
+    /// `(u, 1, u)` only applies that rule again, records the step and leaves `(u, 2, v)` on the
+    /// stack before `(v, 0, v)` comes next. Both pops see the stack length it has here, and
+    /// nothing is resolved meanwhile, so the same limits are checked in the same order (any
+    /// limit, or a visit that is not known, hands over to the loop). This is how a rewrite cycle
+    /// (`a → b → a → ...`, until `max_steps` or the stack limit) runs at the cost of its steps.
+    fn push_visit(
+        &mut self,
+        g: &Graph,
+        stack: &mut Vec<(UOp, u8, UOp)>,
+        replace: &NodeMap<UOp>,
+        on_stack: &NodeSet,
+        mut u: UOp,
+    ) {
+        // nodes found known in this call: nothing they depend on changes until it returns
+        let mut known = [(UOp(0), 0u32, UOp(0)); 8];
+        let mut n_known = 0;
+        loop {
+            if self.stop.is_some()
+                || stack.len() > self.limits.stack_limit
+                || self.limits.fuel.is_some_and(|f| self.trace.len() >= f)
+                || self.trace.len() >= self.limits.max_steps
+            {
+                break;
+            }
+            let (i, v) = match known[..n_known].iter().find(|k| k.0 == u) {
+                Some(&(_, i, v)) => (i, v),
+                None => {
+                    let Some(&Some((i, v))) = self.memo.get(&u) else {
+                        break;
+                    };
+                    if replace.contains_key(&u)
+                        || !g
+                            .src(u)
+                            .iter()
+                            .all(|s| on_stack.contains(s) && replace.get(s) == Some(s))
+                    {
+                        break;
+                    }
+                    if n_known < known.len() {
+                        known[n_known] = (u, i, v);
+                        n_known += 1;
+                    }
+                    (i, v)
+                }
+            };
+            let r = &self.rules.rules[i as usize];
+            self.trace.push(Step {
+                rule: r.name,
+                source: r.source,
+                before: u,
+                after: v,
+            });
+            stack.push((u, 2, v));
+            u = v;
+        }
+        stack.push((u, 0, u));
+    }
+}
+
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
     let node = g.node(n);
@@ -697,7 +763,11 @@ pub fn graph_rewrite(
                     rebuild(cx.g, new_n, &tmp)
                 };
                 stack.push((n, 2, new_src_n));
-                stack.push((new_src_n, 0, new_src_n));
+                if limits.bottom_up {
+                    stack.push((new_src_n, 0, new_src_n));
+                } else {
+                    rw.push_visit(cx.g, &mut stack, &replace, &on_stack, new_src_n);
+                }
             }
             _ => match replace.get(&new_n) {
                 None => waitlist.entry(new_n).or_default().push((n, 2, new_n)),
