@@ -38,6 +38,19 @@ fn fingerprint(g: &Graph, u: UOp, memo: &mut FxHashMap<UOp, u64>) -> u64 {
     memo[&u]
 }
 
+/// The engine limits: the defaults, or `FUEL`, `MAX_STEPS`, `STACK_LIMIT` from the environment
+/// (to compare engines where the limits decide).
+fn limits() -> Limits {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let d = Limits::default();
+    Limits {
+        fuel: env("FUEL"),
+        max_steps: env("MAX_STEPS").unwrap_or(d.max_steps),
+        stack_limit: env("STACK_LIMIT").unwrap_or(d.stack_limit),
+        ..d
+    }
+}
+
 fn usage() -> ! {
     eprintln!(
         "usage: prof_rewrite golden RULES GEN N SEED | prof_rewrite time RULES GEN N SEED REPS"
@@ -71,6 +84,7 @@ fn main() {
             (p.graph, root)
         })
         .collect();
+    let lim = limits();
     match a[0].as_str() {
         "golden" => {
             let stdout = std::io::stdout();
@@ -78,7 +92,7 @@ fn main() {
             for (i, (g0, root)) in parsed.iter().enumerate() {
                 let mut g = g0.clone();
                 let mut cache = Cache::default();
-                let o = graph_rewrite(&mut g, &mut cache, *root, set, &Limits::default());
+                let o = graph_rewrite(&mut g, &mut cache, *root, set, &lim);
                 let mut memo = FxHashMap::default();
                 let stop = match &o.stop {
                     Stop::RuleError {
@@ -118,7 +132,7 @@ fn main() {
                     let mut g = g0.clone();
                     let mut cache = Cache::default();
                     let t0 = std::time::Instant::now();
-                    let o = graph_rewrite(&mut g, &mut cache, *root, set, &Limits::default());
+                    let o = graph_rewrite(&mut g, &mut cache, *root, set, &lim);
                     per[i] += t0.elapsed();
                     steps += o.trace.len();
                     std::hint::black_box(o.root);
