@@ -73,7 +73,10 @@ fn main() {
     let seed: u64 = a[4].parse().unwrap_or_else(|_| usage());
     let mut cases = generate_batch(generator, None, seed, n).expect("generate");
     // `ONLY=i`: graph i alone (profiling one graph)
-    if let Some(i) = std::env::var("ONLY").ok().and_then(|v| v.parse::<usize>().ok()) {
+    if let Some(i) = std::env::var("ONLY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
         cases = cases.into_iter().skip(i).take(1).collect();
     }
     let parsed: Vec<(Graph, UOp)> = cases

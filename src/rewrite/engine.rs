@@ -100,7 +100,9 @@ impl Level {
         if p.is_any {
             // `UPat.any`: whatever one alternative admits
             return match &p.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().fold(NO_LEVEL, |m, a| m.union(Level::of(a))),
+                Some(SrcPat::Tuple(alts)) => {
+                    alts.iter().fold(NO_LEVEL, |m, a| m.union(Level::of(a)))
+                }
                 _ => NO_LEVEL,
             };
         }
