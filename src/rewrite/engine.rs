@@ -73,15 +73,27 @@ const ARG_CLASSES: [(ConstVal, u8); 4] = [
     (ConstVal::Int(-1), 8),
 ];
 
-/// The classes of `arg` (always [`ARG_ANY`], plus each class its const is equal to).
+/// The classes of `arg` (always [`ARG_ANY`], plus each class its const is equal to): what
+/// `c.py_eq(k)` says for each `(k, _)` of [`ARG_CLASSES`], by cases (a test checks they agree).
 #[inline]
 fn arg_bits(arg: &Arg) -> u8 {
-    match arg {
-        Arg::Const(c) => ARG_CLASSES
-            .iter()
-            .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m }),
-        _ => ARG_ANY,
-    }
+    let Arg::Const(c) = arg else {
+        return ARG_ANY;
+    };
+    ARG_ANY
+        | match *c {
+            ConstVal::Invalid => 1,
+            ConstVal::Bool(false) => 2,
+            ConstVal::Bool(true) => 4,
+            ConstVal::Int(0) => 2,
+            ConstVal::Int(1) => 4,
+            ConstVal::Int(-1) => 8,
+            ConstVal::Int(_) => 0,
+            ConstVal::Float(f) if f == 0.0 => 2,
+            ConstVal::Float(f) if f == 1.0 => 4,
+            ConstVal::Float(f) if f == -1.0 => 8,
+            ConstVal::Float(_) => 0,
+        }
 }
 
 /// The classes a pattern arg admits: one class for a const of a class, else anything.
@@ -656,6 +668,8 @@ pub fn graph_rewrite(
 ) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
+    // the per-node tables are indexed by handle: room for the graph and what rules add to it
+    let room = g.len() + 64;
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
@@ -663,13 +677,13 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
         scratch: RewriteScratch::default(),
-        memo: NodeMap::default(),
+        memo: NodeMap::with_capacity(room),
     };
     // per-node tables indexed by handle (the graph is a dense arena)
-    let mut replace: NodeMap<UOp> = NodeMap::default();
+    let mut replace: NodeMap<UOp> = NodeMap::with_capacity(room);
     let mut stack: Vec<(UOp, u8, UOp)> = Vec::with_capacity(64);
     stack.push((root, 0, root));
-    let mut on_stack = NodeSet::default();
+    let mut on_stack = NodeSet::with_capacity(room);
     on_stack.insert(root);
     let mut srcs: Vec<UOp> = Vec::new();
     let mut tmp: Vec<UOp> = Vec::new();
@@ -859,6 +873,43 @@ mod tests {
             UPat::var("x").add(UPat::cint(0)),
             |_cx, b| Ok(Some(b["x"]))
         )
+    }
+
+    #[test]
+    fn arg_bits_are_py_eq_classes() {
+        let vals = [
+            ConstVal::Invalid,
+            ConstVal::Bool(false),
+            ConstVal::Bool(true),
+            ConstVal::Int(0),
+            ConstVal::Int(1),
+            ConstVal::Int(-1),
+            ConstVal::Int(2),
+            ConstVal::Int(i128::MIN),
+            ConstVal::Float(0.0),
+            ConstVal::Float(-0.0),
+            ConstVal::Float(1.0),
+            ConstVal::Float(-1.0),
+            ConstVal::Float(0.5),
+            ConstVal::Float(f64::NAN),
+            ConstVal::Float(f64::INFINITY),
+        ];
+        for c in vals {
+            let want = ARG_CLASSES
+                .iter()
+                .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m });
+            assert_eq!(arg_bits(&Arg::Const(c)), want, "{c:?}");
+            // a pattern const of a class matches exactly the nodes of that class
+            for v in vals {
+                let lvl = arg_level(&Some(ArgPat::Const(v)));
+                assert_eq!(
+                    lvl & arg_bits(&Arg::Const(c)) != 0,
+                    lvl == u8::MAX || c.py_eq(&v),
+                    "{c:?} vs {v:?}"
+                );
+            }
+        }
+        assert_eq!(arg_bits(&Arg::None), ARG_ANY);
     }
 
     #[test]
