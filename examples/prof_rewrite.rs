@@ -8,7 +8,15 @@
 //!
 //! `prof_rewrite time RULES GEN N SEED REPS` only rewrites (each graph REPS times, from a fresh
 //! copy and empty caches, like the bench): run it under
-//! `valgrind --tool=callgrind --toggle-collect='uopfuzz::rewrite::engine::graph_rewrite'`.
+//! `valgrind --tool=callgrind --toggle-collect='uopfuzz::rewrite::engine::graph_rewrite'`;
+//! it also prints the slowest graphs.
+//!
+//! `prof_rewrite port RULES GEN N SEED REPS` times exactly what `uopfuzz bench rewrite` times
+//! (`fidelity::port_rewrite`'s elapsed), per graph the fastest of REPS runs (steadier on a busy
+//! machine than one pass).
+//!
+//! Environment: `ONLY=i` keeps graph i alone; `FUEL`, `MAX_STEPS`, `STACK_LIMIT` set the engine
+//! limits (golden/time), to compare engines where the limits decide.
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -53,7 +61,7 @@ fn limits() -> Limits {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: prof_rewrite golden RULES GEN N SEED | prof_rewrite time RULES GEN N SEED REPS"
+        "usage: prof_rewrite golden RULES GEN N SEED | prof_rewrite (time|port) RULES GEN N SEED REPS"
     );
     std::process::exit(2)
 }
