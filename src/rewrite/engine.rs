@@ -89,9 +89,10 @@ fn arg_bits(arg: &Arg) -> u8 {
             ConstVal::Int(1) => 4,
             ConstVal::Int(-1) => 8,
             ConstVal::Int(_) => 0,
-            ConstVal::Float(f) if f == 0.0 => 2,
-            ConstVal::Float(f) if f == 1.0 => 4,
-            ConstVal::Float(f) if f == -1.0 => 8,
+            // float literal patterns compare with `==`: -0.0 is in the 0 class too
+            ConstVal::Float(0.0) => 2,
+            ConstVal::Float(1.0) => 4,
+            ConstVal::Float(-1.0) => 8,
             ConstVal::Float(_) => 0,
         }
 }
