@@ -21,8 +21,60 @@ impl UOp {
 pub struct Node {
     pub op: Ops,
     pub dtype: DType,
-    pub src: Box<[UOp]>,
+    pub src: Srcs,
     pub arg: Arg,
+}
+
+/// Srcs stored inline up to [`Srcs::INLINE`] (almost every node): creating a node allocates
+/// nothing for them. Reads as a `[UOp]` slice.
+#[derive(Clone)]
+pub struct Srcs(SrcsRepr);
+
+#[derive(Clone)]
+enum SrcsRepr {
+    Inline(u8, [UOp; Srcs::INLINE]),
+    Heap(Box<[UOp]>),
+}
+
+impl Srcs {
+    pub const INLINE: usize = 3;
+    pub fn new(src: &[UOp]) -> Srcs {
+        Srcs(if src.len() <= Srcs::INLINE {
+            let mut a = [UOp(0); Srcs::INLINE];
+            a[..src.len()].copy_from_slice(src);
+            SrcsRepr::Inline(src.len() as u8, a)
+        } else {
+            SrcsRepr::Heap(src.into())
+        })
+    }
+}
+
+impl std::ops::Deref for Srcs {
+    type Target = [UOp];
+    #[inline]
+    fn deref(&self) -> &[UOp] {
+        match &self.0 {
+            SrcsRepr::Inline(n, a) => &a[..*n as usize],
+            SrcsRepr::Heap(b) => b,
+        }
+    }
+}
+
+impl PartialEq for Srcs {
+    fn eq(&self, o: &Srcs) -> bool {
+        **self == **o
+    }
+}
+impl Eq for Srcs {}
+impl std::hash::Hash for Srcs {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (**self).hash(h)
+    }
+}
+impl std::fmt::Debug for Srcs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -106,7 +158,7 @@ impl Graph {
         self.nodes.push(Node {
             op,
             dtype,
-            src: src.into(),
+            src: Srcs::new(src),
             arg,
         });
         self.chain.push(head);

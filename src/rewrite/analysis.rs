@@ -25,6 +25,12 @@ impl<T> Default for NodeMap<T> {
 }
 
 impl<T> NodeMap<T> {
+    /// An empty map with room for the handles below `n` (no regrowing while the graph stays there).
+    pub fn with_capacity(n: usize) -> Self {
+        let mut slots = Vec::new();
+        slots.resize_with(n, || None);
+        NodeMap { slots }
+    }
     #[inline]
     pub fn get(&self, u: &UOp) -> Option<&T> {
         self.slots.get(u.idx()).and_then(|s| s.as_ref())
@@ -64,6 +70,12 @@ pub struct NodeSet {
 }
 
 impl NodeSet {
+    /// An empty set with room for the handles below `n`.
+    pub fn with_capacity(n: usize) -> Self {
+        NodeSet {
+            bits: vec![false; n],
+        }
+    }
     #[inline]
     pub fn contains(&self, u: &UOp) -> bool {
         self.bits.get(u.idx()).copied().unwrap_or(false)

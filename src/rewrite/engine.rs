@@ -3,8 +3,8 @@
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
 use super::analysis::{NodeMap, NodeSet};
-use super::upat::{Bindings, MatchScratch, SrcPat, UPat};
-use crate::ir::{DType, Graph, Ops, UOp};
+use super::upat::{ArgPat, Bindings, MatchScratch, SrcPat, UPat};
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -46,32 +46,77 @@ pub struct Rule {
     pre: Pre,
 }
 
-/// What a pattern demands of one node, ignoring names, args and deeper srcs: op and dtype as bit
-/// sets (all ones = anything).
+/// What a pattern demands of one node, ignoring names and deeper srcs: op and dtype as bit
+/// sets, and the const classes ([`arg_bits`]) its arg may be in (all ones = anything).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Level {
     ops: u128,
     dts: u32,
+    args: u8,
 }
 
 const ANY_LEVEL: Level = Level {
     ops: u128::MAX,
     dts: u32::MAX,
+    args: u8::MAX,
 };
+
+/// Const classes of a node's arg, for [`Level::args`]: a pattern arg `UPat.const(v)` with `v`
+/// Python-equal to 0, 1, -1 or Invalid matches exactly the nodes whose const is Python-equal to
+/// that value (`==` between these and any int/float/bool is exact, so it is transitive here:
+/// `c == v` iff `c == 0` when `v == 0`), which is what `UPat::match_k` checks with `py_eq`.
+const ARG_ANY: u8 = 0x80;
+const ARG_CLASSES: [(ConstVal, u8); 4] = [
+    (ConstVal::Invalid, 1),
+    (ConstVal::Int(0), 2),
+    (ConstVal::Int(1), 4),
+    (ConstVal::Int(-1), 8),
+];
+
+/// The classes of `arg` (always [`ARG_ANY`], plus each class its const is equal to): what
+/// `c.py_eq(k)` says for each `(k, _)` of [`ARG_CLASSES`], by cases (a test checks they agree).
+#[inline]
+fn arg_bits(arg: &Arg) -> u8 {
+    let Arg::Const(c) = arg else {
+        return ARG_ANY;
+    };
+    ARG_ANY
+        | match *c {
+            ConstVal::Invalid => 1,
+            ConstVal::Bool(false) => 2,
+            ConstVal::Bool(true) => 4,
+            ConstVal::Int(0) => 2,
+            ConstVal::Int(1) => 4,
+            ConstVal::Int(-1) => 8,
+            ConstVal::Int(_) => 0,
+            // float literal patterns compare with `==`: -0.0 is in the 0 class too
+            ConstVal::Float(0.0) => 2,
+            ConstVal::Float(1.0) => 4,
+            ConstVal::Float(-1.0) => 8,
+            ConstVal::Float(_) => 0,
+        }
+}
+
+/// The classes a pattern arg admits: one class for a const of a class, else anything.
+fn arg_level(a: &Option<ArgPat>) -> u8 {
+    match a {
+        Some(ArgPat::Const(v)) => ARG_CLASSES
+            .iter()
+            .find(|(k, _)| v.py_eq(k))
+            .map_or(u8::MAX, |(_, b)| *b),
+        _ => u8::MAX,
+    }
+}
 
 impl Level {
     fn of(p: &UPat) -> Level {
         if p.is_any {
             // `UPat.any`: whatever one alternative admits
             return match &p.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().fold(Level { ops: 0, dts: 0 }, |m, a| {
-                    let l = Level::of(a);
-                    Level {
-                        ops: m.ops | l.ops,
-                        dts: m.dts | l.dts,
-                    }
-                }),
-                _ => Level { ops: 0, dts: 0 },
+                Some(SrcPat::Tuple(alts)) => {
+                    alts.iter().fold(NO_LEVEL, |m, a| m.union(Level::of(a)))
+                }
+                _ => NO_LEVEL,
             };
         }
         Level {
@@ -83,12 +128,34 @@ impl Level {
                 .dtype
                 .as_ref()
                 .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d))),
+            args: arg_level(&p.arg),
+        }
+    }
+    fn union(self, o: Level) -> Level {
+        Level {
+            ops: self.ops | o.ops,
+            dts: self.dts | o.dts,
+            args: self.args | o.args,
         }
     }
     #[inline]
-    fn admits(self, op: u128, dt: u32) -> bool {
-        self.ops & op != 0 && self.dts & dt != 0
+    fn admits(self, s: &SrcBits) -> bool {
+        self.ops & s.op != 0 && self.dts & s.dt != 0 && self.args & s.arg != 0
     }
+}
+
+const NO_LEVEL: Level = Level {
+    ops: 0,
+    dts: 0,
+    args: 0,
+};
+
+/// A src as [`Pre`] sees it: its op, dtype and arg classes as bits.
+#[derive(Clone, Copy, Debug, Default)]
+struct SrcBits {
+    op: u128,
+    dt: u32,
+    arg: u8,
 }
 
 /// How the srcs are checked by [`Pre`].
@@ -114,6 +181,8 @@ struct Pre {
     exact: bool,
     src: PreSrc,
     pos: [Level; PRE_SRCS],
+    /// Two src positions whose patterns bind the same name: any match has equal srcs there.
+    same: Option<(u8, u8)>,
 }
 
 /// Src positions [`Pre`] looks at (further ones are left to the matcher).
@@ -127,6 +196,7 @@ impl Pre {
             exact: false,
             src: PreSrc::Any,
             pos: [ANY_LEVEL; PRE_SRCS],
+            same: None,
         };
         if p.is_any {
             return pre;
@@ -143,6 +213,21 @@ impl Pre {
                 pre.exact = !p.allow_any_len;
                 let levels: Vec<Level> = v.iter().map(Level::of).collect();
                 let perm = matches!(p.src, Some(SrcPat::Perm(_)));
+                // a name bound at two positions binds one node (`match_k` rejects a second,
+                // different node); a permutation of two patterns still puts them on srcs 0 and 1
+                if !perm || v.len() == 2 {
+                    let named = |i: usize| v.get(i).filter(|q| !q.is_any).and_then(|q| q.name);
+                    'pairs: for i in 0..PRE_SRCS {
+                        for j in i + 1..PRE_SRCS {
+                            if let (Some(a), Some(b)) = (named(i), named(j))
+                                && a == b
+                            {
+                                pre.same = Some((i as u8, j as u8));
+                                break 'pairs;
+                            }
+                        }
+                    }
+                }
                 if !perm || levels.len() < 2 || levels[1..].iter().all(|l| *l == levels[0]) {
                     pre.src = PreSrc::Ordered;
                     for (d, l) in pre.pos.iter_mut().zip(&levels) {
@@ -154,10 +239,7 @@ impl Pre {
                     pre.pos[1] = levels[1];
                 } else {
                     // some permutation: each src must be admitted by some pattern
-                    let u = levels.iter().fold(Level { ops: 0, dts: 0 }, |m, l| Level {
-                        ops: m.ops | l.ops,
-                        dts: m.dts | l.dts,
-                    });
+                    let u = levels.iter().fold(NO_LEVEL, |m, l| m.union(*l));
                     pre.src = PreSrc::Ordered;
                     pre.pos = [u; PRE_SRCS];
                 }
@@ -165,9 +247,10 @@ impl Pre {
         }
         pre
     }
-    /// Whether a node of dtype bit `dt` with srcs `(op bit, dtype bit)` may match.
+    /// Whether a node of dtype bit `dt` with `n` srcs, the first ones `src` (as bits: `bits`),
+    /// may match.
     #[inline]
-    fn admits(&self, dt: u32, srcs: &[(u128, u32)], n: usize) -> bool {
+    fn admits(&self, dt: u32, bits: &[SrcBits], src: &[UOp; PRE_SRCS], n: usize) -> bool {
         if self.dts & dt == 0 {
             return false;
         }
@@ -175,20 +258,25 @@ impl Pre {
         if n < want || (self.exact && n != want) {
             return false;
         }
+        if let Some((i, j)) = self.same
+            && src[i as usize] != src[j as usize]
+        {
+            return false;
+        }
         match self.src {
             PreSrc::Any => true,
             PreSrc::Ordered => self
                 .pos
                 .iter()
-                .zip(srcs)
+                .zip(bits)
                 .take(want)
-                .all(|(l, (o, d))| l.admits(*o, *d)),
+                .all(|(l, s)| l.admits(s)),
             PreSrc::Swap2 => {
-                let ((o0, d0), (o1, d1)) = (srcs[0], srcs[1]);
-                (self.pos[0].admits(o0, d0) && self.pos[1].admits(o1, d1))
-                    || (self.pos[1].admits(o0, d0) && self.pos[0].admits(o1, d1))
+                let (s0, s1) = (&bits[0], &bits[1]);
+                (self.pos[0].admits(s0) && self.pos[1].admits(s1))
+                    || (self.pos[1].admits(s0) && self.pos[0].admits(s1))
             }
-            PreSrc::Every => n > srcs.len() || srcs.iter().all(|(o, d)| self.pos[0].admits(*o, *d)),
+            PreSrc::Every => n > bits.len() || bits.iter().all(|s| self.pos[0].admits(s)),
         }
     }
 }
@@ -306,11 +394,17 @@ impl RuleSet {
         let src = g.src(u);
         let n = src.len();
         let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
-        // (op bit, dtype bit) of the first srcs, for the rules' `Pre` checks
-        let mut sb = [(0u128, 0u32); PRE_SRCS];
-        for (d, s) in sb.iter_mut().zip(src) {
+        // op, dtype and arg class bits of the first srcs, for the rules' `Pre` checks
+        let mut sb = [SrcBits::default(); PRE_SRCS];
+        let mut sh = [UOp(0); PRE_SRCS];
+        for ((d, h), s) in sb.iter_mut().zip(sh.iter_mut()).zip(src) {
+            *h = *s;
             let sn = g.node(*s);
-            *d = (op_bit(sn.op), dt_bit(sn.dtype));
+            *d = SrcBits {
+                op: op_bit(sn.op),
+                dt: dt_bit(sn.dtype),
+                arg: arg_bits(&sn.arg),
+            };
         }
         let sb = &sb[..n.min(PRE_SRCS)];
         let dt = dt_bit(g.dtype(u));
@@ -320,7 +414,7 @@ impl RuleSet {
                 continue;
             }
             let r = &self.rules[i];
-            if !r.pre.admits(dt, sb, n) {
+            if !r.pre.admits(dt, sb, &sh, n) {
                 continue;
             }
             // matching only reads existing nodes, which rule functions never change, so
@@ -417,6 +511,15 @@ struct Rw<'a> {
     trace: Vec<Step>,
     stop: Option<Stop>,
     scratch: RewriteScratch,
+    /// What the rules made of each node so far (first winning rule and its result, or none).
+    /// Rule functions are pure over the hash-consed graph: their result depends only on the
+    /// node's structure (nodes they build are found again, bounds are cached per node, and the
+    /// `.simplify()` nesting depth is the same throughout one `graph_rewrite` call), so asking
+    /// again gives the same answer. Their one side effect, `Cache::bounds_error`, only ever
+    /// moves up (none → Overflow → Runtime) and was already applied by the first call. A node
+    /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
+    /// engine's bookkeeping only.
+    memo: NodeMap<Option<(u32, UOp)>>,
 }
 
 impl Rw<'_> {
@@ -435,7 +538,17 @@ impl Rw<'_> {
             });
             return None;
         }
-        match self.rules.rewrite_with(cx, u, &mut self.scratch) {
+        let res = match self.memo.get(&u) {
+            Some(m) => Ok(m.map(|(i, after)| (i as usize, after))),
+            None => {
+                let r = self.rules.rewrite_with(cx, u, &mut self.scratch);
+                if let Ok(m) = r {
+                    self.memo.insert(u, m.map(|(i, after)| (i as u32, after)));
+                }
+                r
+            }
+        };
+        match res {
             Ok(Some((i, after))) => {
                 let r = &self.rules.rules[i];
                 self.trace.push(Step {
@@ -516,6 +629,72 @@ fn rebuild_raises(g: &Graph, n: UOp, new_src: &[UOp]) -> Option<RuleError> {
     }
 }
 
+impl Rw<'_> {
+    /// Pushes `(u, 0, u)`, the visit of `u` (top-down mode), after first running the visits
+    /// whose outcome is already known, as [`graph_rewrite`]'s loop would run them.
+    ///
+    /// A visit of `u` is known when `u` is unresolved, every src of `u` is on the stack's seen
+    /// set and resolved to itself (so the visit pushes no srcs and does not rebuild `u`), and the
+    /// rules already rewrote `u` to some `v` ([`Rw::memo`]): popping `(u, 0, u)` and then
+    /// `(u, 1, u)` only applies that rule again, records the step and leaves `(u, 2, v)` on the
+    /// stack before `(v, 0, v)` comes next. Both pops see the stack length it has here, and
+    /// nothing is resolved meanwhile, so the same limits are checked in the same order (any
+    /// limit, or a visit that is not known, hands over to the loop). This is how a rewrite cycle
+    /// (`a → b → a → ...`, until `max_steps` or the stack limit) runs at the cost of its steps.
+    fn push_visit(
+        &mut self,
+        g: &Graph,
+        stack: &mut Vec<(UOp, u8, UOp)>,
+        replace: &NodeMap<UOp>,
+        on_stack: &NodeSet,
+        mut u: UOp,
+    ) {
+        // nodes found known in this call: nothing they depend on changes until it returns
+        let mut known = [(UOp(0), 0u32, UOp(0)); 8];
+        let mut n_known = 0;
+        loop {
+            if self.stop.is_some()
+                || stack.len() > self.limits.stack_limit
+                || self.limits.fuel.is_some_and(|f| self.trace.len() >= f)
+                || self.trace.len() >= self.limits.max_steps
+            {
+                break;
+            }
+            let (i, v) = match known[..n_known].iter().find(|k| k.0 == u) {
+                Some(&(_, i, v)) => (i, v),
+                None => {
+                    let Some(&Some((i, v))) = self.memo.get(&u) else {
+                        break;
+                    };
+                    if replace.contains_key(&u)
+                        || !g
+                            .src(u)
+                            .iter()
+                            .all(|s| on_stack.contains(s) && replace.get(s) == Some(s))
+                    {
+                        break;
+                    }
+                    if n_known < known.len() {
+                        known[n_known] = (u, i, v);
+                        n_known += 1;
+                    }
+                    (i, v)
+                }
+            };
+            let r = &self.rules.rules[i as usize];
+            self.trace.push(Step {
+                rule: r.name,
+                source: r.source,
+                before: u,
+                after: v,
+            });
+            stack.push((u, 2, v));
+            u = v;
+        }
+        stack.push((u, 0, u));
+    }
+}
+
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
     let node = g.node(n);
@@ -545,6 +724,8 @@ pub fn graph_rewrite(
 ) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
+    // the per-node tables are indexed by handle: room for the graph and what rules add to it
+    let room = g.len() + 64;
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
@@ -552,12 +733,13 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
         scratch: RewriteScratch::default(),
+        memo: NodeMap::with_capacity(room),
     };
     // per-node tables indexed by handle (the graph is a dense arena)
-    let mut replace: NodeMap<UOp> = NodeMap::default();
+    let mut replace: NodeMap<UOp> = NodeMap::with_capacity(room);
     let mut stack: Vec<(UOp, u8, UOp)> = Vec::with_capacity(64);
     stack.push((root, 0, root));
-    let mut on_stack = NodeSet::default();
+    let mut on_stack = NodeSet::with_capacity(room);
     on_stack.insert(root);
     let mut srcs: Vec<UOp> = Vec::new();
     let mut tmp: Vec<UOp> = Vec::new();
@@ -662,7 +844,11 @@ pub fn graph_rewrite(
                     rebuild(cx.g, new_n, &tmp)
                 };
                 stack.push((n, 2, new_src_n));
-                stack.push((new_src_n, 0, new_src_n));
+                if limits.bottom_up {
+                    stack.push((new_src_n, 0, new_src_n));
+                } else {
+                    rw.push_visit(cx.g, &mut stack, &replace, &on_stack, new_src_n);
+                }
             }
             _ => match replace.get(&new_n) {
                 None => waitlist.entry(new_n).or_default().push((n, 2, new_n)),
@@ -752,6 +938,43 @@ mod tests {
             UPat::var("x").add(UPat::cint(0)),
             |_cx, b| Ok(Some(b["x"]))
         )
+    }
+
+    #[test]
+    fn arg_bits_are_py_eq_classes() {
+        let vals = [
+            ConstVal::Invalid,
+            ConstVal::Bool(false),
+            ConstVal::Bool(true),
+            ConstVal::Int(0),
+            ConstVal::Int(1),
+            ConstVal::Int(-1),
+            ConstVal::Int(2),
+            ConstVal::Int(i128::MIN),
+            ConstVal::Float(0.0),
+            ConstVal::Float(-0.0),
+            ConstVal::Float(1.0),
+            ConstVal::Float(-1.0),
+            ConstVal::Float(0.5),
+            ConstVal::Float(f64::NAN),
+            ConstVal::Float(f64::INFINITY),
+        ];
+        for c in vals {
+            let want = ARG_CLASSES
+                .iter()
+                .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m });
+            assert_eq!(arg_bits(&Arg::Const(c)), want, "{c:?}");
+            // a pattern const of a class matches exactly the nodes of that class
+            for v in vals {
+                let lvl = arg_level(&Some(ArgPat::Const(v)));
+                assert_eq!(
+                    lvl & arg_bits(&Arg::Const(c)) != 0,
+                    lvl == u8::MAX || c.py_eq(&v),
+                    "{c:?} vs {v:?}"
+                );
+            }
+        }
+        assert_eq!(arg_bits(&Arg::None), ARG_ANY);
     }
 
     #[test]
