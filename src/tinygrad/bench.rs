@@ -3,7 +3,9 @@
 //! inside Python with `perf_counter_ns`, so process start, imports, loading and serializing are
 //! excluded); both start every graph from freshly built nodes with empty analysis caches. The two
 //! sides run one after the other, never concurrently, so they do not compete for cores.
-use super::fidelity::{GenKind, generate_batch, port_rewrite, run_tinygrad, tinygrad_set};
+use super::fidelity::{
+    GenKind, SideResult, generate_batch, port_rewrite, run_tinygrad, tinygrad_set,
+};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -46,6 +48,13 @@ pub struct BenchReport {
     pub python_nodes_per_sec: f64,
     /// `rust_nodes_per_sec / python_nodes_per_sec`.
     pub ratio: f64,
+    /// Graphs whose rewrite does not terminate on either side (the port's loop guard, tinygrad's
+    /// "infinite loop in graph_rewrite"): a handful of them can hold most of both totals.
+    pub loop_graphs: usize,
+    /// The ratio over the other graphs only.
+    pub ratio_terminating: f64,
+    /// Median over the terminating graphs of tinygrad's time / the port's time.
+    pub median_graph_ratio: f64,
     /// Whether this binary was built with optimizations (debug timings are not meaningful).
     pub release: bool,
 }
@@ -56,7 +65,8 @@ impl BenchReport {
             "bench rewrite {} (gen {}, seed {}, {} graphs, {} input nodes{})\n  \
              port     {:>10.3} ms  {:>12.0} nodes/s\n  \
              tinygrad {:>10.3} ms  {:>12.0} nodes/s\n  \
-             port/tinygrad speed ratio: {:.1}x",
+             port/tinygrad speed ratio: {:.1}x\n  \
+             without the {} non-terminating graph(s): {:.1}x; median per graph: {:.1}x",
             self.rules,
             self.generator,
             self.seed,
@@ -67,7 +77,10 @@ impl BenchReport {
             self.rust_nodes_per_sec,
             self.python_secs * 1e3,
             self.python_nodes_per_sec,
-            self.ratio
+            self.ratio,
+            self.loop_graphs,
+            self.ratio_terminating,
+            self.median_graph_ratio
         )
     }
 }
@@ -89,14 +102,36 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
     }
     let mut rust = Duration::ZERO;
+    let mut port_runs = Vec::with_capacity(cases.len());
     for c in &cases {
         let r = port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
         rust += r.elapsed;
+        port_runs.push(r);
     }
     let warm = opts.warmup.to_string();
-    let (_, py_ns) = run_tinygrad(&opts.rules, &cases, &["--no-output", "--warmup", &warm])?;
+    let (tg_runs, py_ns) = run_tinygrad(&opts.rules, &cases, &["--no-output", "--warmup", &warm])?;
     let (rs, ps) = (rust.as_secs_f64(), py_ns as f64 / 1e9);
     let (rn, pn) = (per_sec(nodes, rs), per_sec(nodes, ps));
+    // the same figures without the graphs either side gives up on
+    let (mut t_nodes, mut t_rust, mut t_py, mut loops) = (0usize, 0f64, 0f64, 0usize);
+    let mut per_graph: Vec<f64> = Vec::new();
+    for ((c, p), t) in cases.iter().zip(&port_runs).zip(&tg_runs) {
+        let tg_loop =
+            matches!(&t.result, Ok(SideResult::Err { msg, .. }) if msg.contains("infinite loop"));
+        if tg_loop || matches!(p.result, SideResult::NonTermination { .. }) {
+            loops += 1;
+            continue;
+        }
+        let (pr, tr) = (p.elapsed.as_secs_f64(), t.ns as f64 / 1e9);
+        t_nodes += c.nodes;
+        t_rust += pr;
+        t_py += tr;
+        if pr > 0.0 {
+            per_graph.push(tr / pr);
+        }
+    }
+    per_graph.sort_by(f64::total_cmp);
+    let (trn, tpn) = (per_sec(t_nodes, t_rust), per_sec(t_nodes, t_py));
     Ok(BenchReport {
         rules: opts.rules.clone(),
         generator: opts.generator.name().to_string(),
@@ -108,6 +143,9 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         rust_nodes_per_sec: rn,
         python_nodes_per_sec: pn,
         ratio: if pn > 0.0 { rn / pn } else { 0.0 },
+        loop_graphs: loops,
+        ratio_terminating: if tpn > 0.0 { trn / tpn } else { 0.0 },
+        median_graph_ratio: per_graph.get(per_graph.len() / 2).copied().unwrap_or(0.0),
         release: !cfg!(debug_assertions),
     })
 }
