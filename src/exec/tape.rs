@@ -34,6 +34,8 @@ enum Step {
     Special(String),
     /// The empty STACK a variable hangs off: evaluated by the interpreter, never read.
     Unit,
+    /// An ALU op; `src` are slot offsets. `lanes == 0`: scalar operands; else every operand is
+    /// a vector of `lanes` lanes and the op runs lane by lane (interp.rs `lanes`).
     Alu {
         op: Ops,
         dt: DType,
@@ -41,17 +43,32 @@ enum Step {
         udt: DType,
         src: [u32; 3],
         n: u8,
+        lanes: u32,
     },
     Cast {
         from: DType,
         dt: DType,
         src: u32,
+        lanes: u32,
     },
     Bitcast {
         from: DType,
         dt: DType,
         src: u32,
+        lanes: u32,
     },
+    /// STACK of scalars: a vector.
+    Stack(Box<[u32]>),
+    /// INDEX(vector, scalar): one lane (interp.rs `vec_index`).
+    Gep { base: u32, lanes: u32, idx: u32 },
+}
+
+/// What a node's slots hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Unit,
+    Scalar,
+    Vec(u32),
 }
 
 /// A compiled scalar graph.
@@ -70,43 +87,67 @@ pub struct TapeOut {
 }
 
 impl Tape {
-    /// Compiles `root` if every node it reaches is in the scalar subset.
+    /// Compiles `root` if every node it reaches is in the subset: scalar ALU graphs and flat
+    /// vectors (STACK of scalars, lane-wise ALU on equal-length vectors, INDEX of a lane).
     pub fn new(g: &Graph, root: UOp) -> Option<Tape> {
         if g.dtype(root) == DType::Void {
             return None;
         }
         let nodes = g.toposort(&[root]);
-        if *nodes.last()? != root || nodes.len() >= u32::MAX as usize {
+        if *nodes.last()? != root || nodes.len() >= (u32::MAX / 2) as usize {
             return None;
         }
-        let mut lid: rustc_hash::FxHashMap<UOp, u32> = Default::default();
+        let mut at: rustc_hash::FxHashMap<UOp, (u32, Kind)> = Default::default();
         let mut steps = Vec::with_capacity(nodes.len());
-        for (i, &u) in nodes.iter().enumerate() {
-            lid.insert(u, i as u32);
-            steps.push(Self::step(g, u, &lid, &steps)?);
+        let mut width = 0u32;
+        let mut kind = Kind::Unit;
+        for &u in &nodes {
+            let (st, k) = Self::step(g, u, &at)?;
+            at.insert(u, (width, k));
+            width = width.checked_add(match k {
+                Kind::Vec(n) => n,
+                _ => 1,
+            })?;
+            steps.push(st);
+            kind = k;
         }
-        Some(Tape { steps })
+        // a vector root's lanes are not part of `Observed`: leave it to the interpreter
+        (kind == Kind::Scalar).then_some(Tape { steps })
     }
 
     fn step(
         g: &Graph,
         u: UOp,
-        lid: &rustc_hash::FxHashMap<UOp, u32>,
-        done: &[Step],
-    ) -> Option<Step> {
+        at: &rustc_hash::FxHashMap<UOp, (u32, Kind)>,
+    ) -> Option<(Step, Kind)> {
         let (op, dt, src) = (g.op(u), g.dtype(u), g.src(u));
-        // an operand must be a scalar value, never the variables' STACK placeholder
-        let operand = |s: &UOp| -> Option<u32> {
-            let k = *lid.get(s)?;
-            (!matches!(done[k as usize], Step::Unit)).then_some(k)
+        // operands: their slot offsets, all of one kind (a vector op never meets a scalar, where
+        // exec_alu's whole-Invalid and broadcasting rules would change the result's kind)
+        let operands = |ss: &[UOp]| -> Option<(Vec<u32>, Kind)> {
+            let mut kind = None;
+            let mut offs = Vec::with_capacity(ss.len());
+            for s in ss {
+                let (off, k) = *at.get(s)?;
+                if k == Kind::Unit || kind.is_some_and(|kk| kk != k) {
+                    return None;
+                }
+                kind = Some(k);
+                offs.push(off);
+            }
+            Some((offs, kind?))
+        };
+        let lanes = |k: Kind| match k {
+            Kind::Vec(n) => n,
+            _ => 0,
         };
         Some(match op {
             Ops::CONST => match g.arg(u) {
-                Arg::Const(ConstVal::Invalid) => Step::Invalid,
+                Arg::Const(ConstVal::Invalid) => (Step::Invalid, Kind::Scalar),
                 // as interp.rs reads a CONST: wrapped into its dtype
-                Arg::Const(c) => {
-                    Step::Const(cast_val(dt, dt, Val::from_const(*c).unwrap_or(Val::Int(0))).ok()?)
-                }
+                Arg::Const(c) => (
+                    Step::Const(cast_val(dt, dt, Val::from_const(*c).unwrap_or(Val::Int(0))).ok()?),
+                    Kind::Scalar,
+                ),
                 _ => return None,
             },
             Ops::BUFFER | Ops::PARAM => {
@@ -114,42 +155,72 @@ impl Tape {
                 if p.addrspace() != AddrSpace::Alu {
                     return None;
                 }
-                Step::Var {
+                let var = Step::Var {
                     name: p.name.clone().unwrap_or_default(),
                     dt,
                     vmin_vmax: p.vmin_vmax,
+                };
+                (var, Kind::Scalar)
+            }
+            Ops::STACK if src.is_empty() => (Step::Unit, Kind::Unit),
+            Ops::STACK => {
+                let (offs, k) = operands(src)?;
+                if k != Kind::Scalar {
+                    return None;
+                }
+                let n = offs.len() as u32;
+                (Step::Stack(offs.into()), Kind::Vec(n))
+            }
+            Ops::INDEX if src.len() == 2 => {
+                let (base, bk) = *at.get(&src[0])?;
+                let (idx, ik) = *at.get(&src[1])?;
+                match (bk, ik) {
+                    (Kind::Vec(n), Kind::Scalar) => (
+                        Step::Gep {
+                            base,
+                            lanes: n,
+                            idx,
+                        },
+                        Kind::Scalar,
+                    ),
+                    _ => return None,
                 }
             }
-            Ops::STACK if src.is_empty() => Step::Unit,
-            Ops::RANGE => match g.arg(u) {
-                Arg::Range(axis, _) => {
-                    src.iter().try_for_each(|s| operand(s).map(|_| ()))?;
-                    Step::Range(*axis)
+            Ops::RANGE | Ops::SPECIAL => {
+                if !src.is_empty() && operands(src)?.1 != Kind::Scalar {
+                    return None;
                 }
-                _ => return None,
-            },
-            Ops::SPECIAL => match g.arg(u) {
-                Arg::Name(n) => {
-                    src.iter().try_for_each(|s| operand(s).map(|_| ()))?;
-                    Step::Special(n.clone())
+                match (op, g.arg(u)) {
+                    (Ops::RANGE, Arg::Range(axis, _)) => (Step::Range(*axis), Kind::Scalar),
+                    (Ops::SPECIAL, Arg::Name(n)) => (Step::Special(n.clone()), Kind::Scalar),
+                    _ => return None,
                 }
-                _ => return None,
-            },
+            }
             Ops::CAST | Ops::BITCAST if src.len() == 1 => {
-                let s = operand(&src[0])?;
-                let from = g.dtype(src[0]);
-                if op == Ops::CAST {
-                    Step::Cast { from, dt, src: s }
+                let (offs, k) = operands(src)?;
+                let (from, s, lanes) = (g.dtype(src[0]), offs[0], lanes(k));
+                let st = if op == Ops::CAST {
+                    Step::Cast {
+                        from,
+                        dt,
+                        src: s,
+                        lanes,
+                    }
                 } else {
-                    Step::Bitcast { from, dt, src: s }
-                }
+                    Step::Bitcast {
+                        from,
+                        dt,
+                        src: s,
+                        lanes,
+                    }
+                };
+                (st, k)
             }
             o if o.is_alu() && (1..=3).contains(&src.len()) => {
+                let (offs, k) = operands(src)?;
                 let mut ids = [0u32; 3];
-                for (k, s) in src.iter().enumerate() {
-                    ids[k] = operand(s)?;
-                }
-                Step::Alu {
+                ids[..offs.len()].copy_from_slice(&offs);
+                let st = Step::Alu {
                     op: o,
                     dt,
                     udt: if o.is_comparison() {
@@ -159,7 +230,9 @@ impl Tape {
                     },
                     src: ids,
                     n: src.len() as u8,
-                }
+                    lanes: lanes(k),
+                };
+                (st, k)
             }
             _ => return None,
         })
@@ -180,11 +253,9 @@ impl Tape {
             return None;
         }
         slots.clear();
-        let (mut ub, mut hard_ub) = (false, false);
+        let mut flags = Flags::default();
         for st in &self.steps {
-            // `None` is Invalid. As interp.rs `compute`: WHERE with an Invalid arm or condition
-            // picks an arm (an Invalid condition is truthy); any other op with an Invalid
-            // operand is Invalid, with no UB flag
+            // `None` is Invalid (interp.rs `compute`); `?` hands a raise to the interpreter
             let v = match st {
                 Step::Const(v) => Some(*v),
                 Step::Invalid => None,
@@ -202,55 +273,115 @@ impl Tape {
                     udt,
                     src,
                     n,
+                    lanes,
                 } => {
                     let n = *n as usize;
-                    if *op == Ops::WHERE && n == 3 {
-                        let [c, x, y] = src.map(|k| slots[k as usize]);
-                        if c.is_none() || x.is_none() || y.is_none() {
-                            slots.push(if c.is_none_or(|c| c.truthy()) { x } else { y });
-                            continue;
+                    if *lanes == 0 {
+                        // scalar WHERE with an Invalid arm or condition picks an arm (an Invalid
+                        // condition is truthy), before the Invalid-poisons-everything rule
+                        if *op == Ops::WHERE && n == 3 {
+                            let [c, x, y] = src.map(|s| slots[s as usize]);
+                            if c.is_none() || x.is_none() || y.is_none() {
+                                slots.push(if c.is_none_or(|c| c.truthy()) { x } else { y });
+                                continue;
+                            }
                         }
-                    }
-                    let mut xs = [Val::Int(0); 3];
-                    let mut invalid = false;
-                    for k in 0..n {
-                        match slots[src[k] as usize] {
-                            Some(v) => xs[k] = v,
-                            None => invalid = true,
-                        }
-                    }
-                    if invalid {
-                        None
+                        flags.alu(*op, *dt, *udt, &src.map(|s| slots[s as usize])[..n])?
                     } else {
-                        let xs = &xs[..n];
-                        if let Some(k) = ub_reason(*op, *udt, xs) {
-                            ub = true;
-                            hard_ub |= UbKind::Alu(k).is_hard();
+                        for k in 0..*lanes as usize {
+                            let xs = src.map(|s| slots[s as usize + k]);
+                            let r = flags.alu(*op, *dt, *udt, &xs[..n])?;
+                            slots.push(r);
                         }
-                        Some(exec_runtime(*op, *dt, xs).ok()?)
+                        continue;
                     }
                 }
-                Step::Cast { from, dt, src } => match slots[*src as usize] {
-                    Some(x) => {
-                        if let Some(k) = cast_ub(*from, *dt, x) {
-                            ub = true;
-                            hard_ub |= UbKind::Alu(k).is_hard();
-                        }
-                        Some(cast_val(*from, *dt, x).ok()?)
+                Step::Cast {
+                    from,
+                    dt,
+                    src,
+                    lanes,
+                } => {
+                    for k in 0..(*lanes).max(1) as usize {
+                        let r = match slots[*src as usize + k] {
+                            Some(x) => {
+                                flags.add(cast_ub(*from, *dt, x));
+                                Some(cast_val(*from, *dt, x).ok()?)
+                            }
+                            None => None,
+                        };
+                        slots.push(r);
                     }
+                    continue;
+                }
+                Step::Bitcast {
+                    from,
+                    dt,
+                    src,
+                    lanes,
+                } => {
+                    for k in 0..(*lanes).max(1) as usize {
+                        let r = match slots[*src as usize + k] {
+                            Some(x) => Some(bitcast_val(*from, *dt, x).ok()?),
+                            None => None,
+                        };
+                        slots.push(r);
+                    }
+                    continue;
+                }
+                Step::Stack(srcs) => {
+                    for s in srcs.iter() {
+                        slots.push(slots[*s as usize]);
+                    }
+                    continue;
+                }
+                Step::Gep { base, lanes, idx } => match slots[*idx as usize] {
                     None => None,
-                },
-                Step::Bitcast { from, dt, src } => match slots[*src as usize] {
-                    Some(x) => Some(bitcast_val(*from, *dt, x).ok()?),
-                    None => None,
+                    Some(k) => {
+                        let k = k.as_i128()?;
+                        // out of range raises in the interpreter
+                        if k < 0 || k >= *lanes as i128 {
+                            return None;
+                        }
+                        slots[*base as usize + k as usize]
+                    }
                 },
             };
             slots.push(v);
         }
         Some(TapeOut {
             value: *slots.last()?,
-            ub,
-            hard_ub,
+            ub: flags.ub,
+            hard_ub: flags.hard_ub,
         })
+    }
+}
+
+#[derive(Default)]
+struct Flags {
+    ub: bool,
+    hard_ub: bool,
+}
+
+impl Flags {
+    fn add(&mut self, k: Option<crate::ir::alu::Ub>) {
+        if let Some(k) = k {
+            self.ub = true;
+            self.hard_ub |= UbKind::Alu(k).is_hard();
+        }
+    }
+    /// One lane of an ALU op: Invalid if any operand is (no UB flag), else `exec_alu`.
+    /// `None`: it raised.
+    fn alu(&mut self, op: Ops, dt: DType, udt: DType, xs: &[Option<Val>]) -> Option<Option<Val>> {
+        let mut vals = [Val::Int(0); 3];
+        for (slot, x) in vals.iter_mut().zip(xs) {
+            match x {
+                Some(v) => *slot = *v,
+                None => return Some(None),
+            }
+        }
+        let vals = &vals[..xs.len()];
+        self.add(ub_reason(op, udt, vals));
+        Some(Some(exec_runtime(op, dt, vals).ok()?))
     }
 }

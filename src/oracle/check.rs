@@ -12,7 +12,9 @@ use crate::r#gen::Generated;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
-use crate::rewrite::engine::{Limits, RuleError, RuleSet, Step, Stop, graph_rewrite};
+use crate::rewrite::engine::{
+    Limits, RuleError, RuleMemo, RuleSet, Step, Stop, graph_rewrite, graph_rewrite_memo,
+};
 use rand::RngExt;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -35,6 +37,37 @@ impl Pipeline<'_> {
     pub fn rules(&self) -> impl Iterator<Item = &std::sync::Arc<crate::rewrite::Rule>> {
         self.stages.iter().flat_map(|s| s.rules.iter())
     }
+    /// [`Pipeline::rewrite`] to the end, keeping each stage's rule results in `memos` for a
+    /// later call on the same graph (`engine::RuleMemo`).
+    pub fn rewrite_memo(
+        &self,
+        g: &mut Graph,
+        cache: &mut Cache,
+        root: UOp,
+        memos: &mut Vec<RuleMemo>,
+    ) -> Rewritten {
+        memos.resize_with(self.stages.len(), RuleMemo::default);
+        let mut cur = root;
+        let mut trace = Vec::new();
+        for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
+            let out = graph_rewrite_memo(g, cache, cur, s, &Limits::default(), memo);
+            trace.extend(out.trace);
+            cur = out.root;
+            if out.stop != Stop::Done {
+                return Rewritten {
+                    root: cur,
+                    stop: out.stop,
+                    trace,
+                };
+            }
+        }
+        Rewritten {
+            root: cur,
+            stop: Stop::Done,
+            trace,
+        }
+    }
+
     /// Runs every stage; stops at the first abnormal stop.
     pub fn rewrite(
         &self,
@@ -723,7 +756,8 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
     let mut g = case.graph.clone();
     let mut cache = Cache::default();
-    let rw = pipe.rewrite(&mut g, &mut cache, case.root, None);
+    let mut memos = Vec::new();
+    let rw = pipe.rewrite_memo(&mut g, &mut cache, case.root, &mut memos);
     let mut res = CaseResult {
         rewritten: rw.clone(),
         detected: None,
@@ -779,8 +813,9 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         }
         Stop::FuelExhausted => unreachable!("no fuel given"),
     }
-    if opts.idempotence {
-        let again = pipe.rewrite(&mut g, &mut cache, rw.root, None);
+    // a rewrite that changed nothing would only repeat itself (graph_rewrite is deterministic)
+    if opts.idempotence && rw.root != case.root {
+        let again = pipe.rewrite_memo(&mut g, &mut cache, rw.root, &mut memos);
         if again.stop == Stop::Done && again.root != rw.root {
             let first = again.trace.first().map(|s| s.rule).unwrap_or("-");
             res.detected = Some(Detected {

@@ -722,10 +722,40 @@ pub fn graph_rewrite(
     rules: &RuleSet,
     limits: &Limits,
 ) -> Outcome {
+    graph_rewrite_memo(g, cache, root, rules, limits, &mut RuleMemo::default())
+}
+
+/// The rule results of one rule set per node ([`Rw::memo`]), carried from one top-level
+/// [`graph_rewrite_memo`] call to the next on the same graph arena: the fuzz loop's idempotence
+/// check rewrites the result again, and every node of it already had its rules asked. Kept only
+/// after a call that stopped `Done` (so no bounds error was raised while filling it) and only for
+/// the rule set that filled it.
+#[derive(Default)]
+pub struct RuleMemo {
+    set: usize,
+    map: NodeMap<Option<(u32, UOp)>>,
+}
+
+/// [`graph_rewrite`] that starts from, and leaves its rule results in, `memo`.
+pub fn graph_rewrite_memo(
+    g: &mut Graph,
+    cache: &mut super::analysis::Cache,
+    root: UOp,
+    rules: &RuleSet,
+    limits: &Limits,
+    memo: &mut RuleMemo,
+) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
     let room = g.len() + 64;
+    let set = rules as *const RuleSet as usize;
+    if memo.set != set || outer_bounds_error.is_some() {
+        *memo = RuleMemo {
+            set,
+            map: NodeMap::with_capacity(room),
+        };
+    }
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
@@ -733,7 +763,7 @@ pub fn graph_rewrite(
         trace: Vec::new(),
         stop: None,
         scratch: RewriteScratch::default(),
-        memo: NodeMap::with_capacity(room),
+        memo: std::mem::take(&mut memo.map),
     };
     // per-node tables indexed by handle (the graph is a dense arena)
     let mut replace: NodeMap<UOp> = NodeMap::with_capacity(room);
@@ -885,6 +915,9 @@ pub fn graph_rewrite(
         (_, Some(i @ RuleError::Runtime(_))) => Some(i),
         (o, i) => o.or(i),
     };
+    if stop == Stop::Done {
+        memo.map = std::mem::take(&mut rw.memo);
+    }
     let out_root = match stop {
         Stop::Done => replace[&root],
         // fuel: finish the structural rebuild without applying more rules

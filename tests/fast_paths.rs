@@ -1,0 +1,113 @@
+//! The fuzz loop's fast paths must not change a result: the straight-line tape (exec::tape) must
+//! observe exactly what the reference interpreter observes (value, hard UB, error, Invalid) on
+//! original and rewritten graphs of every family at the loop's own points, and the second,
+//! idempotence rewrite seeded with the first one's rule results (engine::RuleMemo) must return
+//! what a fresh second rewrite returns.
+use uopfuzz::exec::tape::Tape;
+use uopfuzz::r#gen::{self, Family, GenConfig};
+use uopfuzz::oracle::check::{CheckOpts, Pipeline, Runner, make_points, observe};
+use uopfuzz::rewrite::analysis::Cache;
+use uopfuzz::rewrite::rules;
+
+#[test]
+fn tape_matches_interp() {
+    let pipe = Pipeline {
+        name: "sym".into(),
+        stages: vec![rules::sym()],
+    };
+    let opts = CheckOpts::default();
+    let (mut compiled, mut points, mut fast, mut ub, mut errors) = (0, 0, 0, 0, 0);
+    let mut vectors = 0;
+    let mut slots = Vec::new();
+    for fam in Family::ALL {
+        let cfg = GenConfig::family(fam);
+        for seed in 0..400u64 {
+            let case = r#gen::generate_seeded(seed, &cfg);
+            let mut g = case.graph.clone();
+            let rw = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+            let pts = make_points(&case, &opts);
+            for root in [case.root, rw.root] {
+                let tape = Tape::new(&g, root);
+                compiled += tape.is_some() as usize;
+                let has_vec = g
+                    .toposort(&[root])
+                    .iter()
+                    .any(|u| g.op(*u) == uopfuzz::ir::Ops::STACK && !g.src(*u).is_empty());
+                vectors += (tape.is_some() && has_vec) as usize;
+                let mut runner = Runner::new(&g, root);
+                for p in &pts {
+                    let want = observe(&g, root, &p.env);
+                    let got = runner.observe(&g, &p.env);
+                    // PartialEq on Val compares floats by value: compare the repr too (nan, -0.0)
+                    assert_eq!(
+                        (format!("{want:?}"), want.ub, &want.error),
+                        (format!("{got:?}"), got.ub, &got.error),
+                        "family {fam:?} seed {seed} root {root:?}"
+                    );
+                    points += 1;
+                    ub += want.ub as usize;
+                    errors += want.error.is_some() as usize;
+                    if let Some(t) = &tape {
+                        fast += t.run(&p.env, &mut slots).is_some() as usize;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "tape: {compiled} of 4000 graphs compiled ({vectors} with vectors); {points} points, \
+         {fast} on the tape, {ub} hard UB, {errors} errors"
+    );
+    // the fast path must actually carry the scalar families, and the comparison must have seen
+    // UB and errors (which the tape hands to the interpreter)
+    assert!(compiled > 2000, "only {compiled} graphs compiled");
+    assert!(vectors > 50, "only {vectors} vector graphs compiled");
+    assert!(
+        fast * 2 > points,
+        "only {fast} of {points} points on the tape"
+    );
+    assert!(ub > 0 && errors > 0, "ub {ub} errors {errors}");
+}
+
+#[test]
+fn memoized_second_rewrite_matches_a_fresh_one() {
+    let (mut checked, mut changed) = (0, 0);
+    for set in ["symbolic", "pipeline"] {
+        let choice = uopfuzz::oracle::fuzz::choose_rules(set, None).unwrap();
+        let pipe = choice.pipeline();
+        for fam in Family::ALL {
+            let cfg = GenConfig::family(fam);
+            for seed in 0..300u64 {
+                let case = r#gen::generate_seeded(seed, &cfg);
+                let mut g = case.graph.clone();
+                let mut cache = Cache::default();
+                let mut memos = Vec::new();
+                let first = pipe.rewrite_memo(&mut g, &mut cache, case.root, &mut memos);
+                if first.stop != uopfuzz::rewrite::engine::Stop::Done {
+                    continue;
+                }
+                let mut g2 = g.clone();
+                let mut cache2 = Cache::default();
+                let fresh = pipe.rewrite(&mut g2, &mut cache2, first.root, None);
+                let memo = pipe.rewrite_memo(&mut g, &mut cache, first.root, &mut memos);
+                let rules = |t: &[uopfuzz::rewrite::engine::Step]| {
+                    t.iter()
+                        .map(|s| (s.rule, s.before, s.after))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    (memo.root, &memo.stop, rules(&memo.trace)),
+                    (fresh.root, &fresh.stop, rules(&fresh.trace)),
+                    "{set} {fam:?} seed {seed}"
+                );
+                checked += 1;
+                changed += (fresh.root != first.root) as usize;
+            }
+        }
+    }
+    eprintln!("memo: {checked} second rewrites identical, {changed} of them not idempotent");
+    assert!(
+        checked > 2000 && changed > 0,
+        "checked {checked} changed {changed}"
+    );
+}
