@@ -60,7 +60,12 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 if a.json {
                     outln!("{}", serde_json::to_string(&b)?);
                 } else {
-                    outln!("{} weakint graphs ({} nodes), one core:", b.graphs, b.nodes);
+                    outln!(
+                        "{} weakint graphs ({} nodes; {} whose rewrite does not terminate left out), one core:",
+                        b.graphs,
+                        b.nodes,
+                        b.looping_left_out
+                    );
                     outln!(
                         "  uopfuzz loop (rewrite + {} points + compare): {:10.0} graphs/s",
                         b.points,

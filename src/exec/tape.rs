@@ -57,24 +57,50 @@ enum Step {
         src: u32,
         lanes: u32,
     },
-    /// STACK of scalars: a vector.
-    Stack(Box<[u32]>),
-    /// INDEX(vector, scalar): one lane (interp.rs `vec_index`).
-    Gep { base: u32, lanes: u32, idx: u32 },
+    /// Lanes copied from these slots: STACK, and RESHAPE/EXPAND/PERMUTE of a shape known at
+    /// compile time (the interpreter's nested vectors, flattened row-major).
+    Gather(Box<[u32]>),
+    /// INDEX(vector, one scalar index per dimension): one lane (interp.rs `vec_index`).
+    Index {
+        base: u32,
+        dims: Box<[u32]>,
+        idx: Box<[u32]>,
+    },
 }
 
-/// What a node's slots hold.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What a node's slots hold: a vector is the interpreter's nested `V::Vec` of this shape,
+/// flattened row-major.
+#[derive(Clone, Debug, PartialEq)]
 enum Kind {
     Unit,
     Scalar,
-    Vec(u32),
+    Vec(Box<[u32]>),
+}
+
+impl Kind {
+    fn width(&self) -> u32 {
+        match self {
+            Kind::Vec(d) => d.iter().product(),
+            _ => 1,
+        }
+    }
+    /// Lanes of a one-dimensional vector (ALU and CAST run lane by lane on those only; the
+    /// interpreter raises on a nested operand); 0 for a scalar.
+    fn flat_lanes(&self) -> Option<u32> {
+        match self {
+            Kind::Scalar => Some(0),
+            Kind::Vec(d) if d.len() == 1 => Some(d[0]),
+            _ => None,
+        }
+    }
 }
 
 /// A compiled scalar graph.
 #[derive(Clone, Debug)]
 pub struct Tape {
     steps: Vec<Step>,
+    /// UB of the operations folded at compile time (they run the same at every point).
+    folded: Flags,
 }
 
 /// What a tape run produced: the root's value (`None`: Invalid) and whether some evaluated
@@ -101,44 +127,138 @@ impl Tape {
         let mut steps = Vec::with_capacity(nodes.len());
         let mut width = 0u32;
         let mut kind = Kind::Unit;
+        // per slot: the value where it is the same at every point (`Some(None)`: Invalid)
+        let mut known: Vec<Option<Option<Val>>> = Vec::new();
+        let mut folded = Flags::default();
         for &u in &nodes {
-            let (st, k) = Self::step(g, u, &at)?;
-            at.insert(u, (width, k));
-            width = width.checked_add(match k {
-                Kind::Vec(n) => n,
-                _ => 1,
-            })?;
+            let (mut st, k) = Self::step(g, u, &at, &known)?;
+            let w = k.width();
+            // the interpreter refuses movement ops over 65536 elements
+            if w > 1 << 16 {
+                return None;
+            }
+            if let Some(v) = Self::fold(&st, &known, &mut folded) {
+                st = match v {
+                    Some(v) => Step::Const(v),
+                    None => Step::Invalid,
+                };
+            }
+            match &st {
+                Step::Const(v) => known.push(Some(Some(*v))),
+                Step::Invalid => known.push(Some(None)),
+                Step::Gather(from) => {
+                    for f in from.iter() {
+                        known.push(known[*f as usize]);
+                    }
+                }
+                _ => known.resize(known.len() + w as usize, None),
+            }
+            at.insert(u, (width, k.clone()));
+            width = width.checked_add(w)?;
             steps.push(st);
             kind = k;
         }
         // a vector root's lanes are not part of `Observed`: leave it to the interpreter
-        (kind == Kind::Scalar).then_some(Tape { steps })
+        (kind == Kind::Scalar).then_some(Tape { steps, folded })
+    }
+
+    /// A scalar op whose operands are all known at compile time, run once: its value, with its
+    /// UB added to `folded`. `None` when not foldable or when it raises (it then raises at run
+    /// time, where the interpreter reports it).
+    fn fold(st: &Step, known: &[Option<Option<Val>>], folded: &mut Flags) -> Option<Option<Val>> {
+        let k = |s: u32| known.get(s as usize).copied().flatten();
+        let mut f = Flags::default();
+        let v = match st {
+            Step::Alu {
+                op,
+                dt,
+                udt,
+                src,
+                n,
+                lanes: 0,
+            } => {
+                let mut xs = [None; 3];
+                for j in 0..*n as usize {
+                    xs[j] = k(src[j])?;
+                }
+                if *op == Ops::WHERE && *n == 3 && xs.iter().any(Option::is_none) {
+                    let [c, x, y] = xs;
+                    return Some(if c.is_none_or(|c| c.truthy()) { x } else { y });
+                }
+                f.alu(*op, *dt, *udt, &xs[..*n as usize])?
+            }
+            Step::Cast {
+                from,
+                dt,
+                src,
+                lanes: 0,
+            } => match k(*src)? {
+                Some(x) => {
+                    f.add(cast_ub(*from, *dt, x));
+                    Some(cast_val(*from, *dt, x).ok()?)
+                }
+                None => None,
+            },
+            Step::Bitcast {
+                from,
+                dt,
+                src,
+                lanes: 0,
+            } => match k(*src)? {
+                Some(x) => Some(bitcast_val(*from, *dt, x).ok()?),
+                None => None,
+            },
+            _ => return None,
+        };
+        folded.ub |= f.ub;
+        folded.hard_ub |= f.hard_ub;
+        Some(v)
     }
 
     fn step(
         g: &Graph,
         u: UOp,
         at: &rustc_hash::FxHashMap<UOp, (u32, Kind)>,
+        known: &[Option<Option<Val>>],
     ) -> Option<(Step, Kind)> {
         let (op, dt, src) = (g.op(u), g.dtype(u), g.src(u));
         // operands: their slot offsets, all of one kind (a vector op never meets a scalar, where
         // exec_alu's whole-Invalid and broadcasting rules would change the result's kind)
         let operands = |ss: &[UOp]| -> Option<(Vec<u32>, Kind)> {
-            let mut kind = None;
+            let mut kind: Option<&Kind> = None;
             let mut offs = Vec::with_capacity(ss.len());
             for s in ss {
-                let (off, k) = *at.get(s)?;
-                if k == Kind::Unit || kind.is_some_and(|kk| kk != k) {
+                let (off, k) = at.get(s)?;
+                if *k == Kind::Unit || kind.is_some_and(|kk| kk != k) {
                     return None;
                 }
                 kind = Some(k);
-                offs.push(off);
+                offs.push(*off);
             }
-            Some((offs, kind?))
+            Some((offs, kind?.clone()))
         };
-        let lanes = |k: Kind| match k {
-            Kind::Vec(n) => n,
-            _ => 0,
+        // all lanes of a node, in order
+        let lanes_of = |s: &UOp| -> Option<(Vec<u32>, Kind)> {
+            let (off, k) = at.get(s)?;
+            if *k == Kind::Unit {
+                return None;
+            }
+            Some(((*off..*off + k.width()).collect(), k.clone()))
+        };
+        // a movement op's shape src (CONST n or STACK of CONSTs), known at compile time
+        let dims_of = |s: &UOp| -> Option<Vec<u32>> {
+            let (off, k) = at.get(s)?;
+            let n = match k {
+                Kind::Scalar => 1,
+                Kind::Vec(d) if d.len() == 1 => d[0],
+                _ => return None,
+            };
+            (*off..*off + n)
+                .map(|o| {
+                    let v = known.get(o as usize).copied().flatten()??.as_i128()?;
+                    u32::try_from(v).ok()
+                })
+                .collect()
         };
         Some(match op {
             Ops::CONST => match g.arg(u) {
@@ -163,28 +283,97 @@ impl Tape {
                 (var, Kind::Scalar)
             }
             Ops::STACK if src.is_empty() => (Step::Unit, Kind::Unit),
+            // a vector of equally shaped values (scalars: one dimension)
             Ops::STACK => {
-                let (offs, k) = operands(src)?;
-                if k != Kind::Scalar {
+                let (_, k) = operands(src)?;
+                let mut from = Vec::new();
+                for s in src {
+                    from.extend(lanes_of(s)?.0);
+                }
+                let mut dims = vec![src.len() as u32];
+                if let Kind::Vec(d) = &k {
+                    dims.extend_from_slice(d);
+                }
+                (Step::Gather(from.into()), Kind::Vec(dims.into()))
+            }
+            // RESHAPE re-nests the row-major lanes; EXPAND repeats the value (interp.rs
+            // `movement`); a shape of () gives the single lane itself
+            Ops::RESHAPE | Ops::EXPAND if src.len() == 2 => {
+                let (lanes, k) = lanes_of(&src[0])?;
+                let dims = dims_of(&src[1])?;
+                let n = dims.iter().try_fold(1u32, |a, d| a.checked_mul(*d))?;
+                if n == 0 || n > 1 << 16 {
                     return None;
                 }
-                let n = offs.len() as u32;
-                (Step::Stack(offs.into()), Kind::Vec(n))
+                let (from, shape): (Vec<u32>, Vec<u32>) = if op == Ops::RESHAPE {
+                    if lanes.len() != n as usize {
+                        return None;
+                    }
+                    (lanes, dims)
+                } else {
+                    let inner = match &k {
+                        Kind::Vec(d) => d.to_vec(),
+                        _ => vec![],
+                    };
+                    let rep = (0..n).flat_map(|_| lanes.iter().copied()).collect();
+                    (rep, dims.into_iter().chain(inner).collect())
+                };
+                let kind = if shape.is_empty() {
+                    Kind::Scalar
+                } else {
+                    Kind::Vec(shape.into())
+                };
+                (Step::Gather(from.into()), kind)
             }
-            Ops::INDEX if src.len() == 2 => {
-                let (base, bk) = *at.get(&src[0])?;
-                let (idx, ik) = *at.get(&src[1])?;
-                match (bk, ik) {
-                    (Kind::Vec(n), Kind::Scalar) => (
-                        Step::Gep {
-                            base,
-                            lanes: n,
-                            idx,
-                        },
-                        Kind::Scalar,
-                    ),
-                    _ => return None,
+            // output lane (j0..jr-1) is input lane idx with idx[p[k]] = jk (interp.rs `permute`)
+            Ops::PERMUTE if src.len() == 1 => {
+                let (lanes, k) = lanes_of(&src[0])?;
+                let (Kind::Vec(dims), Arg::Perm(p)) = (&k, g.arg(u)) else {
+                    return None;
+                };
+                let r = dims.len();
+                let mut sorted = p.clone();
+                sorted.sort_unstable();
+                if p.len() != r || !sorted.iter().copied().eq(0..r as i64) || dims.contains(&0) {
+                    return None;
                 }
+                let mut strides = vec![1usize; r];
+                for j in (0..r.saturating_sub(1)).rev() {
+                    strides[j] = strides[j + 1] * dims[j + 1] as usize;
+                }
+                let odims: Vec<u32> = p.iter().map(|j| dims[*j as usize]).collect();
+                let ostrides: Vec<usize> = p.iter().map(|j| strides[*j as usize]).collect();
+                let mut from = Vec::with_capacity(lanes.len());
+                let mut ix = vec![0u32; r];
+                for _ in 0..lanes.len() {
+                    let base: usize = ix.iter().zip(&ostrides).map(|(j, s)| *j as usize * s).sum();
+                    from.push(lanes[base]);
+                    for d in (0..r).rev() {
+                        ix[d] += 1;
+                        if ix[d] < odims[d] {
+                            break;
+                        }
+                        ix[d] = 0;
+                    }
+                }
+                (Step::Gather(from.into()), Kind::Vec(odims.into()))
+            }
+            // one scalar index per dimension: a lane (fewer would give a sub-vector, which an
+            // Invalid index turns into a whole Invalid value)
+            Ops::INDEX if src.len() >= 2 => {
+                let (base, Kind::Vec(dims)) = at.get(&src[0])?.clone() else {
+                    return None;
+                };
+                let (idx, ik) = operands(&src[1..])?;
+                if ik != Kind::Scalar || idx.len() != dims.len() {
+                    return None;
+                }
+                let st = Step::Index {
+                    base,
+                    dims,
+                    idx: idx.into(),
+                };
+                (st, Kind::Scalar)
             }
             Ops::RANGE | Ops::SPECIAL => {
                 if !src.is_empty() && operands(src)?.1 != Kind::Scalar {
@@ -198,7 +387,7 @@ impl Tape {
             }
             Ops::CAST | Ops::BITCAST if src.len() == 1 => {
                 let (offs, k) = operands(src)?;
-                let (from, s, lanes) = (g.dtype(src[0]), offs[0], lanes(k));
+                let (from, s, lanes) = (g.dtype(src[0]), offs[0], k.flat_lanes()?);
                 let st = if op == Ops::CAST {
                     Step::Cast {
                         from,
@@ -230,7 +419,7 @@ impl Tape {
                     },
                     src: ids,
                     n: src.len() as u8,
-                    lanes: lanes(k),
+                    lanes: k.flat_lanes()?,
                 };
                 (st, k)
             }
@@ -253,7 +442,7 @@ impl Tape {
             return None;
         }
         slots.clear();
-        let mut flags = Flags::default();
+        let mut flags = self.folded;
         for st in &self.steps {
             // `None` is Invalid (interp.rs `compute`); `?` hands a raise to the interpreter
             let v = match st {
@@ -329,23 +518,34 @@ impl Tape {
                     }
                     continue;
                 }
-                Step::Stack(srcs) => {
-                    for s in srcs.iter() {
-                        slots.push(slots[*s as usize]);
+                Step::Gather(from) => {
+                    for f in from.iter() {
+                        slots.push(slots[*f as usize]);
                     }
                     continue;
                 }
-                Step::Gep { base, lanes, idx } => match slots[*idx as usize] {
-                    None => None,
-                    Some(k) => {
+                Step::Index { base, dims, idx } => {
+                    // as interp.rs `vec_index`, index by index: an Invalid index gives Invalid,
+                    // a non-int or out-of-range one raises (the interpreter reports it)
+                    let mut off = 0usize;
+                    let mut invalid = false;
+                    for (d, i) in dims.iter().zip(idx.iter()) {
+                        let Some(k) = slots[*i as usize] else {
+                            invalid = true;
+                            break;
+                        };
                         let k = k.as_i128()?;
-                        // out of range raises in the interpreter
-                        if k < 0 || k >= *lanes as i128 {
+                        if k < 0 || k >= *d as i128 {
                             return None;
                         }
-                        slots[*base as usize + k as usize]
+                        off = off * *d as usize + k as usize;
                     }
-                },
+                    if invalid {
+                        None
+                    } else {
+                        slots[*base as usize + off]
+                    }
+                }
             };
             slots.push(v);
         }
@@ -357,7 +557,7 @@ impl Tape {
     }
 }
 
-#[derive(Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Flags {
     ub: bool,
     hard_ub: bool,
