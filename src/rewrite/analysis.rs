@@ -100,6 +100,10 @@ pub struct Cache {
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
     pub inexact: NodeSet,
+    /// The `inexact` nodes whose bounds are both i128::MAX or both MIN from sound srcs (each
+    /// bound truthful: Python's lies beyond it): bounds computed from them can still be exact
+    /// (an AND mask, a dtype fallback, an ADD of an ordinary interval).
+    pub collapsed: NodeSet,
     /// Nodes whose `_min_max` raises in Python (the exception, `"Class: message"`), itself or
     /// through a src it reads; the port computes some bounds for them instead.
     pub raises: NodeMap<String>,
@@ -503,49 +507,61 @@ fn bounds_raise(g: &Graph, cache: &Cache, x: UOp) -> Option<String> {
         .then(|| "AssertionError: ".to_string())
 }
 
-/// Whether the port's bounds `v` of `x` may lead a rule to another decision than Python's exact
-/// ones. A saturated bound (i128::MAX/MIN) stands for "beyond ±2^127" and stays right against
-/// any other value, so it is tolerated; the bounds are inexact when a read src's are, when both
-/// bounds saturated to the same side (the port sees one value, Python an interval), when ADD/SUB
-/// turned a saturated operand bound into an ordinary one, when a division or shift brought one
-/// down to an ordinary value, or when a comparison or mod decided on a saturated value.
-fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> bool {
-    let reads = bound_reads(g, x);
-    if reads.iter().any(|s| cache.inexact.contains(s)) {
-        return true;
-    }
-    if saturated(v.0) && v.0 == v.1 {
-        return true;
-    }
-    // every read src's bounds are cached (they were computed first), so `b` is `reads` in order
+/// How far the port's bounds of a node are Python's (see [`classify_bounds`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exactness {
+    /// Each bound is Python's, or saturated (i128::MAX/MIN) or huge with Python's value beyond
+    /// it on the same side: a rule reading them decides as Python does.
+    Exact,
+    /// Both bounds saturated to the same side from sound src bounds: each is still truthful
+    /// (Python's value lies beyond), but the port sees `vmin == vmax` where Python may not. A
+    /// rule reading them may decide otherwise (inexact), a bounds computation reading them only
+    /// where it tests them for equality or brings them back into range.
+    Collapsed,
+    /// Anything else the port cannot vouch for: the bounds may be wrong on any side.
+    Inexact,
+}
+
+/// The per-op check of [`classify_bounds`] for srcs that are exact or [`Exactness::Collapsed`]
+/// (`b` = the read srcs' bounds in order, `coll(i)` = read src `i` is collapsed): whether the
+/// op keeps each bound truthful. A saturated bound (i128::MAX/MIN) stands for "beyond ±2^127"
+/// and stays right against any other value, so it is tolerated; the bounds are unsound when
+/// ADD/SUB turned a saturated operand bound into an ordinary one, when a division or shift
+/// brought one down to an ordinary value, when a comparison or mod decided on a saturated value,
+/// or when Python tests a collapsed src's bounds for equality (`s1_vmin == s1_vmax`).
+fn sound_bounds(
+    op: Ops,
+    dt: DType,
+    b: &[(ConstVal, ConstVal)],
+    coll: &dyn Fn(usize) -> bool,
+    v: (ConstVal, ConstVal),
+) -> bool {
     let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
-    if !reads
-        .iter()
-        .filter_map(|s| cache.min_max.get(s))
-        .any(sat_of)
-    {
-        return false;
-    }
-    let b: Vec<(ConstVal, ConstVal)> = reads
-        .iter()
-        .filter_map(|s| cache.min_max.get(s).copied())
-        .collect();
     let sat = |i: usize| b.get(i).is_some_and(sat_of);
-    let op = g.op(x);
     if b.len() != 2 || !op.is_binary() {
-        // WHERE, CAST, RANGE, AFTER, INDEX, STACK: min/max/clamp of the src bounds
-        return false;
+        return match op {
+            // min/max picks of the src bounds (uop/ops.py:1093-1101): a truthful bound stays one
+            Ops::WHERE | Ops::STACK | Ops::AFTER | Ops::INDEX => true,
+            // clamped to an int dtype or passed through (ops.py:1102-1108); a collapsed bound
+            // rounded into a float is an ordinary float Python does not have
+            Ops::CAST => dt.is_int() || !(0..b.len()).any(coll),
+            // RANGE/SPECIAL: `(src-1).vmax`, brought back into range from a collapsed one
+            _ => !(0..b.len()).any(coll),
+        };
     }
     match op {
+        // Python tests `s1_vmin == s1_vmax` (ops.py:1057,1061,1062,1080): the port's equal
+        // collapsed bounds may be Python's unequal ones
+        Ops::AND | Ops::SHL | Ops::SHR | Ops::XOR if coll(1) => false,
         // products and left shifts of a saturated bound saturate; MAX picks it
-        Ops::MUL | Ops::SHL | Ops::MAX => false,
+        Ops::MUL | Ops::SHL | Ops::MAX => true,
         Ops::ADD => {
-            (saturated(b[0].0) || saturated(b[1].0)) && !huge(v.0)
-                || (saturated(b[0].1) || saturated(b[1].1)) && !huge(v.1)
+            !((saturated(b[0].0) || saturated(b[1].0)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].1)) && !huge(v.1))
         }
         Ops::SUB => {
-            (saturated(b[0].0) || saturated(b[1].1)) && !huge(v.0)
-                || (saturated(b[0].1) || saturated(b[1].0)) && !huge(v.1)
+            !((saturated(b[0].0) || saturated(b[1].1)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].0)) && !huge(v.1))
         }
         Ops::FLOORDIV | Ops::CDIV | Ops::SHR => {
             let f = |x: i128, d: i128| match op {
@@ -553,7 +569,7 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
                 Ops::CDIV => Some(cdiv(x, d)),
                 _ => (0..128).contains(&d).then(|| x >> d),
             };
-            sat(1)
+            !(sat(1)
                 || [b[0].0, b[0].1]
                     .into_iter()
                     .filter(|x| saturated(*x))
@@ -563,32 +579,117 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
                             .filter_map(int)
                             .filter(|d| *d != 0)
                             .any(|d| f(int(x).unwrap_or(0), d).is_none_or(|q| !huge(I(q))))
-                    })
+                    }))
         }
         // compares the dividend's bounds with 0 and ±c only
-        Ops::CMOD => sat(1),
+        Ops::CMOD => !sat(1),
         // a saturated bound compares right against anything but an equal saturated bound
         Ops::CMPLT => {
-            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[0].0) && b[0].0 == b[1].1
+            !(saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[0].0) && b[0].0 == b[1].1)
         }
         Ops::CMPNE => {
-            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[1].1) && b[1].1 == b[0].0
+            !(saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[1].1) && b[1].1 == b[0].0)
         }
         // `(lo%c, hi%c) if lo//c == hi//c else (0, c-1)`: only the first branch reads the values
         Ops::FLOORMOD => {
-            sat(1)
+            !(sat(1)
                 || match (int(b[0].0), int(b[0].1), int(b[1].0), int(b[1].1)) {
                     (Some(lo), Some(hi), Some(c), Some(c1)) if c == c1 && c != 0 => {
                         floordiv(lo, c) == floordiv(hi, c)
                     }
                     _ => false,
-                }
+                })
         }
-        // AND with a mask is bounded by the mask; XOR with -1 maps saturated to saturated; OR
-        // and the rest of AND/XOR take the dtype's bounds
-        Ops::AND | Ops::OR | Ops::XOR => false,
-        _ => true,
+        // AND with a mask is bounded by the mask (`min(s0_vmax, mask)` of a saturated or
+        // collapsed s0_vmax is the mask, its sign test exact); XOR with -1 maps saturated to
+        // saturated; OR and the rest of AND/XOR take the dtype's bounds
+        Ops::AND | Ops::OR | Ops::XOR => true,
+        _ => false,
     }
+}
+
+/// Whether `x._min_max` (uop/ops.py:1051) of an int-dtype bitwise op or shift takes the dtype's
+/// bounds whatever src 0's bounds are, given src 1's exact bounds `(b0, b1)`: Python's only
+/// tests on src 1 then fail (AND: `s1_vmin == s1_vmax >= 0` :1057, SHL/SHR: `s1_vmin ==
+/// s1_vmax` :1061-1062, XOR: `s1_vmin == s1_vmax == -1` :1080) and no later case matches the op,
+/// so it falls through to `self.dtype.min, self.dtype.max`; int OR always does. The port's
+/// bounds are then Python's even when src 0's are inexact.
+fn dtype_bounds_whatever_src0(op: Ops, dt: DType, b1: Option<(ConstVal, ConstVal)>) -> bool {
+    if !dt.is_int() {
+        return false;
+    }
+    let Some((lo, hi)) = b1 else {
+        return op == Ops::OR;
+    };
+    match op {
+        Ops::OR => true,
+        Ops::AND => !(py_eq(lo, hi) && !py_lt(hi, I(0))),
+        Ops::SHL | Ops::SHR => !py_eq(lo, hi),
+        Ops::XOR => !(py_eq(lo, hi) && py_eq(hi, I(-1))),
+        _ => false,
+    }
+}
+
+/// Whether the port's bounds `v` of `x` are Python's (see [`Exactness`]). Every read src's
+/// bounds are cached (they were computed first).
+fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> Exactness {
+    let reads = bound_reads(g, x);
+    let (op, dt) = (g.op(x), g.dtype(x));
+    let inexact = |s: &UOp| cache.inexact.contains(s);
+    // results that do not depend on an inexact src at all (dtype bounds; int OR reads neither
+    // src's values, the others only src 1's, which must then be exact, collapsed excluded)
+    if op.is_binary() && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
+        let b1 = (!inexact(&reads[1]))
+            .then(|| cache.min_max.get(&reads[1]).copied())
+            .flatten();
+        if (op == Ops::OR || b1.is_some()) && dtype_bounds_whatever_src0(op, dt, b1) {
+            return Exactness::Exact;
+        }
+    }
+    if reads
+        .iter()
+        .any(|s| inexact(s) && !cache.collapsed.contains(s))
+    {
+        return Exactness::Inexact;
+    }
+    let coll_idx: Vec<bool> = reads.iter().map(|s| cache.collapsed.contains(s)).collect();
+    let any_coll = coll_idx.iter().any(|c| *c);
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    if !any_coll
+        && !saturated_pair(v)
+        && !reads
+            .iter()
+            .filter_map(|s| cache.min_max.get(s))
+            .any(sat_of)
+    {
+        return Exactness::Exact;
+    }
+    let b: Vec<(ConstVal, ConstVal)> = reads
+        .iter()
+        .filter_map(|s| cache.min_max.get(s).copied())
+        .collect();
+    let coll = |i: usize| coll_idx.get(i).copied().unwrap_or(false);
+    if !sound_bounds(op, dt, &b, &coll, v) {
+        return Exactness::Inexact;
+    }
+    if saturated_pair(v) {
+        // the port sees one value where Python has an interval beyond ±2^127 (e.g. `vmin ==
+        // vmax` of `x*x*6` for a uint64 `x`)
+        return Exactness::Collapsed;
+    }
+    if any_coll && py_eq(v.0, v.1) {
+        // one value brought back from a collapsed src (`MAX - 5`, `MAX // 4`): Python's two
+        // may differ. The exception: AND with a mask 0 is `(0, 0)` in Python too
+        let mask0 = op == Ops::AND && !coll(1) && b.get(1).is_some_and(|m| m == &(I(0), I(0)));
+        if !mask0 {
+            return Exactness::Inexact;
+        }
+    }
+    Exactness::Exact
+}
+
+fn saturated_pair(v: (ConstVal, ConstVal)) -> bool {
+    saturated(v.0) && v.0 == v.1
 }
 
 /// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
@@ -633,8 +734,17 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
         .or_else(|| bounds_raise(g, cache, x));
     if let Some(msg) = raise {
         cache.raises.insert(x, msg);
-    } else if inexact_bounds(g, cache, x, v) {
-        cache.inexact.insert(x);
+    } else {
+        match classify_bounds(g, cache, x, v) {
+            Exactness::Exact => {}
+            Exactness::Collapsed => {
+                cache.inexact.insert(x);
+                cache.collapsed.insert(x);
+            }
+            Exactness::Inexact => {
+                cache.inexact.insert(x);
+            }
+        }
     }
     cache.min_max.insert(x, v);
 }
