@@ -1071,4 +1071,129 @@ mod tests {
         );
         assert_eq!(min_max(&g, &mut cache, r), (I(0), I(3)));
     }
+
+    /// Bounds and how exact the port holds them (`inexact`, `collapsed`) for `op(srcs)`.
+    fn mm_of(
+        g: &mut Graph,
+        cache: &mut Cache,
+        op: Ops,
+        srcs: &[UOp],
+    ) -> (UOp, (ConstVal, ConstVal), bool, bool) {
+        let u = g.alu(op, srcs).unwrap();
+        let v = min_max(g, cache, u);
+        (
+            u,
+            v,
+            cache.inexact.contains(&u),
+            cache.collapsed.contains(&u),
+        )
+    }
+
+    // Expected values from tinygrad 0.14.0 (`UOp._min_max`, uop/ops.py:1051) on the same graphs:
+    // for x: long in [2^63-3, 2^63-1], s = x << 65 is (2^128-2^66*3, 2^128-2^66) in Python,
+    // (i128::MAX, i128::MAX) in the port: collapsed. What Python computes from it without
+    // reading more than the side of ±2^127 it lies on must not stop a rule (fidelity seed 0,
+    // graphs 259, 5523, 6293, 9040, 5211, 9721).
+    #[test]
+    fn collapsed_bounds_stay_exact_where_python_does_not_look_closer() {
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let l = DType::Int64;
+        let x = g.variable("x", (1 << 63) - 3, (1 << 63) - 1, l);
+        let c65 = g.cint(l, 65);
+        let (s, v, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::SHL, &[x, c65]);
+        assert_eq!(v, (I(i128::MAX), I(i128::MAX)));
+        assert!(inexact && collapsed);
+        // s & 63 → (0, 63); s & 0 → (0, 0)
+        let c63 = g.cint(l, 63);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[s, c63]);
+        assert_eq!((v, inexact), ((I(0), I(63)), false));
+        let c0 = g.cint(l, 0);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[s, c0]);
+        assert_eq!((v, inexact), ((I(0), I(0)), false));
+        // y: long in [-2^63, -2^63+5], t = y << 65 lies below -2^127: t & 7 → (0, 7)
+        let y = g.variable("y", -(1 << 63), -(1 << 63) + 5, l);
+        let (t, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::SHL, &[y, c65]);
+        assert_eq!((v, collapsed), ((I(i128::MIN), I(i128::MIN)), true));
+        let c7 = g.cint(l, 7);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[t, c7]);
+        assert_eq!((v, inexact), ((I(0), I(7)), false));
+        // t ^ -1 → (~t.vmax, ~t.vmin), both beyond 2^127: collapsed again
+        let cm1 = g.cint(l, -1);
+        let (_, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::XOR, &[t, cm1]);
+        assert_eq!((v, collapsed), ((I(i128::MAX), I(i128::MAX)), true));
+        // t + n (n in [-5, 5]) → (t.vmin-5, t.vmax+5): two values below -2^127, ordered
+        let n = g.variable("n", -5, 5, l);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::ADD, &[t, n]);
+        assert_eq!((v, inexact), ((I(i128::MIN), I(i128::MIN + 5)), false));
+        // max(s, n) → s's bounds: collapsed
+        let (_, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::MAX, &[s, n]);
+        assert_eq!((v, collapsed), ((I(i128::MAX), I(i128::MAX)), true));
+        // v: ulong in [2^64-4, 2^64-1], m = v*v*v ~ 2^192: m ^ 5 and m | v → ulong's bounds
+        let ul = DType::UInt64;
+        let v0 = g.variable("v", (1 << 64) - 4, (1 << 64) - 1, ul);
+        let (vv, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[v0, v0]);
+        let (m, _, _, collapsed) = mm_of(&mut g, &mut cache, Ops::MUL, &[vv, v0]);
+        assert!(collapsed);
+        let c5 = g.cint(ul, 5);
+        let full = (I(0), I(u64::MAX as i128));
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::XOR, &[m, c5]);
+        assert_eq!((v, inexact), (full, false));
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::OR, &[m, v0]);
+        assert_eq!((v, inexact), (full, false));
+        // u: full-range ulong, q = u*u*u >> 27 (Python up to ~2^165, the port 2^100: unsound);
+        // q >> k and q << k for k in [0, 63] → ulong's bounds
+        let u = g.variable("u", 0, u64::MAX as i128, ul);
+        let (uu, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[u, u]);
+        let (p, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[uu, u]);
+        let c27 = g.cint(ul, 27);
+        let (q, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::SHR, &[p, c27]);
+        assert!(inexact && !collapsed);
+        let k = g.variable("k", 0, 63, ul);
+        for op in [Ops::SHR, Ops::SHL] {
+            let (_, v, inexact, _) = mm_of(&mut g, &mut cache, op, &[q, k]);
+            assert_eq!((v, inexact), (full, false), "{op:?}");
+        }
+    }
+
+    // The other side: where Python's bounds from a collapsed src are values the port does not
+    // have, they stay inexact (same tinygrad runs as above).
+    #[test]
+    fn collapsed_bounds_stay_inexact_where_python_looks_closer() {
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let l = DType::Int64;
+        let x = g.variable("x", (1 << 63) - 3, (1 << 63) - 1, l);
+        let c65 = g.cint(l, 65);
+        let (s, _, _, _) = mm_of(&mut g, &mut cache, Ops::SHL, &[x, c65]);
+        // s - 5 → (2^128-2^66*3-5, 2^128-2^66-5): the port's one value MAX-5
+        let cm5 = g.cint(l, -5);
+        let (_, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::ADD, &[s, cm5]);
+        assert!(inexact && !collapsed);
+        // s // -4 → two values near -2^126: the port's one value
+        let cm4 = g.cint(l, -4);
+        let (_, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::FLOORDIV, &[s, cm4]);
+        assert!(inexact && !collapsed);
+        // n & s (n in [-5, 5]): Python's s.vmin != s.vmax, so long's bounds; the port's mask
+        // test passes on (MAX, MAX)
+        let n = g.variable("n", -5, 5, l);
+        let (_, _, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[n, s]);
+        assert!(inexact);
+        // s.cast(float) → (inf, inf) in Python, a finite float from i128::MAX in the port
+        let f = g.mk(
+            Ops::CAST,
+            DType::Float,
+            &[s],
+            crate::ir::Arg::DType(DType::Float),
+        );
+        min_max(&g, &mut cache, f);
+        assert!(cache.inexact.contains(&f));
+        // an unsound src stays unsound through ops that read its values
+        let u = g.variable("u", 0, u64::MAX as i128, DType::UInt64);
+        let (uu, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[u, u]);
+        let (p, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[uu, u]);
+        let c27 = g.cint(DType::UInt64, 27);
+        let (q, _, _, _) = mm_of(&mut g, &mut cache, Ops::SHR, &[p, c27]);
+        let c3 = g.cint(DType::UInt64, 3);
+        let (_, _, inexact, _) = mm_of(&mut g, &mut cache, Ops::SHR, &[q, c3]);
+        assert!(inexact);
+    }
 }
