@@ -623,7 +623,7 @@ fn dtype_bounds_whatever_src0(op: Ops, dt: DType, b1: Option<(ConstVal, ConstVal
     };
     match op {
         Ops::OR => true,
-        Ops::AND => !(py_eq(lo, hi) && !py_lt(hi, I(0))),
+        Ops::AND => !py_eq(lo, hi) || py_lt(hi, I(0)),
         Ops::SHL | Ops::SHR => !py_eq(lo, hi),
         Ops::XOR => !(py_eq(lo, hi) && py_eq(hi, I(-1))),
         _ => false,
