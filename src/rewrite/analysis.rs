@@ -100,6 +100,10 @@ pub struct Cache {
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
     pub inexact: NodeSet,
+    /// The `inexact` nodes whose bounds are both i128::MAX or both MIN from sound srcs (each
+    /// bound truthful: Python's lies beyond it): bounds computed from them can still be exact
+    /// (an AND mask, a dtype fallback, an ADD of an ordinary interval).
+    pub collapsed: NodeSet,
     /// Nodes whose `_min_max` raises in Python (the exception, `"Class: message"`), itself or
     /// through a src it reads; the port computes some bounds for them instead.
     pub raises: NodeMap<String>,
@@ -503,49 +507,61 @@ fn bounds_raise(g: &Graph, cache: &Cache, x: UOp) -> Option<String> {
         .then(|| "AssertionError: ".to_string())
 }
 
-/// Whether the port's bounds `v` of `x` may lead a rule to another decision than Python's exact
-/// ones. A saturated bound (i128::MAX/MIN) stands for "beyond ±2^127" and stays right against
-/// any other value, so it is tolerated; the bounds are inexact when a read src's are, when both
-/// bounds saturated to the same side (the port sees one value, Python an interval), when ADD/SUB
-/// turned a saturated operand bound into an ordinary one, when a division or shift brought one
-/// down to an ordinary value, or when a comparison or mod decided on a saturated value.
-fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> bool {
-    let reads = bound_reads(g, x);
-    if reads.iter().any(|s| cache.inexact.contains(s)) {
-        return true;
-    }
-    if saturated(v.0) && v.0 == v.1 {
-        return true;
-    }
-    // every read src's bounds are cached (they were computed first), so `b` is `reads` in order
+/// How far the port's bounds of a node are Python's (see [`classify_bounds`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exactness {
+    /// Each bound is Python's, or saturated (i128::MAX/MIN) or huge with Python's value beyond
+    /// it on the same side: a rule reading them decides as Python does.
+    Exact,
+    /// Both bounds saturated to the same side from sound src bounds: each is still truthful
+    /// (Python's value lies beyond), but the port sees `vmin == vmax` where Python may not. A
+    /// rule reading them may decide otherwise (inexact), a bounds computation reading them only
+    /// where it tests them for equality or brings them back into range.
+    Collapsed,
+    /// Anything else the port cannot vouch for: the bounds may be wrong on any side.
+    Inexact,
+}
+
+/// The per-op check of [`classify_bounds`] for srcs that are exact or [`Exactness::Collapsed`]
+/// (`b` = the read srcs' bounds in order, `coll(i)` = read src `i` is collapsed): whether the
+/// op keeps each bound truthful. A saturated bound (i128::MAX/MIN) stands for "beyond ±2^127"
+/// and stays right against any other value, so it is tolerated; the bounds are unsound when
+/// ADD/SUB turned a saturated operand bound into an ordinary one, when a division or shift
+/// brought one down to an ordinary value, when a comparison or mod decided on a saturated value,
+/// or when Python tests a collapsed src's bounds for equality (`s1_vmin == s1_vmax`).
+fn sound_bounds(
+    op: Ops,
+    dt: DType,
+    b: &[(ConstVal, ConstVal)],
+    coll: &dyn Fn(usize) -> bool,
+    v: (ConstVal, ConstVal),
+) -> bool {
     let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
-    if !reads
-        .iter()
-        .filter_map(|s| cache.min_max.get(s))
-        .any(sat_of)
-    {
-        return false;
-    }
-    let b: Vec<(ConstVal, ConstVal)> = reads
-        .iter()
-        .filter_map(|s| cache.min_max.get(s).copied())
-        .collect();
     let sat = |i: usize| b.get(i).is_some_and(sat_of);
-    let op = g.op(x);
     if b.len() != 2 || !op.is_binary() {
-        // WHERE, CAST, RANGE, AFTER, INDEX, STACK: min/max/clamp of the src bounds
-        return false;
+        return match op {
+            // min/max picks of the src bounds (uop/ops.py:1093-1101): a truthful bound stays one
+            Ops::WHERE | Ops::STACK | Ops::AFTER | Ops::INDEX => true,
+            // clamped to an int dtype or passed through (ops.py:1102-1108); a collapsed bound
+            // rounded into a float is an ordinary float Python does not have
+            Ops::CAST => dt.is_int() || !(0..b.len()).any(coll),
+            // RANGE/SPECIAL: `(src-1).vmax`, brought back into range from a collapsed one
+            _ => !(0..b.len()).any(coll),
+        };
     }
     match op {
+        // Python tests `s1_vmin == s1_vmax` (ops.py:1057,1061,1062,1080): the port's equal
+        // collapsed bounds may be Python's unequal ones
+        Ops::AND | Ops::SHL | Ops::SHR | Ops::XOR if coll(1) => false,
         // products and left shifts of a saturated bound saturate; MAX picks it
-        Ops::MUL | Ops::SHL | Ops::MAX => false,
+        Ops::MUL | Ops::SHL | Ops::MAX => true,
         Ops::ADD => {
-            (saturated(b[0].0) || saturated(b[1].0)) && !huge(v.0)
-                || (saturated(b[0].1) || saturated(b[1].1)) && !huge(v.1)
+            !((saturated(b[0].0) || saturated(b[1].0)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].1)) && !huge(v.1))
         }
         Ops::SUB => {
-            (saturated(b[0].0) || saturated(b[1].1)) && !huge(v.0)
-                || (saturated(b[0].1) || saturated(b[1].0)) && !huge(v.1)
+            !((saturated(b[0].0) || saturated(b[1].1)) && !huge(v.0)
+                || (saturated(b[0].1) || saturated(b[1].0)) && !huge(v.1))
         }
         Ops::FLOORDIV | Ops::CDIV | Ops::SHR => {
             let f = |x: i128, d: i128| match op {
@@ -553,7 +569,7 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
                 Ops::CDIV => Some(cdiv(x, d)),
                 _ => (0..128).contains(&d).then(|| x >> d),
             };
-            sat(1)
+            !(sat(1)
                 || [b[0].0, b[0].1]
                     .into_iter()
                     .filter(|x| saturated(*x))
@@ -563,32 +579,117 @@ fn inexact_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> 
                             .filter_map(int)
                             .filter(|d| *d != 0)
                             .any(|d| f(int(x).unwrap_or(0), d).is_none_or(|q| !huge(I(q))))
-                    })
+                    }))
         }
         // compares the dividend's bounds with 0 and ±c only
-        Ops::CMOD => sat(1),
+        Ops::CMOD => !sat(1),
         // a saturated bound compares right against anything but an equal saturated bound
         Ops::CMPLT => {
-            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[0].0) && b[0].0 == b[1].1
+            !(saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[0].0) && b[0].0 == b[1].1)
         }
         Ops::CMPNE => {
-            saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[1].1) && b[1].1 == b[0].0
+            !(saturated(b[0].1) && b[0].1 == b[1].0 || saturated(b[1].1) && b[1].1 == b[0].0)
         }
         // `(lo%c, hi%c) if lo//c == hi//c else (0, c-1)`: only the first branch reads the values
         Ops::FLOORMOD => {
-            sat(1)
+            !(sat(1)
                 || match (int(b[0].0), int(b[0].1), int(b[1].0), int(b[1].1)) {
                     (Some(lo), Some(hi), Some(c), Some(c1)) if c == c1 && c != 0 => {
                         floordiv(lo, c) == floordiv(hi, c)
                     }
                     _ => false,
-                }
+                })
         }
-        // AND with a mask is bounded by the mask; XOR with -1 maps saturated to saturated; OR
-        // and the rest of AND/XOR take the dtype's bounds
-        Ops::AND | Ops::OR | Ops::XOR => false,
-        _ => true,
+        // AND with a mask is bounded by the mask (`min(s0_vmax, mask)` of a saturated or
+        // collapsed s0_vmax is the mask, its sign test exact); XOR with -1 maps saturated to
+        // saturated; OR and the rest of AND/XOR take the dtype's bounds
+        Ops::AND | Ops::OR | Ops::XOR => true,
+        _ => false,
     }
+}
+
+/// Whether `x._min_max` (uop/ops.py:1051) of an int-dtype bitwise op or shift takes the dtype's
+/// bounds whatever src 0's bounds are, given src 1's exact bounds `(b0, b1)`: Python's only
+/// tests on src 1 then fail (AND: `s1_vmin == s1_vmax >= 0` :1057, SHL/SHR: `s1_vmin ==
+/// s1_vmax` :1061-1062, XOR: `s1_vmin == s1_vmax == -1` :1080) and no later case matches the op,
+/// so it falls through to `self.dtype.min, self.dtype.max`; int OR always does. The port's
+/// bounds are then Python's even when src 0's are inexact.
+fn dtype_bounds_whatever_src0(op: Ops, dt: DType, b1: Option<(ConstVal, ConstVal)>) -> bool {
+    if !dt.is_int() {
+        return false;
+    }
+    let Some((lo, hi)) = b1 else {
+        return op == Ops::OR;
+    };
+    match op {
+        Ops::OR => true,
+        Ops::AND => !py_eq(lo, hi) || py_lt(hi, I(0)),
+        Ops::SHL | Ops::SHR => !py_eq(lo, hi),
+        Ops::XOR => !(py_eq(lo, hi) && py_eq(hi, I(-1))),
+        _ => false,
+    }
+}
+
+/// Whether the port's bounds `v` of `x` are Python's (see [`Exactness`]). Every read src's
+/// bounds are cached (they were computed first).
+fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> Exactness {
+    let reads = bound_reads(g, x);
+    let (op, dt) = (g.op(x), g.dtype(x));
+    let inexact = |s: &UOp| cache.inexact.contains(s);
+    // results that do not depend on an inexact src at all (dtype bounds; int OR reads neither
+    // src's values, the others only src 1's, which must then be exact, collapsed excluded)
+    if op.is_binary() && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
+        let b1 = (!inexact(&reads[1]))
+            .then(|| cache.min_max.get(&reads[1]).copied())
+            .flatten();
+        if (op == Ops::OR || b1.is_some()) && dtype_bounds_whatever_src0(op, dt, b1) {
+            return Exactness::Exact;
+        }
+    }
+    if reads
+        .iter()
+        .any(|s| inexact(s) && !cache.collapsed.contains(s))
+    {
+        return Exactness::Inexact;
+    }
+    let coll_idx: Vec<bool> = reads.iter().map(|s| cache.collapsed.contains(s)).collect();
+    let any_coll = coll_idx.iter().any(|c| *c);
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    if !any_coll
+        && !saturated_pair(v)
+        && !reads
+            .iter()
+            .filter_map(|s| cache.min_max.get(s))
+            .any(sat_of)
+    {
+        return Exactness::Exact;
+    }
+    let b: Vec<(ConstVal, ConstVal)> = reads
+        .iter()
+        .filter_map(|s| cache.min_max.get(s).copied())
+        .collect();
+    let coll = |i: usize| coll_idx.get(i).copied().unwrap_or(false);
+    if !sound_bounds(op, dt, &b, &coll, v) {
+        return Exactness::Inexact;
+    }
+    if saturated_pair(v) {
+        // the port sees one value where Python has an interval beyond ±2^127 (e.g. `vmin ==
+        // vmax` of `x*x*6` for a uint64 `x`)
+        return Exactness::Collapsed;
+    }
+    if any_coll && py_eq(v.0, v.1) {
+        // one value brought back from a collapsed src (`MAX - 5`, `MAX // 4`): Python's two
+        // may differ. The exception: AND with a mask 0 is `(0, 0)` in Python too
+        let mask0 = op == Ops::AND && !coll(1) && b.get(1).is_some_and(|m| m == &(I(0), I(0)));
+        if !mask0 {
+            return Exactness::Inexact;
+        }
+    }
+    Exactness::Exact
+}
+
+fn saturated_pair(v: (ConstVal, ConstVal)) -> bool {
+    saturated(v.0) && v.0 == v.1
 }
 
 /// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
@@ -633,8 +734,17 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
         .or_else(|| bounds_raise(g, cache, x));
     if let Some(msg) = raise {
         cache.raises.insert(x, msg);
-    } else if inexact_bounds(g, cache, x, v) {
-        cache.inexact.insert(x);
+    } else {
+        match classify_bounds(g, cache, x, v) {
+            Exactness::Exact => {}
+            Exactness::Collapsed => {
+                cache.inexact.insert(x);
+                cache.collapsed.insert(x);
+            }
+            Exactness::Inexact => {
+                cache.inexact.insert(x);
+            }
+        }
     }
     cache.min_max.insert(x, v);
 }
@@ -960,5 +1070,130 @@ mod tests {
             crate::ir::Arg::Range(0, crate::ir::AxisType::Loop),
         );
         assert_eq!(min_max(&g, &mut cache, r), (I(0), I(3)));
+    }
+
+    /// Bounds and how exact the port holds them (`inexact`, `collapsed`) for `op(srcs)`.
+    fn mm_of(
+        g: &mut Graph,
+        cache: &mut Cache,
+        op: Ops,
+        srcs: &[UOp],
+    ) -> (UOp, (ConstVal, ConstVal), bool, bool) {
+        let u = g.alu(op, srcs).unwrap();
+        let v = min_max(g, cache, u);
+        (
+            u,
+            v,
+            cache.inexact.contains(&u),
+            cache.collapsed.contains(&u),
+        )
+    }
+
+    // Expected values from tinygrad 0.14.0 (`UOp._min_max`, uop/ops.py:1051) on the same graphs:
+    // for x: long in [2^63-3, 2^63-1], s = x << 65 is (2^128-2^66*3, 2^128-2^66) in Python,
+    // (i128::MAX, i128::MAX) in the port: collapsed. What Python computes from it without
+    // reading more than the side of ±2^127 it lies on must not stop a rule (fidelity seed 0,
+    // graphs 259, 5523, 6293, 9040, 5211, 9721).
+    #[test]
+    fn collapsed_bounds_stay_exact_where_python_does_not_look_closer() {
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let l = DType::Int64;
+        let x = g.variable("x", (1 << 63) - 3, (1 << 63) - 1, l);
+        let c65 = g.cint(l, 65);
+        let (s, v, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::SHL, &[x, c65]);
+        assert_eq!(v, (I(i128::MAX), I(i128::MAX)));
+        assert!(inexact && collapsed);
+        // s & 63 → (0, 63); s & 0 → (0, 0)
+        let c63 = g.cint(l, 63);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[s, c63]);
+        assert_eq!((v, inexact), ((I(0), I(63)), false));
+        let c0 = g.cint(l, 0);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[s, c0]);
+        assert_eq!((v, inexact), ((I(0), I(0)), false));
+        // y: long in [-2^63, -2^63+5], t = y << 65 lies below -2^127: t & 7 → (0, 7)
+        let y = g.variable("y", -(1 << 63), -(1 << 63) + 5, l);
+        let (t, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::SHL, &[y, c65]);
+        assert_eq!((v, collapsed), ((I(i128::MIN), I(i128::MIN)), true));
+        let c7 = g.cint(l, 7);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[t, c7]);
+        assert_eq!((v, inexact), ((I(0), I(7)), false));
+        // t ^ -1 → (~t.vmax, ~t.vmin), both beyond 2^127: collapsed again
+        let cm1 = g.cint(l, -1);
+        let (_, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::XOR, &[t, cm1]);
+        assert_eq!((v, collapsed), ((I(i128::MAX), I(i128::MAX)), true));
+        // t + n (n in [-5, 5]) → (t.vmin-5, t.vmax+5): two values below -2^127, ordered
+        let n = g.variable("n", -5, 5, l);
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::ADD, &[t, n]);
+        assert_eq!((v, inexact), ((I(i128::MIN), I(i128::MIN + 5)), false));
+        // max(s, n) → s's bounds: collapsed
+        let (_, v, _, collapsed) = mm_of(&mut g, &mut cache, Ops::MAX, &[s, n]);
+        assert_eq!((v, collapsed), ((I(i128::MAX), I(i128::MAX)), true));
+        // v: ulong in [2^64-4, 2^64-1], m = v*v*v ~ 2^192: m ^ 5 and m | v → ulong's bounds
+        let ul = DType::UInt64;
+        let v0 = g.variable("v", (1 << 64) - 4, (1 << 64) - 1, ul);
+        let (vv, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[v0, v0]);
+        let (m, _, _, collapsed) = mm_of(&mut g, &mut cache, Ops::MUL, &[vv, v0]);
+        assert!(collapsed);
+        let c5 = g.cint(ul, 5);
+        let full = (I(0), I(u64::MAX as i128));
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::XOR, &[m, c5]);
+        assert_eq!((v, inexact), (full, false));
+        let (_, v, inexact, _) = mm_of(&mut g, &mut cache, Ops::OR, &[m, v0]);
+        assert_eq!((v, inexact), (full, false));
+        // u: full-range ulong, q = u*u*u >> 27 (Python up to ~2^165, the port 2^100: unsound);
+        // q >> k and q << k for k in [0, 63] → ulong's bounds
+        let u = g.variable("u", 0, u64::MAX as i128, ul);
+        let (uu, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[u, u]);
+        let (p, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[uu, u]);
+        let c27 = g.cint(ul, 27);
+        let (q, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::SHR, &[p, c27]);
+        assert!(inexact && !collapsed);
+        let k = g.variable("k", 0, 63, ul);
+        for op in [Ops::SHR, Ops::SHL] {
+            let (_, v, inexact, _) = mm_of(&mut g, &mut cache, op, &[q, k]);
+            assert_eq!((v, inexact), (full, false), "{op:?}");
+        }
+    }
+
+    // The other side: where Python's bounds from a collapsed src are values the port does not
+    // have, they stay inexact (same tinygrad runs as above).
+    #[test]
+    fn collapsed_bounds_stay_inexact_where_python_looks_closer() {
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let l = DType::Int64;
+        let x = g.variable("x", (1 << 63) - 3, (1 << 63) - 1, l);
+        let c65 = g.cint(l, 65);
+        let (s, _, _, _) = mm_of(&mut g, &mut cache, Ops::SHL, &[x, c65]);
+        // s - 5 → (2^128-2^66*3-5, 2^128-2^66-5): the port's one value MAX-5
+        let cm5 = g.cint(l, -5);
+        let (_, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::ADD, &[s, cm5]);
+        assert!(inexact && !collapsed);
+        // s // -4 → two values near -2^126: the port's one value
+        let cm4 = g.cint(l, -4);
+        let (_, _, inexact, collapsed) = mm_of(&mut g, &mut cache, Ops::FLOORDIV, &[s, cm4]);
+        assert!(inexact && !collapsed);
+        // n & s (n in [-5, 5]): Python's s.vmin != s.vmax, so long's bounds; the port's mask
+        // test passes on (MAX, MAX)
+        let n = g.variable("n", -5, 5, l);
+        let (_, _, inexact, _) = mm_of(&mut g, &mut cache, Ops::AND, &[n, s]);
+        assert!(inexact);
+        // s.cast(float) → (inf, inf) in Python, a finite float from i128::MAX in the port
+        let f = g.mk(
+            Ops::CAST,
+            DType::Float,
+            &[s],
+            crate::ir::Arg::DType(DType::Float),
+        );
+        min_max(&g, &mut cache, f);
+        assert!(cache.inexact.contains(&f));
+        // an unsound src stays unsound through ops that read its values
+        let u = g.variable("u", 0, u64::MAX as i128, DType::UInt64);
+        let (uu, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[u, u]);
+        let (p, _, _, _) = mm_of(&mut g, &mut cache, Ops::MUL, &[uu, u]);
+        let c27 = g.cint(DType::UInt64, 27);
+        let (q, _, _, _) = mm_of(&mut g, &mut cache, Ops::SHR, &[p, c27]);
+        let c3 = g.cint(DType::UInt64, 3);
+        let (_, _, inexact, _) = mm_of(&mut g, &mut cache, Ops::SHR, &[q, c3]);
+        assert!(inexact);
     }
 }
