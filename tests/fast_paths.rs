@@ -111,3 +111,45 @@ fn memoized_second_rewrite_matches_a_fresh_one() {
         "checked {checked} changed {changed}"
     );
 }
+
+/// The tape asks `ub_reason` only for division and shifts: every other op's UB is wraparound
+/// (not hard), which the oracle compares as wrapped values. Edge operands over every int dtype.
+#[test]
+fn only_division_and_shifts_are_hard_ub() {
+    use uopfuzz::exec::interp::UbKind;
+    use uopfuzz::ir::alu::{Val, ub_reason};
+    use uopfuzz::ir::{DType, Ops};
+    let mut seen_wrap = 0;
+    for dt in DType::INTS.iter().copied().chain([DType::WeakInt]) {
+        let (lo, hi) = dt
+            .int_bounds()
+            .unwrap_or((i64::MIN as i128, i64::MAX as i128));
+        let edges = [lo, lo + 1, -2, -1, 0, 1, 2, 3, 63, 64, hi - 1, hi];
+        for op in [
+            Ops::ADD,
+            Ops::SUB,
+            Ops::MUL,
+            Ops::NEG,
+            Ops::POW,
+            Ops::MULACC,
+        ] {
+            let n = if op == Ops::NEG {
+                1
+            } else if op == Ops::MULACC {
+                3
+            } else {
+                2
+            };
+            for a in edges {
+                for b in edges {
+                    let vals = [Val::Int(a), Val::Int(b), Val::Int(b)];
+                    if let Some(k) = ub_reason(op, dt, &vals[..n]) {
+                        assert!(!UbKind::Alu(k).is_hard(), "{op:?} {dt:?} {a} {b}: {k:?}");
+                        seen_wrap += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen_wrap > 100, "the edges overflow somewhere: {seen_wrap}");
+}

@@ -104,11 +104,11 @@ pub struct Tape {
 }
 
 /// What a tape run produced: the root's value (`None`: Invalid) and whether some evaluated
-/// operation is UB.
+/// operation is hard UB (`UbKind::is_hard`; wraparound flags are not tracked: the oracle
+/// compares wrapped values there).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TapeOut {
     pub value: Option<Val>,
-    pub ub: bool,
     pub hard_ub: bool,
 }
 
@@ -210,7 +210,6 @@ impl Tape {
             },
             _ => return None,
         };
-        folded.ub |= f.ub;
         folded.hard_ub |= f.hard_ub;
         Some(v)
     }
@@ -551,7 +550,6 @@ impl Tape {
         }
         Some(TapeOut {
             value: *slots.last()?,
-            ub: flags.ub,
             hard_ub: flags.hard_ub,
         })
     }
@@ -559,14 +557,12 @@ impl Tape {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Flags {
-    ub: bool,
     hard_ub: bool,
 }
 
 impl Flags {
     fn add(&mut self, k: Option<crate::ir::alu::Ub>) {
         if let Some(k) = k {
-            self.ub = true;
             self.hard_ub |= UbKind::Alu(k).is_hard();
         }
     }
@@ -581,7 +577,14 @@ impl Flags {
             }
         }
         let vals = &vals[..xs.len()];
-        self.add(ub_reason(op, udt, vals));
+        // only division and shifts can be hard UB: ub_reason's ADD/SUB/MUL/NEG/POW/MULACC
+        // verdicts are wraparound (range_ub), which the tape does not track
+        if matches!(
+            op,
+            Ops::CDIV | Ops::CMOD | Ops::FLOORDIV | Ops::FLOORMOD | Ops::SHL | Ops::SHR
+        ) {
+            self.add(ub_reason(op, udt, vals));
+        }
         Some(Some(exec_runtime(op, dt, vals).ok()?))
     }
 }
