@@ -195,11 +195,17 @@ pub fn floormod(a: i128, b: i128) -> Option<i128> {
     })
 }
 /// tinygrad `cdiv` (helpers.py:71): truncating, `x/0 → 0`.
+/// The quotient's magnitude can be 2^127 (`i128::MIN / ±1`): negative it is `i128::MIN`, positive
+/// it saturates (a saturated bound, which `Cache::inexact` already covers).
 pub fn cdiv(a: i128, b: i128) -> i128 {
     if b == 0 {
-        0
+        return 0;
+    }
+    let q = a.unsigned_abs() / b.unsigned_abs();
+    if (a < 0) != (b < 0) {
+        (q as i128).wrapping_neg()
     } else {
-        (a.unsigned_abs() / b.unsigned_abs()) as i128 * if (a < 0) != (b < 0) { -1 } else { 1 }
+        i128::try_from(q).unwrap_or(i128::MAX)
     }
 }
 fn int(v: ConstVal) -> Option<i128> {
@@ -1039,6 +1045,18 @@ impl Cx<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cdiv_at_the_i128_edge() {
+        // cargo fuzz (debug overflow checks) panicked here: |MIN| / 1 = 2^127
+        use super::cdiv;
+        assert_eq!(cdiv(i128::MIN, 1), i128::MIN);
+        assert_eq!(cdiv(i128::MIN, -1), i128::MAX); // 2^127 saturates
+        assert_eq!(cdiv(i128::MAX, -1), -i128::MAX);
+        assert_eq!(cdiv(-7, 2), -3);
+        assert_eq!(cdiv(7, -2), -3);
+        assert_eq!(cdiv(5, 0), 0);
+    }
+
     use super::*;
     #[test]
     fn min_max_matches_tinygrad_cases() {
