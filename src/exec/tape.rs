@@ -45,17 +45,13 @@ enum Step {
         n: u8,
         lanes: u32,
     },
+    /// CAST, or BITCAST when `bitcast`; lane by lane like `Alu`.
     Cast {
         from: DType,
         dt: DType,
         src: u32,
         lanes: u32,
-    },
-    Bitcast {
-        from: DType,
-        dt: DType,
-        src: u32,
-        lanes: u32,
+        bitcast: bool,
     },
     /// Lanes copied from these slots: STACK, and RESHAPE/EXPAND/PERMUTE of a shape known at
     /// compile time (the interpreter's nested vectors, flattened row-major).
@@ -192,22 +188,8 @@ impl Tape {
                 dt,
                 src,
                 lanes: 0,
-            } => match k(*src)? {
-                Some(x) => {
-                    f.add(cast_ub(*from, *dt, x));
-                    Some(cast_val(*from, *dt, x).ok()?)
-                }
-                None => None,
-            },
-            Step::Bitcast {
-                from,
-                dt,
-                src,
-                lanes: 0,
-            } => match k(*src)? {
-                Some(x) => Some(bitcast_val(*from, *dt, x).ok()?),
-                None => None,
-            },
+                bitcast,
+            } => f.cast(*bitcast, *from, *dt, k(*src)?)?,
             _ => return None,
         };
         folded.hard_ub |= f.hard_ub;
@@ -387,20 +369,12 @@ impl Tape {
             Ops::CAST | Ops::BITCAST if src.len() == 1 => {
                 let (offs, k) = operands(src)?;
                 let (from, s, lanes) = (g.dtype(src[0]), offs[0], k.flat_lanes()?);
-                let st = if op == Ops::CAST {
-                    Step::Cast {
-                        from,
-                        dt,
-                        src: s,
-                        lanes,
-                    }
-                } else {
-                    Step::Bitcast {
-                        from,
-                        dt,
-                        src: s,
-                        lanes,
-                    }
+                let st = Step::Cast {
+                    from,
+                    dt,
+                    src: s,
+                    lanes,
+                    bitcast: op == Ops::BITCAST,
                 };
                 (st, k)
             }
@@ -424,14 +398,6 @@ impl Tape {
             }
             _ => return None,
         })
-    }
-
-    /// Number of operations (the interpreter's step count for this graph).
-    pub fn len(&self) -> usize {
-        self.steps.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
     }
 
     /// Evaluates at `env`; `None` where the interpreter would raise (run it for the error).
@@ -489,30 +455,10 @@ impl Tape {
                     dt,
                     src,
                     lanes,
+                    bitcast,
                 } => {
                     for k in 0..(*lanes).max(1) as usize {
-                        let r = match slots[*src as usize + k] {
-                            Some(x) => {
-                                flags.add(cast_ub(*from, *dt, x));
-                                Some(cast_val(*from, *dt, x).ok()?)
-                            }
-                            None => None,
-                        };
-                        slots.push(r);
-                    }
-                    continue;
-                }
-                Step::Bitcast {
-                    from,
-                    dt,
-                    src,
-                    lanes,
-                } => {
-                    for k in 0..(*lanes).max(1) as usize {
-                        let r = match slots[*src as usize + k] {
-                            Some(x) => Some(bitcast_val(*from, *dt, x).ok()?),
-                            None => None,
-                        };
+                        let r = flags.cast(*bitcast, *from, *dt, slots[*src as usize + k])?;
                         slots.push(r);
                     }
                     continue;
@@ -565,6 +511,23 @@ impl Flags {
         if let Some(k) = k {
             self.hard_ub |= UbKind::Alu(k).is_hard();
         }
+    }
+    /// One lane of a CAST/BITCAST: Invalid stays Invalid; `None`: it raised.
+    fn cast(
+        &mut self,
+        bitcast: bool,
+        from: DType,
+        dt: DType,
+        x: Option<Val>,
+    ) -> Option<Option<Val>> {
+        let Some(x) = x else { return Some(None) };
+        let r = if bitcast {
+            bitcast_val(from, dt, x)
+        } else {
+            self.add(cast_ub(from, dt, x));
+            cast_val(from, dt, x)
+        };
+        Some(Some(r.ok()?))
     }
     /// One lane of an ALU op: Invalid if any operand is (no UB flag), else `exec_alu`.
     /// `None`: it raised.

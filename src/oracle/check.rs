@@ -13,7 +13,7 @@ use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{
-    Limits, RuleError, RuleMemo, RuleSet, Step, Stop, graph_rewrite, graph_rewrite_memo,
+    Limits, RuleError, RuleMemo, RuleSet, Step, Stop, graph_rewrite_memo,
 };
 use rand::RngExt;
 use rustc_hash::FxHashMap as HashMap;
@@ -47,25 +47,7 @@ impl Pipeline<'_> {
         memos: &mut Vec<RuleMemo>,
     ) -> Rewritten {
         memos.resize_with(self.stages.len(), RuleMemo::default);
-        let mut cur = root;
-        let mut trace = Vec::new();
-        for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
-            let out = graph_rewrite_memo(g, cache, cur, s, &Limits::default(), memo);
-            trace.extend(out.trace);
-            cur = out.root;
-            if out.stop != Stop::Done {
-                return Rewritten {
-                    root: cur,
-                    stop: out.stop,
-                    trace,
-                };
-            }
-        }
-        Rewritten {
-            root: cur,
-            stop: Stop::Done,
-            trace,
-        }
+        self.run(g, cache, root, None, memos)
     }
 
     /// Runs every stage; stops at the first abnormal stop.
@@ -76,9 +58,24 @@ impl Pipeline<'_> {
         root: UOp,
         fuel: Option<usize>,
     ) -> Rewritten {
+        let mut memos: Vec<RuleMemo> = (0..self.stages.len())
+            .map(|_| RuleMemo::default())
+            .collect();
+        self.run(g, cache, root, fuel, &mut memos)
+    }
+
+    /// `memos`: one per stage.
+    fn run(
+        &self,
+        g: &mut Graph,
+        cache: &mut Cache,
+        root: UOp,
+        fuel: Option<usize>,
+        memos: &mut [RuleMemo],
+    ) -> Rewritten {
         let mut cur = root;
         let mut trace = Vec::new();
-        for s in &self.stages {
+        for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
             let left = fuel.map(|f| f.saturating_sub(trace.len()));
             if left == Some(0) {
                 return Rewritten {
@@ -87,16 +84,11 @@ impl Pipeline<'_> {
                     trace,
                 };
             }
-            let out = graph_rewrite(
-                g,
-                cache,
-                cur,
-                s,
-                &Limits {
-                    fuel: left,
-                    ..Limits::default()
-                },
-            );
+            let limits = Limits {
+                fuel: left,
+                ..Limits::default()
+            };
+            let out = graph_rewrite_memo(g, cache, cur, s, &limits, memo);
             trace.extend(out.trace);
             cur = out.root;
             if out.stop != Stop::Done {
@@ -922,19 +914,30 @@ pub fn blame(
     let last = first_bad_graph?;
     let mut g = case.graph.clone();
     let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
-    for (i, s) in full.trace.iter().enumerate().take(last + 1) {
-        // a node inside a kernel loop has no value on its own (its RANGE is unbound): the
-        // interpreter raises, `decide` skips, and the graph-level answer stands
+    let upto = full.trace.get(..=last).unwrap_or(&full.trace);
+    Some(first_wrong_step(&g, upto, env, policy).unwrap_or(last))
+}
+
+/// The first of `steps` (in `g`) whose own `before` and `after` differ at `env`. A node inside a
+/// kernel loop has no value on its own (its RANGE is unbound): the interpreter raises, `decide`
+/// skips it.
+pub fn first_wrong_step(
+    g: &Graph,
+    steps: &[Step],
+    env: &Env,
+    policy: FloatPolicy,
+) -> Option<usize> {
+    steps.iter().position(|s| {
         if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
-            continue;
+            return false;
         }
-        let ob = Runner::new(&g, s.before).observe(&g, env);
-        let n = Runner::new(&g, s.after).observe(&g, env);
-        if bad(decide(&g, s.before, s.after, env, &ob, &n, policy)) {
-            return Some(i);
-        }
-    }
-    Some(last)
+        let o = Runner::new(g, s.before).observe(g, env);
+        let n = Runner::new(g, s.after).observe(g, env);
+        matches!(
+            decide(g, s.before, s.after, env, &o, &n, policy),
+            PointVerdict::Differ | PointVerdict::LessDefined
+        )
+    })
 }
 
 /// Dtype family of a node for the dedup signature.

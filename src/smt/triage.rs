@@ -43,6 +43,7 @@ use crate::r#gen::Generated;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::oracle::check::first_wrong_step;
 use crate::oracle::check::{Detected, Observed, Pipeline, PointVerdict, Rewritten, compare_point};
 use crate::oracle::tolerance::FloatPolicy as OraclePolicy;
 use crate::oracle::verdict::Class;
@@ -1232,8 +1233,9 @@ const MAX_BLAME_UNKNOWN: usize = 3;
 /// engine already knows (`oracle::check::blame` explains the case); the first step whose own
 /// `before` and `after` differ (Z3 model replayed on the interpreter) is blamed instead.
 pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> Option<Blame> {
-    let b = blame_z3_graph(cx, g, root, j, which)?;
-    let (gfull, full) = cx.rewrite(g, root, None);
+    // the trace's before/after nodes live in the full rewrite's arena `gfull`
+    let (gall, roots, full, gfull) = fuel_roots(cx, g, root)?;
+    let b = blame_z3_graph(cx, &gall, &roots, &full, &gfull, j, which)?;
     for (i, s) in full.trace.iter().enumerate().take(b.step) {
         if gfull.dtype(s.before) == DType::Void || gfull.dtype(s.after) == DType::Void {
             continue;
@@ -1257,9 +1259,16 @@ pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str
     Some(b)
 }
 
-fn blame_z3_graph(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> Option<Blame> {
-    // the trace's before/after nodes live in the full rewrite's arena `gfull`
-    let (gall, roots, full, gfull) = fuel_roots(cx, g, root)?;
+/// Bisection over the fuel prefixes `roots` (all in `gall`), then step by step.
+fn blame_z3_graph(
+    cx: &mut Ctx,
+    gall: &Graph,
+    roots: &[UOp],
+    full: &Rewritten,
+    gfull: &Graph,
+    j: Judge,
+    which: &str,
+) -> Option<Blame> {
     let n = roots.len() - 1;
     if n == 0 {
         return None;
@@ -1273,19 +1282,19 @@ fn blame_z3_graph(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> 
     // a step Z3 calls wrong must be wrong on the interpreter too, at Z3's model
     let mut replays = |cx: &mut Ctx, a: UOp, b: UOp, m: &Option<Model>| -> bool {
         let Some(m) = m else { return true };
-        let env = env_from_model(&gall, &[a, b], m, None);
-        let ok = is_bad(compare_point(&gall, a, b, &env, cx.policy).0);
+        let env = env_from_model(gall, &[a, b], m, None);
+        let ok = is_bad(compare_point(gall, a, b, &env, cx.policy).0);
         disagree += (!ok) as usize;
         cx.stats.disagreements += (!ok) as u32;
         ok
     };
     // bisection on "G_k refines G_0"
-    if matches!(judge(cx, j, &gall, roots[0], roots[n]), Step3::Breaks(_)) {
+    if matches!(judge(cx, j, gall, roots[0], roots[n]), Step3::Breaks(_)) {
         let (mut lo, mut hi) = (0usize, n);
         let mut clean = true;
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            match judge(cx, j, &gall, roots[0], roots[mid]) {
+            match judge(cx, j, gall, roots[0], roots[mid]) {
                 Step3::Breaks(_) => hi = mid,
                 Step3::Refines => lo = mid,
                 Step3::Unknown => {
@@ -1296,11 +1305,11 @@ fn blame_z3_graph(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> 
             }
         }
         if clean {
-            match judge(cx, j, &gall, roots[hi - 1], roots[hi]) {
+            match judge(cx, j, gall, roots[hi - 1], roots[hi]) {
                 Step3::Breaks(m) if replays(cx, roots[hi - 1], roots[hi], &m) => {
                     return Some(blame_record(
-                        &full,
-                        &gfull,
+                        full,
+                        gfull,
                         hi - 1,
                         &format!("{tag}-bisect"),
                         which,
@@ -1314,16 +1323,10 @@ fn blame_z3_graph(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> 
     }
     // not monotone, undecided, or not replayed: the first step that is wrong locally
     for k in 1..=n {
-        match judge(cx, j, &gall, roots[k - 1], roots[k]) {
+        match judge(cx, j, gall, roots[k - 1], roots[k]) {
             Step3::Breaks(m) if replays(cx, roots[k - 1], roots[k], &m) => {
-                let mut b = blame_record(
-                    &full,
-                    &gfull,
-                    k - 1,
-                    &format!("{tag}-local"),
-                    which,
-                    unknown,
-                );
+                let mut b =
+                    blame_record(full, gfull, k - 1, &format!("{tag}-local"), which, unknown);
                 b.disagreements = disagree;
                 return Some(b);
             }
@@ -1355,11 +1358,7 @@ pub(crate) fn blame_interp(
         let (v, _, _) = compare_point(&gk, root, rk.root, env, cx.policy);
         if is_bad(v) {
             // node by node up to here, as `blame_z3` and `oracle::check::blame` do
-            let first = full.trace[..k].iter().position(|s| {
-                gfull.dtype(s.before) != DType::Void
-                    && gfull.dtype(s.after) != DType::Void
-                    && is_bad(compare_point(&gfull, s.before, s.after, env, cx.policy).0)
-            });
+            let first = first_wrong_step(&gfull, &full.trace[..k], env, cx.policy);
             return Some((first.unwrap_or(k - 1), full, gfull));
         }
     }
