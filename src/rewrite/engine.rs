@@ -2,7 +2,6 @@
 //! top: every rule is named and cites its tinygrad source line, every application is traced, a
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
-use super::analysis::{NodeMap, NodeSet};
 use super::upat::{ArgPat, Bindings, MatchScratch, SrcPat, UPat};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
@@ -510,7 +509,7 @@ struct Rw<'a> {
     limits: &'a Limits,
     trace: Vec<Step>,
     stop: Option<Stop>,
-    scratch: RewriteScratch,
+    scratch: &'a mut RewriteScratch,
     /// What the rules made of each node so far (first winning rule and its result, or none).
     /// Rule functions are pure over the hash-consed graph: their result depends only on the
     /// node's structure (nodes they build are found again, bounds are cached per node, and the
@@ -519,7 +518,7 @@ struct Rw<'a> {
     /// moves up (none → Overflow → Runtime) and was already applied by the first call. A node
     /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
     /// engine's bookkeeping only.
-    memo: NodeMap<Option<(u32, UOp)>>,
+    memo: &'a mut MemoTable,
 }
 
 impl Rw<'_> {
@@ -538,10 +537,10 @@ impl Rw<'_> {
             });
             return None;
         }
-        let res = match self.memo.get(&u) {
+        let res = match self.memo.get(u) {
             Some(m) => Ok(m.map(|(i, after)| (i as usize, after))),
             None => {
-                let r = self.rules.rewrite_with(cx, u, &mut self.scratch);
+                let r = self.rules.rewrite_with(cx, u, self.scratch);
                 if let Ok(m) = r {
                     self.memo.insert(u, m.map(|(i, after)| (i as u32, after)));
                 }
@@ -645,8 +644,7 @@ impl Rw<'_> {
         &mut self,
         g: &Graph,
         stack: &mut Vec<(UOp, u8, UOp)>,
-        replace: &NodeMap<UOp>,
-        on_stack: &NodeSet,
+        nodes: &NodeTable,
         mut u: UOp,
     ) {
         // nodes found known in this call: nothing they depend on changes until it returns
@@ -663,14 +661,14 @@ impl Rw<'_> {
             let (i, v) = match known[..n_known].iter().find(|k| k.0 == u) {
                 Some(&(_, i, v)) => (i, v),
                 None => {
-                    let Some(&Some((i, v))) = self.memo.get(&u) else {
+                    let Some(Some((i, v))) = self.memo.get(u) else {
                         break;
                     };
-                    if replace.contains_key(&u)
-                        || !g
-                            .src(u)
-                            .iter()
-                            .all(|s| on_stack.contains(s) && replace.get(s) == Some(s))
+                    if nodes.replaced(u).is_some()
+                        || !g.src(u).iter().all(|s| {
+                            let t = nodes.get(*s);
+                            t.on_stack && t.rep == s.0
+                        })
                     {
                         break;
                     }
@@ -712,6 +710,143 @@ fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
     g.mk(op, dt, new_src, arg)
 }
 
+/// No node / no entry in the per-call tables (the arena never holds `u32::MAX` nodes: each is
+/// tens of bytes).
+const NIL: u32 = u32::MAX;
+
+/// One node's state in one [`graph_rewrite_memo`] call: seen on the stack, `replace[u]`
+/// (`rep`, [`NIL`] = unresolved) and the first/last entry of its waitlist in [`Scratch::waits`].
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    epoch: u32,
+    on_stack: bool,
+    rep: u32,
+    whead: u32,
+    wtail: u32,
+}
+
+const EMPTY_SLOT: Slot = Slot {
+    epoch: 0,
+    on_stack: false,
+    rep: NIL,
+    whead: NIL,
+    wtail: NIL,
+};
+
+/// Per-node tables indexed by handle (the graph is a dense arena), valid for one generation:
+/// a slot stamped with an older generation reads as empty, so clearing is one increment (the
+/// tables are kept across calls, nested `simplify` ones included, in [`POOL`]).
+#[derive(Debug, Default)]
+struct NodeTable {
+    epoch: u32,
+    slots: Vec<Slot>,
+}
+
+impl NodeTable {
+    /// Empties the table, with room for the handles below `room`.
+    fn reset(&mut self, room: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.slots.fill(EMPTY_SLOT);
+            self.epoch = 1;
+        }
+        if self.slots.len() < room {
+            self.slots.resize(room, EMPTY_SLOT);
+        }
+    }
+    #[inline]
+    fn get(&self, u: UOp) -> Slot {
+        match self.slots.get(u.idx()) {
+            Some(s) if s.epoch == self.epoch => *s,
+            _ => EMPTY_SLOT,
+        }
+    }
+    #[inline]
+    fn replaced(&self, u: UOp) -> Option<UOp> {
+        let r = self.get(u).rep;
+        (r != NIL).then_some(UOp(r))
+    }
+    #[inline]
+    fn slot_mut(&mut self, u: UOp) -> &mut Slot {
+        let i = u.idx();
+        if i >= self.slots.len() {
+            // the graph grows while it is rewritten: leave room instead of growing one by one
+            let n = (i + 1).max(self.slots.len() * 2).max(64);
+            self.slots.resize(n, EMPTY_SLOT);
+        }
+        let epoch = self.epoch;
+        let s = &mut self.slots[i];
+        if s.epoch != epoch {
+            *s = Slot { epoch, ..EMPTY_SLOT };
+        }
+        s
+    }
+}
+
+/// The rule results per node ([`Rw::memo`]), generation-stamped like [`NodeTable`]: `rule` is
+/// the winning rule's index, [`NIL`] when no rule rewrote the node.
+#[derive(Debug, Default)]
+struct MemoTable {
+    epoch: u32,
+    slots: Vec<(u32, u32, UOp)>,
+}
+
+impl MemoTable {
+    fn clear(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.slots.fill((0, NIL, UOp(0)));
+            self.epoch = 1;
+        }
+    }
+    #[inline]
+    fn get(&self, u: UOp) -> Option<Option<(u32, UOp)>> {
+        match self.slots.get(u.idx()) {
+            Some(&(g, rule, after)) if g == self.epoch => Some((rule != NIL).then_some((rule, after))),
+            _ => None,
+        }
+    }
+    fn insert(&mut self, u: UOp, v: Option<(u32, UOp)>) {
+        let i = u.idx();
+        if i >= self.slots.len() {
+            let n = (i + 1).max(self.slots.len() * 2).max(64);
+            self.slots.resize(n, (0, NIL, UOp(0)));
+        }
+        self.slots[i] = match v {
+            Some((rule, after)) => (self.epoch, rule, after),
+            None => (self.epoch, NIL, UOp(0)),
+        };
+    }
+}
+
+/// The buffers of one [`graph_rewrite_memo`] call, reused by later calls on this thread.
+#[derive(Default)]
+struct Scratch {
+    nodes: NodeTable,
+    stack: Vec<(UOp, u8, UOp)>,
+    /// Waitlist entries, linked per node from [`Slot::whead`] in push order.
+    waits: Vec<((UOp, u8, UOp), u32)>,
+    srcs: Vec<UOp>,
+    tmp: Vec<UOp>,
+    rs: RewriteScratch,
+    /// The rule memo of a [`graph_rewrite`] call (one without a caller's [`RuleMemo`]).
+    memo: MemoTable,
+}
+
+thread_local! {
+    /// Free [`Scratch`]es: a call takes one and gives it back, so nested calls (a rule's
+    /// `simplify`) each have their own and nothing is allocated once the pool is warm.
+    static POOL: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn take_scratch() -> Scratch {
+    POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
+}
+
+fn give_scratch(s: Scratch) {
+    POOL.with(|p| p.borrow_mut().push(s));
+}
+
 /// `graph_rewrite(root, rules)` (`RewriteContext.unified_rewrite`, uop/ops.py:1675): post-order,
 /// each node's srcs first, then the rules to a per-node fixpoint, memoized over the DAG.
 /// With `limits.bottom_up` the rules run pre-order as `bpm` to a fixpoint before descending.
@@ -722,7 +857,13 @@ pub fn graph_rewrite(
     rules: &RuleSet,
     limits: &Limits,
 ) -> Outcome {
-    graph_rewrite_memo(g, cache, root, rules, limits, &mut RuleMemo::default())
+    let mut sc = take_scratch();
+    let mut memo = std::mem::take(&mut sc.memo);
+    memo.clear();
+    let out = rewrite_in(g, cache, root, rules, limits, &mut memo, &mut sc);
+    sc.memo = memo;
+    give_scratch(sc);
+    out
 }
 
 /// The rule results of one rule set per node ([`Rw::memo`]), carried from one top-level
@@ -733,7 +874,7 @@ pub fn graph_rewrite(
 #[derive(Default)]
 pub struct RuleMemo {
     set: usize,
-    map: NodeMap<Option<(u32, UOp)>>,
+    map: MemoTable,
 }
 
 /// [`graph_rewrite`] that starts from, and leaves its rule results in, `memo`.
@@ -745,42 +886,82 @@ pub fn graph_rewrite_memo(
     limits: &Limits,
     memo: &mut RuleMemo,
 ) -> Outcome {
+    let set = rules as *const RuleSet as usize;
+    if memo.set != set || cache.bounds_error.is_some() {
+        memo.set = set;
+        memo.map.clear();
+    }
+    let mut sc = take_scratch();
+    let out = rewrite_in(g, cache, root, rules, limits, &mut memo.map, &mut sc);
+    give_scratch(sc);
+    if out.stop != Stop::Done {
+        memo.map.clear();
+    }
+    out
+}
+
+/// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`.
+fn rewrite_in(
+    g: &mut Graph,
+    cache: &mut super::analysis::Cache,
+    root: UOp,
+    rules: &RuleSet,
+    limits: &Limits,
+    memo: &mut MemoTable,
+    sc: &mut Scratch,
+) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
+    let Scratch {
+        nodes,
+        stack,
+        waits,
+        srcs,
+        tmp,
+        rs,
+        memo: _,
+    } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
-    let room = g.len() + 64;
-    let set = rules as *const RuleSet as usize;
-    if memo.set != set || outer_bounds_error.is_some() {
-        *memo = RuleMemo {
-            set,
-            map: NodeMap::with_capacity(room),
-        };
-    }
+    nodes.reset(g.len() + 64);
+    stack.clear();
+    waits.clear();
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
         limits,
         trace: Vec::new(),
         stop: None,
-        scratch: RewriteScratch::default(),
-        memo: std::mem::take(&mut memo.map),
+        scratch: rs,
+        memo,
     };
-    // per-node tables indexed by handle (the graph is a dense arena)
-    let mut replace: NodeMap<UOp> = NodeMap::with_capacity(room);
-    let mut stack: Vec<(UOp, u8, UOp)> = Vec::with_capacity(64);
     stack.push((root, 0, root));
-    let mut on_stack = NodeSet::with_capacity(room);
-    on_stack.insert(root);
-    let mut srcs: Vec<UOp> = Vec::new();
-    let mut tmp: Vec<UOp> = Vec::new();
-    let mut waitlist: HashMap<UOp, Vec<(UOp, u8, UOp)>> = HashMap::default();
+    nodes.slot_mut(root).on_stack = true;
     let mut bpm_cache: HashMap<UOp, Option<UOp>> = HashMap::default();
     macro_rules! finish {
         ($n:expr, $v:expr) => {{
-            replace.insert($n, $v);
-            if let Some(w) = waitlist.remove(&$n) {
-                stack.extend(w);
+            let s = nodes.slot_mut($n);
+            s.rep = $v.0;
+            let mut w = std::mem::replace(&mut s.whead, NIL);
+            s.wtail = NIL;
+            // the waiters in the order they waited
+            while w != NIL {
+                let (e, next) = waits[w as usize];
+                stack.push(e);
+                w = next;
             }
+        }};
+    }
+    macro_rules! wait {
+        ($x:expr, $e:expr) => {{
+            let i = waits.len() as u32;
+            waits.push(($e, NIL));
+            let s = nodes.slot_mut($x);
+            if s.wtail == NIL {
+                s.whead = i;
+            } else {
+                waits[s.wtail as usize].1 = i;
+            }
+            s.wtail = i;
         }};
     }
     while let Some((n, stage, mut new_n)) = stack.pop() {
@@ -797,7 +978,7 @@ pub fn graph_rewrite_memo(
         {
             break;
         }
-        if replace.contains_key(&n) {
+        if nodes.replaced(n).is_some() {
             continue;
         }
         match stage {
@@ -825,7 +1006,9 @@ pub fn graph_rewrite_memo(
                 }
                 stack.push((n, 1, new_n));
                 for &x in cx.g.src(new_n).iter().rev() {
-                    if on_stack.insert(x) {
+                    let s = nodes.slot_mut(x);
+                    if !s.on_stack {
+                        s.on_stack = true;
                         stack.push((x, 0, x));
                     }
                 }
@@ -835,11 +1018,11 @@ pub fn graph_rewrite_memo(
                 srcs.extend_from_slice(cx.g.src(new_n));
                 tmp.clear();
                 let mut ready = true;
-                for x in &srcs {
-                    match replace.get(x) {
-                        Some(rx) => tmp.push(*rx),
+                for x in srcs.iter() {
+                    match nodes.replaced(*x) {
+                        Some(rx) => tmp.push(rx),
                         None => {
-                            waitlist.entry(*x).or_default().push((n, 1, new_n));
+                            wait!(*x, (n, 1, new_n));
                             ready = false;
                             break;
                         }
@@ -862,7 +1045,7 @@ pub fn graph_rewrite_memo(
                         Some(r) => r,
                     }
                 } else {
-                    if let Some(error) = rebuild_raises(cx.g, new_n, &tmp) {
+                    if let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
                         rw.stop = Some(Stop::RuleError {
                             rule: "graph_rewrite/rebuild",
                             source: "tinygrad/uop/ops.py:1751",
@@ -871,26 +1054,23 @@ pub fn graph_rewrite_memo(
                         });
                         break;
                     }
-                    rebuild(cx.g, new_n, &tmp)
+                    rebuild(cx.g, new_n, tmp)
                 };
                 stack.push((n, 2, new_src_n));
                 if limits.bottom_up {
                     stack.push((new_src_n, 0, new_src_n));
                 } else {
-                    rw.push_visit(cx.g, &mut stack, &replace, &on_stack, new_src_n);
+                    rw.push_visit(cx.g, stack, nodes, new_src_n);
                 }
             }
-            _ => match replace.get(&new_n) {
-                None => waitlist.entry(new_n).or_default().push((n, 2, new_n)),
-                Some(r) => {
-                    let r = *r;
-                    finish!(n, r);
-                }
+            _ => match nodes.replaced(new_n) {
+                None => wait!(new_n, (n, 2, new_n)),
+                Some(r) => finish!(n, r),
             },
         }
     }
     let stop = rw.stop.unwrap_or(Stop::Done);
-    let mut stop = if stop == Stop::Done && !replace.contains_key(&root) {
+    let mut stop = if stop == Stop::Done && nodes.replaced(root).is_none() {
         Stop::Unresolved
     } else {
         stop
@@ -915,13 +1095,10 @@ pub fn graph_rewrite_memo(
         (_, Some(i @ RuleError::Runtime(_))) => Some(i),
         (o, i) => o.or(i),
     };
-    if stop == Stop::Done {
-        memo.map = std::mem::take(&mut rw.memo);
-    }
     let out_root = match stop {
-        Stop::Done => replace[&root],
+        Stop::Done => nodes.replaced(root).unwrap_or(root),
         // fuel: finish the structural rebuild without applying more rules
-        Stop::FuelExhausted => replace.get(&root).copied().unwrap_or_else(|| {
+        Stop::FuelExhausted => nodes.replaced(root).unwrap_or_else(|| {
             let steps = rw.trace.clone();
             rebuild_with(cx.g, root, &steps)
         }),
