@@ -328,6 +328,140 @@ pub struct RuleSet {
     pub rules: Vec<Arc<Rule>>,
     /// `pdict`: for each op number, its rules in list order as (index, early_reject set).
     by_op: Vec<Vec<(usize, u128)>>,
+    /// For each op number, the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the
+    /// op has no rules or more than 64).
+    tables: Vec<Option<Arc<PreTable>>>,
+}
+
+/// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
+/// position) can have, the bit set of the entries (bit `k` = `by_op[op][k]`) whose check
+/// admits it. A node with at most [`PRE_SRCS`] srcs passes entry `k`'s [`Pre::admits`] iff bit
+/// `k` is set in the AND of its values' sets, so the rules it cannot match are never looked at.
+#[derive(Clone, Debug)]
+struct PreTable {
+    dts: [u64; 32],
+    /// By src count (0..=PRE_SRCS).
+    n: [u64; PRE_SRCS + 1],
+    /// In-order check, by src position: by the src's op, dtype and [`arg_class`].
+    ord_op: [[u64; 128]; PRE_SRCS],
+    ord_dt: [[u64; 32]; PRE_SRCS],
+    ord_arg: [[u64; ARG_CLASS_N]; PRE_SRCS],
+    /// The swapped order of [`PreSrc::Swap2`] entries (zero for the others), srcs 0 and 1.
+    sw_op: [[u64; 128]; 2],
+    sw_dt: [[u64; 32]; 2],
+    sw_arg: [[u64; ARG_CLASS_N]; 2],
+    /// Entries whose [`Pre::same`] is the pair [`PAIRS`]`[p]`: out unless those srcs are equal.
+    same: [u64; 3],
+}
+
+/// The src position pairs [`Pre::same`] can name (both below [`PRE_SRCS`]).
+const PAIRS: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
+
+/// How many values [`arg_class`] has.
+const ARG_CLASS_N: usize = 5;
+
+/// The index (0..ARG_CLASS_N) of an [`arg_bits`] value: no class, or one of [`ARG_CLASSES`].
+#[inline]
+fn arg_class(bits: u8) -> usize {
+    match bits & !ARG_ANY {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        4 => 3,
+        _ => 4,
+    }
+}
+
+/// The [`arg_bits`] value of an [`arg_class`] index.
+const ARG_CLASS_BITS: [u8; ARG_CLASS_N] = [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
+
+impl PreTable {
+    /// The table of `pres` (one op's entries in list order, at most 64).
+    fn of(pres: &[&Pre]) -> PreTable {
+        let mut t = PreTable {
+            dts: [0; 32],
+            n: [0; PRE_SRCS + 1],
+            ord_op: [[0; 128]; PRE_SRCS],
+            ord_dt: [[0; 32]; PRE_SRCS],
+            ord_arg: [[0; ARG_CLASS_N]; PRE_SRCS],
+            sw_op: [[0; 128]; 2],
+            sw_dt: [[0; 32]; 2],
+            sw_arg: [[0; ARG_CLASS_N]; 2],
+            same: [0; 3],
+        };
+        fn fill(l: Level, bit: u64, op: &mut [u64; 128], dt: &mut [u64; 32], arg: &mut [u64; 5]) {
+            for (o, m) in op.iter_mut().enumerate() {
+                if l.ops & (1u128 << o) != 0 {
+                    *m |= bit;
+                }
+            }
+            for (d, m) in dt.iter_mut().enumerate() {
+                if l.dts & (1u32 << d) != 0 {
+                    *m |= bit;
+                }
+            }
+            for (a, m) in arg.iter_mut().enumerate() {
+                if l.args & ARG_CLASS_BITS[a] != 0 {
+                    *m |= bit;
+                }
+            }
+        }
+        for (k, p) in pres.iter().enumerate() {
+            let bit = 1u64 << k;
+            for (d, m) in t.dts.iter_mut().enumerate() {
+                if p.dts & (1u32 << d) != 0 {
+                    *m |= bit;
+                }
+            }
+            let want = p.n as usize;
+            for (n, m) in t.n.iter_mut().enumerate() {
+                if n >= want && (!p.exact || n == want) {
+                    *m |= bit;
+                }
+            }
+            // the level each src position is checked against (in order)
+            let at = |i: usize| match p.src {
+                PreSrc::Any => ANY_LEVEL,
+                PreSrc::Ordered | PreSrc::Swap2 if i < want => p.pos[i],
+                PreSrc::Ordered | PreSrc::Swap2 => ANY_LEVEL,
+                PreSrc::Every => p.pos[0],
+            };
+            for i in 0..PRE_SRCS {
+                fill(at(i), bit, &mut t.ord_op[i], &mut t.ord_dt[i], &mut t.ord_arg[i]);
+            }
+            if p.src == PreSrc::Swap2 {
+                for i in 0..2 {
+                    fill(p.pos[1 - i], bit, &mut t.sw_op[i], &mut t.sw_dt[i], &mut t.sw_arg[i]);
+                }
+            }
+            if let Some((i, j)) = p.same {
+                let pair = PAIRS.iter().position(|q| *q == (i as usize, j as usize));
+                t.same[pair.unwrap_or(0)] |= bit;
+            }
+        }
+        t
+    }
+    /// The entries whose [`Pre::admits`] holds for a node of dtype bit index `dt` with the
+    /// srcs `src` (at most [`PRE_SRCS`]), whose `(op index, dtype index, arg class)` are `sig`.
+    #[inline]
+    fn admitted(&self, dt: usize, src: &[UOp], sig: &[(usize, usize, usize)]) -> u64 {
+        let n = src.len();
+        let mut ord = u64::MAX;
+        let mut sw = if n >= 2 { u64::MAX } else { 0 };
+        for (i, &(o, d, a)) in sig.iter().enumerate() {
+            ord &= self.ord_op[i][o] & self.ord_dt[i][d] & self.ord_arg[i][a];
+            if i < 2 {
+                sw &= self.sw_op[i][o] & self.sw_dt[i][d] & self.sw_arg[i][a];
+            }
+        }
+        let mut m = self.dts[dt] & self.n[n] & (ord | sw);
+        for (p, &(i, j)) in PAIRS.iter().enumerate() {
+            if j >= n || src[i] != src[j] {
+                m &= !self.same[p];
+            }
+        }
+        m
+    }
 }
 
 impl RuleSet {
@@ -345,10 +479,21 @@ impl RuleSet {
                 slot.push((i, r.early_reject));
             }
         }
+        let tables = by_op
+            .iter()
+            .map(|idxs| {
+                if idxs.is_empty() || idxs.len() > 64 {
+                    return None;
+                }
+                let pres: Vec<&Pre> = idxs.iter().map(|(i, _)| &rules[*i].pre).collect();
+                Some(Arc::new(PreTable::of(&pres)))
+            })
+            .collect();
         RuleSet {
             name: name.to_string(),
             rules,
             by_op,
+            tables,
         }
     }
     /// `pm1 + pm2`.
@@ -383,7 +528,8 @@ impl RuleSet {
         u: UOp,
         scratch: &mut RewriteScratch,
     ) -> Result<Option<(usize, UOp)>, (usize, RuleError)> {
-        let Some(idxs) = self.by_op.get(op_bit_index(cx.g.op(u))) else {
+        let op = op_bit_index(cx.g.op(u));
+        let Some(idxs) = self.by_op.get(op) else {
             return Ok(None);
         };
         if idxs.is_empty() {
@@ -393,6 +539,33 @@ impl RuleSet {
         let src = g.src(u);
         let n = src.len();
         let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
+        if n <= PRE_SRCS
+            && let Some(Some(t)) = self.tables.get(op)
+        {
+            // the table answers every rule's `Pre` check at once
+            let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
+            for (d, s) in sig.iter_mut().zip(src) {
+                let sn = g.node(*s);
+                *d = (
+                    op_bit_index(sn.op),
+                    (sn.dtype as u8 & 31) as usize,
+                    arg_class(arg_bits(&sn.arg)),
+                );
+            }
+            let mut cand = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
+            while cand != 0 {
+                let k = cand.trailing_zeros() as usize;
+                cand &= cand - 1;
+                let (i, early_reject) = idxs[k];
+                if early_reject & !src_ops != 0 {
+                    continue;
+                }
+                if let Some(r) = self.try_rule(cx, u, i, scratch) {
+                    return r;
+                }
+            }
+            return Ok(None);
+        }
         // op, dtype and arg class bits of the first srcs, for the rules' `Pre` checks
         let mut sb = [SrcBits::default(); PRE_SRCS];
         let mut sh = [UOp(0); PRE_SRCS];
@@ -407,30 +580,45 @@ impl RuleSet {
         }
         let sb = &sb[..n.min(PRE_SRCS)];
         let dt = dt_bit(g.dtype(u));
-        let RewriteScratch { m, b } = scratch;
         for &(i, early_reject) in idxs {
             if early_reject & !src_ops != 0 {
                 continue;
             }
-            let r = &self.rules[i];
-            if !r.pre.admits(dt, sb, &sh, n) {
+            if !self.rules[i].pre.admits(dt, sb, &sh, n) {
                 continue;
             }
-            // matching only reads existing nodes, which rule functions never change, so
-            // listing every binding first and then calling `f` on each is tinygrad's order
-            r.pat.match_all(cx.g, u, m);
-            for j in 0..m.len() {
-                b.0.clear();
-                b.0.extend_from_slice(m.get(j));
-                match (r.f)(cx, b) {
-                    Ok(Some(ret)) if ret != u => return Ok(Some((i, ret))),
-                    Ok(Some(_)) => {}
-                    Ok(None) => {}
-                    Err(e) => return Err((i, e)),
-                }
+            if let Some(r) = self.try_rule(cx, u, i, scratch) {
+                return r;
             }
         }
         Ok(None)
+    }
+    /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn try_rule(
+        &self,
+        cx: &mut Cx,
+        u: UOp,
+        i: usize,
+        scratch: &mut RewriteScratch,
+    ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
+        let r = &self.rules[i];
+        let RewriteScratch { m, b } = scratch;
+        // matching only reads existing nodes, which rule functions never change, so
+        // listing every binding first and then calling `f` on each is tinygrad's order
+        r.pat.match_all(cx.g, u, m);
+        for j in 0..m.len() {
+            b.0.clear();
+            b.0.extend_from_slice(m.get(j));
+            match (r.f)(cx, b) {
+                Ok(Some(ret)) if ret != u => return Some(Ok(Some((i, ret)))),
+                Ok(Some(_)) => {}
+                Ok(None) => {}
+                Err(e) => return Some(Err((i, e))),
+            }
+        }
+        None
     }
 }
 
