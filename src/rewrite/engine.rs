@@ -1338,6 +1338,100 @@ mod tests {
         )
     }
 
+    /// The entries of `rs.by_op[op(u)]` whose `Pre::admits` holds, the slow way, as bits.
+    fn admitted_slow(rs: &RuleSet, g: &Graph, u: UOp) -> u64 {
+        let src = g.src(u);
+        let mut sb = [SrcBits::default(); PRE_SRCS];
+        let mut sh = [UOp(0); PRE_SRCS];
+        for ((d, h), s) in sb.iter_mut().zip(sh.iter_mut()).zip(src) {
+            *h = *s;
+            *d = SrcBits {
+                op: op_bit(g.op(*s)),
+                dt: dt_bit(g.dtype(*s)),
+                arg: arg_bits(g.arg(*s)),
+            };
+        }
+        let sb = &sb[..src.len().min(PRE_SRCS)];
+        let idxs = &rs.by_op[op_bit_index(g.op(u))];
+        idxs.iter().enumerate().fold(0, |m, (k, (i, _))| {
+            if rs.rules[*i].pre.admits(dt_bit(g.dtype(u)), sb, &sh, src.len()) {
+                m | 1 << k
+            } else {
+                m
+            }
+        })
+    }
+
+    #[test]
+    fn pre_table_agrees_with_pre_admits() {
+        let mut g = Graph::new();
+        // leaves of several ops, dtypes and const classes, then every op over every 0-3 of them
+        let mut leaves = vec![
+            g.variable("i", 0, 10, DType::Int32),
+            g.variable("f", 0, 1, DType::Float),
+            g.variable("b", 0, 1, DType::Bool),
+            g.variable("w", -5, 5, DType::WeakInt),
+        ];
+        for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt, DType::UInt8] {
+            for v in [0, 1, -1, 2] {
+                leaves.push(g.cint(dt, v));
+            }
+        }
+        leaves.push(g.cnst(DType::Int32, ConstVal::Invalid));
+        let cast = g.mk(Ops::CAST, DType::Float, &[leaves[0]], Arg::DType(DType::Float));
+        leaves.push(cast);
+        let add = g.mk(Ops::ADD, DType::Int32, &[leaves[0], leaves[4]], Arg::None);
+        leaves.push(add);
+        let mul = g.mk(Ops::MUL, DType::Int32, &[add, leaves[5]], Arg::None);
+        leaves.push(mul);
+        let mut combos: Vec<Vec<UOp>> = vec![vec![]];
+        for &a in &leaves {
+            combos.push(vec![a]);
+            for &b in &leaves {
+                combos.push(vec![a, b]);
+            }
+        }
+        for k in 0..leaves.len() {
+            let (a, b, c) = (leaves[k], leaves[(k * 7 + 3) % leaves.len()], leaves[k / 2]);
+            combos.extend([vec![a, b, c], vec![a, a, b], vec![a, b, a], vec![b, a, a], vec![a, a, a]]);
+        }
+        let sets = [
+            crate::rewrite::rules::symbolic(),
+            crate::rewrite::rules::sym(),
+            crate::rewrite::rules::late(),
+        ];
+        let mut checked = 0;
+        let mut admitted = 0;
+        for rs in sets {
+            for (op, t) in rs.tables.iter().enumerate() {
+                let Some(t) = t else { continue };
+                let op = *Ops::ALL.iter().find(|o| op_bit_index(**o) == op).unwrap();
+                for srcs in &combos {
+                    for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt] {
+                        let u = g.mk(op, dt, srcs, Arg::None);
+                        let sig: Vec<(usize, usize, usize)> = srcs
+                            .iter()
+                            .map(|s| {
+                                let n = g.node(*s);
+                                (
+                                    op_bit_index(n.op),
+                                    (n.dtype as u8 & 31) as usize,
+                                    arg_class(arg_bits(&n.arg)),
+                                )
+                            })
+                            .collect();
+                        let fast = t.admitted((dt as u8 & 31) as usize, srcs, &sig);
+                        assert_eq!(fast, admitted_slow(rs, &g, u), "{op:?} {dt:?} {srcs:?}");
+                        checked += 1;
+                        admitted += fast.count_ones();
+                    }
+                }
+            }
+        }
+        // the comparison saw many nodes and many admitted rules
+        assert!(checked > 10_000 && admitted > 1_000, "{checked} {admitted}");
+    }
+
     #[test]
     fn arg_bits_are_py_eq_classes() {
         let vals = [
