@@ -1014,7 +1014,6 @@ struct Scratch {
     stack: Vec<(UOp, u8, UOp)>,
     /// Waitlist entries, linked per node from [`Slot::whead`] in push order.
     waits: Vec<((UOp, u8, UOp), u32)>,
-    srcs: Vec<UOp>,
     tmp: Vec<UOp>,
     rs: RewriteScratch,
     /// The rule memo of a [`graph_rewrite`] call (one without a caller's [`RuleMemo`]).
@@ -1104,7 +1103,6 @@ fn rewrite_in(
         nodes,
         stack,
         waits,
-        srcs,
         tmp,
         rs,
         memo: _,
@@ -1152,7 +1150,7 @@ fn rewrite_in(
             s.wtail = i;
         }};
     }
-    while let Some((n, stage, mut new_n)) = stack.pop() {
+    'pop: while let Some((n, mut stage, mut new_n)) = stack.pop() {
         if stack.len() > limits.stack_limit {
             rw.stop = Some(Stop::NonTermination {
                 steps: rw.trace.len(),
@@ -1169,92 +1167,102 @@ fn rewrite_in(
         if nodes.replaced(n).is_some() {
             continue;
         }
-        match stage {
-            0 => {
-                if limits.bottom_up {
-                    let mut test_n = Some(n);
-                    let mut seen = FxHashSet::default();
-                    while let Some(t) = test_n {
-                        if !seen.insert(t) {
-                            rw.stop = Some(Stop::NonTermination {
-                                steps: rw.trace.len(),
-                            });
-                            break;
-                        }
-                        new_n = t;
-                        test_n = match bpm_cache.get(&t) {
-                            Some(r) => *r,
-                            None => {
-                                let r = rw.apply(&mut cx, t);
-                                bpm_cache.insert(t, r);
-                                r
-                            }
-                        };
-                    }
-                }
-                stack.push((n, 1, new_n));
-                for &x in cx.g.src(new_n).iter().rev() {
-                    let s = nodes.slot_mut(x);
-                    if !s.on_stack {
-                        s.on_stack = true;
-                        stack.push((x, 0, x));
-                    }
-                }
-            }
-            1 => {
-                srcs.clear();
-                srcs.extend_from_slice(cx.g.src(new_n));
-                tmp.clear();
-                let mut ready = true;
-                for x in srcs.iter() {
-                    match nodes.replaced(*x) {
-                        Some(rx) => tmp.push(rx),
-                        None => {
-                            wait!(*x, (n, 1, new_n));
-                            ready = false;
-                            break;
-                        }
-                    }
-                }
-                if !ready {
-                    continue;
-                }
-                let new_src_n = if tmp == srcs {
-                    let r = if limits.bottom_up {
-                        None
-                    } else {
-                        rw.apply(&mut cx, new_n)
-                    };
-                    match r {
-                        None => {
-                            finish!(n, new_n);
-                            continue;
-                        }
-                        Some(r) => r,
-                    }
-                } else {
-                    if let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
-                        rw.stop = Some(Stop::RuleError {
-                            rule: "graph_rewrite/rebuild",
-                            source: "tinygrad/uop/ops.py:1751",
-                            node: new_n,
-                            error,
+        if stage == 0 {
+            if limits.bottom_up {
+                let mut test_n = Some(n);
+                let mut seen = FxHashSet::default();
+                while let Some(t) = test_n {
+                    if !seen.insert(t) {
+                        rw.stop = Some(Stop::NonTermination {
+                            steps: rw.trace.len(),
                         });
                         break;
                     }
-                    rebuild(cx.g, new_n, tmp)
-                };
-                stack.push((n, 2, new_src_n));
-                if limits.bottom_up {
-                    stack.push((new_src_n, 0, new_src_n));
-                } else {
-                    rw.push_visit(cx.g, stack, nodes, new_src_n);
+                    new_n = t;
+                    test_n = match bpm_cache.get(&t) {
+                        Some(r) => *r,
+                        None => {
+                            let r = rw.apply(&mut cx, t);
+                            bpm_cache.insert(t, r);
+                            r
+                        }
+                    };
                 }
             }
-            _ => match nodes.replaced(new_n) {
-                None => wait!(new_n, (n, 2, new_n)),
-                Some(r) => finish!(n, r),
-            },
+            let mark = stack.len();
+            stack.push((n, 1, new_n));
+            for &x in cx.g.src(new_n).iter().rev() {
+                let s = nodes.slot_mut(x);
+                if !s.on_stack {
+                    s.on_stack = true;
+                    stack.push((x, 0, x));
+                }
+            }
+            if limits.bottom_up || stack.len() != mark + 1 {
+                continue;
+            }
+            // no src was pushed: `(n, 1, new_n)` is popped next, with the stack length, stop
+            // and `replace` the checks above just passed (top-down mode changes none of them
+            // here), so run it now
+            stack.pop();
+            stage = 1;
+        }
+        if stage == 1 {
+            tmp.clear();
+            let mut same = true;
+            let mut waiting = None;
+            for &x in cx.g.src(new_n) {
+                match nodes.replaced(x) {
+                    Some(rx) => {
+                        same &= rx == x;
+                        tmp.push(rx);
+                    }
+                    None => {
+                        waiting = Some(x);
+                        break;
+                    }
+                }
+            }
+            if let Some(x) = waiting {
+                wait!(x, (n, 1, new_n));
+                continue 'pop;
+            }
+            let new_src_n = if same {
+                let r = if limits.bottom_up {
+                    None
+                } else {
+                    rw.apply(&mut cx, new_n)
+                };
+                match r {
+                    None => {
+                        finish!(n, new_n);
+                        continue 'pop;
+                    }
+                    Some(r) => r,
+                }
+            } else {
+                if let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
+                    rw.stop = Some(Stop::RuleError {
+                        rule: "graph_rewrite/rebuild",
+                        source: "tinygrad/uop/ops.py:1751",
+                        node: new_n,
+                        error,
+                    });
+                    break 'pop;
+                }
+                rebuild(cx.g, new_n, tmp)
+            };
+            stack.push((n, 2, new_src_n));
+            if limits.bottom_up {
+                stack.push((new_src_n, 0, new_src_n));
+            } else {
+                rw.push_visit(cx.g, stack, nodes, new_src_n);
+            }
+            continue 'pop;
+        }
+        match nodes.replaced(new_n) {
+            None => wait!(new_n, (n, 2, new_n)),
+            Some(r) => finish!(n, r),
         }
     }
     let stop = rw.stop.unwrap_or(Stop::Done);
