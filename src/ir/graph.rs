@@ -99,6 +99,26 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     h.finish()
 }
 
+/// Walks the hash chain from `i` for a node equal to (op, dtype, src, arg).
+fn lookup(
+    nodes: &[Node],
+    chain: &[u32],
+    mut i: u32,
+    op: Ops,
+    dtype: DType,
+    src: &[UOp],
+    arg: &Arg,
+) -> Option<UOp> {
+    while i != NIL {
+        let n = &nodes[i as usize];
+        if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
+            return Some(UOp(i));
+        }
+        i = chain[i as usize];
+    }
+    None
+}
+
 /// Nodes are stored once (in `nodes`); `intern` maps a node hash to the newest node with that
 /// hash and `chain[i]` links node `i` to the previous one with the same hash, so a lookup
 /// allocates nothing (the hot path of every rule that builds a node that already exists).
@@ -149,11 +169,23 @@ impl Graph {
 
     /// `UOp(op, dtype, src, arg)`: returns the existing node when one is structurally equal.
     pub fn mk(&mut self, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
+        use std::collections::hash_map::Entry;
         let h = node_hash(op, dtype, src, &arg);
-        let head = self.intern.get(&h).copied().unwrap_or(NIL);
-        if let Some(u) = self.lookup(head, op, dtype, src, &arg) {
-            return u;
-        }
+        // one probe of `intern` whether the node exists or not
+        let head = match self.intern.entry(h) {
+            Entry::Occupied(mut e) => {
+                let head = *e.get();
+                if let Some(u) = lookup(&self.nodes, &self.chain, head, op, dtype, src, &arg) {
+                    return u;
+                }
+                *e.get_mut() = self.nodes.len() as u32;
+                head
+            }
+            Entry::Vacant(e) => {
+                e.insert(self.nodes.len() as u32);
+                NIL
+            }
+        };
         let u = UOp(self.nodes.len() as u32);
         self.nodes.push(Node {
             op,
@@ -162,24 +194,12 @@ impl Graph {
             arg,
         });
         self.chain.push(head);
-        self.intern.insert(h, u.0);
         u
-    }
-    /// Walks the hash chain from `i` for a node equal to (op, dtype, src, arg).
-    fn lookup(&self, mut i: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
-        while i != NIL {
-            let n = &self.nodes[i as usize];
-            if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
-                return Some(UOp(i));
-            }
-            i = self.chain[i as usize];
-        }
-        None
     }
     /// Looks a node up without creating it.
     pub fn find(&self, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
         let head = *self.intern.get(&node_hash(op, dtype, src, arg))?;
-        self.lookup(head, op, dtype, src, arg)
+        lookup(&self.nodes, &self.chain, head, op, dtype, src, arg)
     }
     /// `UOp(op, src=..., arg=...)` with the dtype inferred by `dtype_from_uop`.
     pub fn mk_infer(&mut self, op: Ops, src: &[UOp], arg: Arg) -> Result<UOp, IrError> {
