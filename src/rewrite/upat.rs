@@ -420,27 +420,8 @@ impl UPat {
             return;
         }
         let n = g.node(u);
-        if let Some(ops) = &self.op
-            && !ops.contains(&n.op)
-        {
+        if !self.head_ok(n) {
             return;
-        }
-        if let Some(dts) = &self.dtype
-            && !dts.contains(&n.dtype)
-        {
-            return;
-        }
-        match &self.arg {
-            None => {}
-            Some(ArgPat::Const(v)) => match n.arg.as_const() {
-                Some(c) if c.py_eq(v) => {}
-                _ => return,
-            },
-            Some(ArgPat::Exact(a)) => {
-                if *a != n.arg {
-                    return;
-                }
-            }
         }
         let (required, strict) = match &self.src {
             None => (0, false),
@@ -459,24 +440,74 @@ impl UPat {
             }
         }
         let srcs: &[UOp] = &n.src;
+        // srcs matched by leaf patterns bind at most one way: no continuation chain
+        let seq = |pats: &Seq, b: &mut Binds, k: &mut Cont| {
+            if pats.leaves() {
+                match_leaves(g, srcs, pats, b, k)
+            } else {
+                match_seq(g, srcs, pats, 0, b, k)
+            }
+        };
         match &self.src {
             None => k(b),
-            Some(SrcPat::Repeat(p)) => match_seq(g, srcs, &Seq::Repeat(p, srcs.len()), 0, b, k),
-            Some(SrcPat::Tuple(v)) => match_seq(g, srcs, &Seq::Order(v, None), 0, b, k),
+            Some(SrcPat::Repeat(p)) => seq(&Seq::Repeat(p, srcs.len()), b, k),
+            Some(SrcPat::Tuple(v)) => seq(&Seq::Order(v, None), b, k),
             Some(SrcPat::Perm(v)) => {
                 if self.perm_same {
-                    match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
+                    seq(&Seq::Order(v, None), b, k);
                 } else if v.len() == 2 {
-                    match_seq(g, srcs, &Seq::Order(v, None), 0, b, k);
-                    match_seq(g, srcs, &Seq::Order(v, Some(&[1, 0])), 0, b, k);
+                    seq(&Seq::Order(v, None), b, k);
+                    seq(&Seq::Order(v, Some(&[1, 0])), b, k);
                 } else {
                     for perm in permutations(v.len()) {
-                        match_seq(g, srcs, &Seq::Order(v, Some(&perm)), 0, b, k);
+                        seq(&Seq::Order(v, Some(&perm)), b, k);
                     }
                 }
             }
         }
         b.truncate(mark);
+    }
+
+    /// The checks of `self` on the node itself (op, dtype, arg), not its srcs or name.
+    #[inline]
+    fn head_ok(&self, n: &crate::ir::graph::Node) -> bool {
+        if let Some(ops) = &self.op
+            && !ops.contains(&n.op)
+        {
+            return false;
+        }
+        if let Some(dts) = &self.dtype
+            && !dts.contains(&n.dtype)
+        {
+            return false;
+        }
+        match &self.arg {
+            None => true,
+            Some(ArgPat::Const(v)) => matches!(n.arg.as_const(), Some(c) if c.py_eq(v)),
+            Some(ArgPat::Exact(a)) => *a == n.arg,
+        }
+    }
+
+    /// A pattern with no src constraint and no alternatives: it matches a node one way or not.
+    #[inline]
+    fn is_leaf(&self) -> bool {
+        self.src.is_none() && !self.is_any
+    }
+
+    /// [`UPat::match_k`] of a leaf pattern: binds its name in `b` and says whether it matched
+    /// (`b` unchanged when not).
+    #[inline]
+    fn leaf_bind(&self, g: &Graph, u: UOp, b: &mut Binds) -> bool {
+        if !self.head_ok(g.node(u)) {
+            return false;
+        }
+        if let Some(name) = self.name {
+            match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+                Some((_, prev)) => return *prev == u,
+                None => b.push((name, u)),
+            }
+        }
+        true
     }
 }
 
@@ -526,6 +557,14 @@ enum Seq<'p> {
 }
 
 impl Seq<'_> {
+    /// Whether every pattern is a leaf ([`UPat::is_leaf`]).
+    #[inline]
+    fn leaves(&self) -> bool {
+        match self {
+            Seq::Order(v, _) => v.iter().all(UPat::is_leaf),
+            Seq::Repeat(p, _) => p.is_leaf(),
+        }
+    }
     fn len(&self) -> usize {
         match self {
             Seq::Order(v, _) => v.len(),
@@ -539,6 +578,20 @@ impl Seq<'_> {
             Seq::Repeat(p, _) => p,
         }
     }
+}
+
+/// [`match_seq`] from 0 when every pattern is a leaf: each src matches one way or not, so
+/// `k` runs once (with the names bound in src order, as `match_seq` binds them) or never.
+fn match_leaves(g: &Graph, srcs: &[UOp], pats: &Seq, b: &mut Binds, k: &mut Cont) {
+    let mark = b.len();
+    for (i, s) in srcs.iter().enumerate().take(pats.len()) {
+        if !pats.at(i).leaf_bind(g, *s, b) {
+            b.truncate(mark);
+            return;
+        }
+    }
+    k(b);
+    b.truncate(mark);
 }
 
 /// Matches srcs pairwise from `i` (zip: extra srcs beyond the patterns are unconstrained).
