@@ -293,7 +293,8 @@ fn dt_bit(dt: DType) -> u32 {
 }
 
 impl Rule {
-    pub fn new(name: &'static str, source: &'static str, pat: UPat, f: RuleFn) -> Rule {
+    pub fn new(name: &'static str, source: &'static str, mut pat: UPat, f: RuleFn) -> Rule {
+        pat.resync();
         let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
         let pre = Pre::of(&pat);
         Rule {

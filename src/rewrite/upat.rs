@@ -35,6 +35,10 @@ pub struct UPat {
     /// A `Perm` src whose patterns are all equal: one order suffices (`itertools.permutations`
     /// would list the same matches again; tinygrad matches them once). Set with the src.
     perm_same: bool,
+    /// `op` and `dtype` as bit sets (all ones = any), kept in step with them by every builder
+    /// ([`UPat::synced`]): the matcher tests a node with two ANDs.
+    op_mask: u128,
+    dt_mask: u32,
 }
 
 /// Name → node bindings of one match, in binding order.
@@ -77,6 +81,30 @@ impl UPat {
             allow_any_len: false,
             is_any: false,
             perm_same: false,
+            op_mask: u128::MAX,
+            dt_mask: u32::MAX,
+        }
+    }
+    /// `self` with [`UPat::op_mask`] and [`UPat::dt_mask`] recomputed from `op` and `dtype`.
+    fn synced(mut self) -> UPat {
+        self.op_mask = self
+            .op
+            .as_ref()
+            .map_or(u128::MAX, |v| v.iter().fold(0, |m, o| m | op_bit(*o)));
+        self.dt_mask = self
+            .dtype
+            .as_ref()
+            .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d)));
+        self
+    }
+    /// Recomputes the masks of `self` and every pattern in it (in case a public field was
+    /// changed after building).
+    pub fn resync(&mut self) {
+        *self = std::mem::replace(self, UPat::blank()).synced();
+        match &mut self.src {
+            None => {}
+            Some(SrcPat::Repeat(p)) => p.resync(),
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => v.iter_mut().for_each(UPat::resync),
         }
     }
     /// `UPat(op)`.
@@ -85,6 +113,7 @@ impl UPat {
             op: Some(vec![op]),
             ..UPat::blank()
         }
+        .synced()
     }
     /// `UPat((op1, op2, ...))`.
     pub fn ops(ops: &[Ops]) -> UPat {
@@ -92,6 +121,7 @@ impl UPat {
             op: Some(ops.to_vec()),
             ..UPat::blank()
         }
+        .synced()
     }
     /// `UPat.var(name)`: any node.
     pub fn var(name: &'static str) -> UPat {
@@ -107,6 +137,7 @@ impl UPat {
             dtype: Some(dts.to_vec()),
             ..UPat::blank()
         }
+        .synced()
     }
     /// `UPat()` (anonymous, matches anything).
     pub fn any_node() -> UPat {
@@ -126,6 +157,7 @@ impl UPat {
             dtype: Some(dts.to_vec()),
             ..UPat::op(Ops::CONST)
         }
+        .synced()
     }
     /// `UPat.const(b)` / `ufix(b)`: a CONST whose arg `== b`.
     pub fn cnst(v: ConstVal) -> UPat {
@@ -149,6 +181,7 @@ impl UPat {
             dtype: Some(dts.to_vec()),
             ..UPat::cnst(v)
         }
+        .synced()
     }
     /// `UPat.any(*alts)`.
     pub fn any(alts: Vec<UPat>) -> UPat {
@@ -164,7 +197,7 @@ impl UPat {
     }
     pub fn dtype(mut self, dts: &[DType]) -> UPat {
         self.dtype = Some(dts.to_vec());
-        self
+        self.synced()
     }
     pub fn src(mut self, s: Vec<UPat>) -> UPat {
         self.src = Some(SrcPat::Tuple(s));
@@ -225,12 +258,12 @@ impl UPat {
         }
         let mut p = UPat::op(Ops::CAST).src(vec![self]);
         p.dtype = dt.map(|d| vec![d]);
-        p
+        p.synced()
     }
     pub fn bitcast(self, dt: Option<DType>) -> UPat {
         let mut p = UPat::op(Ops::BITCAST).src(vec![self]);
         p.dtype = dt.map(|d| vec![d]);
-        p
+        p.synced()
     }
     /// `UPat.alu(op, *src)`: result dtype is bool for CMPLT/CMPNE, else the *last* operand's
     /// match dtype; commutative ops match in any order.
@@ -255,6 +288,7 @@ impl UPat {
             perm_same,
             ..UPat::blank()
         }
+        .synced()
     }
     pub fn add(self, o: UPat) -> UPat {
         self.alu(Ops::ADD, vec![o])
@@ -471,14 +505,7 @@ impl UPat {
     /// The checks of `self` on the node itself (op, dtype, arg), not its srcs or name.
     #[inline]
     fn head_ok(&self, n: &crate::ir::graph::Node) -> bool {
-        if let Some(ops) = &self.op
-            && !ops.contains(&n.op)
-        {
-            return false;
-        }
-        if let Some(dts) = &self.dtype
-            && !dts.contains(&n.dtype)
-        {
+        if self.op_mask & op_bit(n.op) == 0 || self.dt_mask & dt_bit(n.dtype) == 0 {
             return false;
         }
         match &self.arg {
@@ -509,6 +536,18 @@ impl UPat {
         }
         true
     }
+}
+
+/// The bit of `op` in [`UPat::op_mask`].
+#[inline]
+fn op_bit(op: Ops) -> u128 {
+    1u128 << (op as u8 & 127)
+}
+
+/// The bit of `dt` in [`UPat::dt_mask`] (all dtypes are < 32).
+#[inline]
+fn dt_bit(dt: DType) -> u32 {
+    1u32 << (dt as u8 & 31)
 }
 
 /// Whether every pattern of a src list equals the first (true for fewer than two).
