@@ -696,7 +696,8 @@ pub struct Outcome {
 struct Rw<'a> {
     rules: &'a RuleSet,
     limits: &'a Limits,
-    trace: Vec<Step>,
+    /// The steps so far (a pooled buffer: the [`Outcome`] gets an exact-size copy).
+    trace: &'a mut Vec<Step>,
     stop: Option<Stop>,
     scratch: &'a mut RewriteScratch,
     /// What the rules made of each node so far (first winning rule and its result, or none).
@@ -1017,6 +1018,7 @@ struct Scratch {
     waits: Vec<((UOp, u8, UOp), u32)>,
     tmp: Vec<UOp>,
     rs: RewriteScratch,
+    trace: Vec<Step>,
     /// The rule memo of a [`graph_rewrite`] call (one without a caller's [`RuleMemo`]).
     memo: MemoTable,
 }
@@ -1106,17 +1108,19 @@ fn rewrite_in(
         waits,
         tmp,
         rs,
+        trace,
         memo: _,
     } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
     nodes.reset(g.len() + 64);
     stack.clear();
     waits.clear();
+    trace.clear();
     let mut cx = Cx { g, cache };
     let mut rw = Rw {
         rules,
         limits,
-        trace: Vec::new(),
+        trace,
         stop: None,
         scratch: rs,
         memo,
@@ -1304,7 +1308,7 @@ fn rewrite_in(
     Outcome {
         root: out_root,
         stop,
-        trace: rw.trace,
+        trace: rw.trace.to_vec(),
     }
 }
 
