@@ -1308,7 +1308,12 @@ fn rewrite_in(
     Outcome {
         root: out_root,
         stop,
-        trace: rw.trace.to_vec(),
+        // a long trace (a rewrite cycle run to a limit) is handed over, not copied
+        trace: if rw.trace.len() > 256 {
+            std::mem::take(rw.trace)
+        } else {
+            rw.trace.to_vec()
+        },
     }
 }
 
