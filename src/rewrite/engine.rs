@@ -840,6 +840,8 @@ impl Rw<'_> {
         // nodes found known in this call: nothing they depend on changes until it returns
         let mut known = [(UOp(0), 0u32, UOp(0)); 8];
         let mut n_known = 0;
+        // every step so far is in `known`, in order
+        let mut all_known = true;
         loop {
             if self.stop.is_some()
                 || stack.len() > self.limits.stack_limit
@@ -848,8 +850,16 @@ impl Rw<'_> {
             {
                 break;
             }
-            let (i, v) = match known[..n_known].iter().find(|k| k.0 == u) {
-                Some(&(_, i, v)) => (i, v),
+            let (i, v) = match known[..n_known].iter().position(|k| k.0 == u) {
+                Some(j) if all_known => {
+                    // a cycle: the steps `known[j..]` repeat until a limit. Step `t` from here
+                    // sees the stack and trace `t` longer, so the checks above pass for
+                    // exactly `k` steps (this one included, which just passed them); then
+                    // they fail, as they would one step at a time.
+                    u = self.replay_cycle(stack, &known[j..n_known]);
+                    break;
+                }
+                Some(j) => (known[j].1, known[j].2),
                 None => {
                     let Some(Some((i, v))) = self.memo.get(u) else {
                         break;
@@ -865,6 +875,8 @@ impl Rw<'_> {
                     if n_known < known.len() {
                         known[n_known] = (u, i, v);
                         n_known += 1;
+                    } else {
+                        all_known = false;
                     }
                     (i, v)
                 }
@@ -880,6 +892,53 @@ impl Rw<'_> {
             u = v;
         }
         stack.push((u, 0, u));
+    }
+}
+
+impl Rw<'_> {
+    /// [`Rw::push_visit`]'s steps of the cycle `cyc` (steps `(before, rule, after)`, each
+    /// `after` the next `before`, the last one's the first's), from its first step while the
+    /// limits allow: step `t` sees the stack and trace `t` longer, so the loop's checks, which
+    /// the first step just passed, pass for exactly `k` steps and then fail. Returns the node
+    /// reached.
+    #[cold]
+    #[inline(never)]
+    fn replay_cycle(&mut self, stack: &mut Vec<(UOp, u8, UOp)>, cyc: &[(UOp, u32, UOp)]) -> UOp {
+        let (s0, t0) = (stack.len(), self.trace.len());
+        let mut k = (self.limits.stack_limit + 1 - s0).min(self.limits.max_steps - t0);
+        if let Some(f) = self.limits.fuel {
+            k = k.min(f - t0);
+        }
+        let rules = &self.rules.rules;
+        let steps: Vec<Step> = cyc
+            .iter()
+            .map(|&(a, i, b)| {
+                let r = &rules[i as usize];
+                Step {
+                    rule: r.name,
+                    source: r.source,
+                    before: a,
+                    after: b,
+                }
+            })
+            .collect();
+        let pushes: Vec<(UOp, u8, UOp)> = cyc.iter().map(|&(a, _, b)| (a, 2, b)).collect();
+        fill_periodic(self.trace, &steps, k);
+        fill_periodic(stack, &pushes, k);
+        cyc[(k - 1) % cyc.len()].2
+    }
+}
+
+/// Appends the first `k` items of `period` repeated (`period[t % period.len()]` for `t < k`),
+/// by doubling copies of what is already appended.
+fn fill_periodic<T: Clone>(v: &mut Vec<T>, period: &[T], k: usize) {
+    let start = v.len();
+    v.reserve(k);
+    v.extend(period.iter().take(k).cloned());
+    // `v[start..]` is a whole number of periods until the last copy
+    while v.len() - start < k {
+        let have = v.len() - start;
+        v.extend_from_within(start..start + have.min(k - have));
     }
 }
 
@@ -1448,6 +1507,22 @@ mod tests {
         }
         // the comparison saw many nodes and many admitted rules
         assert!(checked > 10_000 && admitted > 1_000, "{checked} {admitted}");
+    }
+
+    #[test]
+    fn fill_periodic_repeats_the_period() {
+        for p in 1..5usize {
+            for k in 0..40 {
+                let mut v = vec![99u32, 98];
+                let period: Vec<u32> = (0..p as u32).collect();
+                fill_periodic(&mut v, &period, k);
+                let want: Vec<u32> = [99, 98]
+                    .into_iter()
+                    .chain((0..k).map(|t| (t % p) as u32))
+                    .collect();
+                assert_eq!(v, want, "p={p} k={k}");
+            }
+        }
     }
 
     #[test]
