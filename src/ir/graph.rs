@@ -85,7 +85,7 @@ pub enum IrError {
     TooLarge(usize),
 }
 
-/// No node: the end of a hash chain.
+/// No node: an empty slot of the intern table.
 const NIL: u32 = u32::MAX;
 
 /// The hash-consing key of a node (op, dtype, src, arg), computed without building a `Node`.
@@ -99,34 +99,23 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     h.finish()
 }
 
-/// Walks the hash chain from `i` for a node equal to (op, dtype, src, arg).
-fn lookup(
-    nodes: &[Node],
-    chain: &[u32],
-    mut i: u32,
-    op: Ops,
-    dtype: DType,
-    src: &[UOp],
-    arg: &Arg,
-) -> Option<UOp> {
-    while i != NIL {
-        let n = &nodes[i as usize];
-        if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
-            return Some(UOp(i));
-        }
-        i = chain[i as usize];
-    }
-    None
-}
-
-/// Nodes are stored once (in `nodes`); `intern` maps a node hash to the newest node with that
-/// hash and `chain[i]` links node `i` to the previous one with the same hash, so a lookup
-/// allocates nothing (the hot path of every rule that builds a node that already exists).
+/// Nodes are stored once (in `nodes`, their hashes in `hashes`); `table` is an open-addressing
+/// (linear probing) hash set of node indices over those hashes, at most half full, so a lookup
+/// allocates nothing and rarely probes twice (the hot path of every rule that builds a node
+/// that already exists), and growing it rehashes from `hashes` without hashing a node again.
 #[derive(Clone, Default, Debug)]
 pub struct Graph {
     nodes: Vec<Node>,
-    intern: HashMap<u64, u32>,
-    chain: Vec<u32>,
+    hashes: Vec<u64>,
+    /// Power-of-two length (or empty); [`NIL`] = free.
+    table: Vec<u32>,
+}
+
+/// The first slot of hash `h` in a table of `2^bits` slots (Fibonacci hashing: the top bits of
+/// the product depend on every bit of `h`).
+#[inline]
+fn slot_of(h: u64, bits: u32) -> usize {
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 impl Graph {
@@ -167,25 +156,54 @@ impl Graph {
         (0..self.nodes.len() as u32).map(UOp)
     }
 
+    /// The slot holding a node equal to (op, dtype, src, arg) with hash `h`, or the free slot
+    /// where it would go (`table` must be non-empty).
+    #[inline]
+    fn probe(&self, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> (usize, Option<UOp>) {
+        let mask = self.table.len() - 1;
+        let mut i = slot_of(h, self.table.len().trailing_zeros());
+        loop {
+            let e = self.table[i];
+            if e == NIL {
+                return (i, None);
+            }
+            if self.hashes[e as usize] == h {
+                let n = &self.nodes[e as usize];
+                if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
+                    return (i, Some(UOp(e)));
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the intern table (from 16 slots) and reinserts every node by its stored hash.
+    #[cold]
+    fn grow_table(&mut self) {
+        let len = (self.table.len() * 2).max(16);
+        let bits = len.trailing_zeros();
+        let mut table = vec![NIL; len];
+        for (e, h) in self.hashes.iter().enumerate() {
+            let mut i = slot_of(*h, bits);
+            while table[i] != NIL {
+                i = (i + 1) & (len - 1);
+            }
+            table[i] = e as u32;
+        }
+        self.table = table;
+    }
+
     /// `UOp(op, dtype, src, arg)`: returns the existing node when one is structurally equal.
     pub fn mk(&mut self, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
-        use std::collections::hash_map::Entry;
         let h = node_hash(op, dtype, src, &arg);
-        // one probe of `intern` whether the node exists or not
-        let head = match self.intern.entry(h) {
-            Entry::Occupied(mut e) => {
-                let head = *e.get();
-                if let Some(u) = lookup(&self.nodes, &self.chain, head, op, dtype, src, &arg) {
-                    return u;
-                }
-                *e.get_mut() = self.nodes.len() as u32;
-                head
-            }
-            Entry::Vacant(e) => {
-                e.insert(self.nodes.len() as u32);
-                NIL
-            }
-        };
+        // keep the table at most half full (one more node may be added)
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        let (i, found) = self.probe(h, op, dtype, src, &arg);
+        if let Some(u) = found {
+            return u;
+        }
         let u = UOp(self.nodes.len() as u32);
         self.nodes.push(Node {
             op,
@@ -193,13 +211,16 @@ impl Graph {
             src: Srcs::new(src),
             arg,
         });
-        self.chain.push(head);
+        self.hashes.push(h);
+        self.table[i] = u.0;
         u
     }
     /// Looks a node up without creating it.
     pub fn find(&self, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
-        let head = *self.intern.get(&node_hash(op, dtype, src, arg))?;
-        lookup(&self.nodes, &self.chain, head, op, dtype, src, arg)
+        if self.table.is_empty() {
+            return None;
+        }
+        self.probe(node_hash(op, dtype, src, arg), op, dtype, src, arg).1
     }
     /// `UOp(op, src=..., arg=...)` with the dtype inferred by `dtype_from_uop`.
     pub fn mk_infer(&mut self, op: Ops, src: &[UOp], arg: Arg) -> Result<UOp, IrError> {
