@@ -220,7 +220,8 @@ impl Graph {
         if self.table.is_empty() {
             return None;
         }
-        self.probe(node_hash(op, dtype, src, arg), op, dtype, src, arg).1
+        self.probe(node_hash(op, dtype, src, arg), op, dtype, src, arg)
+            .1
     }
     /// `UOp(op, src=..., arg=...)` with the dtype inferred by `dtype_from_uop`.
     pub fn mk_infer(&mut self, op: Ops, src: &[UOp], arg: Arg) -> Result<UOp, IrError> {

@@ -374,7 +374,8 @@ fn arg_class(bits: u8) -> usize {
 }
 
 /// The [`arg_bits`] value of an [`arg_class`] index.
-const ARG_CLASS_BITS: [u8; ARG_CLASS_N] = [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
+const ARG_CLASS_BITS: [u8; ARG_CLASS_N] =
+    [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
 
 impl PreTable {
     /// The table of `pres` (one op's entries in list order, at most 64).
@@ -428,11 +429,23 @@ impl PreTable {
                 PreSrc::Every => p.pos[0],
             };
             for i in 0..PRE_SRCS {
-                fill(at(i), bit, &mut t.ord_op[i], &mut t.ord_dt[i], &mut t.ord_arg[i]);
+                fill(
+                    at(i),
+                    bit,
+                    &mut t.ord_op[i],
+                    &mut t.ord_dt[i],
+                    &mut t.ord_arg[i],
+                );
             }
             if p.src == PreSrc::Swap2 {
                 for i in 0..2 {
-                    fill(p.pos[1 - i], bit, &mut t.sw_op[i], &mut t.sw_dt[i], &mut t.sw_arg[i]);
+                    fill(
+                        p.pos[1 - i],
+                        bit,
+                        &mut t.sw_op[i],
+                        &mut t.sw_dt[i],
+                        &mut t.sw_arg[i],
+                    );
                 }
             }
             if let Some((i, j)) = p.same {
@@ -1026,7 +1039,10 @@ impl NodeTable {
         let epoch = self.epoch;
         let s = &mut self.slots[i];
         if s.epoch != epoch {
-            *s = Slot { epoch, ..EMPTY_SLOT };
+            *s = Slot {
+                epoch,
+                ..EMPTY_SLOT
+            };
         }
         s
     }
@@ -1051,7 +1067,9 @@ impl MemoTable {
     #[inline]
     fn get(&self, u: UOp) -> Option<Option<(u32, UOp)>> {
         match self.slots.get(u.idx()) {
-            Some(&(g, rule, after)) if g == self.epoch => Some((rule != NIL).then_some((rule, after))),
+            Some(&(g, rule, after)) if g == self.epoch => {
+                Some((rule != NIL).then_some((rule, after)))
+            }
             _ => None,
         }
     }
@@ -1431,7 +1449,10 @@ mod tests {
         let sb = &sb[..src.len().min(PRE_SRCS)];
         let idxs = &rs.by_op[op_bit_index(g.op(u))];
         idxs.iter().enumerate().fold(0, |m, (k, (i, _))| {
-            if rs.rules[*i].pre.admits(dt_bit(g.dtype(u)), sb, &sh, src.len()) {
+            if rs.rules[*i]
+                .pre
+                .admits(dt_bit(g.dtype(u)), sb, &sh, src.len())
+            {
                 m | 1 << k
             } else {
                 m
@@ -1449,13 +1470,24 @@ mod tests {
             g.variable("b", 0, 1, DType::Bool),
             g.variable("w", -5, 5, DType::WeakInt),
         ];
-        for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt, DType::UInt8] {
+        for dt in [
+            DType::Int32,
+            DType::Float,
+            DType::Bool,
+            DType::WeakInt,
+            DType::UInt8,
+        ] {
             for v in [0, 1, -1, 2] {
                 leaves.push(g.cint(dt, v));
             }
         }
         leaves.push(g.cnst(DType::Int32, ConstVal::Invalid));
-        let cast = g.mk(Ops::CAST, DType::Float, &[leaves[0]], Arg::DType(DType::Float));
+        let cast = g.mk(
+            Ops::CAST,
+            DType::Float,
+            &[leaves[0]],
+            Arg::DType(DType::Float),
+        );
         leaves.push(cast);
         let add = g.mk(Ops::ADD, DType::Int32, &[leaves[0], leaves[4]], Arg::None);
         leaves.push(add);
@@ -1470,7 +1502,13 @@ mod tests {
         }
         for k in 0..leaves.len() {
             let (a, b, c) = (leaves[k], leaves[(k * 7 + 3) % leaves.len()], leaves[k / 2]);
-            combos.extend([vec![a, b, c], vec![a, a, b], vec![a, b, a], vec![b, a, a], vec![a, a, a]]);
+            combos.extend([
+                vec![a, b, c],
+                vec![a, a, b],
+                vec![a, b, a],
+                vec![b, a, a],
+                vec![a, a, a],
+            ]);
         }
         let sets = [
             crate::rewrite::rules::symbolic(),
