@@ -111,6 +111,9 @@ pub struct Cache {
     /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
     /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.
     pub bounds_error: Option<RuleError>,
+    /// Whether `raises` / `inexact` has any node: while not, `min_max_fill` skips their lookups.
+    any_raises: bool,
+    any_inexact: bool,
     /// The worklist `min_max` reuses (no allocation per uncached read).
     mm_stack: Vec<(UOp, bool)>,
     /// The worklist `rules::movement::shape` reuses.
@@ -638,8 +641,25 @@ fn dtype_bounds_whatever_src0(op: Ops, dt: DType, b1: Option<(ConstVal, ConstVal
 
 /// Whether the port's bounds `v` of `x` are Python's (see [`Exactness`]). Every read src's
 /// bounds are cached (they were computed first).
-fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> Exactness {
-    let reads = bound_reads(g, x);
+fn classify_bounds(
+    g: &Graph,
+    cache: &Cache,
+    x: UOp,
+    reads: &[UOp],
+    v: (ConstVal, ConstVal),
+) -> Exactness {
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    // no node is inexact yet (every ordinary graph): only saturation can make these inexact
+    if !cache.any_inexact {
+        if !saturated_pair(v)
+            && !reads
+                .iter()
+                .filter_map(|s| cache.min_max.get(s))
+                .any(sat_of)
+        {
+            return Exactness::Exact;
+        }
+    }
     let (op, dt) = (g.op(x), g.dtype(x));
     let inexact = |s: &UOp| cache.inexact.contains(s);
     // results that do not depend on an inexact src at all (dtype bounds; int OR reads neither
@@ -658,9 +678,8 @@ fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) ->
     {
         return Exactness::Inexact;
     }
-    let coll_idx: Vec<bool> = reads.iter().map(|s| cache.collapsed.contains(s)).collect();
-    let any_coll = coll_idx.iter().any(|c| *c);
-    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    let coll = |i: usize| reads.get(i).is_some_and(|s| cache.collapsed.contains(s));
+    let any_coll = reads.iter().any(|s| cache.collapsed.contains(s));
     if !any_coll
         && !saturated_pair(v)
         && !reads
@@ -674,7 +693,6 @@ fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) ->
         .iter()
         .filter_map(|s| cache.min_max.get(s).copied())
         .collect();
-    let coll = |i: usize| coll_idx.get(i).copied().unwrap_or(false);
     if !sound_bounds(op, dt, &b, &coll, v) {
         return Exactness::Inexact;
     }
@@ -734,21 +752,27 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
 /// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
     let v = min_max_node(g, cache, x);
-    let raise = bound_reads(g, x)
-        .iter()
-        .find_map(|s| cache.raises.get(s).cloned())
-        .or_else(|| bounds_raise(g, cache, x));
-    if let Some(msg) = raise {
-        cache.raises.insert(x, msg);
+    let reads = bound_reads(g, x);
+    // the first read src whose `_min_max` raised (none while no node has)
+    let inherited = if cache.any_raises {
+        reads.iter().find_map(|s| cache.raises.get(s).cloned())
     } else {
-        match classify_bounds(g, cache, x, v) {
+        None
+    };
+    if let Some(msg) = inherited.or_else(|| bounds_raise(g, cache, x)) {
+        cache.raises.insert(x, msg);
+        cache.any_raises = true;
+    } else {
+        match classify_bounds(g, cache, x, reads, v) {
             Exactness::Exact => {}
             Exactness::Collapsed => {
                 cache.inexact.insert(x);
                 cache.collapsed.insert(x);
+                cache.any_inexact = true;
             }
             Exactness::Inexact => {
                 cache.inexact.insert(x);
+                cache.any_inexact = true;
             }
         }
     }
