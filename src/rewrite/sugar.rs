@@ -174,7 +174,17 @@ impl Cx<'_> {
                 t
             } else if self.is_weak_const(t) {
                 let v = self.g.const_val(t).unwrap();
-                self.g.cnst(weak_dtype(out), v)
+                let dt = weak_dtype(out);
+                // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
+                // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
+                if self.g.dtype(t) == dt
+                    && self.g.src(t).is_empty()
+                    && crate::ir::graph::dtype_const(dt, v) == v
+                {
+                    t
+                } else {
+                    self.g.cnst(dt, v)
+                }
             } else {
                 self.cast(t, out)
             }
