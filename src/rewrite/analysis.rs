@@ -90,12 +90,54 @@ impl NodeSet {
     }
 }
 
+/// The `_shape` cache ([`Cache::shape`]): one `u32` per node handle, so growing it is a memset
+/// and scalar graphs (every shape `()`) store no `Vec` at all. 0 = not computed, 1 = None (no
+/// shape), 2 = `()`, k >= 3 = `dims[k - 3]`.
+#[derive(Clone, Debug, Default)]
+pub struct ShapeMap {
+    code: Vec<u32>,
+    dims: Vec<Vec<i128>>,
+}
+
+impl ShapeMap {
+    /// `Some(None)`: no shape; `Some(Some(dims))`: a concrete shape; `None`: not computed.
+    #[inline]
+    pub fn get(&self, u: &UOp) -> Option<Option<&[i128]>> {
+        match self.code.get(u.idx()).copied().unwrap_or(0) {
+            0 => None,
+            1 => Some(None),
+            2 => Some(Some(&[])),
+            k => Some(Some(&self.dims[(k - 3) as usize])),
+        }
+    }
+    #[inline]
+    pub fn contains_key(&self, u: &UOp) -> bool {
+        self.code.get(u.idx()).is_some_and(|c| *c != 0)
+    }
+    /// Sets `u`'s shape (nodes are immutable: set once).
+    pub fn insert(&mut self, u: UOp, s: Option<Vec<i128>>) {
+        let c = match s {
+            None => 1,
+            Some(v) if v.is_empty() => 2,
+            Some(v) => {
+                self.dims.push(v);
+                self.dims.len() as u32 + 2
+            }
+        };
+        if u.idx() >= self.code.len() {
+            let n = (u.idx() + 1).max(self.code.len() * 2).max(64);
+            self.code.resize(n, 0);
+        }
+        self.code[u.idx()] = c;
+    }
+}
+
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: NodeMap<(ConstVal, ConstVal)>,
     /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
     /// shape or one the port cannot represent (symbolic dims).
-    pub shape: NodeMap<Option<Vec<i128>>>,
+    pub shape: ShapeMap,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).

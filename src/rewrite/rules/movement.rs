@@ -125,7 +125,7 @@ fn prod(s: &[i128]) -> Result<i128, RuleError> {
 /// src first and stops at a raise, and only the shapes tinygrad returns are cached).
 fn cached(cx: &Cx, u: UOp) -> Shape {
     match cx.cache.shape.get(&u) {
-        Some(Some(s)) => Shape::Known(s.clone()),
+        Some(Some(s)) => Shape::Known(s.to_vec()),
         Some(None) => Shape::NoShape,
         None => Shape::Unknown,
     }
@@ -282,7 +282,7 @@ fn shape_node(cx: &Cx, u: UOp) -> Result<Shape, RuleError> {
                     .iter()
                     .all(|s| matches!(cx.cache.shape.get(s), Some(Some(v)) if v == s0))
             {
-                return Ok(Known(s0.clone()));
+                return Ok(Known(s0.to_vec()));
             }
             let mut shapes = Vec::with_capacity(src.len());
             let mut unknown = false;
@@ -575,7 +575,7 @@ pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
     fill_shape(cx, x)?;
     // `()` (every scalar graph), no shape or unknown: `ret` as it is, `ret._shape` unread
     let s = match cx.cache.shape.get(&x) {
-        Some(Some(s)) if !s.is_empty() => s.clone(),
+        Some(Some(s)) if !s.is_empty() => s.to_vec(),
         _ => return Ok(ret),
     };
     if shape(cx, ret)? == Shape::Known(s.clone()) {
