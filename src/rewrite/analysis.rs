@@ -114,6 +114,11 @@ impl ShapeMap {
     pub fn contains_key(&self, u: &UOp) -> bool {
         self.code.get(u.idx()).is_some_and(|c| *c != 0)
     }
+    /// Whether `u`'s shape is known to be `()`.
+    #[inline]
+    pub fn is_scalar(&self, u: &UOp) -> bool {
+        self.code.get(u.idx()) == Some(&2)
+    }
     /// Sets `u`'s shape (nodes are immutable: set once).
     pub fn insert(&mut self, u: UOp, s: Option<Vec<i128>>) {
         let c = match s {
@@ -124,12 +129,42 @@ impl ShapeMap {
                 self.dims.len() as u32 + 2
             }
         };
+        self.set_code(u, c);
+    }
+    /// Sets `u`'s shape to `()`.
+    #[inline]
+    pub fn insert_scalar(&mut self, u: UOp) {
+        self.set_code(u, 2);
+    }
+    #[inline]
+    fn set_code(&mut self, u: UOp, c: u32) {
         if u.idx() >= self.code.len() {
             let n = (u.idx() + 1).max(self.code.len() * 2).max(64);
             self.code.resize(n, 0);
         }
         self.code[u.idx()] = c;
     }
+}
+
+/// A 256-bit set of ops, tested with one shift (`Ops::is_binary` scans its slice; the bounds
+/// and shape code asks it for every node).
+const fn op_mask(ops: &[Ops]) -> [u128; 2] {
+    let mut m = [0u128; 2];
+    let mut i = 0;
+    while i < ops.len() {
+        let v = ops[i] as u8;
+        m[(v >> 7) as usize] |= 1u128 << (v & 127);
+        i += 1;
+    }
+    m
+}
+const BINARY_OPS: [u128; 2] = op_mask(crate::ir::ops::group::BINARY);
+
+/// `op in GroupOp.Binary` (= `Ops::is_binary`), without the scan.
+#[inline]
+pub fn is_binary(op: Ops) -> bool {
+    let v = op as u8;
+    (BINARY_OPS[(v >> 7) as usize] >> (v & 127)) & 1 != 0
 }
 
 #[derive(Default, Debug)]
@@ -288,7 +323,7 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
     let n = g.node(u);
     let mm = |s: UOp| cache.min_max[&s];
     let dt = n.dtype;
-    if n.op.is_binary() && !dt.is_float() && n.src.len() == 2 {
+    if is_binary(n.op) && !dt.is_float() && n.src.len() == 2 {
         let ((a0, a1), (b0, b1)) = (mm(n.src[0]), mm(n.src[1]));
         let ints = [int(a0), int(a1), int(b0), int(b1)];
         let all_int =
@@ -524,7 +559,7 @@ fn huge(c: ConstVal) -> bool {
 fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
     let (op, dt, src) = (g.op(x), g.dtype(x), g.src(x));
     let n = match op {
-        _ if op.is_binary() && !dt.is_float() => 2,
+        _ if is_binary(op) && !dt.is_float() => 2,
         Ops::WHERE if dt.is_int() => 3,
         Ops::RANGE | Ops::SPECIAL if dt != DType::Void => 1,
         Ops::AFTER | Ops::INDEX | Ops::CAST => 1,
@@ -589,7 +624,7 @@ fn sound_bounds(
 ) -> bool {
     let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
     let sat = |i: usize| b.get(i).is_some_and(sat_of);
-    if b.len() != 2 || !op.is_binary() {
+    if b.len() != 2 || !is_binary(op) {
         return match op {
             // min/max picks of the src bounds (uop/ops.py:1093-1101): a truthful bound stays one
             Ops::WHERE | Ops::STACK | Ops::AFTER | Ops::INDEX => true,
@@ -706,7 +741,7 @@ fn classify_bounds(
     let inexact = |s: &UOp| cache.inexact.contains(s);
     // results that do not depend on an inexact src at all (dtype bounds; int OR reads neither
     // src's values, the others only src 1's, which must then be exact, collapsed excluded)
-    if op.is_binary() && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
+    if is_binary(op) && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
         let b1 = (!inexact(&reads[1]))
             .then(|| cache.min_max.get(&reads[1]).copied())
             .flatten();
@@ -1124,6 +1159,13 @@ mod tests {
     }
 
     use super::*;
+    #[test]
+    fn is_binary_is_the_groups() {
+        assert!(is_binary(Ops::ADD) && !is_binary(Ops::WHERE));
+        for op in Ops::ALL {
+            assert_eq!(is_binary(*op), op.is_binary(), "{op:?}");
+        }
+    }
     #[test]
     fn min_max_matches_tinygrad_cases() {
         let mut g = Graph::new();

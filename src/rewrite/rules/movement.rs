@@ -273,7 +273,7 @@ fn shape_node(cx: &Cx, u: UOp) -> Result<Shape, RuleError> {
             }
             cached(cx, src[0])
         }
-        o if o.is_binary() || o.is_ternary() => {
+        o if crate::rewrite::analysis::is_binary(o) || o.is_ternary() => {
             // every src's shape cached and the same (all `()` on scalar graphs): that is what
             // `_broadcast_shape` returns, without collecting them
             if let Some((first, rest)) = src.split_first()
@@ -457,6 +457,10 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
     if cx.cache.shape.contains_key(&u) {
         return Ok(());
     }
+    if quick_scalar(cx, u) {
+        cx.cache.shape.insert_scalar(u);
+        return Ok(());
+    }
     // srcs known (a fresh CONST has none): no worklist
     if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
         let s = shape_node(cx, u)?;
@@ -474,6 +478,10 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
             continue;
         }
         if expanded {
+            if quick_scalar(cx, x) {
+                cx.cache.shape.insert_scalar(x);
+                continue;
+            }
             match shape_node(cx, x) {
                 Ok(s) => {
                     if !store(cx, x, s) {
@@ -497,6 +505,25 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
     stack.clear();
     cx.cache.shape_stack = stack;
     out
+}
+
+/// Whether [`shape_node`] gives `()` for `x` without its general case analysis: the nodes scalar
+/// graphs are made of. CONST, GETADDR, RANGE and SPECIAL are `()` (uop/ops.py:368-373); a unary
+/// op or CAST with one src of shape `()` is that (ops.py:450-452); a binary or ternary op whose
+/// srcs are all `()` is `_broadcast_shape` of equal shapes, `()` (ops.py:455-462). None of these
+/// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
+fn quick_scalar(cx: &Cx, x: UOp) -> bool {
+    let n = cx.g.node(x);
+    let scalar = |s: &UOp| cx.cache.shape.is_scalar(s);
+    match n.op {
+        Ops::CONST | Ops::GETADDR | Ops::RANGE | Ops::SPECIAL => true,
+        Ops::CAST => n.src.len() == 1 && scalar(&n.src[0]),
+        op if op.is_unary() => n.src.len() == 1 && scalar(&n.src[0]),
+        op if crate::rewrite::analysis::is_binary(op) || op.is_ternary() => {
+            !n.src.is_empty() && n.src.iter().all(scalar)
+        }
+        _ => false,
+    }
 }
 
 /// Caches a shape tinygrad returns; `false` for `Unknown`.
