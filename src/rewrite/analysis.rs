@@ -806,6 +806,10 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     }
     let mut stack = std::mem::take(&mut cache.mm_stack);
     stack.clear();
+    if stack.capacity() == 0 {
+        // one allocation per cache instead of regrowing through the small sizes
+        stack.reserve(64);
+    }
     stack.push((u, false));
     while let Some((x, expanded)) = stack.pop() {
         if cache.min_max.contains_key(&x) {

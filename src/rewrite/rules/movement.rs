@@ -469,6 +469,10 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
     }
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
+    if stack.capacity() == 0 {
+        // one allocation per cache instead of regrowing through the small sizes
+        stack.reserve(64);
+    }
     stack.push((u, false));
     // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
     let mut unknown = crate::rewrite::analysis::NodeSet::default();
