@@ -481,11 +481,12 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         if cx.cache.shape.contains_key(&x) || unknown.contains(&x) {
             continue;
         }
+        // these never raise, so computing one before a src's turn changes no outcome
+        if quick_scalar(cx, x) {
+            cx.cache.shape.insert_scalar(x);
+            continue;
+        }
         if expanded {
-            if quick_scalar(cx, x) {
-                cx.cache.shape.insert_scalar(x);
-                continue;
-            }
             match shape_node(cx, x) {
                 Ok(s) => {
                     if !store(cx, x, s) {
@@ -512,7 +513,8 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
 }
 
 /// Whether [`shape_node`] gives `()` for `x` without its general case analysis: the nodes scalar
-/// graphs are made of. CONST, GETADDR, RANGE and SPECIAL are `()` (uop/ops.py:368-373); a unary
+/// graphs are made of. CONST, GETADDR, RANGE, SPECIAL, an empty STACK and a variable (a BUFFER
+/// whose shape src is an empty STACK) are `()` (uop/ops.py:365-377); a unary
 /// op or CAST with one src of shape `()` is that (ops.py:450-452); a binary or ternary op whose
 /// srcs are all `()` is `_broadcast_shape` of equal shapes, `()` (ops.py:455-462). None of these
 /// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
@@ -521,6 +523,12 @@ fn quick_scalar(cx: &Cx, x: UOp) -> bool {
     let scalar = |s: &UOp| cx.cache.shape.is_scalar(s);
     match n.op {
         Ops::CONST | Ops::GETADDR | Ops::RANGE | Ops::SPECIAL => true,
+        // `()` (ops.py:365) and a BUFFER shaped by one (`as_shape` of it, ops.py:375-377)
+        Ops::STACK => n.src.is_empty(),
+        Ops::BUFFER => match n.src.first() {
+            None => true,
+            Some(s) => cx.g.op(*s) == Ops::STACK && cx.g.src(*s).is_empty(),
+        },
         Ops::CAST => n.src.len() == 1 && scalar(&n.src[0]),
         op if op.is_unary() => n.src.len() == 1 && scalar(&n.src[0]),
         op if crate::rewrite::analysis::is_binary(op) || op.is_ternary() => {
