@@ -179,6 +179,25 @@ fn ck(v: Option<i128>, what: &str) -> Result<i128, RuleError> {
     v.ok_or_else(|| ovf(what))
 }
 
+/// The product of a tree of MUL nodes over int CONSTs; `None` for anything else (another op, a
+/// non-int value, a product beyond i128).
+fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
+    let g = &*cx.g;
+    let mut acc: i128 = 1;
+    let mut stack = vec![u];
+    while let Some(x) = stack.pop() {
+        match g.op(x) {
+            Ops::MUL if g.src(x).len() == 2 => stack.extend_from_slice(g.src(x)),
+            Ops::CONST => match g.const_val(x)? {
+                ConstVal::Int(v) => acc = acc.checked_mul(v)?,
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some(acc)
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
@@ -412,8 +431,19 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let mut gargs = all_uops.clone();
     gargs.push(y);
     let gu = cx.uop_gcd(&gargs)?;
-    let gu = simplify(cx, gu)?;
-    let is_one = cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+    let (gu, is_one) = if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
+        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
+        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
+        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
+        // is its recursion-depth check, kept here
+        drop(DepthGuard::enter()?);
+        (gu, true)
+    } else {
+        let gu = simplify(cx, gu)?;
+        let is_one =
+            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+        (gu, is_one)
+    };
     if !is_one {
         let Some(xe) = cx.divide_exact(x, gu)? else {
             return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
