@@ -598,6 +598,42 @@ mod tests {
         );
     }
 
+    /// The premise of the `divide_by_gcd` shortcut: `.simplify()` of the product `uop_gcd`
+    /// builds when the gcd is 1 (`1 * CONST 1`, `1 * CONST 1 * CONST 1`, any int dtype) is a
+    /// CONST equal to 1, and the shortcut recognises exactly those products.
+    #[test]
+    fn simplify_of_a_unit_const_product_is_const_one() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        for dt in [DType::WeakInt, DType::Int32, DType::Int64, DType::UInt32, DType::Int8] {
+            let (mut g, mut cache) = (Graph::new(), Cache::default());
+            let mut cx = Cx {
+                g: &mut g,
+                cache: &mut cache,
+            };
+            let one = cx.g.cint(dt, 1);
+            let p1 = match cx.prod(Py::I(1), &[one]).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            let p2 = match cx.prod(Py::I(1), &[one, one]).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            for p in [p1, p2] {
+                assert_eq!(cx.g.op(p), Ops::MUL);
+                assert_eq!(int_const_product(&cx, p), Some(1));
+                let s = simplify(&mut cx, p).unwrap();
+                assert_eq!(cx.g.op(s), Ops::CONST, "{dt:?}");
+                assert!(cx.g.const_val(s).unwrap().py_eq(&ConstVal::Int(1)));
+                assert!(cx.cache.bounds_error.is_none());
+            }
+            let two = cx.g.cint(dt, 2);
+            let p3 = cx.mul(one, two).unwrap();
+            assert_eq!(int_const_product(&cx, p3), Some(2));
+        }
+    }
+
     #[test]
     fn cpython_set_order() {
         // small ints below the table size iterate ascending; 12 and 4 collide in slot 4 (8 slots)
