@@ -182,30 +182,34 @@ fn ck(v: Option<i128>, what: &str) -> Result<i128, RuleError> {
 /// The product of a tree of MUL nodes over int CONSTs; `None` for anything else (another op, a
 /// non-int value, a product beyond i128).
 fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
-    let g = &*cx.g;
-    let mut acc: i128 = 1;
-    let mut stack = vec![u];
-    while let Some(x) = stack.pop() {
-        match g.op(x) {
-            Ops::MUL if g.src(x).len() == 2 => stack.extend_from_slice(g.src(x)),
-            Ops::CONST => match g.const_val(x)? {
-                ConstVal::Int(v) => acc = acc.checked_mul(v)?,
-                _ => return None,
+    fn go(g: &crate::ir::Graph, u: UOp, depth: usize) -> Option<i128> {
+        match g.op(u) {
+            // `math.prod` builds a left-deep chain as long as the common factors: give up on a
+            // long one (then it is simplified as usual)
+            Ops::MUL if depth < 16 => match g.src(u) {
+                [a, b] => go(g, *a, depth + 1)?.checked_mul(go(g, *b, depth + 1)?),
+                _ => None,
             },
-            _ => return None,
+            Ops::CONST => match g.const_val(u)? {
+                ConstVal::Int(v) => Some(v),
+                _ => None,
+            },
+            _ => None,
         }
     }
-    Some(acc)
+    go(cx.g, u, 0)
 }
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
-    let srcs = cx.g.src(d).to_vec();
-    let [x, y] = srcs[..] else {
-        return Err(RuleError::Value(
-            "fold_divmod_general: expected 2 srcs".into(),
-        ));
+    let (x, y) = match cx.g.src(d) {
+        [x, y] => (*x, *y),
+        _ => {
+            return Err(RuleError::Value(
+                "fold_divmod_general: expected 2 srcs".into(),
+            ));
+        }
     };
     let is_mod = is_floormod(cx, d);
 
@@ -296,24 +300,28 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         }
 
         // fold_divmod_congruence
-        let mut rem_choices: Vec<Vec<i128>> = Vec::new();
+        // each position's choices: one or two (no Vec per position)
+        let mut rem_choices: Vec<([i128; 2], usize)> = Vec::with_capacity(factors.len());
         for &f in &factors {
             let r = floormod(f, c).unwrap();
             let rc = ck(r.checked_sub(c), "r-c")?;
             if r * 2 == c || terms.len() == 1 {
-                rem_choices.push(vec![r, rc]);
+                rem_choices.push(([r, rc], 2));
             } else {
                 // min(r, r-c, key=abs): first of the minima
-                rem_choices.push(vec![if r.abs() <= rc.abs() { r } else { rc }]);
+                rem_choices.push(([if r.abs() <= rc.abs() { r } else { rc }, 0], 1));
             }
         }
         // itertools.product: last position varies fastest
         let n = rem_choices.len();
         let mut idx = vec![0usize; n];
+        let mut rems: Vec<i128> = Vec::with_capacity(n);
+        let mut prods = Vec::with_capacity(n);
         'product: loop {
-            let rems: Vec<i128> = idx.iter().zip(&rem_choices).map(|(i, ch)| ch[*i]).collect();
+            rems.clear();
+            rems.extend(idx.iter().zip(&rem_choices).map(|(i, ch)| ch.0[*i]));
             // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-            let mut prods = Vec::new();
+            prods.clear();
             for (r, t) in rems.iter().zip(&terms) {
                 let t = t.ok_or_else(type_err_none)?;
                 prods.push(cx.rmul(t, *r)?);
@@ -345,7 +353,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
                 }
                 k -= 1;
                 idx[k] += 1;
-                if idx[k] < rem_choices[k].len() {
+                if idx[k] < rem_choices[k].1 {
                     break;
                 }
                 idx[k] = 0;
