@@ -520,7 +520,8 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
 /// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
 fn quick_scalar(cx: &Cx, x: UOp) -> bool {
     let n = cx.g.node(x);
-    let scalar = |s: &UOp| cx.cache.shape.is_scalar(s);
+    // a CONST src is `()` whether or not it is cached yet (it never raises)
+    let scalar = |s: &UOp| cx.cache.shape.is_scalar(s) || cx.g.op(*s) == Ops::CONST;
     match n.op {
         Ops::CONST | Ops::GETADDR | Ops::RANGE | Ops::SPECIAL => true,
         // `()` (ops.py:365) and a BUFFER shaped by one (`as_shape` of it, ops.py:375-377)
