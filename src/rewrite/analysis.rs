@@ -830,8 +830,66 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max[&u]
 }
 
+/// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
+/// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
+/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1059, 1087-1092 on Python
+/// ints: no bound saturated, no i128 overflow), and they are exact: no read src raises
+/// (`any_raises`) or is inexact (`any_inexact`), none of these ops raises itself
+/// (`bounds_raise`), and nothing is saturated (`classify_bounds`). `None`: the general path.
+fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal)> {
+    let n = g.node(x);
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    if n.op == Ops::CONST {
+        // no srcs: nothing to inherit; a saturated value is `collapsed` (the general path)
+        let c = n.arg.as_const()?;
+        return match c {
+            ConstVal::Invalid => None,
+            I(i) if !ordinary(i) => None,
+            c => Some((c, c)),
+        };
+    }
+    if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
+        return None;
+    }
+    let [s0, s1] = n.src[..] else {
+        return None;
+    };
+    let (&(I(a0), I(a1)), &(I(b0), I(b1))) = (cache.min_max.get(&s0)?, cache.min_max.get(&s1)?)
+    else {
+        return None;
+    };
+    if ![a0, a1, b0, b1].into_iter().all(ordinary) {
+        return None;
+    }
+    let v = match n.op {
+        Ops::ADD => (I(a0.checked_add(b0)?), I(a1.checked_add(b1)?)),
+        Ops::SUB => (I(a0.checked_sub(b1)?), I(a1.checked_sub(b0)?)),
+        Ops::MUL => {
+            let p = [
+                a0.checked_mul(b0)?,
+                a0.checked_mul(b1)?,
+                a1.checked_mul(b0)?,
+                a1.checked_mul(b1)?,
+            ];
+            (I(*p.iter().min()?), I(*p.iter().max()?))
+        }
+        Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+        Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
+        Ops::CMPNE => return Some((B(a1 < b0 || b1 < a0), B(!(a0 == a1 && a1 == b0 && b0 == b1)))),
+        _ => return None,
+    };
+    match v {
+        (I(lo), I(hi)) if ordinary(lo) && ordinary(hi) => Some(v),
+        _ => None,
+    }
+}
+
 /// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
+    if let Some(v) = min_max_quick(g, cache, x) {
+        cache.min_max.insert(x, v);
+        return;
+    }
     let v = min_max_node(g, cache, x);
     let reads = bound_reads(g, x);
     // the first read src whose `_min_max` raised (none while no node has)
