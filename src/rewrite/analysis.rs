@@ -858,7 +858,7 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
     else {
         return None;
     };
-    if ![a0, a1, b0, b1].into_iter().all(ordinary) {
+    if !(ordinary(a0) && ordinary(a1) && ordinary(b0) && ordinary(b1)) {
         return None;
     }
     let v = match n.op {
