@@ -170,8 +170,8 @@ pub fn is_binary(op: Ops) -> bool {
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: NodeMap<(ConstVal, ConstVal)>,
-    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
-    /// shape or one the port cannot represent (symbolic dims).
+    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; a node whose
+    /// shape the port cannot represent (symbolic dims) has no entry.
     pub shape: ShapeMap,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
@@ -875,7 +875,12 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
         }
         Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
         Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
-        Ops::CMPNE => return Some((B(a1 < b0 || b1 < a0), B(!(a0 == a1 && a1 == b0 && b0 == b1)))),
+        Ops::CMPNE => {
+            return Some((
+                B(a1 < b0 || b1 < a0),
+                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            ));
+        }
         _ => return None,
     };
     match v {

@@ -613,7 +613,13 @@ mod tests {
     fn simplify_of_a_unit_const_product_is_const_one() {
         use crate::ir::Graph;
         use crate::rewrite::analysis::Cache;
-        for dt in [DType::WeakInt, DType::Int32, DType::Int64, DType::UInt32, DType::Int8] {
+        for dt in [
+            DType::WeakInt,
+            DType::Int32,
+            DType::Int64,
+            DType::UInt32,
+            DType::Int8,
+        ] {
             let (mut g, mut cache) = (Graph::new(), Cache::default());
             let mut cx = Cx {
                 g: &mut g,
