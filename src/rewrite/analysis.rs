@@ -90,12 +90,89 @@ impl NodeSet {
     }
 }
 
+/// The `_shape` cache ([`Cache::shape`]): one `u32` per node handle, so growing it is a memset
+/// and scalar graphs (every shape `()`) store no `Vec` at all. 0 = not computed, 1 = None (no
+/// shape), 2 = `()`, k >= 3 = `dims[k - 3]`.
+#[derive(Clone, Debug, Default)]
+pub struct ShapeMap {
+    code: Vec<u32>,
+    dims: Vec<Vec<i128>>,
+}
+
+impl ShapeMap {
+    /// `Some(None)`: no shape; `Some(Some(dims))`: a concrete shape; `None`: not computed.
+    #[inline]
+    pub fn get(&self, u: &UOp) -> Option<Option<&[i128]>> {
+        match self.code.get(u.idx()).copied().unwrap_or(0) {
+            0 => None,
+            1 => Some(None),
+            2 => Some(Some(&[])),
+            k => Some(Some(&self.dims[(k - 3) as usize])),
+        }
+    }
+    #[inline]
+    pub fn contains_key(&self, u: &UOp) -> bool {
+        self.code.get(u.idx()).is_some_and(|c| *c != 0)
+    }
+    /// Whether `u`'s shape is known to be `()`.
+    #[inline]
+    pub fn is_scalar(&self, u: &UOp) -> bool {
+        self.code.get(u.idx()) == Some(&2)
+    }
+    /// Sets `u`'s shape (nodes are immutable: set once).
+    pub fn insert(&mut self, u: UOp, s: Option<Vec<i128>>) {
+        let c = match s {
+            None => 1,
+            Some(v) if v.is_empty() => 2,
+            Some(v) => {
+                self.dims.push(v);
+                self.dims.len() as u32 + 2
+            }
+        };
+        self.set_code(u, c);
+    }
+    /// Sets `u`'s shape to `()`.
+    #[inline]
+    pub fn insert_scalar(&mut self, u: UOp) {
+        self.set_code(u, 2);
+    }
+    #[inline]
+    fn set_code(&mut self, u: UOp, c: u32) {
+        if u.idx() >= self.code.len() {
+            let n = (u.idx() + 1).max(self.code.len() * 2).max(64);
+            self.code.resize(n, 0);
+        }
+        self.code[u.idx()] = c;
+    }
+}
+
+/// A 256-bit set of ops, tested with one shift (`Ops::is_binary` scans its slice; the bounds
+/// and shape code asks it for every node).
+const fn op_mask(ops: &[Ops]) -> [u128; 2] {
+    let mut m = [0u128; 2];
+    let mut i = 0;
+    while i < ops.len() {
+        let v = ops[i] as u8;
+        m[(v >> 7) as usize] |= 1u128 << (v & 127);
+        i += 1;
+    }
+    m
+}
+const BINARY_OPS: [u128; 2] = op_mask(crate::ir::ops::group::BINARY);
+
+/// `op in GroupOp.Binary` (= `Ops::is_binary`), without the scan.
+#[inline]
+pub fn is_binary(op: Ops) -> bool {
+    let v = op as u8;
+    (BINARY_OPS[(v >> 7) as usize] >> (v & 127)) & 1 != 0
+}
+
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: NodeMap<(ConstVal, ConstVal)>,
-    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; `None` = no
-    /// shape or one the port cannot represent (symbolic dims).
-    pub shape: NodeMap<Option<Vec<i128>>>,
+    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; a node whose
+    /// shape the port cannot represent (symbolic dims) has no entry.
+    pub shape: ShapeMap,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
     /// bounds (Python computes on unbounded ints). Found by `uopfuzz fidelity`: without this the
     /// port silently decided on saturated bounds (e.g. `vmin == vmax` of `x*x*6` for a uint64 `x`).
@@ -111,6 +188,9 @@ pub struct Cache {
     /// `raises` node (Python raised there: `RuleError::Runtime`, which wins) or of an `inexact`
     /// one (`RuleError::Overflow`: tinygrad may decide otherwise). `graph_rewrite` stops with it.
     pub bounds_error: Option<RuleError>,
+    /// Whether `raises` / `inexact` has any node: while not, `min_max_fill` skips their lookups.
+    any_raises: bool,
+    any_inexact: bool,
     /// The worklist `min_max` reuses (no allocation per uncached read).
     mm_stack: Vec<(UOp, bool)>,
     /// The worklist `rules::movement::shape` reuses.
@@ -243,7 +323,7 @@ fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
     let n = g.node(u);
     let mm = |s: UOp| cache.min_max[&s];
     let dt = n.dtype;
-    if n.op.is_binary() && !dt.is_float() && n.src.len() == 2 {
+    if is_binary(n.op) && !dt.is_float() && n.src.len() == 2 {
         let ((a0, a1), (b0, b1)) = (mm(n.src[0]), mm(n.src[1]));
         let ints = [int(a0), int(a1), int(b0), int(b1)];
         let all_int =
@@ -479,7 +559,7 @@ fn huge(c: ConstVal) -> bool {
 fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
     let (op, dt, src) = (g.op(x), g.dtype(x), g.src(x));
     let n = match op {
-        _ if op.is_binary() && !dt.is_float() => 2,
+        _ if is_binary(op) && !dt.is_float() => 2,
         Ops::WHERE if dt.is_int() => 3,
         Ops::RANGE | Ops::SPECIAL if dt != DType::Void => 1,
         Ops::AFTER | Ops::INDEX | Ops::CAST => 1,
@@ -544,7 +624,7 @@ fn sound_bounds(
 ) -> bool {
     let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
     let sat = |i: usize| b.get(i).is_some_and(sat_of);
-    if b.len() != 2 || !op.is_binary() {
+    if b.len() != 2 || !is_binary(op) {
         return match op {
             // min/max picks of the src bounds (uop/ops.py:1093-1101): a truthful bound stays one
             Ops::WHERE | Ops::STACK | Ops::AFTER | Ops::INDEX => true,
@@ -638,13 +718,30 @@ fn dtype_bounds_whatever_src0(op: Ops, dt: DType, b1: Option<(ConstVal, ConstVal
 
 /// Whether the port's bounds `v` of `x` are Python's (see [`Exactness`]). Every read src's
 /// bounds are cached (they were computed first).
-fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) -> Exactness {
-    let reads = bound_reads(g, x);
+fn classify_bounds(
+    g: &Graph,
+    cache: &Cache,
+    x: UOp,
+    reads: &[UOp],
+    v: (ConstVal, ConstVal),
+) -> Exactness {
+    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    // no node is inexact yet (every ordinary graph): only saturation can make these inexact
+    if !cache.any_inexact {
+        if !saturated_pair(v)
+            && !reads
+                .iter()
+                .filter_map(|s| cache.min_max.get(s))
+                .any(sat_of)
+        {
+            return Exactness::Exact;
+        }
+    }
     let (op, dt) = (g.op(x), g.dtype(x));
     let inexact = |s: &UOp| cache.inexact.contains(s);
     // results that do not depend on an inexact src at all (dtype bounds; int OR reads neither
     // src's values, the others only src 1's, which must then be exact, collapsed excluded)
-    if op.is_binary() && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
+    if is_binary(op) && reads.len() == 2 && !dt.is_float() && reads.iter().any(inexact) {
         let b1 = (!inexact(&reads[1]))
             .then(|| cache.min_max.get(&reads[1]).copied())
             .flatten();
@@ -658,9 +755,8 @@ fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) ->
     {
         return Exactness::Inexact;
     }
-    let coll_idx: Vec<bool> = reads.iter().map(|s| cache.collapsed.contains(s)).collect();
-    let any_coll = coll_idx.iter().any(|c| *c);
-    let sat_of = |(lo, hi): &(ConstVal, ConstVal)| saturated(*lo) || saturated(*hi);
+    let coll = |i: usize| reads.get(i).is_some_and(|s| cache.collapsed.contains(s));
+    let any_coll = reads.iter().any(|s| cache.collapsed.contains(s));
     if !any_coll
         && !saturated_pair(v)
         && !reads
@@ -674,7 +770,6 @@ fn classify_bounds(g: &Graph, cache: &Cache, x: UOp, v: (ConstVal, ConstVal)) ->
         .iter()
         .filter_map(|s| cache.min_max.get(s).copied())
         .collect();
-    let coll = |i: usize| coll_idx.get(i).copied().unwrap_or(false);
     if !sound_bounds(op, dt, &b, &coll, v) {
         return Exactness::Inexact;
     }
@@ -711,6 +806,10 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     }
     let mut stack = std::mem::take(&mut cache.mm_stack);
     stack.clear();
+    if stack.capacity() == 0 {
+        // one allocation per cache instead of regrowing through the small sizes
+        stack.reserve(64);
+    }
     stack.push((u, false));
     while let Some((x, expanded)) = stack.pop() {
         if cache.min_max.contains_key(&x) {
@@ -731,24 +830,93 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max[&u]
 }
 
+/// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
+/// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
+/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1059, 1087-1092 on Python
+/// ints: no bound saturated, no i128 overflow), and they are exact: no read src raises
+/// (`any_raises`) or is inexact (`any_inexact`), none of these ops raises itself
+/// (`bounds_raise`), and nothing is saturated (`classify_bounds`). `None`: the general path.
+fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal)> {
+    let n = g.node(x);
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    if n.op == Ops::CONST {
+        // no srcs: nothing to inherit; a saturated value is `collapsed` (the general path)
+        let c = n.arg.as_const()?;
+        return match c {
+            ConstVal::Invalid => None,
+            I(i) if !ordinary(i) => None,
+            c => Some((c, c)),
+        };
+    }
+    if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
+        return None;
+    }
+    let [s0, s1] = n.src[..] else {
+        return None;
+    };
+    let (&(I(a0), I(a1)), &(I(b0), I(b1))) = (cache.min_max.get(&s0)?, cache.min_max.get(&s1)?)
+    else {
+        return None;
+    };
+    if !(ordinary(a0) && ordinary(a1) && ordinary(b0) && ordinary(b1)) {
+        return None;
+    }
+    let v = match n.op {
+        Ops::ADD => (I(a0.checked_add(b0)?), I(a1.checked_add(b1)?)),
+        Ops::SUB => (I(a0.checked_sub(b1)?), I(a1.checked_sub(b0)?)),
+        Ops::MUL => {
+            let p = [
+                a0.checked_mul(b0)?,
+                a0.checked_mul(b1)?,
+                a1.checked_mul(b0)?,
+                a1.checked_mul(b1)?,
+            ];
+            (I(*p.iter().min()?), I(*p.iter().max()?))
+        }
+        Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+        Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
+        Ops::CMPNE => {
+            return Some((
+                B(a1 < b0 || b1 < a0),
+                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            ));
+        }
+        _ => return None,
+    };
+    match v {
+        (I(lo), I(hi)) if ordinary(lo) && ordinary(hi) => Some(v),
+        _ => None,
+    }
+}
+
 /// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
+    if let Some(v) = min_max_quick(g, cache, x) {
+        cache.min_max.insert(x, v);
+        return;
+    }
     let v = min_max_node(g, cache, x);
-    let raise = bound_reads(g, x)
-        .iter()
-        .find_map(|s| cache.raises.get(s).cloned())
-        .or_else(|| bounds_raise(g, cache, x));
-    if let Some(msg) = raise {
-        cache.raises.insert(x, msg);
+    let reads = bound_reads(g, x);
+    // the first read src whose `_min_max` raised (none while no node has)
+    let inherited = if cache.any_raises {
+        reads.iter().find_map(|s| cache.raises.get(s).cloned())
     } else {
-        match classify_bounds(g, cache, x, v) {
+        None
+    };
+    if let Some(msg) = inherited.or_else(|| bounds_raise(g, cache, x)) {
+        cache.raises.insert(x, msg);
+        cache.any_raises = true;
+    } else {
+        match classify_bounds(g, cache, x, reads, v) {
             Exactness::Exact => {}
             Exactness::Collapsed => {
                 cache.inexact.insert(x);
                 cache.collapsed.insert(x);
+                cache.any_inexact = true;
             }
             Exactness::Inexact => {
                 cache.inexact.insert(x);
+                cache.any_inexact = true;
             }
         }
     }
@@ -1058,6 +1226,13 @@ mod tests {
     }
 
     use super::*;
+    #[test]
+    fn is_binary_is_the_groups() {
+        assert!(is_binary(Ops::ADD) && !is_binary(Ops::WHERE));
+        for op in Ops::ALL {
+            assert_eq!(is_binary(*op), op.is_binary(), "{op:?}");
+        }
+    }
     #[test]
     fn min_max_matches_tinygrad_cases() {
         let mut g = Graph::new();

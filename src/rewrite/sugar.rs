@@ -84,6 +84,10 @@ pub fn weak_dtype(d: DType) -> DType {
 }
 
 fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
+    // `least_upper_dtype(d, d)` is `d` for every dtype but void (test `lub_of_a_dtype_with_itself`)
+    if a == b && a != DType::Void {
+        return Ok(a);
+    }
     least_upper_dtype(&[a, b])
         .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
 }
@@ -174,7 +178,17 @@ impl Cx<'_> {
                 t
             } else if self.is_weak_const(t) {
                 let v = self.g.const_val(t).unwrap();
-                self.g.cnst(weak_dtype(out), v)
+                let dt = weak_dtype(out);
+                // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
+                // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
+                if self.g.dtype(t) == dt
+                    && self.g.src(t).is_empty()
+                    && crate::ir::graph::dtype_const(dt, v) == v
+                {
+                    t
+                } else {
+                    self.g.cnst(dt, v)
+                }
             } else {
                 self.cast(t, out)
             }
@@ -335,5 +349,19 @@ impl Cx<'_> {
             };
         }
         Ok(acc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The premise of `lub`'s shortcut.
+    #[test]
+    fn lub_of_a_dtype_with_itself() {
+        for d in DType::ALL {
+            assert_eq!(least_upper_dtype(&[*d, *d]), Some(*d), "{d:?}");
+            assert_eq!(lub(*d, *d).unwrap(), *d);
+        }
     }
 }

@@ -179,14 +179,37 @@ fn ck(v: Option<i128>, what: &str) -> Result<i128, RuleError> {
     v.ok_or_else(|| ovf(what))
 }
 
+/// The product of a tree of MUL nodes over int CONSTs; `None` for anything else (another op, a
+/// non-int value, a product beyond i128).
+fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
+    fn go(g: &crate::ir::Graph, u: UOp, depth: usize) -> Option<i128> {
+        match g.op(u) {
+            // `math.prod` builds a left-deep chain as long as the common factors: give up on a
+            // long one (then it is simplified as usual)
+            Ops::MUL if depth < 16 => match g.src(u) {
+                [a, b] => go(g, *a, depth + 1)?.checked_mul(go(g, *b, depth + 1)?),
+                _ => None,
+            },
+            Ops::CONST => match g.const_val(u)? {
+                ConstVal::Int(v) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    go(cx.g, u, 0)
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
-    let srcs = cx.g.src(d).to_vec();
-    let [x, y] = srcs[..] else {
-        return Err(RuleError::Value(
-            "fold_divmod_general: expected 2 srcs".into(),
-        ));
+    let (x, y) = match cx.g.src(d) {
+        [x, y] => (*x, *y),
+        _ => {
+            return Err(RuleError::Value(
+                "fold_divmod_general: expected 2 srcs".into(),
+            ));
+        }
     };
     let is_mod = is_floormod(cx, d);
 
@@ -277,24 +300,28 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         }
 
         // fold_divmod_congruence
-        let mut rem_choices: Vec<Vec<i128>> = Vec::new();
+        // each position's choices: one or two (no Vec per position)
+        let mut rem_choices: Vec<([i128; 2], usize)> = Vec::with_capacity(factors.len());
         for &f in &factors {
             let r = floormod(f, c).unwrap();
             let rc = ck(r.checked_sub(c), "r-c")?;
             if r * 2 == c || terms.len() == 1 {
-                rem_choices.push(vec![r, rc]);
+                rem_choices.push(([r, rc], 2));
             } else {
                 // min(r, r-c, key=abs): first of the minima
-                rem_choices.push(vec![if r.abs() <= rc.abs() { r } else { rc }]);
+                rem_choices.push(([if r.abs() <= rc.abs() { r } else { rc }, 0], 1));
             }
         }
         // itertools.product: last position varies fastest
         let n = rem_choices.len();
         let mut idx = vec![0usize; n];
+        let mut rems: Vec<i128> = Vec::with_capacity(n);
+        let mut prods = Vec::with_capacity(n);
         'product: loop {
-            let rems: Vec<i128> = idx.iter().zip(&rem_choices).map(|(i, ch)| ch[*i]).collect();
+            rems.clear();
+            rems.extend(idx.iter().zip(&rem_choices).map(|(i, ch)| ch.0[*i]));
             // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-            let mut prods = Vec::new();
+            prods.clear();
             for (r, t) in rems.iter().zip(&terms) {
                 let t = t.ok_or_else(type_err_none)?;
                 prods.push(cx.rmul(t, *r)?);
@@ -326,7 +353,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
                 }
                 k -= 1;
                 idx[k] += 1;
-                if idx[k] < rem_choices[k].len() {
+                if idx[k] < rem_choices[k].1 {
                     break;
                 }
                 idx[k] = 0;
@@ -412,8 +439,19 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let mut gargs = all_uops.clone();
     gargs.push(y);
     let gu = cx.uop_gcd(&gargs)?;
-    let gu = simplify(cx, gu)?;
-    let is_one = cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+    let (gu, is_one) = if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
+        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
+        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
+        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
+        // is its recursion-depth check, kept here
+        drop(DepthGuard::enter()?);
+        (gu, true)
+    } else {
+        let gu = simplify(cx, gu)?;
+        let is_one =
+            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+        (gu, is_one)
+    };
     if !is_one {
         let Some(xe) = cx.divide_exact(x, gu)? else {
             return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
@@ -566,6 +604,48 @@ mod tests {
             fails.len(),
             fails.join("\n")
         );
+    }
+
+    /// The premise of the `divide_by_gcd` shortcut: `.simplify()` of the product `uop_gcd`
+    /// builds when the gcd is 1 (`1 * CONST 1`, `1 * CONST 1 * CONST 1`, any int dtype) is a
+    /// CONST equal to 1, and the shortcut recognises exactly those products.
+    #[test]
+    fn simplify_of_a_unit_const_product_is_const_one() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        for dt in [
+            DType::WeakInt,
+            DType::Int32,
+            DType::Int64,
+            DType::UInt32,
+            DType::Int8,
+        ] {
+            let (mut g, mut cache) = (Graph::new(), Cache::default());
+            let mut cx = Cx {
+                g: &mut g,
+                cache: &mut cache,
+            };
+            let one = cx.g.cint(dt, 1);
+            let p1 = match cx.prod(Py::I(1), &[one]).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            let p2 = match cx.prod(Py::I(1), &[one, one]).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            for p in [p1, p2] {
+                assert_eq!(cx.g.op(p), Ops::MUL);
+                assert_eq!(int_const_product(&cx, p), Some(1));
+                let s = simplify(&mut cx, p).unwrap();
+                assert_eq!(cx.g.op(s), Ops::CONST, "{dt:?}");
+                assert!(cx.g.const_val(s).unwrap().py_eq(&ConstVal::Int(1)));
+                assert!(cx.cache.bounds_error.is_none());
+            }
+            let two = cx.g.cint(dt, 2);
+            let p3 = cx.mul(one, two).unwrap();
+            assert_eq!(int_const_product(&cx, p3), Some(2));
+        }
     }
 
     #[test]

@@ -16,7 +16,6 @@ use crate::ir::{Arg, ConstVal, DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleResult, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
-use std::collections::HashSet;
 
 /// What `UOp._shape` (uop/ops.py:327) gives when it does not raise, as far as the port knows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +125,7 @@ fn prod(s: &[i128]) -> Result<i128, RuleError> {
 /// src first and stops at a raise, and only the shapes tinygrad returns are cached).
 fn cached(cx: &Cx, u: UOp) -> Shape {
     match cx.cache.shape.get(&u) {
-        Some(Some(s)) => Shape::Known(s.clone()),
+        Some(Some(s)) => Shape::Known(s.to_vec()),
         Some(None) => Shape::NoShape,
         None => Shape::Unknown,
     }
@@ -274,7 +273,17 @@ fn shape_node(cx: &Cx, u: UOp) -> Result<Shape, RuleError> {
             }
             cached(cx, src[0])
         }
-        o if o.is_binary() || o.is_ternary() => {
+        o if crate::rewrite::analysis::is_binary(o) || o.is_ternary() => {
+            // every src's shape cached and the same (all `()` on scalar graphs): that is what
+            // `_broadcast_shape` returns, without collecting them
+            if let Some((first, rest)) = src.split_first()
+                && let Some(Some(s0)) = cx.cache.shape.get(first)
+                && rest
+                    .iter()
+                    .all(|s| matches!(cx.cache.shape.get(s), Some(Some(v)) if v == s0))
+            {
+                return Ok(Known(s0.to_vec()));
+            }
             let mut shapes = Vec::with_capacity(src.len());
             let mut unknown = false;
             for s in src {
@@ -437,32 +446,51 @@ fn movement_shape(cx: &Cx, u: UOp, ps: Vec<i128>) -> Result<Shape, RuleError> {
 /// caches nothing for it). Only shapes tinygrad returns are cached; `Unknown` ones are kept for
 /// this walk only. Iterative so deep graphs cannot overflow the stack.
 pub fn shape(cx: &mut Cx, u: UOp) -> Result<Shape, RuleError> {
+    fill_shape(cx, u)?;
+    Ok(cached(cx, u))
+}
+
+/// [`shape`] without building its result: afterwards `u`'s `_shape` is in the cache, or it is
+/// unknown (not cached). The rules read it by reference (`const_like` on scalar graphs only
+/// asks whether it is `()`).
+fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
     if cx.cache.shape.contains_key(&u) {
-        return Ok(cached(cx, u));
+        return Ok(());
+    }
+    if quick_scalar(cx, u) {
+        cx.cache.shape.insert_scalar(u);
+        return Ok(());
     }
     // srcs known (a fresh CONST has none): no worklist
     if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
         let s = shape_node(cx, u)?;
-        store(cx, u, &s);
-        return Ok(s);
+        store(cx, u, s);
+        return Ok(());
     }
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
+    if stack.capacity() == 0 {
+        // one allocation per cache instead of regrowing through the small sizes
+        stack.reserve(64);
+    }
     stack.push((u, false));
-    let mut unknown: HashSet<UOp> = HashSet::new();
-    let mut out = Ok(Shape::Unknown);
+    // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
+    let mut unknown = crate::rewrite::analysis::NodeSet::default();
+    let mut out = Ok(());
     while let Some((x, expanded)) = stack.pop() {
         if cx.cache.shape.contains_key(&x) || unknown.contains(&x) {
+            continue;
+        }
+        // these never raise, so computing one before a src's turn changes no outcome
+        if quick_scalar(cx, x) {
+            cx.cache.shape.insert_scalar(x);
             continue;
         }
         if expanded {
             match shape_node(cx, x) {
                 Ok(s) => {
-                    if !store(cx, x, &s) {
+                    if !store(cx, x, s) {
                         unknown.insert(x);
-                    }
-                    if x == u {
-                        out = Ok(s);
                     }
                 }
                 Err(e) => {
@@ -484,10 +512,37 @@ pub fn shape(cx: &mut Cx, u: UOp) -> Result<Shape, RuleError> {
     out
 }
 
+/// Whether [`shape_node`] gives `()` for `x` without its general case analysis: the nodes scalar
+/// graphs are made of. CONST, GETADDR, RANGE, SPECIAL, an empty STACK and a variable (a BUFFER
+/// whose shape src is an empty STACK) are `()` (uop/ops.py:365-377); a unary
+/// op or CAST with one src of shape `()` is that (ops.py:450-452); a binary or ternary op whose
+/// srcs are all `()` is `_broadcast_shape` of equal shapes, `()` (ops.py:455-462). None of these
+/// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
+fn quick_scalar(cx: &Cx, x: UOp) -> bool {
+    let n = cx.g.node(x);
+    // a CONST src is `()` whether or not it is cached yet (it never raises)
+    let scalar = |s: &UOp| cx.cache.shape.is_scalar(s) || cx.g.op(*s) == Ops::CONST;
+    match n.op {
+        Ops::CONST | Ops::GETADDR | Ops::RANGE | Ops::SPECIAL => true,
+        // `()` (ops.py:365) and a BUFFER shaped by one (`as_shape` of it, ops.py:375-377)
+        Ops::STACK => n.src.is_empty(),
+        Ops::BUFFER => match n.src.first() {
+            None => true,
+            Some(s) => cx.g.op(*s) == Ops::STACK && cx.g.src(*s).is_empty(),
+        },
+        Ops::CAST => n.src.len() == 1 && scalar(&n.src[0]),
+        op if op.is_unary() => n.src.len() == 1 && scalar(&n.src[0]),
+        op if crate::rewrite::analysis::is_binary(op) || op.is_ternary() => {
+            !n.src.is_empty() && n.src.iter().all(scalar)
+        }
+        _ => false,
+    }
+}
+
 /// Caches a shape tinygrad returns; `false` for `Unknown`.
-fn store(cx: &mut Cx, u: UOp, s: &Shape) -> bool {
+fn store(cx: &mut Cx, u: UOp, s: Shape) -> bool {
     match s {
-        Shape::Known(v) => cx.cache.shape.insert(u, Some(v.clone())),
+        Shape::Known(v) => cx.cache.shape.insert(u, Some(v)),
         Shape::NoShape => cx.cache.shape.insert(u, None),
         Shape::Unknown => return false,
     };
@@ -557,10 +612,13 @@ pub fn const_like(
 /// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
 /// shape of `x` leaves `ret` as it is.
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
-    let Shape::Known(s) = shape(cx, x)? else {
-        return Ok(ret);
+    fill_shape(cx, x)?;
+    // `()` (every scalar graph), no shape or unknown: `ret` as it is, `ret._shape` unread
+    let s = match cx.cache.shape.get(&x) {
+        Some(Some(s)) if !s.is_empty() => s.to_vec(),
+        _ => return Ok(ret),
     };
-    if s.is_empty() || shape(cx, ret)? == Shape::Known(s.clone()) {
+    if shape(cx, ret)? == Shape::Known(s.clone()) {
         return Ok(ret);
     }
     let arg = shape_to_shape_arg(cx, &s)?;

@@ -905,6 +905,16 @@ fn exec_scalar(
         }
         return Err(type_err("unsupported operand type for Invalid"));
     }
+    // ALU ops have at most 3 operands: no Vec for them
+    let mut buf = [Val::Bool(false); 3];
+    if vals.len() <= buf.len() {
+        for (b, v) in buf.iter_mut().zip(vals) {
+            *b = v.unwrap();
+        }
+        return exec_alu_mode(op, dt, &buf[..vals.len()], mode)
+            .map(Some)
+            .map_err(alu_err);
+    }
     let v: Vec<Val> = vals.iter().map(|v| v.unwrap()).collect();
     exec_alu_mode(op, dt, &v, mode).map(Some).map_err(alu_err)
 }
@@ -916,6 +926,25 @@ fn to_const(v: Option<Val>) -> ConstVal {
 /// `fold_const_alu` (symbolic.py:36):
 /// `a.const_like(exec_alu(a.op, a.dtype, vals, truncate_output=False))`.
 fn fold_const_alu(cx: &mut Cx, a: UOp) -> RuleResult {
+    // every src a CONST (the common case): `const_arg` of each is a scalar, and they are the
+    // operands of the scalar branch below, without collecting them
+    let src = cx.g.src(a);
+    if src.len() <= 3 && src.iter().all(|s| cx.g.op(*s) == Ops::CONST) {
+        let mut sv = [None; 3];
+        for (v, s) in sv.iter_mut().zip(src) {
+            // a CONST without a value arg is not foldable (`const_arg` is None)
+            let Some(c) = cx.g.const_val(*s) else {
+                return Ok(None);
+            };
+            *v = Val::from_const(c);
+        }
+        let n = src.len();
+        let (op, dt) = (cx.g.op(a), cx.g.dtype(a));
+        if n > 0 {
+            let r = exec_scalar(op, dt, &sv[..n], AluMode::FOLD)?;
+            return Ok(Some(const_like(cx, a, to_const(r), None)?));
+        }
+    }
     let mut vals = Vec::new();
     for s in cx.g.src(a).to_vec() {
         match const_arg(cx, s) {
