@@ -48,6 +48,9 @@ pub struct Args {
     /// Graphs rewritten untimed first on each side (rewrite).
     #[arg(long, default_value_t = 50)]
     pub warmup: usize,
+    /// Timed passes over the whole batch on each side (rewrite); per graph the fastest counts.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub passes: u32,
     /// Print one JSON line.
     #[arg(long)]
     pub json: bool,
@@ -105,6 +108,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         generator: a.generator,
         family: a.family.clone(),
         warmup: a.warmup,
+        passes: a.passes as usize,
     };
     match run_bench_rewrite(&opts) {
         Ok(r) => {
