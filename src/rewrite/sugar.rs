@@ -92,6 +92,27 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
         .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
 }
 
+/// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
+/// cheap to see (what [`crate::ir::Graph::infer_dtype`] returns there, without its
+/// `least_upper_dtype`): comparisons are bool; SHL/SHR of two ints take src 0's dtype; the
+/// others promote, and two equal dtypes or a dtype with its own weak kind (what `_broadcasted`
+/// leaves: a weak CONST beside a strong operand) promote to the strong one (test
+/// `binary_dtype_is_infer_dtype`). `None`: ask `infer_dtype`.
+#[inline]
+fn binary_dtype(op: Ops, a: DType, b: DType) -> Option<DType> {
+    if !super::analysis::is_binary(op) {
+        return None;
+    }
+    match op {
+        Ops::CMPLT | Ops::CMPNE | Ops::CMPEQ => Some(DType::Bool),
+        Ops::SHL | Ops::SHR => (a.is_int() && b.is_int()).then_some(a),
+        _ if a == b && a != DType::Void => Some(a),
+        _ if b.is_weak() && !a.is_weak() && weak_dtype(a) == b => Some(a),
+        _ if a.is_weak() && !b.is_weak() && weak_dtype(b) == a => Some(b),
+        _ => None,
+    }
+}
+
 impl Cx<'_> {
     /// `UOp.const(b, dtype)`; `dtype=None` infers it from the Python value.
     pub fn konst(&mut self, v: impl Into<ConstVal>, dtype: Option<DType>) -> UOp {
@@ -144,6 +165,11 @@ impl Cx<'_> {
     }
     /// `UOp(op, src=srcs)` with the dtype from `dtype_from_uop`.
     pub fn alu(&mut self, op: Ops, srcs: &[UOp]) -> Result<UOp, RuleError> {
+        if let [a, b] = *srcs
+            && let Some(dt) = binary_dtype(op, self.g.dtype(a), self.g.dtype(b))
+        {
+            return Ok(self.g.mk(op, dt, srcs, Arg::None));
+        }
         self.g
             .alu(op, srcs)
             .map_err(|e| RuleError::Runtime(e.to_string()))
@@ -355,6 +381,33 @@ impl Cx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `binary_dtype` is `infer_dtype`'s answer wherever it gives one (every binary op, every
+    /// dtype pair, on real nodes).
+    #[test]
+    fn binary_dtype_is_infer_dtype() {
+        let mut g = crate::ir::Graph::new();
+        let mut hits = 0;
+        for op in Ops::ALL {
+            assert!(!(op.is_binary() && (op.is_unary() || op.is_ternary())), "{op:?}");
+            for da in DType::ALL {
+                for db in DType::ALL {
+                    let Some(dt) = binary_dtype(*op, *da, *db) else {
+                        continue;
+                    };
+                    hits += 1;
+                    let a = g.variable("a", 0, 1, *da);
+                    let b = g.variable("b", 0, 1, *db);
+                    assert_eq!(
+                        g.infer_dtype(*op, &[a, b], &Arg::None).ok(),
+                        Some(dt),
+                        "{op:?} {da:?} {db:?}"
+                    );
+                }
+            }
+        }
+        assert!(hits > 100);
+    }
 
     /// The premise of `lub`'s shortcut.
     #[test]
