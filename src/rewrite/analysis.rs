@@ -799,9 +799,10 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
-    // the common case (a rule reads a node whose srcs are known): no worklist
-    if g.src(u).iter().all(|s| cache.min_max.contains_key(s)) {
-        min_max_fill(g, cache, u);
+    // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
+    // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
+    // worklist) changes no entry
+    if min_max_rec(g, cache, u, 0) {
         return cache.min_max[&u];
     }
     let mut stack = std::mem::take(&mut cache.mm_stack);
@@ -829,6 +830,22 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.mm_stack = stack;
     cache.min_max[&u]
 }
+
+/// Fills the bounds of `x` and its uncached srcs, recursing at most [`MIN_MAX_REC_DEPTH`] deep;
+/// `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does the
+/// rest).
+fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
+    for s in g.src(x) {
+        if !cache.min_max.contains_key(s)
+            && (depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1))
+        {
+            return false;
+        }
+    }
+    min_max_fill(g, cache, x);
+    true
+}
+const MIN_MAX_REC_DEPTH: usize = 32;
 
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
 /// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
