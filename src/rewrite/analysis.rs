@@ -1130,8 +1130,8 @@ impl Cx<'_> {
     }
     /// `UOp.gcd(*uops)`: common MUL factors times the gcd of the const factors.
     pub fn uop_gcd(&mut self, uops: &[UOp]) -> Result<UOp, RuleError> {
-        let mut terms = Vec::new();
-        let mut factors = Vec::new();
+        let mut terms = Vec::with_capacity(uops.len());
+        let mut factors = Vec::with_capacity(uops.len());
         for u in uops {
             let f = self.const_factor(*u)?;
             let t = self
@@ -1149,13 +1149,17 @@ impl Cx<'_> {
             }
         }
         for term in &terms[1..] {
+            // an empty intersection stays empty: the remaining splits cannot change it
+            if count.iter().all(|e| e.1 == 0) {
+                break;
+            }
             let parts = split_uop(self.g, *term, Ops::MUL);
             for e in count.iter_mut() {
                 let c = parts.iter().filter(|p| **p == e.0).count();
                 e.1 = e.1.min(c);
             }
         }
-        let mut elems: Vec<UOp> = Vec::new();
+        let mut elems: Vec<UOp> = Vec::with_capacity(count.len() + 1);
         for (u, c) in &count {
             elems.extend(std::iter::repeat_n(*u, *c));
         }
