@@ -190,9 +190,6 @@ impl Cx<'_> {
             self.g.mk(Ops::BITCAST, dt, &[x], Arg::DType(dt))
         }
     }
-    fn is_weak_const(&self, u: UOp) -> bool {
-        self.g.dtype(u).is_weak() && self.g.op(u) == Ops::CONST
-    }
     /// `_broadcasted(y, reverse)`: promote both to the least upper dtype, keeping a bare weak
     /// CONST weak (re-typed weakint → weakfloat if needed).
     pub fn broadcasted(&mut self, x: UOp, y: Py, reverse: bool) -> Result<(UOp, UOp), RuleError> {
@@ -200,14 +197,18 @@ impl Cx<'_> {
         let (a, b) = if reverse { (y, x) } else { (x, y) };
         let out = lub(self.g.dtype(a), self.g.dtype(b))?;
         let mut promote = |t: UOp| -> UOp {
-            if self.g.const_val(t).is_some_and(|c| c.is_invalid()) {
+            // one node read: anything but a CONST is cast (`x.cast(out)`, itself if already so)
+            let (tdt, c) = (self.g.dtype(t), self.g.const_val(t));
+            let Some(v) = c else {
+                return self.cast(t, out);
+            };
+            if v.is_invalid() {
                 t
-            } else if self.is_weak_const(t) {
-                let v = self.g.const_val(t).unwrap();
+            } else if tdt.is_weak() {
                 let dt = weak_dtype(out);
                 // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
                 // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
-                if self.g.dtype(t) == dt
+                if tdt == dt
                     && self.g.src(t).is_empty()
                     && crate::ir::graph::dtype_const(dt, v) == v
                 {
