@@ -88,8 +88,18 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
     if a == b && a != DType::Void {
         return Ok(a);
     }
-    least_upper_dtype(&[a, b])
-        .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+    // `least_upper_dtype` walks the promotion lattice: remember each pair's answer (a pure
+    // function of the two dtypes) per thread
+    thread_local! {
+        static LUB: std::cell::RefCell<rustc_hash::FxHashMap<(DType, DType), Option<DType>>> =
+            Default::default();
+    }
+    let r = LUB.with(|m| {
+        *m.borrow_mut()
+            .entry((a, b))
+            .or_insert_with(|| least_upper_dtype(&[a, b]))
+    });
+    r.ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
 }
 
 /// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
