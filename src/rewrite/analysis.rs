@@ -875,6 +875,23 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
     else {
         return None;
     };
+    // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
+    // so no overflow check and no saturated result
+    let small = |i: i128| i as i64 as i128 == i;
+    if small(a0) && small(a1) && small(b0) && small(b1) {
+        return Some(match n.op {
+            Ops::ADD => (I(a0 + b0), I(a1 + b1)),
+            Ops::SUB => (I(a0 - b1), I(a1 - b0)),
+            Ops::MUL => {
+                let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
+                (I(p[0].min(p[1]).min(p[2]).min(p[3])), I(p[0].max(p[1]).max(p[2]).max(p[3])))
+            }
+            Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+            Ops::CMPLT => (B(a1 < b0), B(a0 < b1)),
+            Ops::CMPNE => (B(a1 < b0 || b1 < a0), B(!(a0 == a1 && a1 == b0 && b0 == b1))),
+            _ => return None,
+        });
+    }
     if !(ordinary(a0) && ordinary(a1) && ordinary(b0) && ordinary(b1)) {
         return None;
     }
