@@ -884,11 +884,17 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
             Ops::SUB => (I(a0 - b1), I(a1 - b0)),
             Ops::MUL => {
                 let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
-                (I(p[0].min(p[1]).min(p[2]).min(p[3])), I(p[0].max(p[1]).max(p[2]).max(p[3])))
+                (
+                    I(p[0].min(p[1]).min(p[2]).min(p[3])),
+                    I(p[0].max(p[1]).max(p[2]).max(p[3])),
+                )
             }
             Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
             Ops::CMPLT => (B(a1 < b0), B(a0 < b1)),
-            Ops::CMPNE => (B(a1 < b0 || b1 < a0), B(!(a0 == a1 && a1 == b0 && b0 == b1))),
+            Ops::CMPNE => (
+                B(a1 < b0 || b1 < a0),
+                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            ),
             _ => return None,
         });
     }

@@ -400,7 +400,10 @@ mod tests {
         let mut g = crate::ir::Graph::new();
         let mut hits = 0;
         for op in Ops::ALL {
-            assert!(!(op.is_binary() && (op.is_unary() || op.is_ternary())), "{op:?}");
+            assert!(
+                !(op.is_binary() && (op.is_unary() || op.is_ternary())),
+                "{op:?}"
+            );
             for da in DType::ALL {
                 for db in DType::ALL {
                     let Some(dt) = binary_dtype(*op, *da, *db) else {
