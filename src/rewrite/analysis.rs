@@ -799,9 +799,10 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
-    // the common case (a rule reads a node whose srcs are known): no worklist
-    if g.src(u).iter().all(|s| cache.min_max.contains_key(s)) {
-        min_max_fill(g, cache, u);
+    // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
+    // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
+    // worklist) changes no entry
+    if min_max_rec(g, cache, u, 0) {
         return cache.min_max[&u];
     }
     let mut stack = std::mem::take(&mut cache.mm_stack);
@@ -829,6 +830,22 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.mm_stack = stack;
     cache.min_max[&u]
 }
+
+/// Fills the bounds of `x` and its uncached srcs, recursing at most [`MIN_MAX_REC_DEPTH`] deep;
+/// `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does the
+/// rest).
+fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
+    for s in g.src(x) {
+        if !cache.min_max.contains_key(s)
+            && (depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1))
+        {
+            return false;
+        }
+    }
+    min_max_fill(g, cache, x);
+    true
+}
+const MIN_MAX_REC_DEPTH: usize = 32;
 
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
 /// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
@@ -858,6 +875,29 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
     else {
         return None;
     };
+    // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
+    // so no overflow check and no saturated result
+    let small = |i: i128| i as i64 as i128 == i;
+    if small(a0) && small(a1) && small(b0) && small(b1) {
+        return Some(match n.op {
+            Ops::ADD => (I(a0 + b0), I(a1 + b1)),
+            Ops::SUB => (I(a0 - b1), I(a1 - b0)),
+            Ops::MUL => {
+                let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
+                (
+                    I(p[0].min(p[1]).min(p[2]).min(p[3])),
+                    I(p[0].max(p[1]).max(p[2]).max(p[3])),
+                )
+            }
+            Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+            Ops::CMPLT => (B(a1 < b0), B(a0 < b1)),
+            Ops::CMPNE => (
+                B(a1 < b0 || b1 < a0),
+                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            ),
+            _ => return None,
+        });
+    }
     if !(ordinary(a0) && ordinary(a1) && ordinary(b0) && ordinary(b1)) {
         return None;
     }
@@ -1113,8 +1153,8 @@ impl Cx<'_> {
     }
     /// `UOp.gcd(*uops)`: common MUL factors times the gcd of the const factors.
     pub fn uop_gcd(&mut self, uops: &[UOp]) -> Result<UOp, RuleError> {
-        let mut terms = Vec::new();
-        let mut factors = Vec::new();
+        let mut terms = Vec::with_capacity(uops.len());
+        let mut factors = Vec::with_capacity(uops.len());
         for u in uops {
             let f = self.const_factor(*u)?;
             let t = self
@@ -1132,13 +1172,17 @@ impl Cx<'_> {
             }
         }
         for term in &terms[1..] {
+            // an empty intersection stays empty: the remaining splits cannot change it
+            if count.iter().all(|e| e.1 == 0) {
+                break;
+            }
             let parts = split_uop(self.g, *term, Ops::MUL);
             for e in count.iter_mut() {
                 let c = parts.iter().filter(|p| **p == e.0).count();
                 e.1 = e.1.min(c);
             }
         }
-        let mut elems: Vec<UOp> = Vec::new();
+        let mut elems: Vec<UOp> = Vec::with_capacity(count.len() + 1);
         for (u, c) in &count {
             elems.extend(std::iter::repeat_n(*u, *c));
         }

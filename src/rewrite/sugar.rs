@@ -88,8 +88,39 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
     if a == b && a != DType::Void {
         return Ok(a);
     }
-    least_upper_dtype(&[a, b])
-        .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+    // `least_upper_dtype` walks the promotion lattice: remember each pair's answer (a pure
+    // function of the two dtypes) per thread
+    thread_local! {
+        static LUB: std::cell::RefCell<rustc_hash::FxHashMap<(DType, DType), Option<DType>>> =
+            Default::default();
+    }
+    let r = LUB.with(|m| {
+        *m.borrow_mut()
+            .entry((a, b))
+            .or_insert_with(|| least_upper_dtype(&[a, b]))
+    });
+    r.ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+}
+
+/// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
+/// cheap to see (what [`crate::ir::Graph::infer_dtype`] returns there, without its
+/// `least_upper_dtype`): comparisons are bool; SHL/SHR of two ints take src 0's dtype; the
+/// others promote, and two equal dtypes or a dtype with its own weak kind (what `_broadcasted`
+/// leaves: a weak CONST beside a strong operand) promote to the strong one (test
+/// `binary_dtype_is_infer_dtype`). `None`: ask `infer_dtype`.
+#[inline]
+fn binary_dtype(op: Ops, a: DType, b: DType) -> Option<DType> {
+    if !super::analysis::is_binary(op) {
+        return None;
+    }
+    match op {
+        Ops::CMPLT | Ops::CMPNE | Ops::CMPEQ => Some(DType::Bool),
+        Ops::SHL | Ops::SHR => (a.is_int() && b.is_int()).then_some(a),
+        _ if a == b && a != DType::Void => Some(a),
+        _ if b.is_weak() && !a.is_weak() && weak_dtype(a) == b => Some(a),
+        _ if a.is_weak() && !b.is_weak() && weak_dtype(b) == a => Some(b),
+        _ => None,
+    }
 }
 
 impl Cx<'_> {
@@ -144,6 +175,11 @@ impl Cx<'_> {
     }
     /// `UOp(op, src=srcs)` with the dtype from `dtype_from_uop`.
     pub fn alu(&mut self, op: Ops, srcs: &[UOp]) -> Result<UOp, RuleError> {
+        if let [a, b] = *srcs
+            && let Some(dt) = binary_dtype(op, self.g.dtype(a), self.g.dtype(b))
+        {
+            return Ok(self.g.mk(op, dt, srcs, Arg::None));
+        }
         self.g
             .alu(op, srcs)
             .map_err(|e| RuleError::Runtime(e.to_string()))
@@ -164,9 +200,6 @@ impl Cx<'_> {
             self.g.mk(Ops::BITCAST, dt, &[x], Arg::DType(dt))
         }
     }
-    fn is_weak_const(&self, u: UOp) -> bool {
-        self.g.dtype(u).is_weak() && self.g.op(u) == Ops::CONST
-    }
     /// `_broadcasted(y, reverse)`: promote both to the least upper dtype, keeping a bare weak
     /// CONST weak (re-typed weakint → weakfloat if needed).
     pub fn broadcasted(&mut self, x: UOp, y: Py, reverse: bool) -> Result<(UOp, UOp), RuleError> {
@@ -174,14 +207,18 @@ impl Cx<'_> {
         let (a, b) = if reverse { (y, x) } else { (x, y) };
         let out = lub(self.g.dtype(a), self.g.dtype(b))?;
         let mut promote = |t: UOp| -> UOp {
-            if self.g.const_val(t).is_some_and(|c| c.is_invalid()) {
+            // one node read: anything but a CONST is cast (`x.cast(out)`, itself if already so)
+            let (tdt, c) = (self.g.dtype(t), self.g.const_val(t));
+            let Some(v) = c else {
+                return self.cast(t, out);
+            };
+            if v.is_invalid() {
                 t
-            } else if self.is_weak_const(t) {
-                let v = self.g.const_val(t).unwrap();
+            } else if tdt.is_weak() {
                 let dt = weak_dtype(out);
                 // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
                 // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
-                if self.g.dtype(t) == dt
+                if tdt == dt
                     && self.g.src(t).is_empty()
                     && crate::ir::graph::dtype_const(dt, v) == v
                 {
@@ -355,6 +392,36 @@ impl Cx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `binary_dtype` is `infer_dtype`'s answer wherever it gives one (every binary op, every
+    /// dtype pair, on real nodes).
+    #[test]
+    fn binary_dtype_is_infer_dtype() {
+        let mut g = crate::ir::Graph::new();
+        let mut hits = 0;
+        for op in Ops::ALL {
+            assert!(
+                !(op.is_binary() && (op.is_unary() || op.is_ternary())),
+                "{op:?}"
+            );
+            for da in DType::ALL {
+                for db in DType::ALL {
+                    let Some(dt) = binary_dtype(*op, *da, *db) else {
+                        continue;
+                    };
+                    hits += 1;
+                    let a = g.variable("a", 0, 1, *da);
+                    let b = g.variable("b", 0, 1, *db);
+                    assert_eq!(
+                        g.infer_dtype(*op, &[a, b], &Arg::None).ok(),
+                        Some(dt),
+                        "{op:?} {da:?} {db:?}"
+                    );
+                }
+            }
+        }
+        assert!(hits > 100);
+    }
 
     /// The premise of `lub`'s shortcut.
     #[test]

@@ -291,8 +291,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             }
         }
         // Shared decomposition for folding rules
-        let mut terms: Vec<Option<UOp>> = Vec::new();
-        let mut factors: Vec<i128> = Vec::new();
+        let mut terms: Vec<Option<UOp>> = Vec::with_capacity(uops_no_const.len());
+        let mut factors: Vec<i128> = Vec::with_capacity(uops_no_const.len());
         for &u in &uops_no_const {
             let f = cx.const_factor(u)?;
             terms.push(cx.divides(u, f)?);
@@ -436,7 +436,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let all_uops = cx.split_uop(x, Ops::ADD);
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
-    let mut gargs = all_uops.clone();
+    let mut gargs = Vec::with_capacity(all_uops.len() + 1);
+    gargs.extend_from_slice(&all_uops);
     gargs.push(y);
     let gu = cx.uop_gcd(&gargs)?;
     let (gu, is_one) = if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {

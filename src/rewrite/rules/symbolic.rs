@@ -322,8 +322,11 @@ fn reachable(g: &Graph, u: UOp) -> HashSet<UOp> {
 /// Whether `target` is in the backward slice of `u` (incl. `u`): a depth-first search that stops
 /// at the first hit, where most WHERE nodes never reach their condition from an arm.
 fn reaches(g: &Graph, u: UOp, target: UOp) -> bool {
-    let mut seen: HashSet<UOp> = HashSet::default();
-    let mut stack = vec![u];
+    // every node below `u` has a smaller handle (srcs exist before their user): a bit per
+    // handle up to `u` instead of a hash set (it grows for any other)
+    let mut seen = crate::rewrite::analysis::NodeSet::with_capacity(u.idx() + 1);
+    let mut stack = Vec::with_capacity(16);
+    stack.push(u);
     while let Some(n) = stack.pop() {
         if n == target {
             return true;
