@@ -103,7 +103,7 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
 /// (linear probing) hash set of node indices over those hashes, at most half full, so a lookup
 /// allocates nothing and rarely probes twice (the hot path of every rule that builds a node
 /// that already exists), and growing it rehashes from `hashes` without hashing a node again.
-#[derive(Clone, Default, Debug)]
+#[derive(Default, Debug)]
 pub struct Graph {
     nodes: Vec<Node>,
     hashes: Vec<u64>,
@@ -116,6 +116,24 @@ pub struct Graph {
 #[inline]
 fn slot_of(h: u64, bits: u32) -> usize {
     (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+/// A clone is made to be rewritten (the fuzz loop and the bench rewrite a copy of a generated
+/// graph), which adds nodes: it gets room for as many again, so the first rule that builds a
+/// node does not reallocate the arena.
+impl Clone for Graph {
+    fn clone(&self) -> Graph {
+        let room = self.nodes.len() * 2 + 16;
+        let mut nodes = Vec::with_capacity(room);
+        nodes.extend_from_slice(&self.nodes);
+        let mut hashes = Vec::with_capacity(room);
+        hashes.extend_from_slice(&self.hashes);
+        Graph {
+            nodes,
+            hashes,
+            table: self.table.clone(),
+        }
+    }
 }
 
 impl Graph {
