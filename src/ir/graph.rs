@@ -233,6 +233,31 @@ impl Graph {
         self.table[i] = u.0;
         u
     }
+    /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
+    /// node is new (`graph_rewrite`'s rebuild of a node whose srcs were rewritten).
+    pub fn mk_like(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        let node = &self.nodes[n.idx()];
+        let op = node.op;
+        let h = node_hash(op, dtype, src, &node.arg);
+        let (i, found) = self.probe(h, op, dtype, src, &node.arg);
+        if let Some(u) = found {
+            return u;
+        }
+        let arg = node.arg.clone();
+        let u = UOp(self.nodes.len() as u32);
+        self.nodes.push(Node {
+            op,
+            dtype,
+            src: Srcs::new(src),
+            arg,
+        });
+        self.hashes.push(h);
+        self.table[i] = u.0;
+        u
+    }
     /// Looks a node up without creating it.
     pub fn find(&self, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> Option<UOp> {
         if self.table.is_empty() {

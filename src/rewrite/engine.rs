@@ -963,13 +963,13 @@ fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
         .iter()
         .zip(new_src)
         .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
-    let (op, dtype, arg) = (node.op, node.dtype, node.arg.clone());
     let dt = if same {
-        dtype
+        node.dtype
     } else {
-        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
+        g.infer_dtype(node.op, new_src, &node.arg)
+            .unwrap_or(node.dtype)
     };
-    g.mk(op, dt, new_src, arg)
+    g.mk_like(n, dt, new_src)
 }
 
 /// No node / no entry in the per-call tables (the arena never holds `u32::MAX` nodes: each is
