@@ -91,11 +91,20 @@ const NIL: u32 = u32::MAX;
 /// The hash-consing key of a node (op, dtype, src, arg), computed without building a `Node`.
 fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     use std::hash::{Hash, Hasher};
+    // only `probe` and `grow_table` read these hashes, so any function of the key will do:
+    // op, dtype and src count in one word, the srcs two to a word, and no write for `Arg::None`
     let mut h = rustc_hash::FxHasher::default();
-    op.hash(&mut h);
-    dtype.hash(&mut h);
-    src.hash(&mut h);
-    arg.hash(&mut h);
+    h.write_u64(op as u64 | (dtype as u64) << 8 | (src.len() as u64) << 16);
+    let mut pairs = src.chunks_exact(2);
+    for p in &mut pairs {
+        h.write_u64(p[0].0 as u64 | (p[1].0 as u64) << 32);
+    }
+    if let [s] = pairs.remainder() {
+        h.write_u32(s.0);
+    }
+    if !matches!(arg, Arg::None) {
+        arg.hash(&mut h);
+    }
     h.finish()
 }
 
