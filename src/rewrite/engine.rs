@@ -1127,7 +1127,12 @@ pub fn graph_rewrite(
     let mut sc = take_scratch();
     let mut memo = std::mem::take(&mut sc.memo);
     memo.clear();
-    let out = rewrite_in(g, cache, root, rules, limits, &mut memo, &mut sc);
+    // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
+    let out = if limits.bottom_up {
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo, &mut sc)
+    } else {
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo, &mut sc)
+    };
     sc.memo = memo;
     give_scratch(sc);
     out
@@ -1159,7 +1164,12 @@ pub fn graph_rewrite_memo(
         memo.map.clear();
     }
     let mut sc = take_scratch();
-    let out = rewrite_in(g, cache, root, rules, limits, &mut memo.map, &mut sc);
+    // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
+    let out = if limits.bottom_up {
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+    } else {
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+    };
     give_scratch(sc);
     if out.stop != Stop::Done {
         memo.map.clear();
@@ -1167,8 +1177,9 @@ pub fn graph_rewrite_memo(
     out
 }
 
-/// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`.
-fn rewrite_in(
+/// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`; `BOTTOM_UP` is
+/// `limits.bottom_up` (a constant, so the top-down loop carries none of the bottom-up tests).
+fn rewrite_in<const BOTTOM_UP: bool>(
     g: &mut Graph,
     cache: &mut super::analysis::Cache,
     root: UOp,
@@ -1250,7 +1261,7 @@ fn rewrite_in(
             continue;
         }
         if stage == 0 {
-            if limits.bottom_up {
+            if BOTTOM_UP {
                 let mut test_n = Some(n);
                 let mut seen = FxHashSet::default();
                 while let Some(t) = test_n {
@@ -1280,7 +1291,7 @@ fn rewrite_in(
                     stack.push((x, 0, x));
                 }
             }
-            if limits.bottom_up || stack.len() != mark + 1 {
+            if BOTTOM_UP || stack.len() != mark + 1 {
                 continue;
             }
             // no src was pushed: `(n, 1, new_n)` is popped next, with the stack length, stop
@@ -1310,7 +1321,7 @@ fn rewrite_in(
                 continue 'pop;
             }
             let new_src_n = if same {
-                let r = if limits.bottom_up {
+                let r = if BOTTOM_UP {
                     None
                 } else {
                     rw.apply(&mut cx, new_n)
@@ -1335,7 +1346,7 @@ fn rewrite_in(
                 rebuild(cx.g, new_n, tmp)
             };
             stack.push((n, 2, new_src_n));
-            if limits.bottom_up {
+            if BOTTOM_UP {
                 stack.push((new_src_n, 0, new_src_n));
             } else {
                 rw.push_visit(cx.g, stack, nodes, new_src_n);
