@@ -779,16 +779,9 @@ impl Rw<'_> {
 /// Where `_rebuild_dtype` (uop/ops.py:1751) raises: a src dtype changed and `dtype_from_uop`
 /// (ops.py:114) rejects the new srcs (a shift of a non-int, ops.py:161; a WHERE on a non-bool
 /// condition, ops.py:147) instead of returning None.
+/// Only called when [`same_dtypes`] is false (otherwise nothing is re-derived and nothing raises).
 fn rebuild_raises(g: &Graph, n: UOp, new_src: &[UOp]) -> Option<RuleError> {
     let node = g.node(n);
-    if node
-        .src
-        .iter()
-        .zip(new_src)
-        .all(|(a, b)| g.dtype(*a) == g.dtype(*b))
-    {
-        return None;
-    }
     // `x.base.is_invalid`: through movement ops and DETACH to an Invalid CONST
     let invalid_base = |mut u: UOp| {
         while matches!(
@@ -955,14 +948,24 @@ fn fill_periodic<T: Clone>(v: &mut Vec<T>, period: &[T], k: usize) {
     }
 }
 
-/// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
-fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n);
-    let same = node
-        .src
+/// Whether every src of `n` has the dtype of its replacement in `new_src`.
+#[inline]
+fn same_dtypes(g: &Graph, n: UOp, new_src: &[UOp]) -> bool {
+    g.src(n)
         .iter()
         .zip(new_src)
-        .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+        .all(|(a, b)| g.dtype(*a) == g.dtype(*b))
+}
+
+/// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
+fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
+    let same = same_dtypes(g, n, new_src);
+    rebuild_as(g, n, new_src, same)
+}
+
+/// [`rebuild`] where `same` is [`same_dtypes`] of `n` and `new_src`.
+fn rebuild_as(g: &mut Graph, n: UOp, new_src: &[UOp], same: bool) -> UOp {
+    let node = g.node(n);
     let dt = if same {
         node.dtype
     } else {
@@ -1334,7 +1337,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                     Some(r) => r,
                 }
             } else {
-                if let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
+                let dts_same = same_dtypes(cx.g, new_n, tmp);
+                if !dts_same && let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
                     rw.stop = Some(Stop::RuleError {
                         rule: "graph_rewrite/rebuild",
                         source: "tinygrad/uop/ops.py:1751",
@@ -1343,7 +1347,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                     });
                     break 'pop;
                 }
-                rebuild(cx.g, new_n, tmp)
+                rebuild_as(cx.g, new_n, tmp, dts_same)
             };
             stack.push((n, 2, new_src_n));
             if BOTTOM_UP {
