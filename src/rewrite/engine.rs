@@ -552,14 +552,15 @@ impl RuleSet {
         let g = &*cx.g;
         let src = g.src(u);
         let n = src.len();
-        let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
         if n <= PRE_SRCS
             && let Some(Some(t)) = self.tables.get(op)
         {
             // the table answers every rule's `Pre` check at once
             let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
+            let mut src_ops = 0;
             for (d, s) in sig.iter_mut().zip(src) {
                 let sn = g.node(*s);
+                src_ops |= op_bit(sn.op);
                 *d = (
                     op_bit_index(sn.op),
                     (sn.dtype as u8 & 31) as usize,
@@ -580,6 +581,7 @@ impl RuleSet {
             }
             return Ok(None);
         }
+        let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
         // op, dtype and arg class bits of the first srcs, for the rules' `Pre` checks
         let mut sb = [SrcBits::default(); PRE_SRCS];
         let mut sh = [UOp(0); PRE_SRCS];
