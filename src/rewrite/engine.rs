@@ -373,6 +373,25 @@ fn arg_class(bits: u8) -> usize {
     }
 }
 
+/// `arg_class(arg_bits(arg))` by cases, in one step (a test checks they agree).
+#[inline]
+fn arg_class_of(arg: &Arg) -> usize {
+    let Arg::Const(c) = arg else {
+        return 0;
+    };
+    match *c {
+        ConstVal::Invalid => 1,
+        ConstVal::Bool(false) | ConstVal::Int(0) => 2,
+        ConstVal::Bool(true) | ConstVal::Int(1) => 3,
+        ConstVal::Int(-1) => 4,
+        ConstVal::Int(_) => 0,
+        ConstVal::Float(0.0) => 2,
+        ConstVal::Float(1.0) => 3,
+        ConstVal::Float(-1.0) => 4,
+        ConstVal::Float(_) => 0,
+    }
+}
+
 /// The [`arg_bits`] value of an [`arg_class`] index.
 const ARG_CLASS_BITS: [u8; ARG_CLASS_N] =
     [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
@@ -564,7 +583,7 @@ impl RuleSet {
                 *d = (
                     op_bit_index(sn.op),
                     (sn.dtype as u8 & 31) as usize,
-                    arg_class(arg_bits(&sn.arg)),
+                    arg_class_of(&sn.arg),
                 );
             }
             let mut cand = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
@@ -1604,6 +1623,7 @@ mod tests {
                 .iter()
                 .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m });
             assert_eq!(arg_bits(&Arg::Const(c)), want, "{c:?}");
+            assert_eq!(arg_class_of(&Arg::Const(c)), arg_class(want), "{c:?}");
             // a pattern const of a class matches exactly the nodes of that class
             for v in vals {
                 let lvl = arg_level(&Some(ArgPat::Const(v)));
@@ -1615,6 +1635,7 @@ mod tests {
             }
         }
         assert_eq!(arg_bits(&Arg::None), ARG_ANY);
+        assert_eq!(arg_class_of(&Arg::None), arg_class(ARG_ANY));
     }
 
     #[test]
