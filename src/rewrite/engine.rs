@@ -343,7 +343,7 @@ struct PreTable {
     dts: [u64; 32],
     /// By src count (0..=PRE_SRCS).
     n: [u64; PRE_SRCS + 1],
-    /// In-order check, by src position: by the src's op, dtype and [`arg_class`].
+    /// In-order check, by src position: by the src's op, dtype and [`arg_class_of`].
     ord_op: [[u64; 128]; PRE_SRCS],
     ord_dt: [[u64; 32]; PRE_SRCS],
     ord_arg: [[u64; ARG_CLASS_N]; PRE_SRCS],
@@ -358,11 +358,12 @@ struct PreTable {
 /// The src position pairs [`Pre::same`] can name (both below [`PRE_SRCS`]).
 const PAIRS: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
 
-/// How many values [`arg_class`] has.
+/// How many values [`arg_class_of`] has.
 const ARG_CLASS_N: usize = 5;
 
 /// The index (0..ARG_CLASS_N) of an [`arg_bits`] value: no class, or one of [`ARG_CLASSES`].
-#[inline]
+/// (The engine computes it with [`arg_class_of`]; the tests check the two agree.)
+#[cfg(test)]
 fn arg_class(bits: u8) -> usize {
     match bits & !ARG_ANY {
         0 => 0,
@@ -392,7 +393,7 @@ fn arg_class_of(arg: &Arg) -> usize {
     }
 }
 
-/// The [`arg_bits`] value of an [`arg_class`] index.
+/// The [`arg_bits`] value of an [`arg_class_of`] index.
 const ARG_CLASS_BITS: [u8; ARG_CLASS_N] =
     [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
 
