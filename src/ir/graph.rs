@@ -91,11 +91,20 @@ const NIL: u32 = u32::MAX;
 /// The hash-consing key of a node (op, dtype, src, arg), computed without building a `Node`.
 fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     use std::hash::{Hash, Hasher};
+    // only `probe` and `grow_table` read these hashes, so any function of the key will do:
+    // op, dtype and src count in one word, the srcs two to a word, and no write for `Arg::None`
     let mut h = rustc_hash::FxHasher::default();
-    op.hash(&mut h);
-    dtype.hash(&mut h);
-    src.hash(&mut h);
-    arg.hash(&mut h);
+    h.write_u64(op as u64 | (dtype as u64) << 8 | (src.len() as u64) << 16);
+    let mut pairs = src.chunks_exact(2);
+    for p in &mut pairs {
+        h.write_u64(p[0].0 as u64 | (p[1].0 as u64) << 32);
+    }
+    if let [s] = pairs.remainder() {
+        h.write_u32(s.0);
+    }
+    if !matches!(arg, Arg::None) {
+        arg.hash(&mut h);
+    }
     h.finish()
 }
 
@@ -103,7 +112,7 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
 /// (linear probing) hash set of node indices over those hashes, at most half full, so a lookup
 /// allocates nothing and rarely probes twice (the hot path of every rule that builds a node
 /// that already exists), and growing it rehashes from `hashes` without hashing a node again.
-#[derive(Clone, Default, Debug)]
+#[derive(Default, Debug)]
 pub struct Graph {
     nodes: Vec<Node>,
     hashes: Vec<u64>,
@@ -116,6 +125,24 @@ pub struct Graph {
 #[inline]
 fn slot_of(h: u64, bits: u32) -> usize {
     (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+/// A clone is made to be rewritten (the fuzz loop and the bench rewrite a copy of a generated
+/// graph), which adds nodes: it gets room for as many again, so the first rule that builds a
+/// node does not reallocate the arena.
+impl Clone for Graph {
+    fn clone(&self) -> Graph {
+        let room = self.nodes.len() * 2 + 16;
+        let mut nodes = Vec::with_capacity(room);
+        nodes.extend_from_slice(&self.nodes);
+        let mut hashes = Vec::with_capacity(room);
+        hashes.extend_from_slice(&self.hashes);
+        Graph {
+            nodes,
+            hashes,
+            table: self.table.clone(),
+        }
+    }
 }
 
 impl Graph {
@@ -204,6 +231,31 @@ impl Graph {
         if let Some(u) = found {
             return u;
         }
+        let u = UOp(self.nodes.len() as u32);
+        self.nodes.push(Node {
+            op,
+            dtype,
+            src: Srcs::new(src),
+            arg,
+        });
+        self.hashes.push(h);
+        self.table[i] = u.0;
+        u
+    }
+    /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
+    /// node is new (`graph_rewrite`'s rebuild of a node whose srcs were rewritten).
+    pub fn mk_like(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        let node = &self.nodes[n.idx()];
+        let op = node.op;
+        let h = node_hash(op, dtype, src, &node.arg);
+        let (i, found) = self.probe(h, op, dtype, src, &node.arg);
+        if let Some(u) = found {
+            return u;
+        }
+        let arg = node.arg.clone();
         let u = UOp(self.nodes.len() as u32);
         self.nodes.push(Node {
             op,

@@ -343,7 +343,7 @@ struct PreTable {
     dts: [u64; 32],
     /// By src count (0..=PRE_SRCS).
     n: [u64; PRE_SRCS + 1],
-    /// In-order check, by src position: by the src's op, dtype and [`arg_class`].
+    /// In-order check, by src position: by the src's op, dtype and [`arg_class_of`].
     ord_op: [[u64; 128]; PRE_SRCS],
     ord_dt: [[u64; 32]; PRE_SRCS],
     ord_arg: [[u64; ARG_CLASS_N]; PRE_SRCS],
@@ -358,11 +358,12 @@ struct PreTable {
 /// The src position pairs [`Pre::same`] can name (both below [`PRE_SRCS`]).
 const PAIRS: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
 
-/// How many values [`arg_class`] has.
+/// How many values [`arg_class_of`] has.
 const ARG_CLASS_N: usize = 5;
 
 /// The index (0..ARG_CLASS_N) of an [`arg_bits`] value: no class, or one of [`ARG_CLASSES`].
-#[inline]
+/// (The engine computes it with [`arg_class_of`]; the tests check the two agree.)
+#[cfg(test)]
 fn arg_class(bits: u8) -> usize {
     match bits & !ARG_ANY {
         0 => 0,
@@ -373,7 +374,26 @@ fn arg_class(bits: u8) -> usize {
     }
 }
 
-/// The [`arg_bits`] value of an [`arg_class`] index.
+/// `arg_class(arg_bits(arg))` by cases, in one step (a test checks they agree).
+#[inline]
+fn arg_class_of(arg: &Arg) -> usize {
+    let Arg::Const(c) = arg else {
+        return 0;
+    };
+    match *c {
+        ConstVal::Invalid => 1,
+        ConstVal::Bool(false) | ConstVal::Int(0) => 2,
+        ConstVal::Bool(true) | ConstVal::Int(1) => 3,
+        ConstVal::Int(-1) => 4,
+        ConstVal::Int(_) => 0,
+        ConstVal::Float(0.0) => 2,
+        ConstVal::Float(1.0) => 3,
+        ConstVal::Float(-1.0) => 4,
+        ConstVal::Float(_) => 0,
+    }
+}
+
+/// The [`arg_bits`] value of an [`arg_class_of`] index.
 const ARG_CLASS_BITS: [u8; ARG_CLASS_N] =
     [ARG_ANY, ARG_ANY | 1, ARG_ANY | 2, ARG_ANY | 4, ARG_ANY | 8];
 
@@ -552,18 +572,19 @@ impl RuleSet {
         let g = &*cx.g;
         let src = g.src(u);
         let n = src.len();
-        let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
         if n <= PRE_SRCS
             && let Some(Some(t)) = self.tables.get(op)
         {
             // the table answers every rule's `Pre` check at once
             let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
+            let mut src_ops = 0;
             for (d, s) in sig.iter_mut().zip(src) {
                 let sn = g.node(*s);
+                src_ops |= op_bit(sn.op);
                 *d = (
                     op_bit_index(sn.op),
                     (sn.dtype as u8 & 31) as usize,
-                    arg_class(arg_bits(&sn.arg)),
+                    arg_class_of(&sn.arg),
                 );
             }
             let mut cand = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
@@ -580,6 +601,7 @@ impl RuleSet {
             }
             return Ok(None);
         }
+        let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
         // op, dtype and arg class bits of the first srcs, for the rules' `Pre` checks
         let mut sb = [SrcBits::default(); PRE_SRCS];
         let mut sh = [UOp(0); PRE_SRCS];
@@ -779,16 +801,9 @@ impl Rw<'_> {
 /// Where `_rebuild_dtype` (uop/ops.py:1751) raises: a src dtype changed and `dtype_from_uop`
 /// (ops.py:114) rejects the new srcs (a shift of a non-int, ops.py:161; a WHERE on a non-bool
 /// condition, ops.py:147) instead of returning None.
+/// Only called when [`same_dtypes`] is false (otherwise nothing is re-derived and nothing raises).
 fn rebuild_raises(g: &Graph, n: UOp, new_src: &[UOp]) -> Option<RuleError> {
     let node = g.node(n);
-    if node
-        .src
-        .iter()
-        .zip(new_src)
-        .all(|(a, b)| g.dtype(*a) == g.dtype(*b))
-    {
-        return None;
-    }
     // `x.base.is_invalid`: through movement ops and DETACH to an Invalid CONST
     let invalid_base = |mut u: UOp| {
         while matches!(
@@ -955,21 +970,31 @@ fn fill_periodic<T: Clone>(v: &mut Vec<T>, period: &[T], k: usize) {
     }
 }
 
-/// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
-fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n);
-    let same = node
-        .src
+/// Whether every src of `n` has the dtype of its replacement in `new_src`.
+#[inline]
+fn same_dtypes(g: &Graph, n: UOp, new_src: &[UOp]) -> bool {
+    g.src(n)
         .iter()
         .zip(new_src)
-        .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
-    let (op, dtype, arg) = (node.op, node.dtype, node.arg.clone());
+        .all(|(a, b)| g.dtype(*a) == g.dtype(*b))
+}
+
+/// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
+fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
+    let same = same_dtypes(g, n, new_src);
+    rebuild_as(g, n, new_src, same)
+}
+
+/// [`rebuild`] where `same` is [`same_dtypes`] of `n` and `new_src`.
+fn rebuild_as(g: &mut Graph, n: UOp, new_src: &[UOp], same: bool) -> UOp {
+    let node = g.node(n);
     let dt = if same {
-        dtype
+        node.dtype
     } else {
-        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
+        g.infer_dtype(node.op, new_src, &node.arg)
+            .unwrap_or(node.dtype)
     };
-    g.mk(op, dt, new_src, arg)
+    g.mk_like(n, dt, new_src)
 }
 
 /// No node / no entry in the per-call tables (the arena never holds `u32::MAX` nodes: each is
@@ -1127,7 +1152,12 @@ pub fn graph_rewrite(
     let mut sc = take_scratch();
     let mut memo = std::mem::take(&mut sc.memo);
     memo.clear();
-    let out = rewrite_in(g, cache, root, rules, limits, &mut memo, &mut sc);
+    // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
+    let out = if limits.bottom_up {
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo, &mut sc)
+    } else {
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo, &mut sc)
+    };
     sc.memo = memo;
     give_scratch(sc);
     out
@@ -1159,7 +1189,12 @@ pub fn graph_rewrite_memo(
         memo.map.clear();
     }
     let mut sc = take_scratch();
-    let out = rewrite_in(g, cache, root, rules, limits, &mut memo.map, &mut sc);
+    // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
+    let out = if limits.bottom_up {
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+    } else {
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+    };
     give_scratch(sc);
     if out.stop != Stop::Done {
         memo.map.clear();
@@ -1167,8 +1202,9 @@ pub fn graph_rewrite_memo(
     out
 }
 
-/// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`.
-fn rewrite_in(
+/// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`; `BOTTOM_UP` is
+/// `limits.bottom_up` (a constant, so the top-down loop carries none of the bottom-up tests).
+fn rewrite_in<const BOTTOM_UP: bool>(
     g: &mut Graph,
     cache: &mut super::analysis::Cache,
     root: UOp,
@@ -1250,7 +1286,7 @@ fn rewrite_in(
             continue;
         }
         if stage == 0 {
-            if limits.bottom_up {
+            if BOTTOM_UP {
                 let mut test_n = Some(n);
                 let mut seen = FxHashSet::default();
                 while let Some(t) = test_n {
@@ -1280,7 +1316,7 @@ fn rewrite_in(
                     stack.push((x, 0, x));
                 }
             }
-            if limits.bottom_up || stack.len() != mark + 1 {
+            if BOTTOM_UP || stack.len() != mark + 1 {
                 continue;
             }
             // no src was pushed: `(n, 1, new_n)` is popped next, with the stack length, stop
@@ -1310,7 +1346,7 @@ fn rewrite_in(
                 continue 'pop;
             }
             let new_src_n = if same {
-                let r = if limits.bottom_up {
+                let r = if BOTTOM_UP {
                     None
                 } else {
                     rw.apply(&mut cx, new_n)
@@ -1323,7 +1359,8 @@ fn rewrite_in(
                     Some(r) => r,
                 }
             } else {
-                if let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
+                let dts_same = same_dtypes(cx.g, new_n, tmp);
+                if !dts_same && let Some(error) = rebuild_raises(cx.g, new_n, tmp) {
                     rw.stop = Some(Stop::RuleError {
                         rule: "graph_rewrite/rebuild",
                         source: "tinygrad/uop/ops.py:1751",
@@ -1332,10 +1369,10 @@ fn rewrite_in(
                     });
                     break 'pop;
                 }
-                rebuild(cx.g, new_n, tmp)
+                rebuild_as(cx.g, new_n, tmp, dts_same)
             };
             stack.push((n, 2, new_src_n));
-            if limits.bottom_up {
+            if BOTTOM_UP {
                 stack.push((new_src_n, 0, new_src_n));
             } else {
                 rw.push_visit(cx.g, stack, nodes, new_src_n);
@@ -1587,6 +1624,7 @@ mod tests {
                 .iter()
                 .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m });
             assert_eq!(arg_bits(&Arg::Const(c)), want, "{c:?}");
+            assert_eq!(arg_class_of(&Arg::Const(c)), arg_class(want), "{c:?}");
             // a pattern const of a class matches exactly the nodes of that class
             for v in vals {
                 let lvl = arg_level(&Some(ArgPat::Const(v)));
@@ -1598,6 +1636,7 @@ mod tests {
             }
         }
         assert_eq!(arg_bits(&Arg::None), ARG_ANY);
+        assert_eq!(arg_class_of(&Arg::None), arg_class(ARG_ANY));
     }
 
     #[test]
