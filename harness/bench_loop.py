@@ -3,20 +3,29 @@
 Reads a JSON list of text-form graphs (src/ir/text.rs) on stdin; for each: `graph_rewrite(g, symbolic)`
 (= `expr.simplify()`), then tinygrad's own z3 validation (`uops_to_z3` from tinygrad.uop.validate,
 `solver.check(simplified != expr)` with a fresh Context and a 5 s timeout, as fuzz_symbolic.py does).
-Loading is not timed. Prints one JSON object: counts and seconds for rewrite-only and rewrite+z3."""
-import json, sys, time
+Loading is not timed. Each phase starts from freshly loaded UOps with tinygrad's `fold_divmod_general` cache
+cleared (it is `functools.cache`d, uop/divandmod.py:7, and would keep the first phase's nodes alive and analysed).
+Prints one JSON object: counts and seconds for rewrite-only and rewrite+z3."""
+import gc, json, sys, time
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import z3
 from textform import load_text
 from tinygrad.uop.ops import graph_rewrite, Ops
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.uop.validate import uops_to_z3
+from tinygrad.uop import divandmod
 
 texts = json.load(sys.stdin)
-roots = []
-for t in texts:
-  try: roots.append(next(iter(load_text(t).values())))
-  except Exception: pass
+def load_all() -> list:
+  divandmod.fold_divmod_general.cache_clear()
+  gc.collect()
+  roots = []
+  for t in texts:
+    try: roots.append(next(iter(load_text(t).values())))
+    except Exception: pass
+  return roots
+
+roots = load_all()
 
 t0 = time.perf_counter()
 simplified = []
@@ -25,6 +34,10 @@ for r in roots:
   except Exception: simplified.append(None)
 t_rewrite = time.perf_counter() - t0
 
+# drop the first phase's UOps before loading again, or hash-consing would hand the same ones back
+del simplified
+roots = []
+roots = load_all()
 checked = unsupported = 0
 t0 = time.perf_counter()
 for r in roots:
