@@ -17,17 +17,14 @@ fn bench_rewrite_reports_consistent_figures() {
     };
     let r = match run_bench_rewrite(&opts) {
         Ok(r) => r,
-        Err(e) => match e.downcast_ref::<BridgeError>() {
-            Some(
-                BridgeError::PythonMissing(_)
-                | BridgeError::TinygradMissing { .. }
-                | BridgeError::ScriptMissing(_),
-            ) => {
-                eprintln!("bench rewrite test skipped: {e}");
-                return;
-            }
-            _ => panic!("bench rewrite failed: {e:#}"),
-        },
+        Err(e)
+            if e.downcast_ref::<BridgeError>()
+                .is_some_and(BridgeError::is_unavailable) =>
+        {
+            eprintln!("bench rewrite test skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("bench rewrite failed: {e:#}"),
     };
     assert_eq!((r.graphs, r.passes), (60, 2));
     assert!(r.nodes >= 60, "{} input nodes", r.nodes);

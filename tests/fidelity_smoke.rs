@@ -20,17 +20,14 @@ fn smoke(rules: &str, generator: GenKind, seed: u64) -> Option<FidelityReport> {
     };
     match run_fidelity(&opts) {
         Ok(r) => Some(r),
-        Err(e) => match e.downcast_ref::<BridgeError>() {
-            Some(
-                BridgeError::PythonMissing(_)
-                | BridgeError::TinygradMissing { .. }
-                | BridgeError::ScriptMissing(_),
-            ) => {
-                eprintln!("fidelity smoke skipped: {e}");
-                None
-            }
-            _ => panic!("fidelity run failed: {e:#}"),
-        },
+        Err(e)
+            if e.downcast_ref::<BridgeError>()
+                .is_some_and(BridgeError::is_unavailable) =>
+        {
+            eprintln!("fidelity smoke skipped: {e}");
+            None
+        }
+        Err(e) => panic!("fidelity run failed: {e:#}"),
     }
 }
 

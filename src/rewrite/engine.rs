@@ -2,7 +2,7 @@
 //! top: every rule is named and cites its tinygrad source line, every application is traced, a
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
-use super::upat::{ArgPat, Bindings, MatchScratch, SrcPat, UPat};
+use super::upat::{ArgPat, Bindings, MatchScratch, SrcPat, UPat, dt_bit, op_bit};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
@@ -73,27 +73,10 @@ const ARG_CLASSES: [(ConstVal, u8); 4] = [
 ];
 
 /// The classes of `arg` (always [`ARG_ANY`], plus each class its const is equal to): what
-/// `c.py_eq(k)` says for each `(k, _)` of [`ARG_CLASSES`], by cases (a test checks they agree).
+/// `c.py_eq(k)` says for each `(k, _)` of [`ARG_CLASSES`] (a test checks they agree).
 #[inline]
 fn arg_bits(arg: &Arg) -> u8 {
-    let Arg::Const(c) = arg else {
-        return ARG_ANY;
-    };
-    ARG_ANY
-        | match *c {
-            ConstVal::Invalid => 1,
-            ConstVal::Bool(false) => 2,
-            ConstVal::Bool(true) => 4,
-            ConstVal::Int(0) => 2,
-            ConstVal::Int(1) => 4,
-            ConstVal::Int(-1) => 8,
-            ConstVal::Int(_) => 0,
-            // float literal patterns compare with `==`: -0.0 is in the 0 class too
-            ConstVal::Float(0.0) => 2,
-            ConstVal::Float(1.0) => 4,
-            ConstVal::Float(-1.0) => 8,
-            ConstVal::Float(_) => 0,
-        }
+    ARG_CLASS_BITS[arg_class_of(arg)]
 }
 
 /// The classes a pattern arg admits: one class for a const of a class, else anything.
@@ -280,18 +263,6 @@ impl Pre {
     }
 }
 
-/// The bit of `op` in an op set.
-#[inline]
-fn op_bit(op: Ops) -> u128 {
-    1u128 << (op as u8 & 127)
-}
-
-/// The bit of `dt` in a dtype set (all dtypes are < 32).
-#[inline]
-fn dt_bit(dt: DType) -> u32 {
-    1u32 << (dt as u8 & 31)
-}
-
 impl Rule {
     pub fn new(name: &'static str, source: &'static str, mut pat: UPat, f: RuleFn) -> Rule {
         pat.resync();
@@ -361,20 +332,8 @@ const PAIRS: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
 /// How many values [`arg_class_of`] has.
 const ARG_CLASS_N: usize = 5;
 
-/// The index (0..ARG_CLASS_N) of an [`arg_bits`] value: no class, or one of [`ARG_CLASSES`].
-/// (The engine computes it with [`arg_class_of`]; the tests check the two agree.)
-#[cfg(test)]
-fn arg_class(bits: u8) -> usize {
-    match bits & !ARG_ANY {
-        0 => 0,
-        1 => 1,
-        2 => 2,
-        4 => 3,
-        _ => 4,
-    }
-}
-
-/// `arg_class(arg_bits(arg))` by cases, in one step (a test checks they agree).
+/// The const class of `arg`: 0 for none, else its position in [`ARG_CLASSES`] plus one (by
+/// cases; `arg_bits_are_py_eq_classes` checks them against `py_eq`).
 #[inline]
 fn arg_class_of(arg: &Arg) -> usize {
     let Arg::Const(c) = arg else {
@@ -1568,7 +1527,7 @@ mod tests {
                                 (
                                     op_bit_index(n.op),
                                     (n.dtype as u8 & 31) as usize,
-                                    arg_class(arg_bits(&n.arg)),
+                                    arg_class_of(&n.arg),
                                 )
                             })
                             .collect();
@@ -1624,7 +1583,6 @@ mod tests {
                 .iter()
                 .fold(ARG_ANY, |m, (k, b)| if c.py_eq(k) { m | b } else { m });
             assert_eq!(arg_bits(&Arg::Const(c)), want, "{c:?}");
-            assert_eq!(arg_class_of(&Arg::Const(c)), arg_class(want), "{c:?}");
             // a pattern const of a class matches exactly the nodes of that class
             for v in vals {
                 let lvl = arg_level(&Some(ArgPat::Const(v)));
@@ -1636,7 +1594,6 @@ mod tests {
             }
         }
         assert_eq!(arg_bits(&Arg::None), ARG_ANY);
-        assert_eq!(arg_class_of(&Arg::None), arg_class(ARG_ANY));
     }
 
     #[test]

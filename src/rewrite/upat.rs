@@ -538,15 +538,15 @@ impl UPat {
     }
 }
 
-/// The bit of `op` in [`UPat::op_mask`].
+/// The bit of `op` in an op set ([`UPat::op_mask`], the engine's rule tables).
 #[inline]
-fn op_bit(op: Ops) -> u128 {
+pub(crate) fn op_bit(op: Ops) -> u128 {
     1u128 << (op as u8 & 127)
 }
 
-/// The bit of `dt` in [`UPat::dt_mask`] (all dtypes are < 32).
+/// The bit of `dt` in a dtype set ([`UPat::dt_mask`], the engine's rule tables; all dtypes are < 32).
 #[inline]
-fn dt_bit(dt: DType) -> u32 {
+pub(crate) fn dt_bit(dt: DType) -> u32 {
     1u32 << (dt as u8 & 31)
 }
 

@@ -40,6 +40,19 @@ pub enum BridgeError {
     Protocol(String),
 }
 
+impl BridgeError {
+    /// The harness cannot run here at all (no venv Python, no tinygrad, no script): callers that
+    /// compare against tinygrad skip with a message instead of failing.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            BridgeError::PythonMissing(_)
+                | BridgeError::TinygradMissing { .. }
+                | BridgeError::ScriptMissing(_)
+        )
+    }
+}
+
 /// The repository root: `UOPFUZZ_ROOT`, else the current directory when it holds
 /// `harness/textform.py`, else the checkout this binary was built from.
 pub fn repo_root() -> PathBuf {
