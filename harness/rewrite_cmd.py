@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
 
 try:
-  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.ops import graph_rewrite, PatternMatcher
   from tinygrad.uop import symbolic as _symbolic
   from tinygrad.uop import divandmod as _divandmod
 except Exception as e:  # noqa: BLE001 - any import failure means no usable tinygrad
@@ -31,7 +31,9 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable tiny
   sys.exit(3)
 
 # the sets `uopfuzz::rewrite::rules::by_name` knows and tinygrad exports as one PatternMatcher
-RULE_SETS = {"symbolic_simple": _symbolic.symbolic_simple, "symbolic": _symbolic.symbolic, "sym": _symbolic.sym}
+# "none", an empty PatternMatcher, is `bench rewrite`'s bare walk of the graph
+RULE_SETS = {"symbolic_simple": _symbolic.symbolic_simple, "symbolic": _symbolic.symbolic, "sym": _symbolic.sym,
+             "none": PatternMatcher([])}
 
 # the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)
 BASE_NS: dict = {}

@@ -6,9 +6,14 @@
 //! makes `passes` timed passes over the whole batch (each from freshly built nodes) and counts, per
 //! graph, its fastest pass: one pass of ~10 µs graphs moves by a third with whatever else the
 //! machine does (measured: 14-18 ms for one pass of seed 2's port side, 11.5 ms fastest of 2-5).
+//!
+//! Both sides also walk the same graphs with an *empty* rule set (`graph_rewrite` visiting every
+//! node, no rule to try): tinygrad's full rewrite time over the port's bare walk is the ratio a
+//! port would reach if matching and running the rules cost nothing, a ceiling for this engine.
 use super::fidelity::{
-    GenKind, SideResult, generate_batch, port_rewrite, run_tinygrad, tinygrad_set,
+    Case, GenKind, PortRun, SideResult, generate_batch, port_rewrite, run_tinygrad, tinygrad_set,
 };
+use crate::rewrite::engine::RuleSet;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -63,6 +68,13 @@ pub struct BenchReport {
     pub ratio_terminating: f64,
     /// Median over the terminating graphs of tinygrad's time / the port's time.
     pub median_graph_ratio: f64,
+    /// Both sides' time to walk the same graphs with an empty rule set (every node visited, no
+    /// rule tried), fastest of `passes` per graph like the main figures.
+    pub walk_rust_secs: f64,
+    pub walk_python_secs: f64,
+    /// `python_secs / walk_rust_secs`: the ratio a port whose rule work cost nothing would reach
+    /// with this engine (the rules' rewrites add nodes to walk, so it is an upper bound).
+    pub walk_ceiling: f64,
     /// Whether this binary was built with optimizations (debug timings are not meaningful).
     pub release: bool,
 }
@@ -74,7 +86,9 @@ impl BenchReport {
              port     {:>10.3} ms  {:>12.0} nodes/s\n  \
              tinygrad {:>10.3} ms  {:>12.0} nodes/s\n  \
              port/tinygrad speed ratio: {:.1}x\n  \
-             without the {} non-terminating graph(s): {:.1}x; median per graph: {:.1}x",
+             without the {} non-terminating graph(s): {:.1}x; median per graph: {:.1}x\n  \
+             walk alone (empty rule set): port {:.3} ms, tinygrad {:.3} ms; \
+             with rule work free the port would reach at most {:.1}x",
             self.rules,
             self.generator,
             self.seed,
@@ -89,9 +103,29 @@ impl BenchReport {
             self.ratio,
             self.loop_graphs,
             self.ratio_terminating,
-            self.median_graph_ratio
+            self.median_graph_ratio,
+            self.walk_rust_secs * 1e3,
+            self.walk_python_secs * 1e3,
+            self.walk_ceiling
         )
     }
+}
+
+/// `passes` timed rewrites of every case with `set`; per case the first run, with its fastest time.
+fn port_passes(set: &RuleSet, cases: &[Case], passes: usize) -> anyhow::Result<Vec<PortRun>> {
+    let mut runs: Vec<PortRun> = Vec::with_capacity(cases.len());
+    for pass in 0..passes {
+        for (i, c) in cases.iter().enumerate() {
+            let r =
+                port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
+            if pass == 0 {
+                runs.push(r);
+            } else if r.elapsed < runs[i].elapsed {
+                runs[i].elapsed = r.elapsed;
+            }
+        }
+    }
+    Ok(runs)
 }
 
 fn per_sec(n: usize, secs: f64) -> f64 {
@@ -111,25 +145,17 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
     }
     let passes = opts.passes.max(1);
-    let mut port_runs = Vec::with_capacity(cases.len());
-    for pass in 0..passes {
-        for (i, c) in cases.iter().enumerate() {
-            let r =
-                port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
-            if pass == 0 {
-                port_runs.push(r);
-            } else if r.elapsed < port_runs[i].elapsed {
-                port_runs[i].elapsed = r.elapsed;
-            }
-        }
-    }
+    let port_runs = port_passes(set, &cases, passes)?;
     let rust: Duration = port_runs.iter().map(|r| r.elapsed).sum();
     let (warm, np) = (opts.warmup.to_string(), passes.to_string());
-    let (tg_runs, py_ns) = run_tinygrad(
-        &opts.rules,
-        &cases,
-        &["--no-output", "--warmup", &warm, "--passes", &np],
-    )?;
+    let tg_args = ["--no-output", "--warmup", &warm, "--passes", &np];
+    let (tg_runs, py_ns) = run_tinygrad(&opts.rules, &cases, &tg_args)?;
+    let empty = RuleSet::new("none", Vec::new());
+    let walk: Duration = port_passes(&empty, &cases, passes)?
+        .iter()
+        .map(|r| r.elapsed)
+        .sum();
+    let (_, walk_py_ns) = run_tinygrad("none", &cases, &tg_args)?;
     let (rs, ps) = (rust.as_secs_f64(), py_ns as f64 / 1e9);
     let (rn, pn) = (per_sec(nodes, rs), per_sec(nodes, ps));
     // the same figures without the graphs either side gives up on
@@ -167,6 +193,13 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         loop_graphs: loops,
         ratio_terminating: if tpn > 0.0 { trn / tpn } else { 0.0 },
         median_graph_ratio: per_graph.get(per_graph.len() / 2).copied().unwrap_or(0.0),
+        walk_rust_secs: walk.as_secs_f64(),
+        walk_python_secs: walk_py_ns as f64 / 1e9,
+        walk_ceiling: if walk > Duration::ZERO {
+            ps / walk.as_secs_f64()
+        } else {
+            0.0
+        },
         release: !cfg!(debug_assertions),
     })
 }
