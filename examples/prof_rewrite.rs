@@ -71,7 +71,12 @@ fn main() {
     if a.len() < 5 {
         usage();
     }
-    let set = by_name(&a[1]).unwrap_or_else(|| usage());
+    // `none`: an empty rule set, the engine's bare walk (what `bench rewrite` calls the walk alone)
+    let empty = uopfuzz::rewrite::engine::RuleSet::new("none", Vec::new());
+    let set = match a[1].as_str() {
+        "none" => &empty,
+        name => by_name(name).unwrap_or_else(|| usage()),
+    };
     let generator = match a[2].as_str() {
         "grammar" => GenKind::Grammar,
         "builtin" => GenKind::Builtin,
