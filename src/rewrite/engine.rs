@@ -707,6 +707,7 @@ struct Rw<'a> {
 
 impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
+    #[inline]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
         if self.stop.is_some() {
             return None;
@@ -1285,15 +1286,11 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             stage = 1;
         }
         if stage == 1 {
-            tmp.clear();
             let mut same = true;
             let mut waiting = None;
             for &x in cx.g.src(new_n) {
                 match nodes.replaced(x) {
-                    Some(rx) => {
-                        same &= rx == x;
-                        tmp.push(rx);
-                    }
+                    Some(rx) => same &= rx == x,
                     None => {
                         waiting = Some(x);
                         break;
@@ -1303,6 +1300,12 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             if let Some(x) = waiting {
                 wait!(x, (n, 1, new_n));
                 continue 'pop;
+            }
+            if !same {
+                // every src is resolved (checked above); most nodes keep theirs, so the new srcs
+                // are only listed here
+                tmp.clear();
+                tmp.extend(cx.g.src(new_n).iter().map(|x| UOp(nodes.get(*x).rep)));
             }
             let new_src_n = if same {
                 let r = if BOTTOM_UP {
