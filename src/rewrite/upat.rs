@@ -431,6 +431,16 @@ impl UPat {
         m.out.clear();
         m.ends.clear();
         m.stack.clear();
+        if self.is_leaf() {
+            // `UPat(ops, name=...)`: one node, one way or none (as `match_k` binds it fresh)
+            if self.head_ok(g.node(u)) {
+                if let Some(name) = self.name {
+                    m.out.push((name, u));
+                }
+                m.ends.push(m.out.len() as u32);
+            }
+            return;
+        }
         let (out, ends) = (&mut m.out, &mut m.ends);
         self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
             &'static str,
@@ -581,6 +591,11 @@ impl MatchScratch {
     }
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+    /// Swaps the output buffer with `v`: when [`MatchScratch::len`] is 1 the whole output is
+    /// that binding, so a caller can lend it out without copying; swapping back restores it.
+    pub fn swap_single(&mut self, v: &mut Vec<(&'static str, UOp)>) {
+        std::mem::swap(&mut self.out, v);
     }
     /// The `i`th binding (in order).
     pub fn get(&self, i: usize) -> &[(&'static str, UOp)] {
