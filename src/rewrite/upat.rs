@@ -441,6 +441,15 @@ impl UPat {
             }
             return;
         }
+        if let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src
+            && !self.is_any
+            && v.len() <= 2
+            && v.iter().all(UPat::is_leaf)
+        {
+            // srcs that are all leaves: each order binds one way or not (`match_leaves`), and
+            // a pair has at most two orders: no continuation needed
+            return self.match_leaf_srcs(g, u, v, m);
+        }
         let (out, ends) = (&mut m.out, &mut m.ends);
         self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
             &'static str,
@@ -449,6 +458,36 @@ impl UPat {
             out.extend_from_slice(b);
             ends.push(out.len() as u32);
         });
+    }
+
+    /// [`UPat::match_all`] of a pattern whose (at most two) src patterns are leaves: the
+    /// orders `match_k` tries (in order, then swapped for a permutation of two different
+    /// patterns), each binding the name first, then the srcs in src order.
+    fn match_leaf_srcs(&self, g: &Graph, u: UOp, v: &[UPat], m: &mut MatchScratch) {
+        let n = g.node(u);
+        if !self.head_ok(n)
+            || n.src.len() < v.len()
+            || (!self.allow_any_len && n.src.len() != v.len())
+        {
+            return;
+        }
+        let b = &mut m.stack;
+        if let Some(name) = self.name {
+            b.push((name, u));
+        }
+        let mark = b.len();
+        let swap = matches!(self.src, Some(SrcPat::Perm(_))) && !self.perm_same && v.len() == 2;
+        for order in [[0usize, 1], [1, 0]].iter().take(1 + swap as usize) {
+            let ok = n.src[..v.len()]
+                .iter()
+                .enumerate()
+                .all(|(i, s)| v[order[i]].leaf_bind(g, *s, b));
+            if ok {
+                m.out.extend_from_slice(b);
+                m.ends.push(m.out.len() as u32);
+            }
+            b.truncate(mark);
+        }
     }
 
     /// Depth-first matching with a continuation: `k` runs once per complete binding, in the order
