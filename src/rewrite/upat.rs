@@ -450,6 +450,15 @@ impl UPat {
             // a pair has at most two orders: no continuation needed
             return self.match_leaf_srcs(g, u, v, m);
         }
+        self.match_all_k(g, u, m)
+    }
+
+    /// [`UPat::match_all`] by [`UPat::match_k`] alone, for every shape (the reference the
+    /// shortcuts above are tested against).
+    fn match_all_k(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
+        m.out.clear();
+        m.ends.clear();
+        m.stack.clear();
         let (out, ends) = (&mut m.out, &mut m.ends);
         self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
             &'static str,
@@ -749,6 +758,69 @@ mod tests {
         let fa = g.alu(Ops::ADD, &[f, nz]).unwrap();
         assert_eq!(UPat::var("x").add(UPat::cint(0)).matches(&g, fa).len(), 1);
         assert_eq!(permutations(3).len(), 6);
+    }
+
+    /// The shortcuts of `match_all` (leaf root, leaf srcs) list what `match_k` lists, in the
+    /// same order, for every ported rule on nodes of many shapes.
+    #[test]
+    fn shortcuts_agree_with_match_k() {
+        let mut g = Graph::new();
+        let mut nodes = vec![
+            g.variable("i", 0, 10, DType::Int32),
+            g.variable("f", 0, 1, DType::Float),
+            g.variable("b", 0, 1, DType::Bool),
+            g.variable("w", -5, 5, DType::WeakInt),
+        ];
+        for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt] {
+            for v in [0, 1, -1, 2] {
+                nodes.push(g.cint(dt, v));
+            }
+        }
+        let leaves = nodes.clone();
+        let ops = [
+            Ops::ADD,
+            Ops::MUL,
+            Ops::MAX,
+            Ops::CMPLT,
+            Ops::CMPNE,
+            Ops::AND,
+            Ops::OR,
+            Ops::XOR,
+            Ops::FLOORDIV,
+            Ops::FLOORMOD,
+            Ops::SHL,
+        ];
+        for (k, &a) in leaves.iter().enumerate() {
+            for (j, &b) in leaves.iter().enumerate() {
+                let op = ops[(k * 3 + j) % ops.len()];
+                let dt = g.dtype(a);
+                nodes.push(g.mk(op, dt, &[a, b], Arg::None));
+                nodes.push(g.mk(Ops::ADD, dt, &[a, a], Arg::None));
+            }
+        }
+        let inner: Vec<UOp> = nodes[leaves.len()..].iter().step_by(7).copied().collect();
+        for (k, &x) in inner.iter().enumerate() {
+            let y = leaves[k % leaves.len()];
+            let dt = g.dtype(x);
+            nodes.push(g.mk(Ops::ADD, dt, &[x, y], Arg::None));
+            nodes.push(g.mk(Ops::MUL, dt, &[y, x], Arg::None));
+            nodes.push(g.mk(Ops::WHERE, dt, &[leaves[2], x, y], Arg::None));
+            nodes.push(g.mk(Ops::CAST, DType::Float, &[x], Arg::None));
+        }
+        let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
+        let (mut compared, mut matched) = (0, 0);
+        for r in crate::rewrite::rules::all_rules() {
+            for &u in &nodes {
+                r.pat.match_all(&g, u, &mut fast);
+                r.pat.match_all_k(&g, u, &mut slow);
+                let all =
+                    |m: &MatchScratch| (0..m.len()).map(|i| m.get(i).to_vec()).collect::<Vec<_>>();
+                assert_eq!(all(&fast), all(&slow), "{} on {u:?}", r.name);
+                compared += 1;
+                matched += fast.len();
+            }
+        }
+        assert!(compared > 10_000 && matched > 1_000, "{compared} {matched}");
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }
 }
