@@ -589,7 +589,7 @@ impl RuleSet {
         Ok(None)
     }
     /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::type_complexity)]
     fn try_rule(
         &self,
@@ -603,6 +603,17 @@ impl RuleSet {
         // matching only reads existing nodes, which rule functions never change, so
         // listing every binding first and then calling `f` on each is tinygrad's order
         r.pat.match_all(cx.g, u, m);
+        if m.len() == 1 {
+            // the one binding is all of `m`'s output: lend that buffer instead of copying it
+            m.swap_single(&mut b.0);
+            let r = (r.f)(cx, b);
+            m.swap_single(&mut b.0);
+            return match r {
+                Ok(Some(ret)) if ret != u => Some(Ok(Some((i, ret)))),
+                Ok(_) => None,
+                Err(e) => Some(Err((i, e))),
+            };
+        }
         for j in 0..m.len() {
             b.0.clear();
             b.0.extend_from_slice(m.get(j));

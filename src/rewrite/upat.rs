@@ -431,6 +431,34 @@ impl UPat {
         m.out.clear();
         m.ends.clear();
         m.stack.clear();
+        if self.is_leaf() {
+            // `UPat(ops, name=...)`: one node, one way or none (as `match_k` binds it fresh)
+            if self.head_ok(g.node(u)) {
+                if let Some(name) = self.name {
+                    m.out.push((name, u));
+                }
+                m.ends.push(m.out.len() as u32);
+            }
+            return;
+        }
+        if let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src
+            && !self.is_any
+            && v.len() <= 2
+            && v.iter().all(UPat::is_leaf)
+        {
+            // srcs that are all leaves: each order binds one way or not (`match_leaves`), and
+            // a pair has at most two orders: no continuation needed
+            return self.match_leaf_srcs(g, u, v, m);
+        }
+        self.match_all_k(g, u, m)
+    }
+
+    /// [`UPat::match_all`] by [`UPat::match_k`] alone, for every shape (the reference the
+    /// shortcuts above are tested against).
+    fn match_all_k(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
+        m.out.clear();
+        m.ends.clear();
+        m.stack.clear();
         let (out, ends) = (&mut m.out, &mut m.ends);
         self.match_k(g, u, &mut m.stack, &mut |b: &mut Vec<(
             &'static str,
@@ -439,6 +467,36 @@ impl UPat {
             out.extend_from_slice(b);
             ends.push(out.len() as u32);
         });
+    }
+
+    /// [`UPat::match_all`] of a pattern whose (at most two) src patterns are leaves: the
+    /// orders `match_k` tries (in order, then swapped for a permutation of two different
+    /// patterns), each binding the name first, then the srcs in src order.
+    fn match_leaf_srcs(&self, g: &Graph, u: UOp, v: &[UPat], m: &mut MatchScratch) {
+        let n = g.node(u);
+        if !self.head_ok(n)
+            || n.src.len() < v.len()
+            || (!self.allow_any_len && n.src.len() != v.len())
+        {
+            return;
+        }
+        let b = &mut m.stack;
+        if let Some(name) = self.name {
+            b.push((name, u));
+        }
+        let mark = b.len();
+        let swap = matches!(self.src, Some(SrcPat::Perm(_))) && !self.perm_same && v.len() == 2;
+        for order in [[0usize, 1], [1, 0]].iter().take(1 + swap as usize) {
+            let ok = n.src[..v.len()]
+                .iter()
+                .enumerate()
+                .all(|(i, s)| v[order[i]].leaf_bind(g, *s, b));
+            if ok {
+                m.out.extend_from_slice(b);
+                m.ends.push(m.out.len() as u32);
+            }
+            b.truncate(mark);
+        }
     }
 
     /// Depth-first matching with a continuation: `k` runs once per complete binding, in the order
@@ -582,6 +640,11 @@ impl MatchScratch {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
+    /// Swaps the output buffer with `v`: when [`MatchScratch::len`] is 1 the whole output is
+    /// that binding, so a caller can lend it out without copying; swapping back restores it.
+    pub fn swap_single(&mut self, v: &mut Vec<(&'static str, UOp)>) {
+        std::mem::swap(&mut self.out, v);
+    }
     /// The `i`th binding (in order).
     pub fn get(&self, i: usize) -> &[(&'static str, UOp)] {
         let lo = if i == 0 { 0 } else { self.ends[i - 1] as usize };
@@ -695,6 +758,69 @@ mod tests {
         let fa = g.alu(Ops::ADD, &[f, nz]).unwrap();
         assert_eq!(UPat::var("x").add(UPat::cint(0)).matches(&g, fa).len(), 1);
         assert_eq!(permutations(3).len(), 6);
+    }
+
+    /// The shortcuts of `match_all` (leaf root, leaf srcs) list what `match_k` lists, in the
+    /// same order, for every ported rule on nodes of many shapes.
+    #[test]
+    fn shortcuts_agree_with_match_k() {
+        let mut g = Graph::new();
+        let mut nodes = vec![
+            g.variable("i", 0, 10, DType::Int32),
+            g.variable("f", 0, 1, DType::Float),
+            g.variable("b", 0, 1, DType::Bool),
+            g.variable("w", -5, 5, DType::WeakInt),
+        ];
+        for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt] {
+            for v in [0, 1, -1, 2] {
+                nodes.push(g.cint(dt, v));
+            }
+        }
+        let leaves = nodes.clone();
+        let ops = [
+            Ops::ADD,
+            Ops::MUL,
+            Ops::MAX,
+            Ops::CMPLT,
+            Ops::CMPNE,
+            Ops::AND,
+            Ops::OR,
+            Ops::XOR,
+            Ops::FLOORDIV,
+            Ops::FLOORMOD,
+            Ops::SHL,
+        ];
+        for (k, &a) in leaves.iter().enumerate() {
+            for (j, &b) in leaves.iter().enumerate() {
+                let op = ops[(k * 3 + j) % ops.len()];
+                let dt = g.dtype(a);
+                nodes.push(g.mk(op, dt, &[a, b], Arg::None));
+                nodes.push(g.mk(Ops::ADD, dt, &[a, a], Arg::None));
+            }
+        }
+        let inner: Vec<UOp> = nodes[leaves.len()..].iter().step_by(7).copied().collect();
+        for (k, &x) in inner.iter().enumerate() {
+            let y = leaves[k % leaves.len()];
+            let dt = g.dtype(x);
+            nodes.push(g.mk(Ops::ADD, dt, &[x, y], Arg::None));
+            nodes.push(g.mk(Ops::MUL, dt, &[y, x], Arg::None));
+            nodes.push(g.mk(Ops::WHERE, dt, &[leaves[2], x, y], Arg::None));
+            nodes.push(g.mk(Ops::CAST, DType::Float, &[x], Arg::None));
+        }
+        let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
+        let (mut compared, mut matched) = (0, 0);
+        for r in crate::rewrite::rules::all_rules() {
+            for &u in &nodes {
+                r.pat.match_all(&g, u, &mut fast);
+                r.pat.match_all_k(&g, u, &mut slow);
+                let all =
+                    |m: &MatchScratch| (0..m.len()).map(|i| m.get(i).to_vec()).collect::<Vec<_>>();
+                assert_eq!(all(&fast), all(&slow), "{} on {u:?}", r.name);
+                compared += 1;
+                matched += fast.len();
+            }
+        }
+        assert!(compared > 10_000 && matched > 1_000, "{compared} {matched}");
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }
 }
