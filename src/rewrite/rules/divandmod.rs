@@ -254,6 +254,10 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let konst = vint(const_v)?;
     let uops_no_const = cx.split_uop(x_peeled, Ops::ADD);
 
+    // the constant-denominator rules fell through with `math.gcd(*factors, c) == 1`: then
+    // `UOp.gcd(*all_uops, y)` below is provably 1 (see `unit_gcd`)
+    let mut unit_gcd_terms0: Option<UOp> = None;
+
     // ** Constant Denominator Rules **
     if cx.g.op(y) == Ops::CONST && ival(cx.g, y)? > 0 {
         let c = ival(cx.g, y)?;
@@ -430,28 +434,27 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         if let Some(best) = results.iter().min_by_key(|r| r.0) {
             return Ok(Some(best.1));
         }
+        if g == 1 {
+            // the congruence loop read every term (a None raised there)
+            unit_gcd_terms0 = terms[0];
+        }
     }
 
     // ** Variable Denominator / Fallback Rules **
     let all_uops = cx.split_uop(x, Ops::ADD);
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
-    let mut gargs = Vec::with_capacity(all_uops.len() + 1);
-    gargs.extend_from_slice(&all_uops);
-    gargs.push(y);
-    let gu = cx.uop_gcd(&gargs)?;
-    let (gu, is_one) = if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
-        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
-        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
-        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
-        // is its recursion-depth check, kept here
+    let (gu, is_one) = if let Some(t0) = unit_gcd_terms0
+        && unit_gcd(cx, x, y, t0)
+    {
+        // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
-        (gu, true)
+        (y, true)
     } else {
-        let gu = simplify(cx, gu)?;
-        let is_one =
-            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
-        (gu, is_one)
+        let mut gargs = Vec::with_capacity(all_uops.len() + 1);
+        gargs.extend_from_slice(&all_uops);
+        gargs.push(y);
+        divide_by_gcd_gcd(cx, &gargs)?
     };
     if !is_one {
         let Some(xe) = cx.divide_exact(x, gu)? else {
@@ -512,6 +515,52 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let q = cx.floordiv(new_x, y)?;
     let s = uop(py_sum(cx, &quo)?)?;
     Ok(Some(cx.add(q, s)?))
+}
+
+/// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
+fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
+    let gu = cx.uop_gcd(uops)?;
+    Ok(if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
+        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
+        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
+        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
+        // is its recursion-depth check, kept here
+        drop(DepthGuard::enter()?);
+        (gu, true)
+    } else {
+        let gu = simplify(cx, gu)?;
+        let is_one =
+            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+        (gu, is_one)
+    })
+}
+
+/// Whether `UOp.gcd(*x.split_uop(ADD), y)` (ops.py:1032) is a product of int CONSTs 1 (so
+/// `divide_by_gcd` does nothing), for `y` a CONST `c > 0` and `x`'s const-free terms whose
+/// factors have `math.gcd(*factors, c) == 1` and whose `divides` all succeeded (`t0`: the
+/// first). Then the int gcd over the superset `all_uops + [y]` is 1 as well; `y`'s term is a
+/// CONST 1, so the Counter intersection holds at most CONST 1s; the product is
+/// `1 * [CONST 1] * t0.const_like(1)`. What `UOp.gcd` would still do that can show:
+/// `divides` of the uops_no_const terms again (same calls as the decomposition: same nodes,
+/// same errors, none), `divides` of the popped const term (raises ZeroDivisionError for a
+/// CONST 0: left to the general path) and of `y` (a CONST: `const_like` never raises), the
+/// final `t0.const_like(1)` (called here: it may record a raise and must be a CONST). Mixed
+/// dtypes (promotion in `math.prod`) go the general path too.
+fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
+    let g = &*cx.g;
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || g.dtype(t0) != DType::WeakInt {
+        return false;
+    }
+    if g.op(x) == Ops::ADD {
+        let k = g.src(x)[1];
+        if g.op(k) == Ops::CONST
+            && (!g.src(k).is_empty() || !matches!(g.const_val(k), Some(ConstVal::Int(v)) if v != 0))
+        {
+            return false;
+        }
+    }
+    let last = cx.const_like(t0, 1);
+    cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
 }
 
 /// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules.
