@@ -200,6 +200,108 @@ fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
     go(cx.g, u, 0)
 }
 
+/// The bounds of `u` exactly as Python's `_min_max` has them, as ordinary ints (not i128::MIN
+/// or MAX), read without touching `bounds_error`; `None` where `u`'s bounds raise in Python,
+/// are inexact in the port, or are not ints (then the caller builds its nodes and reads their
+/// bounds as tinygrad does, recording what that means).
+fn exact_int_bounds(cx: &mut Cx, u: UOp) -> Option<(i128, i128)> {
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    match crate::rewrite::analysis::min_max(cx.g, cx.cache, u) {
+        (ConstVal::Int(lo), ConstVal::Int(hi))
+            if ordinary(lo)
+                && ordinary(hi)
+                && !cx.cache.raises.contains_key(&u)
+                && !cx.cache.inexact.contains(&u) =>
+        {
+            Some((lo, hi))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `(x//y).vmin != (x//y).vmax` (divandmod.py:13) is certain without building `x//y`:
+/// for weakint `x`, `y` (so `x//y` is `FLOORDIV(x, y)`, no casts) with exact int bounds and a
+/// divisor range of one sign, Python's bounds are the min/max of the four corner quotients
+/// (ops.py:1069-1072), exact in the port (ordinary ints from exact srcs, nothing raises:
+/// `min_max_node`/`classify_bounds`), so reading them would record nothing. `false`: build it.
+fn floordiv_not_const(cx: &mut Cx, x: UOp, y: UOp) -> bool {
+    if cx.g.dtype(x) != DType::WeakInt || cx.g.dtype(y) != DType::WeakInt {
+        return false;
+    }
+    let (Some((a0, a1)), Some((b0, b1))) = (exact_int_bounds(cx, x), exact_int_bounds(cx, y))
+    else {
+        return false;
+    };
+    // an empty numerator range is (0, 0); a divisor range through 0 takes the dtype's bounds
+    if a0 > a1 || !(b0 > 0 && b1 > 0 || b0 < 0 && b1 < 0) {
+        return false;
+    }
+    let q = [
+        floordiv(a0, b0),
+        floordiv(a0, b1),
+        floordiv(a1, b0),
+        floordiv(a1, b1),
+    ];
+    let q: Option<Vec<i128>> = q.into_iter().collect();
+    match q {
+        Some(q) => q.iter().min() != q.iter().max(),
+        None => false,
+    }
+}
+
+/// Each congruence term's exact int bounds ([`exact_int_bounds`]) where the bounds of every
+/// `rem` the loop builds (divandmod.py:46) follow from them exactly: all terms present (a None
+/// raises in the loop) and weakint (so `r*v` is `MUL(CONST r, v)` and the sum `ADD`s, all
+/// weakint: no casts, no promotion errors), `c` small. `None`: build every `rem`.
+fn congruence_term_bounds(
+    cx: &mut Cx,
+    terms: &[Option<UOp>],
+    c: i128,
+) -> Option<Vec<(i128, i128)>> {
+    if c > i64::MAX as i128 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(terms.len());
+    for t in terms {
+        let t = (*t)?;
+        if cx.g.dtype(t) != DType::WeakInt {
+            return None;
+        }
+        out.push(exact_int_bounds(cx, t)?);
+    }
+    Some(out)
+}
+
+/// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
+/// `rem = sum(r*v for r,v in zip(rems,terms)) + const%c` (built as `ADD(...ADD(ADD(CONST 0,
+/// MUL(CONST r0, v0)), MUL(CONST r1, v1))..., CONST km)`), computed from the terms' exact
+/// bounds `tb` as Python's `_min_max` does (ops.py:1054,1058, same operation order): where no
+/// step overflows or saturates, the port computes the same ordinary ints and classifies every
+/// one of these nodes exact (`min_max_quick`/`classify_bounds`), so reading `rem`'s bounds
+/// would record nothing and the nodes need not exist. `true`: build and check as tinygrad does.
+fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    let go = || -> Option<(i128, i128)> {
+        let (mut lo, mut hi) = (0i128, 0i128);
+        for (&(t0, t1), &r) in tb.iter().zip(rems) {
+            let (p0, p1) = (r.checked_mul(t0)?, r.checked_mul(t1)?);
+            let (pl, ph) = (p0.min(p1), p0.max(p1));
+            if !(ordinary(pl) && ordinary(ph)) {
+                return None;
+            }
+            lo = lo.checked_add(pl).filter(|v| ordinary(*v))?;
+            hi = hi.checked_add(ph).filter(|v| ordinary(*v))?;
+        }
+        let lo = lo.checked_add(km).filter(|v| ordinary(*v))?;
+        let hi = hi.checked_add(km).filter(|v| ordinary(*v))?;
+        Some((lo, hi))
+    };
+    match go() {
+        Some((lo, hi)) => floordiv(lo, c) == floordiv(hi, c),
+        None => true,
+    }
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
@@ -220,10 +322,16 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             if is_mod { "Mod" } else { "Division" }
         )));
     }
-    // x//y is constant
-    let xdiv = cx.floordiv(x, y)?;
-    let (xd0, xd1) = cx.min_max(xdiv);
-    if xd0.py_eq(&xd1) {
+    // x//y is constant (not when its bounds provably differ: no node built)
+    let xdiv = if floordiv_not_const(cx, x, y) {
+        None
+    } else {
+        Some(cx.floordiv(x, y)?)
+    };
+    if let Some(xdiv) = xdiv
+        && let (xd0, xd1) = cx.min_max(xdiv)
+        && xd0.py_eq(&xd1)
+    {
         if is_mod {
             let m = cx.rmul(y, xd0)?;
             return Ok(Some(cx.sub(x, m)?));
@@ -321,33 +429,40 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         let mut idx = vec![0usize; n];
         let mut rems: Vec<i128> = Vec::with_capacity(n);
         let mut prods = Vec::with_capacity(n);
+        let km = floormod(konst, c).unwrap();
+        let term_bounds = congruence_term_bounds(cx, &terms, c);
         'product: loop {
             rems.clear();
             rems.extend(idx.iter().zip(&rem_choices).map(|(i, ch)| ch.0[*i]));
-            // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-            prods.clear();
-            for (r, t) in rems.iter().zip(&terms) {
-                let t = t.ok_or_else(type_err_none)?;
-                prods.push(cx.rmul(t, *r)?);
-            }
-            let s = uop(py_sum(cx, &prods)?)?;
-            let rem = cx.add(s, floormod(konst, c).unwrap())?;
-            let (r0, r1) = cx.min_max(rem);
-            let (r0, r1) = (vint(r0)?, vint(r1)?);
-            let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
-            if q0 == q1 {
-                if is_mod {
-                    return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
-                }
-                let mut parts = Vec::new();
-                for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+            if term_bounds
+                .as_ref()
+                .is_none_or(|tb| rem_may_fold(tb, &rems, km, c))
+            {
+                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
+                prods.clear();
+                for (r, t) in rems.iter().zip(&terms) {
                     let t = t.ok_or_else(type_err_none)?;
-                    let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
-                    parts.push(cx.rmul(t, q)?);
+                    prods.push(cx.rmul(t, *r)?);
                 }
-                let s = uop(py_sum(cx, &parts)?)?;
-                let s = cx.add(s, floordiv(konst, c).unwrap())?;
-                return Ok(Some(cx.add(s, q0)?));
+                let s = uop(py_sum(cx, &prods)?)?;
+                let rem = cx.add(s, floormod(konst, c).unwrap())?;
+                let (r0, r1) = cx.min_max(rem);
+                let (r0, r1) = (vint(r0)?, vint(r1)?);
+                let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
+                if q0 == q1 {
+                    if is_mod {
+                        return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
+                    }
+                    let mut parts = Vec::new();
+                    for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+                        let t = t.ok_or_else(type_err_none)?;
+                        let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
+                        parts.push(cx.rmul(t, q)?);
+                    }
+                    let s = uop(py_sum(cx, &parts)?)?;
+                    let s = cx.add(s, floordiv(konst, c).unwrap())?;
+                    return Ok(Some(cx.add(s, q0)?));
+                }
             }
             // advance the product index
             let mut k = n;
@@ -520,19 +635,21 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
 /// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
 fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
     let gu = cx.uop_gcd(uops)?;
-    Ok(if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
-        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
-        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
-        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
-        // is its recursion-depth check, kept here
-        drop(DepthGuard::enter()?);
-        (gu, true)
-    } else {
-        let gu = simplify(cx, gu)?;
-        let is_one =
-            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
-        (gu, is_one)
-    })
+    Ok(
+        if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
+            // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
+            // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
+            // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
+            // is its recursion-depth check, kept here
+            drop(DepthGuard::enter()?);
+            (gu, true)
+        } else {
+            let gu = simplify(cx, gu)?;
+            let is_one =
+                cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+            (gu, is_one)
+        },
+    )
 }
 
 /// Whether `UOp.gcd(*x.split_uop(ADD), y)` (ops.py:1032) is a product of int CONSTs 1 (so
