@@ -96,6 +96,14 @@ fn cpython_int_set_order(vals: &[i128]) -> Vec<i128> {
             i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
         }
     }
+    // ints below 8 land in their own slots of the 8-slot table (and of every larger one after a
+    // resize): ascending, no table needed (the common case: small factors, often none)
+    if vals.iter().all(|v| (0..8).contains(v)) {
+        let mut out = vals.to_vec();
+        out.sort_unstable();
+        out.dedup();
+        return out;
+    }
     let mut table: Vec<Option<i128>> = vec![None; 8];
     let mut used = 0usize;
     for &v in vals {
@@ -675,6 +683,10 @@ fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
         {
             return false;
         }
+    }
+    // a cached `()` shape: `const_like` is the bare CONST 1 and records nothing
+    if cx.cache.shape.is_scalar(&t0) {
+        return true;
     }
     let last = cx.const_like(t0, 1);
     cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
