@@ -1153,6 +1153,17 @@ impl Cx<'_> {
     }
     /// `UOp.gcd(*uops)`: common MUL factors times the gcd of the const factors.
     pub fn uop_gcd(&mut self, uops: &[UOp]) -> Result<UOp, RuleError> {
+        let (mut elems, last) = self.uop_gcd_parts(uops)?;
+        elems.push(last);
+        match self.prod(Py::I(1), &elems)? {
+            Py::U(u) => Ok(u),
+            _ => unreachable!("prod of a non-empty list is a UOp"),
+        }
+    }
+    /// What [`Cx::uop_gcd`] multiplies (ops.py:1033-1035), without the product: the Counter
+    /// intersection's elements in order and `terms[0].const_like(math.gcd(*factors))`. Every
+    /// call and error of `UOp.gcd` up to `math.prod` happens here.
+    pub fn uop_gcd_parts(&mut self, uops: &[UOp]) -> Result<(Vec<UOp>, UOp), RuleError> {
         let mut terms = Vec::with_capacity(uops.len());
         let mut factors = Vec::with_capacity(uops.len());
         for u in uops {
@@ -1188,11 +1199,7 @@ impl Cx<'_> {
         }
         let g = factors.iter().fold(0, |a, b| gcd(a, *b));
         let last = self.const_like(terms[0], g);
-        elems.push(last);
-        match self.prod(Py::I(1), &elems)? {
-            Py::U(u) => Ok(u),
-            _ => unreachable!("prod of a non-empty list is a UOp"),
-        }
+        Ok((elems, last))
     }
     /// `divide_exact(v)`.
     pub fn divide_exact(&mut self, u: UOp, v: UOp) -> Result<Option<UOp>, RuleError> {

@@ -642,7 +642,24 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
 
 /// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
 fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
-    let gu = cx.uop_gcd(uops)?;
+    let (mut elems, last) = cx.uop_gcd_parts(uops)?;
+    // `math.prod` of int CONSTs 1 of one int dtype: MULs of CONSTs (no casts, no promotion
+    // error), at most 8 deep, their product 1: what the shortcut below recognises once built
+    let dt = cx.g.dtype(last);
+    let one = |u: &UOp| {
+        cx.g.op(*u) == Ops::CONST
+            && cx.g.dtype(*u) == dt
+            && cx.g.const_val(*u) == Some(ConstVal::Int(1))
+    };
+    if dt.is_int() && elems.len() < 8 && one(&last) && elems.iter().all(one) {
+        drop(DepthGuard::enter()?);
+        return Ok((last, true));
+    }
+    elems.push(last);
+    let gu = match cx.prod(Py::I(1), &elems)? {
+        Py::U(u) => u,
+        _ => return Err(RuleError::Runtime("prod of a non-empty list".into())),
+    };
     Ok(
         if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
             // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
