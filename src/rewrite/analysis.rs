@@ -968,9 +968,25 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
     if g.op(u) != sep {
         return vec![u];
     }
-    // sized for the common sums/products: one allocation each instead of regrowing
+    // sized for the common sums/products: one allocation instead of regrowing
     let mut out = Vec::with_capacity(8);
-    let mut stack = Vec::with_capacity(8);
+    // the common shallow tree: recursion, no worklist allocation
+    fn rec(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>, depth: usize) -> bool {
+        for &s in g.src(u) {
+            if g.op(s) != sep {
+                out.push(s);
+            } else if depth >= 32 || !rec(g, s, sep, out, depth + 1) {
+                return false;
+            }
+        }
+        true
+    }
+    if rec(g, u, sep, &mut out, 0) {
+        return out;
+    }
+    // deeper than that: the same left-to-right order from a worklist (no stack overflow)
+    out.clear();
+    let mut stack = Vec::with_capacity(64);
     stack.push(u);
     while let Some(x) = stack.pop() {
         if g.op(x) == sep {
@@ -1007,6 +1023,10 @@ fn identity_element(op: Ops, dt: DType) -> ConstVal {
         Ops::MUL => 1,
         _ => 0,
     };
+    // an int dtype keeps an int as it is (`dtype_const`)
+    if dt.is_int() {
+        return I(v);
+    }
     crate::ir::graph::dtype_const(dt, I(v))
 }
 

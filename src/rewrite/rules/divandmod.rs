@@ -844,6 +844,55 @@ mod tests {
         }
     }
 
+    /// `split_uop` gives the leaves left to right on shallow trees (recursion) and on deep
+    /// ones (its worklist), as tinygrad's recursive generator does (ops.py:660).
+    #[test]
+    fn split_uop_order_shallow_and_deep() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::split_uop;
+        fn reference(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>) {
+            if g.op(u) == sep {
+                for s in g.src(u) {
+                    reference(g, *s, sep, out);
+                }
+            } else {
+                out.push(u);
+            }
+        }
+        let mut g = Graph::new();
+        let leaves: Vec<UOp> = (0..80)
+            .map(|i| g.variable(&format!("v{i}"), 0, 9, DType::WeakInt))
+            .collect();
+        // a left-deep chain 79 ADDs deep, a right-deep one, and a balanced tree
+        let mut left = leaves[0];
+        for l in &leaves[1..] {
+            left = g.alu(Ops::ADD, &[left, *l]).unwrap();
+        }
+        let mut right = leaves[79];
+        for l in leaves[..79].iter().rev() {
+            right = g.alu(Ops::ADD, &[*l, right]).unwrap();
+        }
+        let mut level = leaves.clone();
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|c| match c {
+                    [a, b] => g.alu(Ops::ADD, &[*a, *b]).unwrap(),
+                    [a] => *a,
+                    _ => unreachable!(),
+                })
+                .collect();
+        }
+        let short = g.alu(Ops::ADD, &[leaves[3], leaves[1]]).unwrap();
+        for root in [left, right, level[0], short, leaves[5]] {
+            let mut want = Vec::new();
+            reference(&g, root, Ops::ADD, &mut want);
+            assert_eq!(split_uop(&g, root, Ops::ADD), want);
+        }
+        assert_eq!(split_uop(&g, left, Ops::ADD), leaves);
+        assert_eq!(split_uop(&g, left, Ops::MUL), vec![left]);
+    }
+
     #[test]
     fn cpython_set_order() {
         // small ints below the table size iterate ascending; 12 and 4 collide in slot 4 (8 slots)
