@@ -1100,7 +1100,10 @@ impl Cx<'_> {
             Ops::CONST => {
                 let c = const_int(self.g, u)?;
                 Ok(if floormod(c, v) == Some(0) {
-                    Some(self.const_like(u, floordiv(c, v).unwrap()))
+                    // `self.const_like(..)` of a CONST, whose `_shape` is `()` (ops.py:365,
+                    // never raises): the bare CONST of its dtype, no EXPAND
+                    let dt = self.g.dtype(u);
+                    Some(self.g.cnst(dt, I(floordiv(c, v).unwrap())))
                 } else {
                     None
                 })
