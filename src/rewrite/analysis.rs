@@ -1088,6 +1088,35 @@ impl Cx<'_> {
             _ => 1,
         })
     }
+    /// `x op y` for two UOps (`_binop`, uop/mathtraits.py) as [`Cx::binop`] builds it, without its
+    /// promotion machinery where it changes nothing: one dtype `dt` (not void: `lub` is `dt`,
+    /// no CAST), and neither operand a weak CONST that `_broadcasted` would re-make (one with
+    /// srcs or a value `dt` does not hold as it is); then `dtype_from_uop` is `dt`
+    /// (sugar.rs `binary_dtype`).
+    pub(crate) fn binop_uops(&mut self, op: Ops, x: UOp, y: UOp) -> Result<UOp, RuleError> {
+        let dt = self.g.dtype(x);
+        let kept = |g: &Graph, t: UOp| match g.const_val(t) {
+            None => true,
+            Some(v) => {
+                v.is_invalid()
+                    || !dt.is_weak()
+                    || (g.src(t).is_empty() && crate::ir::graph::dtype_const(dt, v) == v)
+            }
+        };
+        if dt == self.g.dtype(y)
+            && dt != DType::Void
+            && is_binary(op)
+            && !matches!(
+                op,
+                Ops::CMPLT | Ops::CMPNE | Ops::CMPEQ | Ops::SHL | Ops::SHR
+            )
+            && kept(self.g, x)
+            && kept(self.g, y)
+        {
+            return Ok(self.g.mk(op, dt, &[x, y], crate::ir::Arg::None));
+        }
+        self.binop(op, x, y, false)
+    }
     /// `divides(v)`: `u / v` built exactly, or None when not provably divisible.
     pub fn divides(&mut self, u: UOp, v: i128) -> Result<Option<UOp>, RuleError> {
         if v == 1 {
@@ -1127,15 +1156,15 @@ impl Cx<'_> {
                 let Some(d1) = self.divides(b, v)? else {
                     return Ok(None);
                 };
-                Ok(Some(self.add(d0, d1)?))
+                Ok(Some(self.binop_uops(Ops::ADD, d0, d1)?))
             }
             Ops::MUL => {
                 let (a, b) = (self.g.src(u)[0], self.g.src(u)[1]);
                 if let Some(d0) = self.divides(a, v)? {
-                    return Ok(Some(self.mul(d0, b)?));
+                    return Ok(Some(self.binop_uops(Ops::MUL, d0, b)?));
                 }
                 if let Some(d1) = self.divides(b, v)? {
-                    return Ok(Some(self.mul(a, d1)?));
+                    return Ok(Some(self.binop_uops(Ops::MUL, a, d1)?));
                 }
                 Ok(None)
             }

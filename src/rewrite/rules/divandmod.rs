@@ -893,6 +893,44 @@ mod tests {
         assert_eq!(split_uop(&g, left, Ops::MUL), vec![left]);
     }
 
+    /// `binop_uops` (what `divides` builds with) is `Cx::binop` (`_binop`): the same node for
+    /// ADD/MUL over every dtype pair, variables and CONSTs (weak and strong, canonical or not).
+    #[test]
+    fn binop_uops_is_binop() {
+        use crate::ir::{Arg, Graph};
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let mut operands = Vec::new();
+        for dt in DType::ALL.iter().copied().filter(|d| *d != DType::Void) {
+            operands.push(cx.g.variable("a", 0, 5, dt));
+            operands.push(cx.g.cnst(dt, ConstVal::Int(3)));
+            // a CONST holding a value its dtype would not (not canonical), and one with a src
+            operands.push(cx.g.mk(Ops::CONST, dt, &[], Arg::Const(ConstVal::Float(2.5))));
+            let v = operands[0];
+            operands.push(cx.g.mk(Ops::CONST, dt, &[v], Arg::Const(ConstVal::Int(1))));
+        }
+        let mut fast = 0;
+        for op in [Ops::ADD, Ops::MUL] {
+            for &x in &operands {
+                for &y in &operands {
+                    let want = cx.binop(op, x, y, false);
+                    let got = cx.binop_uops(op, x, y);
+                    match (want, got) {
+                        (Ok(w), Ok(h)) => assert_eq!(w, h, "{op:?} {x:?} {y:?}"),
+                        (Err(_), Err(_)) => {}
+                        (w, h) => panic!("{op:?} {x:?} {y:?}: {w:?} vs {h:?}"),
+                    }
+                    fast += usize::from(cx.g.dtype(x) == cx.g.dtype(y));
+                }
+            }
+        }
+        assert!(fast > 100);
+    }
+
     #[test]
     fn cpython_set_order() {
         // small ints below the table size iterate ascending; 12 and 4 collide in slot 4 (8 slots)
