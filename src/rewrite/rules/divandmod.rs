@@ -436,7 +436,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         let n = rem_choices.len();
         let mut idx = vec![0usize; n];
         let mut rems: Vec<i128> = Vec::with_capacity(n);
-        let mut prods = Vec::with_capacity(n);
+        // filled only where a rem is built
+        let mut prods = Vec::new();
         let km = floormod(konst, c).unwrap();
         let term_bounds = congruence_term_bounds(cx, &terms, c);
         'product: loop {
@@ -564,7 +565,12 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     }
 
     // ** Variable Denominator / Fallback Rules **
-    let all_uops = cx.split_uop(x, Ops::ADD);
+    // `x.split_uop(ADD)` is the popped terms then the popped CONST (`pop_const` took `x.src[1]`
+    // of an ADD, a CONST: its own single leaf), or the same terms (nothing popped)
+    let mut all_uops = uops_no_const;
+    if x_peeled != x {
+        all_uops.push(cx.g.src(x)[1]);
+    }
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
     let (gu, is_one) = if let Some(t0) = unit_gcd_terms0
