@@ -579,6 +579,9 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
         (y, true)
+    } else if const_divisor_unit_gcd(cx, &all_uops, y)? {
+        drop(DepthGuard::enter()?);
+        (y, true)
     } else {
         let mut gargs = Vec::with_capacity(all_uops.len() + 1);
         gargs.extend_from_slice(&all_uops);
@@ -713,6 +716,86 @@ fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
     }
     let last = cx.const_like(t0, 1);
     cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
+}
+
+/// Whether `u.divides(v)` (uop/ops.py:1016) returns a UOp without raising, read off the graph
+/// (what it would build is not built): `None` where that is not certain this way (a node not
+/// weakint, so the sugar it builds with might promote or raise; a non-int CONST; a STACK;
+/// `v == 0`; a deep tree).
+fn divides_some(g: &crate::ir::Graph, u: UOp, v: i128, depth: usize) -> Option<bool> {
+    if v == 1 {
+        return Some(true);
+    }
+    if v == 0
+        || depth > 32
+        || g.dtype(u) != DType::WeakInt
+        || matches!(g.op(u), Ops::ADD | Ops::MUL)
+            && g.src(u).iter().any(|s| g.dtype(*s) != DType::WeakInt)
+    {
+        return None;
+    }
+    match g.op(u) {
+        Ops::CONST => match g.const_val(u)? {
+            ConstVal::Int(c) => Some(floormod(c, v) == Some(0)),
+            _ => None,
+        },
+        Ops::STACK => None,
+        Ops::ADD => match divides_some(g, g.src(u)[0], v, depth + 1)? {
+            true => divides_some(g, g.src(u)[1], v, depth + 1),
+            false => Some(false),
+        },
+        Ops::MUL => match divides_some(g, g.src(u)[0], v, depth + 1)? {
+            true => Some(true),
+            false => divides_some(g, g.src(u)[1], v, depth + 1),
+        },
+        Ops::PARAM | Ops::BUFFER => Some(
+            g.arg(u)
+                .as_param()
+                .and_then(|p| p.multiple_of)
+                .is_some_and(|m| floormod(m as i128, v) == Some(0)),
+        ),
+        _ => Some(false),
+    }
+}
+
+/// Whether `UOp.gcd(*all_uops, y)` (ops.py:1032) is a product of int CONSTs 1, for `y` a
+/// weakint CONST `c != 0` (the divisor when the constant-denominator rules did not run or did
+/// not settle it): `y`'s term is CONST 1, so the Counter intersection holds at most that, and
+/// the product is 1 iff `math.gcd(*factors, c) == 1` and `terms[0].const_like(1)` is a CONST.
+/// What `UOp.gcd` would do besides that can show is its `divides` of each term, certain here
+/// to succeed without raising ([`divides_some`]; the others go the general path), and
+/// `terms[0].const_like(1)`, done here on the `terms[0]` it builds.
+fn const_divisor_unit_gcd(cx: &mut Cx, all_uops: &[UOp], y: UOp) -> Result<bool, RuleError> {
+    let g = &*cx.g;
+    let c = match g.const_val(y) {
+        Some(ConstVal::Int(c)) if g.op(y) == Ops::CONST && c != 0 => c,
+        _ => return Ok(false),
+    };
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || all_uops.is_empty() {
+        return Ok(false);
+    }
+    let mut gg = c;
+    for &u in all_uops {
+        let Ok(f) = cx.const_factor(u) else {
+            return Ok(false);
+        };
+        if divides_some(cx.g, u, f, 0) != Some(true) {
+            return Ok(false);
+        }
+        gg = gcd(gg, f);
+    }
+    if gg != 1 {
+        return Ok(false);
+    }
+    let f0 = cx.const_factor(all_uops[0])?;
+    let Some(t0) = cx.divides(all_uops[0], f0)? else {
+        return Ok(false);
+    };
+    if cx.cache.shape.is_scalar(&t0) {
+        return Ok(true);
+    }
+    let last = cx.const_like(t0, 1);
+    Ok(cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1)))
 }
 
 /// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules.
@@ -935,6 +1018,58 @@ mod tests {
             }
         }
         assert!(fast > 100);
+    }
+
+    /// `divides_some` is what `Cx::divides` returns (a UOp or None, no error) wherever it
+    /// claims to know, on sums and products of variables (with and without `multiple_of`),
+    /// CONSTs and other ops, for several divisors.
+    #[test]
+    fn divides_some_agrees_with_divides() {
+        use crate::ir::{Arg, Graph, ParamArg};
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let a = cx.g.variable("a", 0, 9, DType::WeakInt);
+        let shape = cx.g.src(a)[0];
+        let mut pa = ParamArg::variable("b", 0, 99, DType::WeakInt);
+        pa.multiple_of = Some(6);
+        let b = cx.g.mk(
+            Ops::BUFFER,
+            DType::WeakInt,
+            &[shape],
+            Arg::Param(Box::new(pa)),
+        );
+        let (c4, c6, cm3) = (
+            cx.g.cint(DType::WeakInt, 4),
+            cx.g.cint(DType::WeakInt, 6),
+            cx.g.cint(DType::WeakInt, -3),
+        );
+        let a4 = cx.mul(a, c4).unwrap();
+        let c6a = cx.g.mk(Ops::MUL, DType::WeakInt, &[c6, a], Arg::None);
+        let amax = cx.maximum(a, b).unwrap();
+        let mut nodes = vec![a, b, c4, c6, cm3, a4, c6a, amax];
+        for (x, y) in [(a4, b), (a4, c6), (c6a, b), (a4, cm3), (amax, c4), (b, a4)] {
+            nodes.push(cx.add(x, y).unwrap());
+            nodes.push(cx.mul(x, y).unwrap());
+        }
+        let mut known = 0;
+        for &u in &nodes {
+            for v in [1, 2, 3, 4, 6, 12, -2, -3, 5] {
+                let Some(claim) = divides_some(cx.g, u, v, 0) else {
+                    continue;
+                };
+                known += 1;
+                let got = cx.divides(u, v);
+                assert!(
+                    matches!(got, Ok(ref r) if r.is_some() == claim),
+                    "{u:?} {v}: {claim} vs {got:?}"
+                );
+            }
+        }
+        assert!(known > 100, "{known}");
     }
 
     #[test]
