@@ -968,9 +968,25 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
     if g.op(u) != sep {
         return vec![u];
     }
-    // sized for the common sums/products: one allocation each instead of regrowing
+    // sized for the common sums/products: one allocation instead of regrowing
     let mut out = Vec::with_capacity(8);
-    let mut stack = Vec::with_capacity(8);
+    // the common shallow tree: recursion, no worklist allocation
+    fn rec(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>, depth: usize) -> bool {
+        for &s in g.src(u) {
+            if g.op(s) != sep {
+                out.push(s);
+            } else if depth >= 32 || !rec(g, s, sep, out, depth + 1) {
+                return false;
+            }
+        }
+        true
+    }
+    if rec(g, u, sep, &mut out, 0) {
+        return out;
+    }
+    // deeper than that: the same left-to-right order from a worklist (no stack overflow)
+    out.clear();
+    let mut stack = Vec::with_capacity(64);
     stack.push(u);
     while let Some(x) = stack.pop() {
         if g.op(x) == sep {
@@ -1007,6 +1023,10 @@ fn identity_element(op: Ops, dt: DType) -> ConstVal {
         Ops::MUL => 1,
         _ => 0,
     };
+    // an int dtype keeps an int as it is (`dtype_const`)
+    if dt.is_int() {
+        return I(v);
+    }
     crate::ir::graph::dtype_const(dt, I(v))
 }
 
@@ -1068,6 +1088,35 @@ impl Cx<'_> {
             _ => 1,
         })
     }
+    /// `x op y` for two UOps (`_binop`, uop/mathtraits.py) as [`Cx::binop`] builds it, without its
+    /// promotion machinery where it changes nothing: one dtype `dt` (not void: `lub` is `dt`,
+    /// no CAST), and neither operand a weak CONST that `_broadcasted` would re-make (one with
+    /// srcs or a value `dt` does not hold as it is); then `dtype_from_uop` is `dt`
+    /// (sugar.rs `binary_dtype`).
+    pub(crate) fn binop_uops(&mut self, op: Ops, x: UOp, y: UOp) -> Result<UOp, RuleError> {
+        let dt = self.g.dtype(x);
+        let kept = |g: &Graph, t: UOp| match g.const_val(t) {
+            None => true,
+            Some(v) => {
+                v.is_invalid()
+                    || !dt.is_weak()
+                    || (g.src(t).is_empty() && crate::ir::graph::dtype_const(dt, v) == v)
+            }
+        };
+        if dt == self.g.dtype(y)
+            && dt != DType::Void
+            && is_binary(op)
+            && !matches!(
+                op,
+                Ops::CMPLT | Ops::CMPNE | Ops::CMPEQ | Ops::SHL | Ops::SHR
+            )
+            && kept(self.g, x)
+            && kept(self.g, y)
+        {
+            return Ok(self.g.mk(op, dt, &[x, y], crate::ir::Arg::None));
+        }
+        self.binop(op, x, y, false)
+    }
     /// `divides(v)`: `u / v` built exactly, or None when not provably divisible.
     pub fn divides(&mut self, u: UOp, v: i128) -> Result<Option<UOp>, RuleError> {
         if v == 1 {
@@ -1080,7 +1129,10 @@ impl Cx<'_> {
             Ops::CONST => {
                 let c = const_int(self.g, u)?;
                 Ok(if floormod(c, v) == Some(0) {
-                    Some(self.const_like(u, floordiv(c, v).unwrap()))
+                    // `self.const_like(..)` of a CONST, whose `_shape` is `()` (ops.py:365,
+                    // never raises): the bare CONST of its dtype, no EXPAND
+                    let dt = self.g.dtype(u);
+                    Some(self.g.cnst(dt, I(floordiv(c, v).unwrap())))
                 } else {
                     None
                 })
@@ -1104,15 +1156,15 @@ impl Cx<'_> {
                 let Some(d1) = self.divides(b, v)? else {
                     return Ok(None);
                 };
-                Ok(Some(self.add(d0, d1)?))
+                Ok(Some(self.binop_uops(Ops::ADD, d0, d1)?))
             }
             Ops::MUL => {
                 let (a, b) = (self.g.src(u)[0], self.g.src(u)[1]);
                 if let Some(d0) = self.divides(a, v)? {
-                    return Ok(Some(self.mul(d0, b)?));
+                    return Ok(Some(self.binop_uops(Ops::MUL, d0, b)?));
                 }
                 if let Some(d1) = self.divides(b, v)? {
-                    return Ok(Some(self.mul(a, d1)?));
+                    return Ok(Some(self.binop_uops(Ops::MUL, a, d1)?));
                 }
                 Ok(None)
             }
@@ -1153,6 +1205,17 @@ impl Cx<'_> {
     }
     /// `UOp.gcd(*uops)`: common MUL factors times the gcd of the const factors.
     pub fn uop_gcd(&mut self, uops: &[UOp]) -> Result<UOp, RuleError> {
+        let (mut elems, last) = self.uop_gcd_parts(uops)?;
+        elems.push(last);
+        match self.prod(Py::I(1), &elems)? {
+            Py::U(u) => Ok(u),
+            _ => unreachable!("prod of a non-empty list is a UOp"),
+        }
+    }
+    /// What [`Cx::uop_gcd`] multiplies (ops.py:1033-1035), without the product: the Counter
+    /// intersection's elements in order and `terms[0].const_like(math.gcd(*factors))`. Every
+    /// call and error of `UOp.gcd` up to `math.prod` happens here.
+    pub fn uop_gcd_parts(&mut self, uops: &[UOp]) -> Result<(Vec<UOp>, UOp), RuleError> {
         let mut terms = Vec::with_capacity(uops.len());
         let mut factors = Vec::with_capacity(uops.len());
         for u in uops {
@@ -1188,11 +1251,7 @@ impl Cx<'_> {
         }
         let g = factors.iter().fold(0, |a, b| gcd(a, *b));
         let last = self.const_like(terms[0], g);
-        elems.push(last);
-        match self.prod(Py::I(1), &elems)? {
-            Py::U(u) => Ok(u),
-            _ => unreachable!("prod of a non-empty list is a UOp"),
-        }
+        Ok((elems, last))
     }
     /// `divide_exact(v)`.
     pub fn divide_exact(&mut self, u: UOp, v: UOp) -> Result<Option<UOp>, RuleError> {

@@ -96,6 +96,14 @@ fn cpython_int_set_order(vals: &[i128]) -> Vec<i128> {
             i = (i.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb)) & mask;
         }
     }
+    // ints below 8 land in their own slots of the 8-slot table (and of every larger one after a
+    // resize): ascending, no table needed (the common case: small factors, often none)
+    if vals.iter().all(|v| (0..8).contains(v)) {
+        let mut out = vals.to_vec();
+        out.sort_unstable();
+        out.dedup();
+        return out;
+    }
     let mut table: Vec<Option<i128>> = vec![None; 8];
     let mut used = 0usize;
     for &v in vals {
@@ -200,6 +208,108 @@ fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
     go(cx.g, u, 0)
 }
 
+/// The bounds of `u` exactly as Python's `_min_max` has them, as ordinary ints (not i128::MIN
+/// or MAX), read without touching `bounds_error`; `None` where `u`'s bounds raise in Python,
+/// are inexact in the port, or are not ints (then the caller builds its nodes and reads their
+/// bounds as tinygrad does, recording what that means).
+fn exact_int_bounds(cx: &mut Cx, u: UOp) -> Option<(i128, i128)> {
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    match crate::rewrite::analysis::min_max(cx.g, cx.cache, u) {
+        (ConstVal::Int(lo), ConstVal::Int(hi))
+            if ordinary(lo)
+                && ordinary(hi)
+                && !cx.cache.raises.contains_key(&u)
+                && !cx.cache.inexact.contains(&u) =>
+        {
+            Some((lo, hi))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `(x//y).vmin != (x//y).vmax` (divandmod.py:13) is certain without building `x//y`:
+/// for weakint `x`, `y` (so `x//y` is `FLOORDIV(x, y)`, no casts) with exact int bounds and a
+/// divisor range of one sign, Python's bounds are the min/max of the four corner quotients
+/// (ops.py:1069-1072), exact in the port (ordinary ints from exact srcs, nothing raises:
+/// `min_max_node`/`classify_bounds`), so reading them would record nothing. `false`: build it.
+fn floordiv_not_const(cx: &mut Cx, x: UOp, y: UOp) -> bool {
+    if cx.g.dtype(x) != DType::WeakInt || cx.g.dtype(y) != DType::WeakInt {
+        return false;
+    }
+    let (Some((a0, a1)), Some((b0, b1))) = (exact_int_bounds(cx, x), exact_int_bounds(cx, y))
+    else {
+        return false;
+    };
+    // an empty numerator range is (0, 0); a divisor range through 0 takes the dtype's bounds
+    if a0 > a1 || !(b0 > 0 && b1 > 0 || b0 < 0 && b1 < 0) {
+        return false;
+    }
+    let q = [
+        floordiv(a0, b0),
+        floordiv(a0, b1),
+        floordiv(a1, b0),
+        floordiv(a1, b1),
+    ];
+    let q: Option<Vec<i128>> = q.into_iter().collect();
+    match q {
+        Some(q) => q.iter().min() != q.iter().max(),
+        None => false,
+    }
+}
+
+/// Each congruence term's exact int bounds ([`exact_int_bounds`]) where the bounds of every
+/// `rem` the loop builds (divandmod.py:46) follow from them exactly: all terms present (a None
+/// raises in the loop) and weakint (so `r*v` is `MUL(CONST r, v)` and the sum `ADD`s, all
+/// weakint: no casts, no promotion errors), `c` small. `None`: build every `rem`.
+fn congruence_term_bounds(
+    cx: &mut Cx,
+    terms: &[Option<UOp>],
+    c: i128,
+) -> Option<Vec<(i128, i128)>> {
+    if c > i64::MAX as i128 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(terms.len());
+    for t in terms {
+        let t = (*t)?;
+        if cx.g.dtype(t) != DType::WeakInt {
+            return None;
+        }
+        out.push(exact_int_bounds(cx, t)?);
+    }
+    Some(out)
+}
+
+/// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
+/// `rem = sum(r*v for r,v in zip(rems,terms)) + const%c` (built as `ADD(...ADD(ADD(CONST 0,
+/// MUL(CONST r0, v0)), MUL(CONST r1, v1))..., CONST km)`), computed from the terms' exact
+/// bounds `tb` as Python's `_min_max` does (ops.py:1054,1058, same operation order): where no
+/// step overflows or saturates, the port computes the same ordinary ints and classifies every
+/// one of these nodes exact (`min_max_quick`/`classify_bounds`), so reading `rem`'s bounds
+/// would record nothing and the nodes need not exist. `true`: build and check as tinygrad does.
+fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
+    let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
+    let go = || -> Option<(i128, i128)> {
+        let (mut lo, mut hi) = (0i128, 0i128);
+        for (&(t0, t1), &r) in tb.iter().zip(rems) {
+            let (p0, p1) = (r.checked_mul(t0)?, r.checked_mul(t1)?);
+            let (pl, ph) = (p0.min(p1), p0.max(p1));
+            if !(ordinary(pl) && ordinary(ph)) {
+                return None;
+            }
+            lo = lo.checked_add(pl).filter(|v| ordinary(*v))?;
+            hi = hi.checked_add(ph).filter(|v| ordinary(*v))?;
+        }
+        let lo = lo.checked_add(km).filter(|v| ordinary(*v))?;
+        let hi = hi.checked_add(km).filter(|v| ordinary(*v))?;
+        Some((lo, hi))
+    };
+    match go() {
+        Some((lo, hi)) => floordiv(lo, c) == floordiv(hi, c),
+        None => true,
+    }
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
@@ -220,10 +330,16 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             if is_mod { "Mod" } else { "Division" }
         )));
     }
-    // x//y is constant
-    let xdiv = cx.floordiv(x, y)?;
-    let (xd0, xd1) = cx.min_max(xdiv);
-    if xd0.py_eq(&xd1) {
+    // x//y is constant (not when its bounds provably differ: no node built)
+    let xdiv = if floordiv_not_const(cx, x, y) {
+        None
+    } else {
+        Some(cx.floordiv(x, y)?)
+    };
+    if let Some(xdiv) = xdiv
+        && let (xd0, xd1) = cx.min_max(xdiv)
+        && xd0.py_eq(&xd1)
+    {
         if is_mod {
             let m = cx.rmul(y, xd0)?;
             return Ok(Some(cx.sub(x, m)?));
@@ -253,6 +369,10 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let (x_peeled, const_v) = cx.pop_const(x, Ops::ADD);
     let konst = vint(const_v)?;
     let uops_no_const = cx.split_uop(x_peeled, Ops::ADD);
+
+    // the constant-denominator rules fell through with `math.gcd(*factors, c) == 1`: then
+    // `UOp.gcd(*all_uops, y)` below is provably 1 (see `unit_gcd`)
+    let mut unit_gcd_terms0: Option<UOp> = None;
 
     // ** Constant Denominator Rules **
     if cx.g.op(y) == Ops::CONST && ival(cx.g, y)? > 0 {
@@ -316,34 +436,42 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         let n = rem_choices.len();
         let mut idx = vec![0usize; n];
         let mut rems: Vec<i128> = Vec::with_capacity(n);
-        let mut prods = Vec::with_capacity(n);
+        // filled only where a rem is built
+        let mut prods = Vec::new();
+        let km = floormod(konst, c).unwrap();
+        let term_bounds = congruence_term_bounds(cx, &terms, c);
         'product: loop {
             rems.clear();
             rems.extend(idx.iter().zip(&rem_choices).map(|(i, ch)| ch.0[*i]));
-            // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-            prods.clear();
-            for (r, t) in rems.iter().zip(&terms) {
-                let t = t.ok_or_else(type_err_none)?;
-                prods.push(cx.rmul(t, *r)?);
-            }
-            let s = uop(py_sum(cx, &prods)?)?;
-            let rem = cx.add(s, floormod(konst, c).unwrap())?;
-            let (r0, r1) = cx.min_max(rem);
-            let (r0, r1) = (vint(r0)?, vint(r1)?);
-            let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
-            if q0 == q1 {
-                if is_mod {
-                    return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
-                }
-                let mut parts = Vec::new();
-                for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+            if term_bounds
+                .as_ref()
+                .is_none_or(|tb| rem_may_fold(tb, &rems, km, c))
+            {
+                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
+                prods.clear();
+                for (r, t) in rems.iter().zip(&terms) {
                     let t = t.ok_or_else(type_err_none)?;
-                    let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
-                    parts.push(cx.rmul(t, q)?);
+                    prods.push(cx.rmul(t, *r)?);
                 }
-                let s = uop(py_sum(cx, &parts)?)?;
-                let s = cx.add(s, floordiv(konst, c).unwrap())?;
-                return Ok(Some(cx.add(s, q0)?));
+                let s = uop(py_sum(cx, &prods)?)?;
+                let rem = cx.add(s, floormod(konst, c).unwrap())?;
+                let (r0, r1) = cx.min_max(rem);
+                let (r0, r1) = (vint(r0)?, vint(r1)?);
+                let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
+                if q0 == q1 {
+                    if is_mod {
+                        return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
+                    }
+                    let mut parts = Vec::new();
+                    for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+                        let t = t.ok_or_else(type_err_none)?;
+                        let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
+                        parts.push(cx.rmul(t, q)?);
+                    }
+                    let s = uop(py_sum(cx, &parts)?)?;
+                    let s = cx.add(s, floordiv(konst, c).unwrap())?;
+                    return Ok(Some(cx.add(s, q0)?));
+                }
             }
             // advance the product index
             let mut k = n;
@@ -430,28 +558,35 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         if let Some(best) = results.iter().min_by_key(|r| r.0) {
             return Ok(Some(best.1));
         }
+        if g == 1 {
+            // the congruence loop read every term (a None raised there)
+            unit_gcd_terms0 = terms[0];
+        }
     }
 
     // ** Variable Denominator / Fallback Rules **
-    let all_uops = cx.split_uop(x, Ops::ADD);
+    // `x.split_uop(ADD)` is the popped terms then the popped CONST (`pop_const` took `x.src[1]`
+    // of an ADD, a CONST: its own single leaf), or the same terms (nothing popped)
+    let mut all_uops = uops_no_const;
+    if x_peeled != x {
+        all_uops.push(cx.g.src(x)[1]);
+    }
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
-    let mut gargs = Vec::with_capacity(all_uops.len() + 1);
-    gargs.extend_from_slice(&all_uops);
-    gargs.push(y);
-    let gu = cx.uop_gcd(&gargs)?;
-    let (gu, is_one) = if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
-        // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
-        // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
-        // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
-        // is its recursion-depth check, kept here
+    let (gu, is_one) = if let Some(t0) = unit_gcd_terms0
+        && unit_gcd(cx, x, y, t0)
+    {
+        // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
-        (gu, true)
+        (y, true)
+    } else if const_divisor_unit_gcd(cx, &all_uops, y)? {
+        drop(DepthGuard::enter()?);
+        (y, true)
     } else {
-        let gu = simplify(cx, gu)?;
-        let is_one =
-            cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
-        (gu, is_one)
+        let mut gargs = Vec::with_capacity(all_uops.len() + 1);
+        gargs.extend_from_slice(&all_uops);
+        gargs.push(y);
+        divide_by_gcd_gcd(cx, &gargs)?
     };
     if !is_one {
         let Some(xe) = cx.divide_exact(x, gu)? else {
@@ -512,6 +647,155 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     let q = cx.floordiv(new_x, y)?;
     let s = uop(py_sum(cx, &quo)?)?;
     Ok(Some(cx.add(q, s)?))
+}
+
+/// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
+fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
+    let (mut elems, last) = cx.uop_gcd_parts(uops)?;
+    // `math.prod` of int CONSTs 1 of one int dtype: MULs of CONSTs (no casts, no promotion
+    // error), at most 8 deep, their product 1: what the shortcut below recognises once built
+    let dt = cx.g.dtype(last);
+    let one = |u: &UOp| {
+        cx.g.op(*u) == Ops::CONST
+            && cx.g.dtype(*u) == dt
+            && cx.g.const_val(*u) == Some(ConstVal::Int(1))
+    };
+    if dt.is_int() && elems.len() < 8 && one(&last) && elems.iter().all(one) {
+        drop(DepthGuard::enter()?);
+        return Ok((last, true));
+    }
+    elems.push(last);
+    let gu = match cx.prod(Py::I(1), &elems)? {
+        Py::U(u) => u,
+        _ => return Err(RuleError::Runtime("prod of a non-empty list".into())),
+    };
+    Ok(
+        if cx.g.op(gu) == Ops::MUL && int_const_product(cx, gu) == Some(1) {
+            // the common case, gcd 1: `math.prod` built MULs of int CONSTs whose product is 1, and
+            // `.simplify()` folds that to a CONST 1 whichever rule fires (`x*1`, const folding,
+            // vmin==vmax), reading only CONST bounds (exact: no bounds error). All it can change
+            // is its recursion-depth check, kept here
+            drop(DepthGuard::enter()?);
+            (gu, true)
+        } else {
+            let gu = simplify(cx, gu)?;
+            let is_one =
+                cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
+            (gu, is_one)
+        },
+    )
+}
+
+/// Whether `UOp.gcd(*x.split_uop(ADD), y)` (ops.py:1032) is a product of int CONSTs 1 (so
+/// `divide_by_gcd` does nothing), for `y` a CONST `c > 0` and `x`'s const-free terms whose
+/// factors have `math.gcd(*factors, c) == 1` and whose `divides` all succeeded (`t0`: the
+/// first). Then the int gcd over the superset `all_uops + [y]` is 1 as well; `y`'s term is a
+/// CONST 1, so the Counter intersection holds at most CONST 1s; the product is
+/// `1 * [CONST 1] * t0.const_like(1)`. What `UOp.gcd` would still do that can show:
+/// `divides` of the uops_no_const terms again (same calls as the decomposition: same nodes,
+/// same errors, none), `divides` of the popped const term (raises ZeroDivisionError for a
+/// CONST 0: left to the general path) and of `y` (a CONST: `const_like` never raises), the
+/// final `t0.const_like(1)` (called here: it may record a raise and must be a CONST). Mixed
+/// dtypes (promotion in `math.prod`) go the general path too.
+fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
+    let g = &*cx.g;
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || g.dtype(t0) != DType::WeakInt {
+        return false;
+    }
+    if g.op(x) == Ops::ADD {
+        let k = g.src(x)[1];
+        if g.op(k) == Ops::CONST
+            && (!g.src(k).is_empty() || !matches!(g.const_val(k), Some(ConstVal::Int(v)) if v != 0))
+        {
+            return false;
+        }
+    }
+    // a cached `()` shape: `const_like` is the bare CONST 1 and records nothing
+    if cx.cache.shape.is_scalar(&t0) {
+        return true;
+    }
+    let last = cx.const_like(t0, 1);
+    cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
+}
+
+/// Whether `u.divides(v)` (uop/ops.py:1016) returns a UOp without raising, read off the graph
+/// (what it would build is not built): `None` where that is not certain this way (a node not
+/// weakint, so the sugar it builds with might promote or raise; a non-int CONST; a STACK;
+/// `v == 0`; a deep tree).
+fn divides_some(g: &crate::ir::Graph, u: UOp, v: i128, depth: usize) -> Option<bool> {
+    if v == 1 {
+        return Some(true);
+    }
+    if v == 0
+        || depth > 32
+        || g.dtype(u) != DType::WeakInt
+        || matches!(g.op(u), Ops::ADD | Ops::MUL)
+            && g.src(u).iter().any(|s| g.dtype(*s) != DType::WeakInt)
+    {
+        return None;
+    }
+    match g.op(u) {
+        Ops::CONST => match g.const_val(u)? {
+            ConstVal::Int(c) => Some(floormod(c, v) == Some(0)),
+            _ => None,
+        },
+        Ops::STACK => None,
+        Ops::ADD => match divides_some(g, g.src(u)[0], v, depth + 1)? {
+            true => divides_some(g, g.src(u)[1], v, depth + 1),
+            false => Some(false),
+        },
+        Ops::MUL => match divides_some(g, g.src(u)[0], v, depth + 1)? {
+            true => Some(true),
+            false => divides_some(g, g.src(u)[1], v, depth + 1),
+        },
+        Ops::PARAM | Ops::BUFFER => Some(
+            g.arg(u)
+                .as_param()
+                .and_then(|p| p.multiple_of)
+                .is_some_and(|m| floormod(m as i128, v) == Some(0)),
+        ),
+        _ => Some(false),
+    }
+}
+
+/// Whether `UOp.gcd(*all_uops, y)` (ops.py:1032) is a product of int CONSTs 1, for `y` a
+/// weakint CONST `c != 0` (the divisor when the constant-denominator rules did not run or did
+/// not settle it): `y`'s term is CONST 1, so the Counter intersection holds at most that, and
+/// the product is 1 iff `math.gcd(*factors, c) == 1` and `terms[0].const_like(1)` is a CONST.
+/// What `UOp.gcd` would do besides that can show is its `divides` of each term, certain here
+/// to succeed without raising ([`divides_some`]; the others go the general path), and
+/// `terms[0].const_like(1)`, done here on the `terms[0]` it builds.
+fn const_divisor_unit_gcd(cx: &mut Cx, all_uops: &[UOp], y: UOp) -> Result<bool, RuleError> {
+    let g = &*cx.g;
+    let c = match g.const_val(y) {
+        Some(ConstVal::Int(c)) if g.op(y) == Ops::CONST && c != 0 => c,
+        _ => return Ok(false),
+    };
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || all_uops.is_empty() {
+        return Ok(false);
+    }
+    let mut gg = c;
+    for &u in all_uops {
+        let Ok(f) = cx.const_factor(u) else {
+            return Ok(false);
+        };
+        if divides_some(cx.g, u, f, 0) != Some(true) {
+            return Ok(false);
+        }
+        gg = gcd(gg, f);
+    }
+    if gg != 1 {
+        return Ok(false);
+    }
+    let f0 = cx.const_factor(all_uops[0])?;
+    let Some(t0) = cx.divides(all_uops[0], f0)? else {
+        return Ok(false);
+    };
+    if cx.cache.shape.is_scalar(&t0) {
+        return Ok(true);
+    }
+    let last = cx.const_like(t0, 1);
+    Ok(cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1)))
 }
 
 /// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules.
@@ -647,6 +931,145 @@ mod tests {
             let p3 = cx.mul(one, two).unwrap();
             assert_eq!(int_const_product(&cx, p3), Some(2));
         }
+    }
+
+    /// `split_uop` gives the leaves left to right on shallow trees (recursion) and on deep
+    /// ones (its worklist), as tinygrad's recursive generator does (ops.py:660).
+    #[test]
+    fn split_uop_order_shallow_and_deep() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::split_uop;
+        fn reference(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>) {
+            if g.op(u) == sep {
+                for s in g.src(u) {
+                    reference(g, *s, sep, out);
+                }
+            } else {
+                out.push(u);
+            }
+        }
+        let mut g = Graph::new();
+        let leaves: Vec<UOp> = (0..80)
+            .map(|i| g.variable(&format!("v{i}"), 0, 9, DType::WeakInt))
+            .collect();
+        // a left-deep chain 79 ADDs deep, a right-deep one, and a balanced tree
+        let mut left = leaves[0];
+        for l in &leaves[1..] {
+            left = g.alu(Ops::ADD, &[left, *l]).unwrap();
+        }
+        let mut right = leaves[79];
+        for l in leaves[..79].iter().rev() {
+            right = g.alu(Ops::ADD, &[*l, right]).unwrap();
+        }
+        let mut level = leaves.clone();
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|c| match c {
+                    [a, b] => g.alu(Ops::ADD, &[*a, *b]).unwrap(),
+                    [a] => *a,
+                    _ => unreachable!(),
+                })
+                .collect();
+        }
+        let short = g.alu(Ops::ADD, &[leaves[3], leaves[1]]).unwrap();
+        for root in [left, right, level[0], short, leaves[5]] {
+            let mut want = Vec::new();
+            reference(&g, root, Ops::ADD, &mut want);
+            assert_eq!(split_uop(&g, root, Ops::ADD), want);
+        }
+        assert_eq!(split_uop(&g, left, Ops::ADD), leaves);
+        assert_eq!(split_uop(&g, left, Ops::MUL), vec![left]);
+    }
+
+    /// `binop_uops` (what `divides` builds with) is `Cx::binop` (`_binop`): the same node for
+    /// ADD/MUL over every dtype pair, variables and CONSTs (weak and strong, canonical or not).
+    #[test]
+    fn binop_uops_is_binop() {
+        use crate::ir::{Arg, Graph};
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let mut operands = Vec::new();
+        for dt in DType::ALL.iter().copied().filter(|d| *d != DType::Void) {
+            operands.push(cx.g.variable("a", 0, 5, dt));
+            operands.push(cx.g.cnst(dt, ConstVal::Int(3)));
+            // a CONST holding a value its dtype would not (not canonical), and one with a src
+            operands.push(cx.g.mk(Ops::CONST, dt, &[], Arg::Const(ConstVal::Float(2.5))));
+            let v = operands[0];
+            operands.push(cx.g.mk(Ops::CONST, dt, &[v], Arg::Const(ConstVal::Int(1))));
+        }
+        let mut fast = 0;
+        for op in [Ops::ADD, Ops::MUL] {
+            for &x in &operands {
+                for &y in &operands {
+                    let want = cx.binop(op, x, y, false);
+                    let got = cx.binop_uops(op, x, y);
+                    match (want, got) {
+                        (Ok(w), Ok(h)) => assert_eq!(w, h, "{op:?} {x:?} {y:?}"),
+                        (Err(_), Err(_)) => {}
+                        (w, h) => panic!("{op:?} {x:?} {y:?}: {w:?} vs {h:?}"),
+                    }
+                    fast += usize::from(cx.g.dtype(x) == cx.g.dtype(y));
+                }
+            }
+        }
+        assert!(fast > 100);
+    }
+
+    /// `divides_some` is what `Cx::divides` returns (a UOp or None, no error) wherever it
+    /// claims to know, on sums and products of variables (with and without `multiple_of`),
+    /// CONSTs and other ops, for several divisors.
+    #[test]
+    fn divides_some_agrees_with_divides() {
+        use crate::ir::{Arg, Graph, ParamArg};
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let a = cx.g.variable("a", 0, 9, DType::WeakInt);
+        let shape = cx.g.src(a)[0];
+        let mut pa = ParamArg::variable("b", 0, 99, DType::WeakInt);
+        pa.multiple_of = Some(6);
+        let b = cx.g.mk(
+            Ops::BUFFER,
+            DType::WeakInt,
+            &[shape],
+            Arg::Param(Box::new(pa)),
+        );
+        let (c4, c6, cm3) = (
+            cx.g.cint(DType::WeakInt, 4),
+            cx.g.cint(DType::WeakInt, 6),
+            cx.g.cint(DType::WeakInt, -3),
+        );
+        let a4 = cx.mul(a, c4).unwrap();
+        let c6a = cx.g.mk(Ops::MUL, DType::WeakInt, &[c6, a], Arg::None);
+        let amax = cx.maximum(a, b).unwrap();
+        let mut nodes = vec![a, b, c4, c6, cm3, a4, c6a, amax];
+        for (x, y) in [(a4, b), (a4, c6), (c6a, b), (a4, cm3), (amax, c4), (b, a4)] {
+            nodes.push(cx.add(x, y).unwrap());
+            nodes.push(cx.mul(x, y).unwrap());
+        }
+        let mut known = 0;
+        for &u in &nodes {
+            for v in [1, 2, 3, 4, 6, 12, -2, -3, 5] {
+                let Some(claim) = divides_some(cx.g, u, v, 0) else {
+                    continue;
+                };
+                known += 1;
+                let got = cx.divides(u, v);
+                assert!(
+                    matches!(got, Ok(ref r) if r.is_some() == claim),
+                    "{u:?} {v}: {claim} vs {got:?}"
+                );
+            }
+        }
+        assert!(known > 100, "{known}");
     }
 
     #[test]
