@@ -793,8 +793,11 @@ fn saturated_pair(v: (ConstVal, ConstVal)) -> bool {
     saturated(v.0) && v.0 == v.1
 }
 
-/// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
-/// must not overflow the stack).
+/// `x.vmin, x.vmax`, computing and caching every uncached node below `u` whose bounds it reads
+/// (iteratively: deep graphs must not overflow the stack). Like Python's lazy `vmin`/`vmax`, only
+/// the srcs `_min_max` reads ([`bound_reads`]) are filled: a node's entry, `raises` and
+/// exactness depend on those alone, so the srcs it never reads (a variable's shape STACK, an
+/// INDEX's indices, a LOAD's srcs) are left for whoever asks for them.
 pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
@@ -820,7 +823,7 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
             min_max_fill(g, cache, x);
         } else {
             stack.push((x, true));
-            for s in g.src(x) {
+            for s in bound_reads(g, x) {
                 if !cache.min_max.contains_key(s) {
                     stack.push((*s, false));
                 }
@@ -835,7 +838,7 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
 /// `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does the
 /// rest).
 fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
-    for s in g.src(x) {
+    for s in bound_reads(g, x) {
         if !cache.min_max.contains_key(s)
             && (depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1))
         {
