@@ -41,12 +41,34 @@ impl<T> NodeMap<T> {
     }
     /// Sets `u`'s entry; returns the previous one.
     pub fn insert(&mut self, u: UOp, v: T) -> Option<T> {
-        if u.idx() >= self.slots.len() {
-            // the graph grows while it is rewritten: leave room instead of growing one by one
-            let n = (u.idx() + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize_with(n, || None);
-        }
+        self.room_for(u.idx());
         self.slots[u.idx()].replace(v)
+    }
+    /// Sets `u`'s entry (no previous one to hand back: the hot caches set each entry once).
+    #[inline]
+    pub fn set(&mut self, u: UOp, v: T) {
+        self.room_for(u.idx());
+        self.slots[u.idx()] = Some(v);
+    }
+    /// Makes room for the handles below `n` (a graph's length: one allocation for the nodes
+    /// there and those a rewrite adds, instead of regrowing from the first handle asked).
+    #[inline]
+    pub fn reserve_nodes(&mut self, n: usize) {
+        if n > self.slots.len() {
+            self.grow(n - 1);
+        }
+    }
+    #[inline]
+    fn room_for(&mut self, i: usize) {
+        if i >= self.slots.len() {
+            self.grow(i);
+        }
+    }
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        // the graph grows while it is rewritten: leave room instead of growing one by one
+        let n = (i + 1 + (i + 1) / 2).max(self.slots.len() * 2).max(64);
+        self.slots.resize_with(n, || None);
     }
     pub fn len(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()
@@ -139,7 +161,10 @@ impl ShapeMap {
     #[inline]
     fn set_code(&mut self, u: UOp, c: u32) {
         if u.idx() >= self.code.len() {
-            let n = (u.idx() + 1).max(self.code.len() * 2).max(64);
+            // room for the nodes a rewrite adds past this one, not just this one
+            let n = (u.idx() + 1 + (u.idx() + 1) / 2)
+                .max(self.code.len() * 2)
+                .max(64);
             self.code.resize(n, 0);
         }
         self.code[u.idx()] = c;
@@ -802,6 +827,7 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
+    cache.min_max.reserve_nodes(g.len());
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
     // worklist) changes no entry
@@ -935,7 +961,7 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
 /// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
     if let Some(v) = min_max_quick(g, cache, x) {
-        cache.min_max.insert(x, v);
+        cache.min_max.set(x, v);
         return;
     }
     let v = min_max_node(g, cache, x);
@@ -963,7 +989,7 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
             }
         }
     }
-    cache.min_max.insert(x, v);
+    cache.min_max.set(x, v);
 }
 
 /// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.
