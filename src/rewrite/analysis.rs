@@ -582,7 +582,13 @@ fn huge(c: ConstVal) -> bool {
 
 /// The srcs whose bounds `x._min_max` reads (uop/ops.py:1051-1101).
 fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
-    let (op, dt, src) = (g.op(x), g.dtype(x), g.src(x));
+    node_reads(g.node(x))
+}
+
+/// [`bound_reads`] of a node already at hand.
+#[inline]
+fn node_reads(nd: &crate::ir::Node) -> &[UOp] {
+    let (op, dt, src) = (nd.op, nd.dtype, &nd.src[..]);
     let n = match op {
         _ if is_binary(op) && !dt.is_float() => 2,
         Ops::WHERE if dt.is_int() => 3,
@@ -860,50 +866,100 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max[&u]
 }
 
-/// Fills the bounds of `x` and its uncached srcs, recursing at most [`MIN_MAX_REC_DEPTH`] deep;
-/// `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does the
-/// rest).
+/// Fills the bounds of `x` and its uncached read srcs, recursing at most [`MIN_MAX_REC_DEPTH`]
+/// deep; `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does
+/// the rest).
 fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
-    for s in bound_reads(g, x) {
-        if !cache.min_max.contains_key(s)
-            && (depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1))
-        {
+    let nd = g.node(x);
+    let reads = node_reads(nd);
+    for s in reads {
+        if cache.min_max.contains_key(s) {
+            continue;
+        }
+        // a leaf read (CONST, variable): filled here, without a call
+        if let Some(v) = leaf_quick(g.node(*s)) {
+            cache.min_max.set(*s, v);
+            continue;
+        }
+        if depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1) {
             return false;
         }
     }
-    min_max_fill(g, cache, x);
+    fill_node(g, cache, x, nd, reads);
     true
 }
 const MIN_MAX_REC_DEPTH: usize = 32;
 
+/// [`min_max_fill`]'s result for a node without read srcs where it is cheap to see: a CONST
+/// (`(c, c)`, ops.py:1092-1093) and a PARAM/BUFFER (its `vmin_vmax`, else its dtype's bounds,
+/// ops.py:1089-1090, 1110). Nothing is read, so nothing is inherited and Python does not raise;
+/// the bounds are exact unless both are the same saturated value (`classify_bounds`: collapsed),
+/// which is left to the general path.
+#[inline]
+fn leaf_quick(n: &crate::ir::Node) -> Option<(ConstVal, ConstVal)> {
+    let v = match n.op {
+        Ops::CONST => match n.arg.as_const()? {
+            ConstVal::Invalid => return None,
+            c => (c, c),
+        },
+        Ops::PARAM | Ops::BUFFER => match n.arg.as_param().and_then(|p| p.vmin_vmax) {
+            Some((lo, hi)) => (I(lo), I(hi)),
+            None => dtype_bounds(n.dtype),
+        },
+        _ => return None,
+    };
+    (!saturated_pair(v)).then_some(v)
+}
+
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
-/// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
-/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1059, 1087-1092 on Python
-/// ints: no bound saturated, no i128 overflow), and they are exact: no read src raises
-/// (`any_raises`) or is inexact (`any_inexact`), none of these ops raises itself
-/// (`bounds_raise`), and nothing is saturated (`classify_bounds`). `None`: the general path.
-fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal)> {
-    let n = g.node(x);
+/// to see: a CONST or variable ([`leaf_quick`]), and ADD/SUB/MUL/MAX/CMPLT/CMPNE/FLOORDIV/
+/// FLOORMOD, RANGE/SPECIAL, AFTER/INDEX and int WHERE of int bounds while no node's bounds are
+/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1101 on Python ints: no bound
+/// saturated, no i128 overflow), and they are exact: no read src raises (`any_raises`) or is
+/// inexact (`any_inexact`), none of these ops raises itself on int bounds (`bounds_raise`), and
+/// nothing is saturated (`classify_bounds`). `None`: the general path.
+fn min_max_quick(
+    cache: &Cache,
+    n: &crate::ir::Node,
+    reads: &[UOp],
+) -> Option<(ConstVal, ConstVal)> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
-    if n.op == Ops::CONST {
-        // no srcs: nothing to inherit; a saturated value is `collapsed` (the general path)
-        let c = n.arg.as_const()?;
-        return match c {
-            ConstVal::Invalid => None,
-            I(i) if !ordinary(i) => None,
-            c => Some((c, c)),
-        };
+    if reads.is_empty() {
+        return leaf_quick(n);
     }
     if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
         return None;
     }
-    let [s0, s1] = n.src[..] else {
+    let int_of = |s: &UOp| match cache.min_max.get(s) {
+        Some(&(I(lo), I(hi))) => Some((lo, hi)),
+        _ => None,
+    };
+    match (n.op, reads) {
+        // `(0, (src[0]-1).vmax)` (ops.py:1095)
+        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some((I(0), I(hi - 1)));
+        }
+        // the src's bounds as they are (ops.py:1097)
+        (Ops::AFTER | Ops::INDEX, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi)).then_some((I(lo), I(hi)));
+        }
+        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
+        (Ops::WHERE, [t, f]) => {
+            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
+            return [t0, t1, f0, f1]
+                .into_iter()
+                .all(ordinary)
+                .then_some((I(t0.min(f0)), I(t1.max(f1))));
+        }
+        _ => {}
+    }
+    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
+    let ([s0, s1], 2) = (reads, n.src.len()) else {
         return None;
     };
-    let (&(I(a0), I(a1)), &(I(b0), I(b1))) = (cache.min_max.get(&s0)?, cache.min_max.get(&s1)?)
-    else {
-        return None;
-    };
+    let ((a0, a1), (b0, b1)) = (int_of(s0)?, int_of(s1)?);
     // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
     // so no overflow check and no saturated result
     let small = |i: i128| i as i64 as i128 == i;
@@ -924,6 +980,43 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
                 B(a1 < b0 || b1 < a0),
                 B(!(a0 == a1 && a1 == b0 && b0 == b1)),
             ),
+            // ops.py:1070-1074: quotients of i64 values by a divisor range of one sign
+            Ops::FLOORDIV if n.dtype.is_int() => {
+                if a0 > a1 {
+                    return Some((I(0), I(0)));
+                }
+                if b0.signum() * b1.signum() <= 0 {
+                    return None;
+                }
+                let f = |a: i128, b: i128| floordiv(a, b).unwrap_or(0);
+                let q = [f(a0, b0), f(a0, b1), f(a1, b0), f(a1, b1)];
+                (
+                    I(q[0].min(q[1]).min(q[2]).min(q[3])),
+                    I(q[0].max(q[1]).max(q[2]).max(q[3])),
+                )
+            }
+            // ops.py:1075-1079
+            Ops::FLOORMOD if n.dtype.is_int() => {
+                if a0 > a1 {
+                    return Some((I(0), I(0)));
+                }
+                let c = b0;
+                if c == b1 && c != 0 {
+                    if floordiv(a0, c) == floordiv(a1, c) {
+                        (I(floormod(a0, c)?), I(floormod(a1, c)?))
+                    } else if c > 0 {
+                        (I(0), I(c - 1))
+                    } else {
+                        (I(c + 1), I(0))
+                    }
+                } else if b0 > 0 {
+                    (I(0), I(b1 - 1))
+                } else if b1 < 0 {
+                    (I(b0 + 1), I(0))
+                } else {
+                    return None;
+                }
+            }
             _ => return None,
         });
     }
@@ -958,14 +1051,19 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
     }
 }
 
-/// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
+/// Computes and caches the bounds of `x`, whose read srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
-    if let Some(v) = min_max_quick(g, cache, x) {
+    let nd = g.node(x);
+    fill_node(g, cache, x, nd, node_reads(nd));
+}
+
+/// [`min_max_fill`] of `x` = `nd`, whose read srcs are `reads`.
+fn fill_node(g: &Graph, cache: &mut Cache, x: UOp, nd: &crate::ir::Node, reads: &[UOp]) {
+    if let Some(v) = min_max_quick(cache, nd, reads) {
         cache.min_max.set(x, v);
         return;
     }
     let v = min_max_node(g, cache, x);
-    let reads = bound_reads(g, x);
     // the first read src whose `_min_max` raised (none while no node has)
     let inherited = if cache.any_raises {
         reads.iter().find_map(|s| cache.raises.get(s).cloned())
