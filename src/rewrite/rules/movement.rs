@@ -461,12 +461,57 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         cx.cache.shape.insert_scalar(u);
         return Ok(());
     }
-    // srcs known (a fresh CONST has none): no worklist
-    if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
-        let s = shape_node(cx, u)?;
-        store(cx, u, s);
+    // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
+    let mut unknown = crate::rewrite::analysis::NodeSet::default();
+    // the common case (a shallow subgraph): recursion, no worklist
+    if shape_rec(cx, u, 0, &mut unknown)? {
         return Ok(());
     }
+    shape_walk(cx, u, unknown)
+}
+
+/// [`fill_shape`] of `x` (uncached, not known unknown, not [`quick_scalar`]) by recursion in
+/// the worklist's order (srcs in order, each node after its srcs, the first raise stops), at most
+/// [`SHAPE_REC_DEPTH`] deep; `Ok(false)` where the subgraph is deeper (what it filled stays,
+/// [`shape_walk`] does the rest).
+fn shape_rec(
+    cx: &mut Cx,
+    x: UOp,
+    depth: usize,
+    unknown: &mut crate::rewrite::analysis::NodeSet,
+) -> Result<bool, RuleError> {
+    for i in 0..cx.g.src(x).len() {
+        let s = cx.g.src(x)[i];
+        if cx.cache.shape.contains_key(&s) || unknown.contains(&s) {
+            continue;
+        }
+        // these never raise, so computing one before a src's turn changes no outcome
+        if quick_scalar(cx, s) {
+            cx.cache.shape.insert_scalar(s);
+            continue;
+        }
+        if depth >= SHAPE_REC_DEPTH || !shape_rec(cx, s, depth + 1, unknown)? {
+            return Ok(false);
+        }
+    }
+    if quick_scalar(cx, x) {
+        cx.cache.shape.insert_scalar(x);
+        return Ok(true);
+    }
+    let s = shape_node(cx, x)?;
+    if !store(cx, x, s) {
+        unknown.insert(x);
+    }
+    Ok(true)
+}
+const SHAPE_REC_DEPTH: usize = 32;
+
+/// [`fill_shape`]'s worklist for deep subgraphs (`unknown`: what the recursion found unknown).
+fn shape_walk(
+    cx: &mut Cx,
+    u: UOp,
+    mut unknown: crate::rewrite::analysis::NodeSet,
+) -> Result<(), RuleError> {
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
     if stack.capacity() == 0 {
@@ -474,8 +519,6 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         stack.reserve(64);
     }
     stack.push((u, false));
-    // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
-    let mut unknown = crate::rewrite::analysis::NodeSet::default();
     let mut out = Ok(());
     while let Some((x, expanded)) = stack.pop() {
         if cx.cache.shape.contains_key(&x) || unknown.contains(&x) {
