@@ -655,6 +655,11 @@ pub fn const_like(
 /// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
 /// shape of `x` leaves `ret` as it is.
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
+    // `x._shape` is `()` where it is cheap to see (a scalar ALU node of CONSTs, what
+    // `fold_const_alu` folds): `ret` as it is, nothing walked or cached
+    if quick_scalar(cx, x) {
+        return Ok(ret);
+    }
     fill_shape(cx, x)?;
     // `()` (every scalar graph), no shape or unknown: `ret` as it is, `ret._shape` unread
     let s = match cx.cache.shape.get(&x) {
