@@ -918,6 +918,7 @@ fn leaf_quick(n: &crate::ir::Node) -> Option<(ConstVal, ConstVal)> {
 /// saturated, no i128 overflow), and they are exact: no read src raises (`any_raises`) or is
 /// inexact (`any_inexact`), none of these ops raises itself on int bounds (`bounds_raise`), and
 /// nothing is saturated (`classify_bounds`). `None`: the general path.
+#[inline]
 fn min_max_quick(
     cache: &Cache,
     n: &crate::ir::Node,
@@ -1058,11 +1059,19 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
 }
 
 /// [`min_max_fill`] of `x` = `nd`, whose read srcs are `reads`.
+#[inline]
 fn fill_node(g: &Graph, cache: &mut Cache, x: UOp, nd: &crate::ir::Node, reads: &[UOp]) {
     if let Some(v) = min_max_quick(cache, nd, reads) {
         cache.min_max.set(x, v);
         return;
     }
+    fill_general(g, cache, x, reads);
+}
+
+/// [`fill_node`] past the quick cases: `_min_max` in full, the raise it inherits or raises and
+/// how exact the port holds it. Apart, so the quick path does not pay its frame.
+#[inline(never)]
+fn fill_general(g: &Graph, cache: &mut Cache, x: UOp, reads: &[UOp]) {
     let v = min_max_node(g, cache, x);
     // the first read src whose `_min_max` raised (none while no node has)
     let inherited = if cache.any_raises {

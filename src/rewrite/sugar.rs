@@ -218,10 +218,12 @@ impl Cx<'_> {
                 let dt = weak_dtype(out);
                 // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
                 // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
-                if tdt == dt
-                    && self.g.src(t).is_empty()
-                    && crate::ir::graph::dtype_const(dt, v) == v
-                {
+                // `DType.const` leaves an int of an int dtype as it is (graph.rs `dtype_const`)
+                let kept = |v: ConstVal| {
+                    matches!(v, ConstVal::Int(_)) && !dt.is_float() && !dt.is_bool()
+                        || crate::ir::graph::dtype_const(dt, v) == v
+                };
+                if tdt == dt && self.g.src(t).is_empty() && kept(v) {
                     t
                 } else {
                     self.g.cnst(dt, v)
