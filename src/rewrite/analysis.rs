@@ -272,7 +272,18 @@ fn py_max_of(v: &[ConstVal]) -> ConstVal {
     v[1..].iter().fold(v[0], |m, x| py_max(m, *x))
 }
 /// Python `//` on ints (floor); `None` for division by zero.
+#[inline]
 pub fn floordiv(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && !(x == i64::MIN && y == -1) {
+        let q = x / y;
+        return Some(q as i128 - i128::from(x % y != 0 && ((x < 0) != (y < 0))));
+    }
+    floordiv_wide(a, b)
+}
+#[inline(never)]
+fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
     if b == 0 {
         return None;
     }
@@ -284,7 +295,22 @@ pub fn floordiv(a: i128, b: i128) -> Option<i128> {
     })
 }
 /// Python `%` on ints (sign of the divisor).
+#[inline]
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && y != -1 {
+        let r = x % y;
+        return Some(if r != 0 && ((r < 0) != (y < 0)) {
+            r as i128 + y as i128
+        } else {
+            r as i128
+        });
+    }
+    floormod_wide(a, b)
+}
+#[inline(never)]
+fn floormod_wide(a: i128, b: i128) -> Option<i128> {
     // via the remainder: never overflows (|r| < |b|), also at i128::MIN % -1
     if b == 0 {
         return None;
@@ -1406,6 +1432,42 @@ mod tests {
     }
 
     use super::*;
+    /// The i64 fast paths of `floordiv`/`floormod` agree with the i128 definition (Python's
+    /// floor semantics) on signs, edges and the i64/i128 boundary.
+    #[test]
+    fn floor_div_mod_fast_paths_match_python() {
+        let slow_div = |a: i128, b: i128| {
+            let q = a / b;
+            if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q }
+        };
+        let slow_mod = |a: i128, b: i128| a - b * slow_div(a, b);
+        let vals = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            7,
+            -7,
+            i64::MAX as i128,
+            i64::MIN as i128,
+            i64::MAX as i128 + 1,
+            i64::MIN as i128 - 1,
+            1 << 100,
+        ];
+        for a in vals {
+            for b in vals {
+                if b == 0 {
+                    assert_eq!((floordiv(a, b), floormod(a, b)), (None, None));
+                    continue;
+                }
+                assert_eq!(floordiv(a, b), Some(slow_div(a, b)), "{a} // {b}");
+                assert_eq!(floormod(a, b), Some(slow_mod(a, b)), "{a} % {b}");
+            }
+        }
+        assert_eq!((floordiv(-7, 2), floormod(-7, 2)), (Some(-4), Some(1)));
+        assert_eq!((floordiv(7, -2), floormod(7, -2)), (Some(-4), Some(-1)));
+    }
     #[test]
     fn is_binary_is_the_groups() {
         assert!(is_binary(Ops::ADD) && !is_binary(Ops::WHERE));
