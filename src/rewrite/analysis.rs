@@ -855,10 +855,17 @@ fn saturated_pair(v: (ConstVal, ConstVal)) -> bool {
 /// the srcs `_min_max` reads ([`bound_reads`]) are filled: a node's entry, `raises` and
 /// exactness depend on those alone, so the srcs it never reads (a variable's shape STACK, an
 /// INDEX's indices, a LOAD's srcs) are left for whoever asks for them.
+#[inline]
 pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
+    min_max_below(g, cache, u)
+}
+
+/// [`min_max`] of an uncached `u`: apart, so a cached read does not pay its frame.
+#[inline(never)]
+fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max.reserve_nodes(g.len());
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
@@ -1181,6 +1188,10 @@ impl Cx<'_> {
     }
     pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
         let v = min_max(self.g, self.cache, u);
+        // `raises` / `inexact` are filled only where `any_raises` / `any_inexact` is set
+        if !(self.cache.any_raises || self.cache.any_inexact) {
+            return v;
+        }
         if let Some(msg) = self.cache.raises.get(&u) {
             if !matches!(self.cache.bounds_error, Some(RuleError::Runtime(_))) {
                 self.cache.bounds_error = Some(RuleError::Runtime(msg.clone()));

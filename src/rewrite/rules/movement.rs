@@ -601,6 +601,10 @@ pub fn shape_of(cx: &mut Cx, u: UOp) -> Result<Option<Vec<i128>>, RuleError> {
 /// `DType.const(val)` (dtype.py:77) with Python's exceptions: `int(nan)` raises ValueError,
 /// `int(inf)` OverflowError; an int beyond i128 is out of the port's range.
 pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
+    // an int of an int dtype is kept as it is (graph.rs `dtype_const`)
+    if matches!(v, ConstVal::Int(_)) && dt.is_int() {
+        return Ok(v);
+    }
     if let ConstVal::Float(f) = v
         && dt.is_int()
     {
