@@ -612,7 +612,7 @@ fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
 }
 
 /// [`bound_reads`] of a node already at hand.
-#[inline]
+#[inline(always)]
 fn node_reads(nd: &crate::ir::Node) -> &[UOp] {
     let (op, dt, src) = (nd.op, nd.dtype, &nd.src[..]);
     let n = match op {
