@@ -67,7 +67,7 @@ impl<T> NodeMap<T> {
     #[cold]
     fn grow(&mut self, i: usize) {
         // the graph grows while it is rewritten: leave room instead of growing one by one
-        let n = (i + 1 + (i + 1) / 2).max(self.slots.len() * 2).max(64);
+        let n = ((i + 1) * 3 / 2).max(self.slots.len() * 2).max(64);
         self.slots.resize_with(n, || None);
     }
     pub fn len(&self) -> usize {
@@ -162,9 +162,7 @@ impl ShapeMap {
     fn set_code(&mut self, u: UOp, c: u32) {
         if u.idx() >= self.code.len() {
             // room for the nodes a rewrite adds past this one, not just this one
-            let n = (u.idx() + 1 + (u.idx() + 1) / 2)
-                .max(self.code.len() * 2)
-                .max(64);
+            let n = ((u.idx() + 1) * 3 / 2).max(self.code.len() * 2).max(64);
             self.code.resize(n, 0);
         }
         self.code[u.idx()] = c;
@@ -1449,7 +1447,11 @@ mod tests {
     fn floor_div_mod_fast_paths_match_python() {
         let slow_div = |a: i128, b: i128| {
             let q = a / b;
-            if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q }
+            if (a % b != 0) && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            }
         };
         let slow_mod = |a: i128, b: i128| a - b * slow_div(a, b);
         let vals = [
