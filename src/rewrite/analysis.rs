@@ -41,12 +41,34 @@ impl<T> NodeMap<T> {
     }
     /// Sets `u`'s entry; returns the previous one.
     pub fn insert(&mut self, u: UOp, v: T) -> Option<T> {
-        if u.idx() >= self.slots.len() {
-            // the graph grows while it is rewritten: leave room instead of growing one by one
-            let n = (u.idx() + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize_with(n, || None);
-        }
+        self.room_for(u.idx());
         self.slots[u.idx()].replace(v)
+    }
+    /// Sets `u`'s entry (no previous one to hand back: the hot caches set each entry once).
+    #[inline]
+    pub fn set(&mut self, u: UOp, v: T) {
+        self.room_for(u.idx());
+        self.slots[u.idx()] = Some(v);
+    }
+    /// Makes room for the handles below `n` (a graph's length: one allocation for the nodes
+    /// there and those a rewrite adds, instead of regrowing from the first handle asked).
+    #[inline]
+    pub fn reserve_nodes(&mut self, n: usize) {
+        if n > self.slots.len() {
+            self.grow(n - 1);
+        }
+    }
+    #[inline]
+    fn room_for(&mut self, i: usize) {
+        if i >= self.slots.len() {
+            self.grow(i);
+        }
+    }
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        // the graph grows while it is rewritten: leave room instead of growing one by one
+        let n = ((i + 1) * 3 / 2).max(self.slots.len() * 2).max(64);
+        self.slots.resize_with(n, || None);
     }
     pub fn len(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()
@@ -139,7 +161,8 @@ impl ShapeMap {
     #[inline]
     fn set_code(&mut self, u: UOp, c: u32) {
         if u.idx() >= self.code.len() {
-            let n = (u.idx() + 1).max(self.code.len() * 2).max(64);
+            // room for the nodes a rewrite adds past this one, not just this one
+            let n = ((u.idx() + 1) * 3 / 2).max(self.code.len() * 2).max(64);
             self.code.resize(n, 0);
         }
         self.code[u.idx()] = c;
@@ -247,7 +270,18 @@ fn py_max_of(v: &[ConstVal]) -> ConstVal {
     v[1..].iter().fold(v[0], |m, x| py_max(m, *x))
 }
 /// Python `//` on ints (floor); `None` for division by zero.
+#[inline]
 pub fn floordiv(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && !(x == i64::MIN && y == -1) {
+        let q = x / y;
+        return Some(q as i128 - i128::from(x % y != 0 && ((x < 0) != (y < 0))));
+    }
+    floordiv_wide(a, b)
+}
+#[inline(never)]
+fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
     if b == 0 {
         return None;
     }
@@ -259,7 +293,22 @@ pub fn floordiv(a: i128, b: i128) -> Option<i128> {
     })
 }
 /// Python `%` on ints (sign of the divisor).
+#[inline]
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && y != -1 {
+        let r = x % y;
+        return Some(if r != 0 && ((r < 0) != (y < 0)) {
+            r as i128 + y as i128
+        } else {
+            r as i128
+        });
+    }
+    floormod_wide(a, b)
+}
+#[inline(never)]
+fn floormod_wide(a: i128, b: i128) -> Option<i128> {
     // via the remainder: never overflows (|r| < |b|), also at i128::MIN % -1
     if b == 0 {
         return None;
@@ -557,7 +606,13 @@ fn huge(c: ConstVal) -> bool {
 
 /// The srcs whose bounds `x._min_max` reads (uop/ops.py:1051-1101).
 fn bound_reads(g: &Graph, x: UOp) -> &[UOp] {
-    let (op, dt, src) = (g.op(x), g.dtype(x), g.src(x));
+    node_reads(g.node(x))
+}
+
+/// [`bound_reads`] of a node already at hand.
+#[inline(always)]
+fn node_reads(nd: &crate::ir::Node) -> &[UOp] {
+    let (op, dt, src) = (nd.op, nd.dtype, &nd.src[..]);
     let n = match op {
         _ if is_binary(op) && !dt.is_float() => 2,
         Ops::WHERE if dt.is_int() => 3,
@@ -793,12 +848,23 @@ fn saturated_pair(v: (ConstVal, ConstVal)) -> bool {
     saturated(v.0) && v.0 == v.1
 }
 
-/// `x.vmin, x.vmax`, computing and caching every uncached node below `u` (iteratively: deep graphs
-/// must not overflow the stack).
+/// `x.vmin, x.vmax`, computing and caching every uncached node below `u` whose bounds it reads
+/// (iteratively: deep graphs must not overflow the stack). Like Python's lazy `vmin`/`vmax`, only
+/// the srcs `_min_max` reads ([`bound_reads`]) are filled: a node's entry, `raises` and
+/// exactness depend on those alone, so the srcs it never reads (a variable's shape STACK, an
+/// INDEX's indices, a LOAD's srcs) are left for whoever asks for them.
+#[inline]
 pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
+    min_max_below(g, cache, u)
+}
+
+/// [`min_max`] of an uncached `u`: apart, so a cached read does not pay its frame.
+#[inline(never)]
+fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
+    cache.min_max.reserve_nodes(g.len());
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
     // worklist) changes no entry
@@ -820,7 +886,7 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
             min_max_fill(g, cache, x);
         } else {
             stack.push((x, true));
-            for s in g.src(x) {
+            for s in bound_reads(g, x) {
                 if !cache.min_max.contains_key(s) {
                     stack.push((*s, false));
                 }
@@ -831,50 +897,101 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max[&u]
 }
 
-/// Fills the bounds of `x` and its uncached srcs, recursing at most [`MIN_MAX_REC_DEPTH`] deep;
-/// `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does the
-/// rest).
+/// Fills the bounds of `x` and its uncached read srcs, recursing at most [`MIN_MAX_REC_DEPTH`]
+/// deep; `false` where the subgraph is deeper (what it filled stays, [`min_max`]'s worklist does
+/// the rest).
 fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
-    for s in g.src(x) {
-        if !cache.min_max.contains_key(s)
-            && (depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1))
-        {
+    let nd = g.node(x);
+    let reads = node_reads(nd);
+    for s in reads {
+        if cache.min_max.contains_key(s) {
+            continue;
+        }
+        // a leaf read (CONST, variable): filled here, without a call
+        if let Some(v) = leaf_quick(g.node(*s)) {
+            cache.min_max.set(*s, v);
+            continue;
+        }
+        if depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1) {
             return false;
         }
     }
-    min_max_fill(g, cache, x);
+    fill_node(g, cache, x, nd, reads);
     true
 }
 const MIN_MAX_REC_DEPTH: usize = 32;
 
+/// [`min_max_fill`]'s result for a node without read srcs where it is cheap to see: a CONST
+/// (`(c, c)`, ops.py:1092-1093) and a PARAM/BUFFER (its `vmin_vmax`, else its dtype's bounds,
+/// ops.py:1089-1090, 1110). Nothing is read, so nothing is inherited and Python does not raise;
+/// the bounds are exact unless both are the same saturated value (`classify_bounds`: collapsed),
+/// which is left to the general path.
+#[inline]
+fn leaf_quick(n: &crate::ir::Node) -> Option<(ConstVal, ConstVal)> {
+    let v = match n.op {
+        Ops::CONST => match n.arg.as_const()? {
+            ConstVal::Invalid => return None,
+            c => (c, c),
+        },
+        Ops::PARAM | Ops::BUFFER => match n.arg.as_param().and_then(|p| p.vmin_vmax) {
+            Some((lo, hi)) => (I(lo), I(hi)),
+            None => dtype_bounds(n.dtype),
+        },
+        _ => return None,
+    };
+    (!saturated_pair(v)).then_some(v)
+}
+
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
-/// to see: a CONST, and ADD/SUB/MUL/MAX/CMPLT/CMPNE of int bounds while no node's bounds are
-/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1059, 1087-1092 on Python
-/// ints: no bound saturated, no i128 overflow), and they are exact: no read src raises
-/// (`any_raises`) or is inexact (`any_inexact`), none of these ops raises itself
-/// (`bounds_raise`), and nothing is saturated (`classify_bounds`). `None`: the general path.
-fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal)> {
-    let n = g.node(x);
+/// to see: a CONST or variable ([`leaf_quick`]), and ADD/SUB/MUL/MAX/CMPLT/CMPNE/FLOORDIV/
+/// FLOORMOD, RANGE/SPECIAL, AFTER/INDEX and int WHERE of int bounds while no node's bounds are
+/// inexact or raise. The values are `min_max_node`'s (ops.py:1055-1101 on Python ints: no bound
+/// saturated, no i128 overflow), and they are exact: no read src raises (`any_raises`) or is
+/// inexact (`any_inexact`), none of these ops raises itself on int bounds (`bounds_raise`), and
+/// nothing is saturated (`classify_bounds`). `None`: the general path.
+#[inline]
+fn min_max_quick(
+    cache: &Cache,
+    n: &crate::ir::Node,
+    reads: &[UOp],
+) -> Option<(ConstVal, ConstVal)> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
-    if n.op == Ops::CONST {
-        // no srcs: nothing to inherit; a saturated value is `collapsed` (the general path)
-        let c = n.arg.as_const()?;
-        return match c {
-            ConstVal::Invalid => None,
-            I(i) if !ordinary(i) => None,
-            c => Some((c, c)),
-        };
+    if reads.is_empty() {
+        return leaf_quick(n);
     }
     if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
         return None;
     }
-    let [s0, s1] = n.src[..] else {
+    let int_of = |s: &UOp| match cache.min_max.get(s) {
+        Some(&(I(lo), I(hi))) => Some((lo, hi)),
+        _ => None,
+    };
+    match (n.op, reads) {
+        // `(0, (src[0]-1).vmax)` (ops.py:1095)
+        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some((I(0), I(hi - 1)));
+        }
+        // the src's bounds as they are (ops.py:1097)
+        (Ops::AFTER | Ops::INDEX, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi)).then_some((I(lo), I(hi)));
+        }
+        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
+        (Ops::WHERE, [t, f]) => {
+            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
+            return [t0, t1, f0, f1]
+                .into_iter()
+                .all(ordinary)
+                .then_some((I(t0.min(f0)), I(t1.max(f1))));
+        }
+        _ => {}
+    }
+    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
+    let ([s0, s1], 2) = (reads, n.src.len()) else {
         return None;
     };
-    let (&(I(a0), I(a1)), &(I(b0), I(b1))) = (cache.min_max.get(&s0)?, cache.min_max.get(&s1)?)
-    else {
-        return None;
-    };
+    let ((a0, a1), (b0, b1)) = (int_of(s0)?, int_of(s1)?);
     // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
     // so no overflow check and no saturated result
     let small = |i: i128| i as i64 as i128 == i;
@@ -895,6 +1012,43 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
                 B(a1 < b0 || b1 < a0),
                 B(!(a0 == a1 && a1 == b0 && b0 == b1)),
             ),
+            // ops.py:1070-1074: quotients of i64 values by a divisor range of one sign
+            Ops::FLOORDIV if n.dtype.is_int() => {
+                if a0 > a1 {
+                    return Some((I(0), I(0)));
+                }
+                if b0.signum() * b1.signum() <= 0 {
+                    return None;
+                }
+                let f = |a: i128, b: i128| floordiv(a, b).unwrap_or(0);
+                let q = [f(a0, b0), f(a0, b1), f(a1, b0), f(a1, b1)];
+                (
+                    I(q[0].min(q[1]).min(q[2]).min(q[3])),
+                    I(q[0].max(q[1]).max(q[2]).max(q[3])),
+                )
+            }
+            // ops.py:1075-1079
+            Ops::FLOORMOD if n.dtype.is_int() => {
+                if a0 > a1 {
+                    return Some((I(0), I(0)));
+                }
+                let c = b0;
+                if c == b1 && c != 0 {
+                    if floordiv(a0, c) == floordiv(a1, c) {
+                        (I(floormod(a0, c)?), I(floormod(a1, c)?))
+                    } else if c > 0 {
+                        (I(0), I(c - 1))
+                    } else {
+                        (I(c + 1), I(0))
+                    }
+                } else if b0 > 0 {
+                    (I(0), I(b1 - 1))
+                } else if b1 < 0 {
+                    (I(b0 + 1), I(0))
+                } else {
+                    return None;
+                }
+            }
             _ => return None,
         });
     }
@@ -929,14 +1083,27 @@ fn min_max_quick(g: &Graph, cache: &Cache, x: UOp) -> Option<(ConstVal, ConstVal
     }
 }
 
-/// Computes and caches the bounds of `x`, whose srcs' bounds are cached.
+/// Computes and caches the bounds of `x`, whose read srcs' bounds are cached.
 fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
-    if let Some(v) = min_max_quick(g, cache, x) {
-        cache.min_max.insert(x, v);
+    let nd = g.node(x);
+    fill_node(g, cache, x, nd, node_reads(nd));
+}
+
+/// [`min_max_fill`] of `x` = `nd`, whose read srcs are `reads`.
+#[inline]
+fn fill_node(g: &Graph, cache: &mut Cache, x: UOp, nd: &crate::ir::Node, reads: &[UOp]) {
+    if let Some(v) = min_max_quick(cache, nd, reads) {
+        cache.min_max.set(x, v);
         return;
     }
+    fill_general(g, cache, x, reads);
+}
+
+/// [`fill_node`] past the quick cases: `_min_max` in full, the raise it inherits or raises and
+/// how exact the port holds it. Apart, so the quick path does not pay its frame.
+#[inline(never)]
+fn fill_general(g: &Graph, cache: &mut Cache, x: UOp, reads: &[UOp]) {
     let v = min_max_node(g, cache, x);
-    let reads = bound_reads(g, x);
     // the first read src whose `_min_max` raised (none while no node has)
     let inherited = if cache.any_raises {
         reads.iter().find_map(|s| cache.raises.get(s).cloned())
@@ -960,7 +1127,7 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
             }
         }
     }
-    cache.min_max.insert(x, v);
+    cache.min_max.set(x, v);
 }
 
 /// `x.split_uop(sep)`: the leaves of a tree of `sep` ops, left to right.
@@ -1039,6 +1206,10 @@ impl Cx<'_> {
     }
     pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
         let v = min_max(self.g, self.cache, u);
+        // `raises` / `inexact` are filled only where `any_raises` / `any_inexact` is set
+        if !(self.cache.any_raises || self.cache.any_inexact) {
+            return v;
+        }
         if let Some(msg) = self.cache.raises.get(&u) {
             if !matches!(self.cache.bounds_error, Some(RuleError::Runtime(_))) {
                 self.cache.bounds_error = Some(RuleError::Runtime(msg.clone()));
@@ -1329,6 +1500,46 @@ mod tests {
     }
 
     use super::*;
+    /// The i64 fast paths of `floordiv`/`floormod` agree with the i128 definition (Python's
+    /// floor semantics) on signs, edges and the i64/i128 boundary.
+    #[test]
+    fn floor_div_mod_fast_paths_match_python() {
+        let slow_div = |a: i128, b: i128| {
+            let q = a / b;
+            if (a % b != 0) && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            }
+        };
+        let slow_mod = |a: i128, b: i128| a - b * slow_div(a, b);
+        let vals = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            7,
+            -7,
+            i64::MAX as i128,
+            i64::MIN as i128,
+            i64::MAX as i128 + 1,
+            i64::MIN as i128 - 1,
+            1 << 100,
+        ];
+        for a in vals {
+            for b in vals {
+                if b == 0 {
+                    assert_eq!((floordiv(a, b), floormod(a, b)), (None, None));
+                    continue;
+                }
+                assert_eq!(floordiv(a, b), Some(slow_div(a, b)), "{a} // {b}");
+                assert_eq!(floormod(a, b), Some(slow_mod(a, b)), "{a} % {b}");
+            }
+        }
+        assert_eq!((floordiv(-7, 2), floormod(-7, 2)), (Some(-4), Some(1)));
+        assert_eq!((floordiv(7, -2), floormod(7, -2)), (Some(-4), Some(-1)));
+    }
     #[test]
     fn is_binary_is_the_groups() {
         assert!(is_binary(Ops::ADD) && !is_binary(Ops::WHERE));

@@ -83,11 +83,18 @@ pub fn weak_dtype(d: DType) -> DType {
     }
 }
 
+#[inline]
 fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
     // `least_upper_dtype(d, d)` is `d` for every dtype but void (test `lub_of_a_dtype_with_itself`)
     if a == b && a != DType::Void {
         return Ok(a);
     }
+    lub_table(a, b)
+}
+
+/// [`lub`] of two different dtypes (apart: its table and error stay out of the callers' frames).
+#[inline(never)]
+fn lub_table(a: DType, b: DType) -> Result<DType, RuleError> {
     // `least_upper_dtype` walks the promotion lattice: remember each pair's answer (a pure
     // function of the two dtypes) per thread
     thread_local! {
@@ -180,6 +187,11 @@ impl Cx<'_> {
         {
             return Ok(self.g.mk(op, dt, srcs, Arg::None));
         }
+        self.alu_infer(op, srcs)
+    }
+    /// [`Cx::alu`] through `infer_dtype` (apart: its error formatting stays out of `alu`'s frame).
+    #[inline(never)]
+    fn alu_infer(&mut self, op: Ops, srcs: &[UOp]) -> Result<UOp, RuleError> {
         self.g
             .alu(op, srcs)
             .map_err(|e| RuleError::Runtime(e.to_string()))
@@ -218,10 +230,12 @@ impl Cx<'_> {
                 let dt = weak_dtype(out);
                 // `UOp.const(v, dt)` of a CONST already holding exactly that (the common case,
                 // the weak dtype unchanged): hash-consing returns `t` itself, so skip the lookup
-                if tdt == dt
-                    && self.g.src(t).is_empty()
-                    && crate::ir::graph::dtype_const(dt, v) == v
-                {
+                // `DType.const` leaves an int of an int dtype as it is (graph.rs `dtype_const`)
+                let kept = |v: ConstVal| {
+                    matches!(v, ConstVal::Int(_)) && !dt.is_float() && !dt.is_bool()
+                        || crate::ir::graph::dtype_const(dt, v) == v
+                };
+                if tdt == dt && self.g.src(t).is_empty() && kept(v) {
                     t
                 } else {
                     self.g.cnst(dt, v)

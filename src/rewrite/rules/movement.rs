@@ -461,12 +461,57 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         cx.cache.shape.insert_scalar(u);
         return Ok(());
     }
-    // srcs known (a fresh CONST has none): no worklist
-    if cx.g.src(u).iter().all(|s| cx.cache.shape.contains_key(s)) {
-        let s = shape_node(cx, u)?;
-        store(cx, u, s);
+    // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
+    let mut unknown = crate::rewrite::analysis::NodeSet::default();
+    // the common case (a shallow subgraph): recursion, no worklist
+    if shape_rec(cx, u, 0, &mut unknown)? {
         return Ok(());
     }
+    shape_walk(cx, u, unknown)
+}
+
+/// [`fill_shape`] of `x` (uncached, not known unknown, not [`quick_scalar`]) by recursion in
+/// the worklist's order (srcs in order, each node after its srcs, the first raise stops), at most
+/// [`SHAPE_REC_DEPTH`] deep; `Ok(false)` where the subgraph is deeper (what it filled stays,
+/// [`shape_walk`] does the rest).
+fn shape_rec(
+    cx: &mut Cx,
+    x: UOp,
+    depth: usize,
+    unknown: &mut crate::rewrite::analysis::NodeSet,
+) -> Result<bool, RuleError> {
+    for i in 0..cx.g.src(x).len() {
+        let s = cx.g.src(x)[i];
+        if cx.cache.shape.contains_key(&s) || unknown.contains(&s) {
+            continue;
+        }
+        // these never raise, so computing one before a src's turn changes no outcome
+        if quick_scalar(cx, s) {
+            cx.cache.shape.insert_scalar(s);
+            continue;
+        }
+        if depth >= SHAPE_REC_DEPTH || !shape_rec(cx, s, depth + 1, unknown)? {
+            return Ok(false);
+        }
+    }
+    if quick_scalar(cx, x) {
+        cx.cache.shape.insert_scalar(x);
+        return Ok(true);
+    }
+    let s = shape_node(cx, x)?;
+    if !store(cx, x, s) {
+        unknown.insert(x);
+    }
+    Ok(true)
+}
+const SHAPE_REC_DEPTH: usize = 32;
+
+/// [`fill_shape`]'s worklist for deep subgraphs (`unknown`: what the recursion found unknown).
+fn shape_walk(
+    cx: &mut Cx,
+    u: UOp,
+    mut unknown: crate::rewrite::analysis::NodeSet,
+) -> Result<(), RuleError> {
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
     if stack.capacity() == 0 {
@@ -474,8 +519,6 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         stack.reserve(64);
     }
     stack.push((u, false));
-    // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
-    let mut unknown = crate::rewrite::analysis::NodeSet::default();
     let mut out = Ok(());
     while let Some((x, expanded)) = stack.pop() {
         if cx.cache.shape.contains_key(&x) || unknown.contains(&x) {
@@ -558,6 +601,10 @@ pub fn shape_of(cx: &mut Cx, u: UOp) -> Result<Option<Vec<i128>>, RuleError> {
 /// `DType.const(val)` (dtype.py:77) with Python's exceptions: `int(nan)` raises ValueError,
 /// `int(inf)` OverflowError; an int beyond i128 is out of the port's range.
 pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
+    // an int of an int dtype is kept as it is (graph.rs `dtype_const`)
+    if matches!(v, ConstVal::Int(_)) && dt.is_int() {
+        return Ok(v);
+    }
     if let ConstVal::Float(f) = v
         && dt.is_int()
     {
@@ -612,6 +659,11 @@ pub fn const_like(
 /// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
 /// shape of `x` leaves `ret` as it is.
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
+    // `x._shape` is `()` where it is cheap to see (a scalar ALU node of CONSTs, what
+    // `fold_const_alu` folds): `ret` as it is, nothing walked or cached
+    if quick_scalar(cx, x) {
+        return Ok(ret);
+    }
     fill_shape(cx, x)?;
     // `()` (every scalar graph), no shape or unknown: `ret` as it is, `ret._shape` unread
     let s = match cx.cache.shape.get(&x) {

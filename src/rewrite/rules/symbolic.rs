@@ -448,8 +448,12 @@ fn beyond_one_side_at(cx: &mut Cx, u: UOp, depth: usize) -> bool {
         return false;
     }
     let src = cx.g.src(u).to_vec();
-    src.iter()
-        .all(|s| !cx.cache.inexact.contains(s) || beyond_one_side_at(cx, *s, depth + 1))
+    // `min_max` fills only the srcs `u`'s bounds read: fill every src's before asking whether it
+    // is inexact (an unfilled one is not in the set yet)
+    src.iter().all(|s| {
+        crate::rewrite::analysis::min_max(cx.g, cx.cache, *s);
+        !cx.cache.inexact.contains(s) || beyond_one_side_at(cx, *s, depth + 1)
+    })
 }
 
 fn int_and_weak() -> Vec<DType> {
