@@ -112,6 +112,111 @@ impl NodeSet {
     }
 }
 
+/// The bounds cache ([`Cache::min_max`]): one `u32` per node handle indexing a dense table of
+/// the bounds set so far, so growing it with the graph is a memset of 4 bytes a node instead of
+/// writing a 64-byte `Option<(ConstVal, ConstVal)>` slot per node (most nodes never have their
+/// bounds read). 0 = not computed, k = `vals[k - 1]`. The map-like methods are [`NodeMap`]'s.
+#[derive(Clone, Debug, Default)]
+pub struct BoundsMap {
+    code: Vec<u32>,
+    vals: Vec<(ConstVal, ConstVal)>,
+}
+
+impl BoundsMap {
+    #[inline]
+    pub fn get(&self, u: &UOp) -> Option<&(ConstVal, ConstVal)> {
+        let k = *self.code.get(u.idx())? as usize;
+        // k = 0 wraps to usize::MAX: no entry, without a second branch
+        self.vals.get(k.wrapping_sub(1))
+    }
+    #[inline]
+    pub fn contains_key(&self, u: &UOp) -> bool {
+        self.code.get(u.idx()).is_some_and(|k| *k != 0)
+    }
+    /// Sets `u`'s entry (nodes are immutable: the hot caches set each entry once; a second set
+    /// replaces the value in place).
+    #[inline(always)]
+    pub fn set(&mut self, u: UOp, v: (ConstVal, ConstVal)) {
+        self.room_for(u.idx());
+        match self.code[u.idx()] as usize {
+            0 => {
+                self.vals.push(v);
+                self.code[u.idx()] = self.vals.len() as u32;
+            }
+            k => self.vals[k - 1] = v,
+        }
+    }
+    /// Makes room for the handles below `n` (see [`NodeMap::reserve_nodes`]).
+    #[inline]
+    pub fn reserve_nodes(&mut self, n: usize) {
+        if n > self.code.len() {
+            self.grow(n - 1);
+        }
+    }
+    #[inline]
+    fn room_for(&mut self, i: usize) {
+        if i >= self.code.len() {
+            self.grow(i);
+        }
+    }
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        if self.code.capacity() == 0 {
+            // a fresh cache (one per graph): the buffers a dropped one left, instead of two
+            // allocations (glibc's malloc of them cost more than everything else here)
+            if let Some((code, vals)) = BOUNDS_POOL.with(|p| p.borrow_mut().pop()) {
+                (self.code, self.vals) = (code, vals);
+            }
+        }
+        // the graph grows while it is rewritten: leave room instead of growing one by one
+        let n = ((i + 1) * 3 / 2).max(self.code.len() * 2).max(64);
+        self.code.resize(n, 0);
+        // room for an entry per handle (uninitialised, so one allocation and no writes): the
+        // pushes never regrow while the graph stays below `n`
+        self.vals.reserve(n - self.vals.len());
+    }
+    pub fn len(&self) -> usize {
+        self.vals.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.vals.is_empty()
+    }
+}
+
+type BoundsBuffers = (Vec<u32>, Vec<(ConstVal, ConstVal)>);
+
+thread_local! {
+    /// The buffers of dropped [`BoundsMap`]s, emptied (allocations only: no entry outlives its
+    /// cache, so nothing computed for one graph is seen by another).
+    static BOUNDS_POOL: std::cell::RefCell<Vec<BoundsBuffers>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for BoundsMap {
+    fn drop(&mut self) {
+        if self.code.capacity() == 0 {
+            return;
+        }
+        let (mut code, mut vals) = (std::mem::take(&mut self.code), std::mem::take(&mut self.vals));
+        code.clear();
+        vals.clear();
+        // a few (nested rewrites each hold a cache); `try_with`: nothing to give at thread exit
+        let _ = BOUNDS_POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < 4 {
+                p.push((code, vals));
+            }
+        });
+    }
+}
+
+impl std::ops::Index<&UOp> for BoundsMap {
+    type Output = (ConstVal, ConstVal);
+    fn index(&self, u: &UOp) -> &(ConstVal, ConstVal) {
+        self.get(u).expect("no entry for this node")
+    }
+}
+
 /// The `_shape` cache ([`Cache::shape`]): one `u32` per node handle, so growing it is a memset
 /// and scalar graphs (every shape `()`) store no `Vec` at all. 0 = not computed, 1 = None (no
 /// shape), 2 = `()`, k >= 3 = `dims[k - 3]`.
@@ -192,7 +297,7 @@ pub fn is_binary(op: Ops) -> bool {
 
 #[derive(Default, Debug)]
 pub struct Cache {
-    pub min_max: NodeMap<(ConstVal, ConstVal)>,
+    pub min_max: BoundsMap,
     /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; a node whose
     /// shape the port cannot represent (symbolic dims) has no entry.
     pub shape: ShapeMap,

@@ -314,9 +314,24 @@ fn canonicalize_simplex(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
     })
 }
 
-/// The nodes reachable from `u` (incl. `u`).
-fn reachable(g: &Graph, u: UOp) -> HashSet<UOp> {
-    g.toposort(&[u]).into_iter().collect()
+/// Whether an INDEX is reachable from any of `roots` (incl. the roots): `any(u.op is Ops.INDEX
+/// for u in r.backward_slice_with_self)` over the roots, one depth-first search with a bit per
+/// handle (srcs have smaller handles than their users) instead of a toposort and a hash set per
+/// root; the answer is the same for any visiting order.
+fn index_reachable(g: &Graph, roots: &[UOp]) -> bool {
+    let top = roots.iter().map(|r| r.idx() + 1).max().unwrap_or(0);
+    let mut seen = crate::rewrite::analysis::NodeSet::with_capacity(top);
+    let mut stack: Vec<UOp> = Vec::with_capacity(16);
+    stack.extend_from_slice(roots);
+    while let Some(n) = stack.pop() {
+        if seen.insert(n) {
+            if g.op(n) == Ops::INDEX {
+                return true;
+            }
+            stack.extend_from_slice(g.src(n));
+        }
+    }
+    false
 }
 
 /// Whether `target` is in the backward slice of `u` (incl. `u`): a depth-first search that stops
@@ -344,22 +359,42 @@ fn substitute(g: &mut Graph, u: UOp, k: UOp, v: UOp) -> UOp {
     if k == v {
         return u;
     }
-    let mut memo: rustc_hash::FxHashMap<UOp, UOp> = Default::default();
-    for n in g.toposort(&[u]) {
+    // `Graph::toposort(&[u])`'s order (so the nodes are built in the same order), with a memo
+    // slot per handle up to `u` (every node below `u` has a smaller handle) instead of a hash map
+    let mut memo: Vec<Option<UOp>> = vec![None; u.idx() + 1];
+    let mut stack: Vec<(UOp, bool)> = Vec::with_capacity(32);
+    stack.push((u, false));
+    let mut src: Vec<UOp> = Vec::new();
+    while let Some((n, expanded)) = stack.pop() {
+        if !expanded {
+            if memo[n.idx()].is_some() {
+                continue;
+            }
+            // marks `n` seen (toposort's `seen`); its value is set when it is expanded
+            memo[n.idx()] = Some(n);
+            stack.push((n, true));
+            for s in g.src(n).iter().rev() {
+                if memo[s.idx()].is_none() {
+                    stack.push((*s, false));
+                }
+            }
+            continue;
+        }
         let r = if n == k {
             v
         } else {
-            let node = g.node(n).clone();
-            let src: Vec<UOp> = node.src.iter().map(|s| memo[s]).collect();
-            if src.as_slice() == &node.src[..] {
+            src.clear();
+            src.extend(g.src(n).iter().map(|s| memo[s.idx()].unwrap_or(*s)));
+            if src.as_slice() == g.src(n) {
                 n
             } else {
-                g.mk(node.op, node.dtype, &src, node.arg)
+                let (op, dt, arg) = (g.op(n), g.dtype(n), g.arg(n).clone());
+                g.mk(op, dt, &src, arg)
             }
         };
-        memo.insert(n, r);
+        memo[n.idx()] = Some(r);
     }
-    memo[&u]
+    memo[u.idx()].unwrap_or(u)
 }
 
 /// `fold_where_closure` (symbolic.py:221).
@@ -368,13 +403,8 @@ fn fold_where_closure(cx: &mut Cx, cond: UOp, t: UOp, f: UOp) -> Result<Option<U
     if !reaches(cx.g, t, cond) && !reaches(cx.g, f, cond) {
         return Ok(None);
     }
-    let (rt, rf, rc) = (
-        reachable(cx.g, t),
-        reachable(cx.g, f),
-        reachable(cx.g, cond),
-    );
-    let has_index = |s: &HashSet<UOp>| s.iter().any(|u| cx.g.op(*u) == Ops::INDEX);
-    if has_index(&rc) || has_index(&rt) || has_index(&rf) {
+    // `if any(u.op is Ops.INDEX for u in s.backward_slice_with_self ...)` for cond, t and f
+    if index_reachable(cx.g, &[cond, t, f]) {
         return Ok(None);
     }
     let tr = cx.try_const_like(cond, true)?;
