@@ -266,11 +266,43 @@ impl ShapeMap {
     #[inline]
     fn set_code(&mut self, u: UOp, c: u32) {
         if u.idx() >= self.code.len() {
-            // room for the nodes a rewrite adds past this one, not just this one
-            let n = ((u.idx() + 1) * 3 / 2).max(self.code.len() * 2).max(64);
-            self.code.resize(n, 0);
+            self.grow(u.idx());
         }
         self.code[u.idx()] = c;
+    }
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        if self.code.capacity() == 0
+            && let Some(code) = SHAPE_POOL.with(|p| p.borrow_mut().pop())
+        {
+            // a fresh cache: the table a dropped one left (see [`BoundsMap::grow`])
+            self.code = code;
+        }
+        // room for the nodes a rewrite adds past this one, not just this one
+        let n = ((i + 1) * 3 / 2).max(self.code.len() * 2).max(64);
+        self.code.resize(n, 0);
+    }
+}
+
+thread_local! {
+    /// The `code` tables of dropped [`ShapeMap`]s, emptied (see [`BOUNDS_POOL`]).
+    static SHAPE_POOL: std::cell::RefCell<Vec<Vec<u32>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for ShapeMap {
+    fn drop(&mut self) {
+        if self.code.capacity() == 0 {
+            return;
+        }
+        let mut code = std::mem::take(&mut self.code);
+        code.clear();
+        let _ = SHAPE_POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < 4 {
+                p.push(code);
+            }
+        });
     }
 }
 
@@ -1062,7 +1094,14 @@ fn min_max_quick(
 ) -> Option<(ConstVal, ConstVal)> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
     if reads.is_empty() {
-        return leaf_quick(n);
+        if let Some(v) = leaf_quick(n) {
+            return Some(v);
+        }
+        // a float ALU node reads no src: `_min_max` finds no case for it and falls through to
+        // the dtype's bounds (ops.py:1110), (-inf, inf): nothing inherited, nothing raised
+        // (`bounds_raise` is int-only), nothing saturated (exact)
+        let alu = is_binary(n.op) || n.op.is_unary() || n.op.is_ternary();
+        return (alu && n.dtype.is_float()).then(|| dtype_bounds(n.dtype));
     }
     if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
         return None;
