@@ -1121,6 +1121,26 @@ fn min_max_quick(
             let (lo, hi) = int_of(s0)?;
             return (ordinary(lo) && ordinary(hi)).then_some((I(lo), I(hi)));
         }
+        // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
+        // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
+        // into a signed one (or weakint), the dtype's bounds otherwise
+        (Ops::CAST, [s0]) if n.dtype.is_int() => {
+            let (lo, hi) = match cache.min_max.get(s0) {
+                Some(&(a @ (I(_) | B(_)), b @ (I(_) | B(_)))) => (int(a)?, int(b)?),
+                _ => return None,
+            };
+            if !(ordinary(lo) && ordinary(hi)) {
+                return None;
+            }
+            let (dmin, dmax) = n.dtype.int_bounds()?;
+            if n.dtype.is_unsigned() && lo >= 0 && hi <= dmax {
+                return Some((I(lo), I(hi)));
+            }
+            if n.dtype.is_signed_fixed() || n.dtype == DType::WeakInt {
+                return Some((I(dmin.max(lo)), I(hi.min(dmax))));
+            }
+            return Some((I(dmin), I(dmax)));
+        }
         // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
         (Ops::WHERE, [t, f]) => {
             let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
@@ -1135,7 +1155,9 @@ fn min_max_quick(
     let ([s0, s1], 2) = (reads, n.src.len()) else {
         return None;
     };
-    let ((a0, a1), (b0, b1)) = (int_of(s0)?, int_of(s1)?);
+    let (Some((a0, a1)), Some((b0, b1))) = (int_of(s0), int_of(s1)) else {
+        return bool_quick(cache, n.op, n.dtype, s0, s1);
+    };
     // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
     // so no overflow check and no saturated result
     let small = |i: i128| i as i64 as i128 == i;
@@ -1165,6 +1187,16 @@ fn min_max_quick(
                     return None;
                 }
                 let f = |a: i128, b: i128| floordiv(a, b).unwrap_or(0);
+                if b0 == b1 {
+                    // one divisor: `a // c` is monotone in `a` (rising for c > 0, falling for
+                    // c < 0) and a0 <= a1, so the four quotients' min and max are these two
+                    let (q0, q1) = (f(a0, b0), f(a1, b0));
+                    return Some(if b0 > 0 {
+                        (I(q0), I(q1))
+                    } else {
+                        (I(q1), I(q0))
+                    });
+                }
                 let q = [f(a0, b0), f(a0, b1), f(a1, b0), f(a1, b1)];
                 (
                     I(q[0].min(q[1]).min(q[2]).min(q[3])),
@@ -1178,8 +1210,10 @@ fn min_max_quick(
                 }
                 let c = b0;
                 if c == b1 && c != 0 {
-                    if floordiv(a0, c) == floordiv(a1, c) {
-                        (I(floormod(a0, c)?), I(floormod(a1, c)?))
+                    let (q0, q1) = (floordiv(a0, c)?, floordiv(a1, c)?);
+                    if q0 == q1 {
+                        // `a % c` is `a - (a // c) * c` (|q*c| <= 2^64 here)
+                        (I(a0 - q0 * c), I(a1 - q1 * c))
                     } else if c > 0 {
                         (I(0), I(c - 1))
                     } else {
@@ -1225,6 +1259,34 @@ fn min_max_quick(
         (I(lo), I(hi)) if ordinary(lo) && ordinary(hi) => Some(v),
         _ => None,
     }
+}
+
+/// [`min_max_quick`] of a binary node whose srcs' bounds are not both ints, where both are bools:
+/// comparisons (ops.py:1086-1088) and `or` / `and` of a bool dtype (:1091-1092, on bools these):
+/// Python compares bools as the ints 0 and 1.
+#[inline(never)]
+fn bool_quick(
+    cache: &Cache,
+    op: Ops,
+    dt: DType,
+    s0: &UOp,
+    s1: &UOp,
+) -> Option<(ConstVal, ConstVal)> {
+    if let (Some(&(B(a0), B(a1))), Some(&(B(b0), B(b1)))) =
+        (cache.min_max.get(s0), cache.min_max.get(s1))
+    {
+        return match op {
+            Ops::CMPLT => Some((B(a1 < b0), B(a0 < b1))),
+            Ops::CMPNE => Some((
+                B(a1 < b0 || b1 < a0),
+                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            )),
+            Ops::OR if dt == DType::Bool => Some((B(a0 || b0), B(a1 || b1))),
+            Ops::AND if dt == DType::Bool => Some((B(a0 && b0), B(a1 && b1))),
+            _ => None,
+        };
+    }
+    None
 }
 
 /// Computes and caches the bounds of `x`, whose read srcs' bounds are cached.
