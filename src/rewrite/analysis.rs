@@ -1097,11 +1097,19 @@ fn min_max_quick(
         if let Some(v) = leaf_quick(n) {
             return Some(v);
         }
-        // a float ALU node reads no src: `_min_max` finds no case for it and falls through to
-        // the dtype's bounds (ops.py:1110), (-inf, inf): nothing inherited, nothing raised
-        // (`bounds_raise` is int-only), nothing saturated (exact)
-        let alu = is_binary(n.op) || n.op.is_unary() || n.op.is_ternary();
-        return (alu && n.dtype.is_float()).then(|| dtype_bounds(n.dtype));
+        // a node that reads no src and has no case of its own in `_min_max` (a LOAD, a BITCAST,
+        // a float ALU node, ...) falls through to the dtype's bounds (ops.py:1110): nothing
+        // inherited, nothing raised (`bounds_raise` reads srcs), nothing saturated (exact).
+        // Left to the general path: the leaves [`leaf_quick`] declined and the ops whose case
+        // reads a src this node lacks
+        let own_case = match n.op {
+            Ops::CONST | Ops::PARAM | Ops::BUFFER => true,
+            Ops::AFTER | Ops::INDEX | Ops::CAST => true,
+            Ops::WHERE => n.dtype.is_int(),
+            Ops::RANGE | Ops::SPECIAL => n.dtype != DType::Void,
+            _ => false,
+        };
+        return (!own_case).then(|| dtype_bounds(n.dtype));
     }
     if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
         return None;
@@ -1227,6 +1235,97 @@ fn min_max_quick(
                     return None;
                 }
             }
+            // ops.py:1057: `s1_vmin == s1_vmax >= 0` masks to [0, mask] (its min with s0's
+            // vmax unless s0 may be negative), else the dtype's bounds
+            Ops::AND if n.dtype.is_int() => {
+                if b0 == b1 && b1 >= 0 {
+                    (I(0), I(if a0 < 0 { b1 } else { a1.min(b1) }))
+                } else {
+                    dtype_bounds(n.dtype)
+                }
+            }
+            // ops.py:1080: XOR with -1 flips the bounds; int OR always takes the dtype's
+            Ops::XOR if n.dtype.is_int() => {
+                if b0 == -1 && b1 == -1 {
+                    (I(!a1), I(!a0))
+                } else {
+                    dtype_bounds(n.dtype)
+                }
+            }
+            Ops::OR if n.dtype.is_int() => dtype_bounds(n.dtype),
+            // ops.py:1061-1062 with one shift count k >= 0: a right shift (k >= 127 leaves the
+            // sign), a left shift that stays inside i128 (the others saturate: general path)
+            Ops::SHL | Ops::SHR if n.dtype.is_int() => {
+                if b0 != b1 || b0 < 0 {
+                    dtype_bounds(n.dtype)
+                } else if n.op == Ops::SHR {
+                    let sh = |x: i128| {
+                        if b0 >= 127 {
+                            if x < 0 { -1 } else { 0 }
+                        } else {
+                            x >> b0
+                        }
+                    };
+                    (I(sh(a0)), I(sh(a1)))
+                } else {
+                    let fits = |x: i128| x.unsigned_abs().leading_zeros() > b0 as u32;
+                    if b0 >= 127 || !fits(a0) || !fits(a1) {
+                        return None;
+                    }
+                    (I(a0 << b0), I(a1 << b0))
+                }
+            }
+            // ops.py:1063-1069
+            Ops::CMOD if n.dtype.is_int() => {
+                let c = b0;
+                if c == b1 && c > 0 {
+                    let lo = if a0 > 0 {
+                        0
+                    } else if 0 >= a0 && a0 > -c {
+                        a0
+                    } else {
+                        -(b1 - 1)
+                    };
+                    let hi = if a1 < 0 {
+                        0
+                    } else if 0 <= a1 && a1 < c {
+                        a1
+                    } else {
+                        c - 1
+                    };
+                    (I(lo), I(hi))
+                } else if b0 > 0 {
+                    if a0 >= 0 {
+                        (I(0), I(b1 - 1))
+                    } else if a1 <= 0 {
+                        (I(-(b1 - 1)), I(0))
+                    } else {
+                        (I(-(b1 - 1)), I(b1 - 1))
+                    }
+                } else if b1 < 0 {
+                    if a0 >= 0 {
+                        (I(0), I(-b0 - 1))
+                    } else if a1 <= 0 {
+                        (I(-(-b0 - 1)), I(0))
+                    } else {
+                        (I(-(-b0 - 1)), I(-b0 - 1))
+                    }
+                } else {
+                    dtype_bounds(n.dtype)
+                }
+            }
+            // ops.py:1066-1067: truncating quotients by a divisor range of one sign
+            Ops::CDIV if n.dtype.is_int() => {
+                if b0.signum() * b1.signum() > 0 {
+                    let q = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)];
+                    (
+                        I(q[0].min(q[1]).min(q[2]).min(q[3])),
+                        I(q[0].max(q[1]).max(q[2]).max(q[3])),
+                    )
+                } else {
+                    dtype_bounds(n.dtype)
+                }
+            }
             _ => return None,
         });
     }
@@ -1261,9 +1360,10 @@ fn min_max_quick(
     }
 }
 
-/// [`min_max_quick`] of a binary node whose srcs' bounds are not both ints, where both are bools:
-/// comparisons (ops.py:1086-1088) and `or` / `and` of a bool dtype (:1091-1092, on bools these):
-/// Python compares bools as the ints 0 and 1.
+/// [`min_max_quick`] of a binary node whose srcs' bounds are not both ints: comparisons of any
+/// plain numbers (ops.py:1086-1088, Python's `<` / `==` as `min_max_node` computes them), and
+/// `or` / `and` of a bool dtype on bool bounds (:1091-1092, on bools these). Exact for the same
+/// reasons as [`min_max_quick`]'s (bool and float bounds are never saturated).
 #[inline(never)]
 fn bool_quick(
     cache: &Cache,
@@ -1272,15 +1372,25 @@ fn bool_quick(
     s0: &UOp,
     s1: &UOp,
 ) -> Option<(ConstVal, ConstVal)> {
-    if let (Some(&(B(a0), B(a1))), Some(&(B(b0), B(b1)))) =
-        (cache.min_max.get(s0), cache.min_max.get(s1))
-    {
+    let (&(a0, a1), &(b0, b1)) = (cache.min_max.get(s0)?, cache.min_max.get(s1)?);
+    if matches!(op, Ops::CMPLT | Ops::CMPNE) {
+        // ops.py:1086-1088 on Python numbers (`min_max_node`'s very expressions); a saturated
+        // int bound is left to the general path (`classify_bounds`), an Invalid one too
+        let plain = |c: ConstVal| !c.is_invalid() && !saturated(c);
+        if ![a0, a1, b0, b1].into_iter().all(plain) {
+            return None;
+        }
+        return Some(if op == Ops::CMPLT {
+            (B(py_lt(a1, b0)), B(py_lt(a0, b1)))
+        } else {
+            (
+                B(py_lt(a1, b0) || py_lt(b1, a0)),
+                B(!(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1))),
+            )
+        });
+    }
+    if let (B(a0), B(a1), B(b0), B(b1)) = (a0, a1, b0, b1) {
         return match op {
-            Ops::CMPLT => Some((B(a1 < b0), B(a0 < b1))),
-            Ops::CMPNE => Some((
-                B(a1 < b0 || b1 < a0),
-                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
-            )),
             Ops::OR if dt == DType::Bool => Some((B(a0 || b0), B(a1 || b1))),
             Ops::AND if dt == DType::Bool => Some((B(a0 && b0), B(a1 && b1))),
             _ => None,
