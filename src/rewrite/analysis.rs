@@ -197,7 +197,10 @@ impl Drop for BoundsMap {
         if self.code.capacity() == 0 {
             return;
         }
-        let (mut code, mut vals) = (std::mem::take(&mut self.code), std::mem::take(&mut self.vals));
+        let (mut code, mut vals) = (
+            std::mem::take(&mut self.code),
+            std::mem::take(&mut self.vals),
+        );
         code.clear();
         vals.clear();
         // a few (nested rewrites each hold a cache); `try_with`: nothing to give at thread exit
@@ -1893,6 +1896,95 @@ mod tests {
             crate::ir::Arg::Range(0, crate::ir::AxisType::Loop),
         );
         assert_eq!(min_max(&g, &mut cache, r), (I(0), I(3)));
+    }
+
+    /// Wherever `min_max_quick` answers, its bounds are the general path's (`min_max_node`),
+    /// exact and raising nothing: every binary op on every pair of operands from a set of int,
+    /// bool and float bounds (small, negative, one-valued, spanning zero, near i64's edge), int
+    /// CASTs, and nodes that read no src.
+    #[test]
+    fn quick_bounds_are_the_general_ones() {
+        let mut g = Graph::new();
+        let w = DType::WeakInt;
+        let mut leaves = vec![
+            g.variable("a", 1, 7, w),
+            g.variable("b", -5, 9, w),
+            g.variable("c", -8, -2, w),
+            g.variable("d", 0, 0, w),
+            g.variable("e", -(1 << 62), 1 << 62, w),
+            g.variable("f", 3, 200, w),
+            g.variable("u", 0, 1 << 40, DType::UInt64),
+            g.variable("i", -300, 300, DType::Int8),
+        ];
+        for v in [-130, -4, -1, 0, 1, 2, 3, 5, 63, 64, 127, 200] {
+            leaves.push(g.cint(w, v));
+        }
+        leaves.push(g.cbool(true));
+        leaves.push(g.cbool(false));
+        leaves.push(g.cfloat(DType::Float, 2.5));
+        leaves.push(g.cfloat(DType::Float, f64::NAN));
+        let (a, b) = (leaves[0], leaves[1]);
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        leaves.push(lt);
+        let fv = g.variable("x", 0, 1, DType::Float);
+        leaves.push(g.mk(Ops::SQRT, DType::Float, &[fv], crate::ir::Arg::None));
+        let mut nodes = Vec::new();
+        for op in crate::ir::ops::group::BINARY.iter().copied() {
+            for &x in &leaves {
+                for &y in &leaves {
+                    for dt in [g.dtype(x), DType::Bool] {
+                        nodes.push(g.mk(op, dt, &[x, y], crate::ir::Arg::None));
+                    }
+                }
+            }
+        }
+        for &x in &leaves {
+            for dt in [
+                DType::UInt8,
+                DType::UInt64,
+                DType::Int8,
+                DType::Int32,
+                w,
+                DType::Bool,
+            ] {
+                nodes.push(g.mk(Ops::CAST, dt, &[x], crate::ir::Arg::DType(dt)));
+            }
+            nodes.push(g.mk(Ops::BITCAST, DType::Half, &[x], crate::ir::Arg::None));
+            nodes.push(g.mk(Ops::LOAD, DType::Int16, &[x], crate::ir::Arg::None));
+            nodes.push(g.mk(Ops::NEG, g.dtype(x), &[x], crate::ir::Arg::None));
+        }
+        let mut cache = Cache::default();
+        let mut answered = 0;
+        for &x in &nodes {
+            let nd = g.node(x);
+            let reads = node_reads(nd);
+            for s in reads {
+                min_max(&g, &mut cache, *s);
+            }
+            assert!(!cache.any_inexact && !cache.any_raises, "leaves are plain");
+            let Some(q) = min_max_quick(&cache, nd, reads) else {
+                continue;
+            };
+            answered += 1;
+            let v = min_max_node(&g, &cache, x);
+            let same = |a: ConstVal, b: ConstVal| {
+                a == b && std::mem::discriminant(&a) == std::mem::discriminant(&b)
+            };
+            assert!(
+                same(q.0, v.0) && same(q.1, v.1),
+                "{:?} {:?}: quick {q:?}, general {v:?}",
+                nd.op,
+                nd.dtype
+            );
+            assert!(bounds_raise(&g, &cache, x).is_none());
+            assert_eq!(
+                classify_bounds(&g, &cache, x, reads, v),
+                Exactness::Exact,
+                "{:?}",
+                nd.op
+            );
+        }
+        assert!(answered * 3 > nodes.len(), "{answered} of {}", nodes.len());
     }
 
     /// Bounds and how exact the port holds them (`inexact`, `collapsed`) for `op(srcs)`.
