@@ -9,7 +9,6 @@ use crate::rewrite::analysis::{floordiv, gcd, py_lt};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
-use rustc_hash::FxHashSet as HashSet;
 use std::cmp::Ordering;
 
 // ---------------------------------------------------------------------------------------------
@@ -1483,7 +1482,8 @@ root = n7
     fn rule_counts() {
         assert_eq!(commutative().len(), 1);
         assert_eq!(symbolic_own().len(), 43);
-        let names: HashSet<&str> = symbolic_own().rules.iter().map(|r| r.name).collect();
+        let names: rustc_hash::FxHashSet<&str> =
+            symbolic_own().rules.iter().map(|r| r.name).collect();
         assert_eq!(names.len(), 43, "rule names must be unique");
     }
 
