@@ -54,7 +54,8 @@ impl std::ops::Deref for Srcs {
     #[inline]
     fn deref(&self) -> &[UOp] {
         match &self.0 {
-            SrcsRepr::Inline(n, a) => &a[..*n as usize],
+            // `min` (a no-op: `n <= INLINE`) lets the slice go unchecked
+            SrcsRepr::Inline(n, a) => &a[..(*n as usize).min(Srcs::INLINE)],
             SrcsRepr::Heap(b) => b,
         }
     }

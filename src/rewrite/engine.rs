@@ -976,7 +976,6 @@ const NIL: u32 = u32::MAX;
 /// (`rep`, [`NIL`] = unresolved) and the first/last entry of its waitlist in [`Scratch::waits`].
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    epoch: u32,
     on_stack: bool,
     rep: u32,
     whead: u32,
@@ -984,40 +983,29 @@ struct Slot {
 }
 
 const EMPTY_SLOT: Slot = Slot {
-    epoch: 0,
     on_stack: false,
     rep: NIL,
     whead: NIL,
     wtail: NIL,
 };
 
-/// Per-node tables indexed by handle (the graph is a dense arena), valid for one generation:
-/// a slot stamped with an older generation reads as empty, so clearing is one increment (the
-/// tables are kept across calls, nested `simplify` ones included, in [`POOL`]).
+/// Per-node tables indexed by handle (the graph is a dense arena), emptied by each call (kept
+/// across calls, nested `simplify` ones included, in [`POOL`]). Refilling the slots of the
+/// graph at the start of a call costs less than checking a generation stamp on every access.
 #[derive(Debug, Default)]
 struct NodeTable {
-    epoch: u32,
     slots: Vec<Slot>,
 }
 
 impl NodeTable {
     /// Empties the table, with room for the handles below `room`.
     fn reset(&mut self, room: usize) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.slots.fill(EMPTY_SLOT);
-            self.epoch = 1;
-        }
-        if self.slots.len() < room {
-            self.slots.resize(room, EMPTY_SLOT);
-        }
+        self.slots.clear();
+        self.slots.resize(room, EMPTY_SLOT);
     }
     #[inline]
     fn get(&self, u: UOp) -> Slot {
-        match self.slots.get(u.idx()) {
-            Some(s) if s.epoch == self.epoch => *s,
-            _ => EMPTY_SLOT,
-        }
+        self.slots.get(u.idx()).copied().unwrap_or(EMPTY_SLOT)
     }
     #[inline]
     fn replaced(&self, u: UOp) -> Option<UOp> {
@@ -1028,57 +1016,64 @@ impl NodeTable {
     fn slot_mut(&mut self, u: UOp) -> &mut Slot {
         let i = u.idx();
         if i >= self.slots.len() {
-            // the graph grows while it is rewritten: leave room instead of growing one by one
-            let n = (i + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize(n, EMPTY_SLOT);
+            self.grow(i);
         }
-        let epoch = self.epoch;
-        let s = &mut self.slots[i];
-        if s.epoch != epoch {
-            *s = Slot {
-                epoch,
-                ..EMPTY_SLOT
-            };
-        }
-        s
+        &mut self.slots[i]
+    }
+    /// The graph grows while it is rewritten: leave room instead of growing one by one.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let n = (i + 1).max(self.slots.len() * 2).max(64);
+        self.slots.resize(n, EMPTY_SLOT);
     }
 }
 
-/// The rule results per node ([`Rw::memo`]), generation-stamped like [`NodeTable`]: `rule` is
-/// the winning rule's index, [`NIL`] when no rule rewrote the node.
+/// [`MemoTable`]: the rules were not asked about this node.
+const UNASKED: u32 = u32::MAX;
+/// [`MemoTable`]: no rule rewrote this node.
+const NO_RULE: u32 = u32::MAX - 1;
+
+/// The rule results per node ([`Rw::memo`]) by handle: the winning rule's index and its
+/// result, [`NO_RULE`] or [`UNASKED`].
 #[derive(Debug, Default)]
 struct MemoTable {
-    epoch: u32,
-    slots: Vec<(u32, u32, UOp)>,
+    slots: Vec<(u32, UOp)>,
 }
 
 impl MemoTable {
     fn clear(&mut self) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.slots.fill((0, NIL, UOp(0)));
-            self.epoch = 1;
+        self.slots.clear();
+    }
+    /// Room for the handles below `room` (a graph and what rules add to it), so that
+    /// [`MemoTable::insert`] rarely grows it.
+    fn reserve_to(&mut self, room: usize) {
+        if self.slots.len() < room {
+            self.slots.resize(room, (UNASKED, UOp(0)));
         }
     }
     #[inline]
     fn get(&self, u: UOp) -> Option<Option<(u32, UOp)>> {
         match self.slots.get(u.idx()) {
-            Some(&(g, rule, after)) if g == self.epoch => {
-                Some((rule != NIL).then_some((rule, after)))
+            Some(&(rule, after)) if rule != UNASKED => {
+                Some((rule != NO_RULE).then_some((rule, after)))
             }
             _ => None,
         }
     }
+    #[inline]
     fn insert(&mut self, u: UOp, v: Option<(u32, UOp)>) {
         let i = u.idx();
         if i >= self.slots.len() {
-            let n = (i + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize(n, (0, NIL, UOp(0)));
+            self.grow(i);
         }
-        self.slots[i] = match v {
-            Some((rule, after)) => (self.epoch, rule, after),
-            None => (self.epoch, NIL, UOp(0)),
-        };
+        self.slots[i] = v.unwrap_or((NO_RULE, UOp(0)));
+    }
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        let n = (i + 1).max(self.slots.len() * 2).max(64);
+        self.slots.resize(n, (UNASKED, UOp(0)));
     }
 }
 
@@ -1197,6 +1192,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
     } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
     nodes.reset(g.len() + 64);
+    memo.reserve_to(g.len() + 64);
     stack.clear();
     waits.clear();
     trace.clear();
