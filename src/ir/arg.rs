@@ -267,6 +267,11 @@ pub enum PyTupleError {
 }
 
 impl Arg {
+    /// Whether the arg owns heap memory (dropping it is more than a no-op).
+    #[inline]
+    pub fn owns_heap(&self) -> bool {
+        matches!(self, Arg::Param(_) | Arg::Name(_) | Arg::Perm(_))
+    }
     pub fn as_const(&self) -> Option<ConstVal> {
         match self {
             Arg::Const(c) => Some(*c),

@@ -138,11 +138,14 @@ impl Clone for Graph {
         nodes.extend_from_slice(&self.nodes);
         let mut hashes = Vec::with_capacity(room);
         hashes.extend_from_slice(&self.hashes);
-        Graph {
+        let mut g = Graph {
             nodes,
             hashes,
-            table: self.table.clone(),
-        }
+            table: Vec::new(),
+        };
+        // and an intern table for that room (built once here rather than doubled as it fills)
+        g.build_table((room * 2).next_power_of_two());
+        g
     }
 }
 
@@ -208,7 +211,10 @@ impl Graph {
     /// Doubles the intern table (from 16 slots) and reinserts every node by its stored hash.
     #[cold]
     fn grow_table(&mut self) {
-        let len = (self.table.len() * 2).max(16);
+        self.build_table((self.table.len() * 2).max(16));
+    }
+    /// A table of `len` slots (a power of two, more than twice the nodes) holding every node.
+    fn build_table(&mut self, len: usize) {
         let bits = len.trailing_zeros();
         let mut table = vec![NIL; len];
         for (e, h) in self.hashes.iter().enumerate() {
@@ -230,6 +236,12 @@ impl Graph {
         }
         let (i, found) = self.probe(h, op, dtype, src, &arg);
         if let Some(u) = found {
+            // an arg that owns nothing needs no drop glue (an out-of-line call otherwise)
+            if arg.owns_heap() {
+                drop(arg);
+            } else {
+                std::mem::forget(arg);
+            }
             return u;
         }
         self.push_new(i, h, op, dtype, src, arg)

@@ -733,39 +733,41 @@ impl Rw<'_> {
             });
             return None;
         }
-        let res = match self.memo.get(u) {
-            Some(m) => Ok(m.map(|(i, after)| (i as usize, after))),
-            None => {
-                let r = self.rules.rewrite_with(cx, u, self.scratch);
-                if let Ok(m) = r {
-                    self.memo.insert(u, m.map(|(i, after)| (i as u32, after)));
+        let (i, after) = match self.memo.get(u) {
+            Some(Some(m)) => m,
+            Some(None) => return None,
+            None => match self.rules.rewrite_with(cx, u, self.scratch) {
+                Ok(m) => {
+                    let m = m.map(|(i, after)| (i as u32, after));
+                    self.memo.insert(u, m);
+                    m?
                 }
-                r
-            }
+                Err((i, error)) => {
+                    self.fail(u, i, error);
+                    return None;
+                }
+            },
         };
-        match res {
-            Ok(Some((i, after))) => {
-                let r = &self.rules.rules[i];
-                self.trace.push(Step {
-                    rule: r.name,
-                    source: r.source,
-                    before: u,
-                    after,
-                });
-                Some(after)
-            }
-            Ok(None) => None,
-            Err((i, error)) => {
-                let r = &self.rules.rules[i];
-                self.stop = Some(Stop::RuleError {
-                    rule: r.name,
-                    source: r.source,
-                    node: u,
-                    error,
-                });
-                None
-            }
-        }
+        let r = &self.rules.rules[i as usize];
+        self.trace.push(Step {
+            rule: r.name,
+            source: r.source,
+            before: u,
+            after,
+        });
+        Some(after)
+    }
+    /// Rule `i` raised `error` on `u`: the rewrite stops there.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, u: UOp, i: usize, error: RuleError) {
+        let r = &self.rules.rules[i];
+        self.stop = Some(Stop::RuleError {
+            rule: r.name,
+            source: r.source,
+            node: u,
+            error,
+        });
     }
 }
 
@@ -1015,17 +1017,20 @@ impl NodeTable {
     #[inline]
     fn slot_mut(&mut self, u: UOp) -> &mut Slot {
         let i = u.idx();
-        if i >= self.slots.len() {
-            self.grow(i);
+        // one bounds check: the index below is known in range
+        if i < self.slots.len() {
+            &mut self.slots[i]
+        } else {
+            self.grow(i)
         }
-        &mut self.slots[i]
     }
     /// The graph grows while it is rewritten: leave room instead of growing one by one.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, i: usize) {
+    fn grow(&mut self, i: usize) -> &mut Slot {
         let n = (i + 1).max(self.slots.len() * 2).max(64);
         self.slots.resize(n, EMPTY_SLOT);
+        &mut self.slots[i]
     }
 }
 
@@ -1063,17 +1068,20 @@ impl MemoTable {
     }
     #[inline]
     fn insert(&mut self, u: UOp, v: Option<(u32, UOp)>) {
+        let v = v.unwrap_or((NO_RULE, UOp(0)));
         let i = u.idx();
-        if i >= self.slots.len() {
-            self.grow(i);
+        if i < self.slots.len() {
+            self.slots[i] = v;
+        } else {
+            self.grow(i, v);
         }
-        self.slots[i] = v.unwrap_or((NO_RULE, UOp(0)));
     }
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, i: usize) {
+    fn grow(&mut self, i: usize, v: (u32, UOp)) {
         let n = (i + 1).max(self.slots.len() * 2).max(64);
         self.slots.resize(n, (UNASKED, UOp(0)));
+        self.slots[i] = v;
     }
 }
 
@@ -1191,8 +1199,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         memo: _,
     } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
-    nodes.reset(g.len() + 64);
-    memo.reserve_to(g.len() + 64);
+    nodes.reset(g.len() + 16);
+    memo.reserve_to(g.len() + 16);
     stack.clear();
     waits.clear();
     trace.clear();
