@@ -230,7 +230,7 @@ impl ParamArg {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(PartialEq, Eq, Hash, Debug)]
 pub enum Arg {
     None,
     Const(ConstVal),
@@ -248,6 +248,39 @@ pub enum Arg {
     /// `_rop` :637 builds `(op, len(reduce_axis))`); written `(Ops.ADD, 0)`. Any op is held:
     /// the spec checker (spec.py:171) is what requires `ADD`/`MUL`/`MAX`.
     Reduce(Ops, i64),
+}
+
+/// By hand so that the args without heap data (nearly all) are copied inline: the derived
+/// clone is an out-of-line call (`Graph::mk_like` clones an arg for every node it adds).
+impl Clone for Arg {
+    #[inline]
+    fn clone(&self) -> Arg {
+        match self {
+            Arg::None => Arg::None,
+            Arg::Const(c) => Arg::Const(*c),
+            Arg::Range(a, t) => Arg::Range(*a, *t),
+            Arg::DType(d) => Arg::DType(*d),
+            Arg::Reduce(o, n) => Arg::Reduce(*o, *n),
+            _ => self.clone_heap(),
+        }
+    }
+}
+
+impl Arg {
+    /// [`Arg::clone`] of the kinds that own heap data (every kind, for completeness).
+    #[inline(never)]
+    fn clone_heap(&self) -> Arg {
+        match self {
+            Arg::Param(p) => Arg::Param(p.clone()),
+            Arg::Name(s) => Arg::Name(s.clone()),
+            Arg::Perm(v) => Arg::Perm(v.clone()),
+            Arg::None => Arg::None,
+            Arg::Const(c) => Arg::Const(*c),
+            Arg::Range(a, t) => Arg::Range(*a, *t),
+            Arg::DType(d) => Arg::DType(*d),
+            Arg::Reduce(o, n) => Arg::Reduce(*o, *n),
+        }
+    }
 }
 
 /// One item of an arg read as a Python tuple (`arg[i]`, `for i in arg`).

@@ -40,9 +40,9 @@ impl Srcs {
     pub const INLINE: usize = 3;
     pub fn new(src: &[UOp]) -> Srcs {
         Srcs(if src.len() <= Srcs::INLINE {
-            let mut a = [UOp(0); Srcs::INLINE];
-            a[..src.len()].copy_from_slice(src);
-            SrcsRepr::Inline(src.len() as u8, a)
+            // element by element: `copy_from_slice` of a variable length is a `memcpy` call
+            let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
+            SrcsRepr::Inline(src.len() as u8, [at(0), at(1), at(2)])
         } else {
             SrcsRepr::Heap(src.into())
         })
@@ -96,12 +96,25 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     // op, dtype and src count in one word, the srcs two to a word, and no write for `Arg::None`
     let mut h = rustc_hash::FxHasher::default();
     h.write_u64(op as u64 | (dtype as u64) << 8 | (src.len() as u64) << 16);
-    let mut pairs = src.chunks_exact(2);
-    for p in &mut pairs {
-        h.write_u64(p[0].0 as u64 | (p[1].0 as u64) << 32);
-    }
-    if let [s] = pairs.remainder() {
-        h.write_u32(s.0);
+    let pair = |a: UOp, b: UOp| a.0 as u64 | (b.0 as u64) << 32;
+    // the common src counts unrolled (the same words as the loop writes)
+    match *src {
+        [] => {}
+        [a] => h.write_u32(a.0),
+        [a, b] => h.write_u64(pair(a, b)),
+        [a, b, c] => {
+            h.write_u64(pair(a, b));
+            h.write_u32(c.0);
+        }
+        _ => {
+            let mut pairs = src.chunks_exact(2);
+            for p in &mut pairs {
+                h.write_u64(pair(p[0], p[1]));
+            }
+            if let [s] = pairs.remainder() {
+                h.write_u32(s.0);
+            }
+        }
     }
     if !matches!(arg, Arg::None) {
         arg.hash(&mut h);
@@ -198,14 +211,18 @@ impl Graph {
             if e == NIL {
                 return (i, None);
             }
-            if self.hashes[e as usize] == h {
-                let n = &self.nodes[e as usize];
-                if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
-                    return (i, Some(UOp(e)));
-                }
+            if self.hashes[e as usize] == h && self.is_node(e, op, dtype, src, arg) {
+                return (i, Some(UOp(e)));
             }
             i = (i + 1) & mask;
         }
+    }
+    /// Whether node `e` is (op, dtype, src, arg). Out of line: inlined, the compiler loads the
+    /// arg's fields ahead of [`Graph::probe`]'s loop, which mostly ends at a free slot first.
+    #[inline(never)]
+    fn is_node(&self, e: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> bool {
+        let n = &self.nodes[e as usize];
+        n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg
     }
 
     /// Doubles the intern table (from 16 slots) and reinserts every node by its stored hash.
