@@ -54,8 +54,7 @@ impl std::ops::Deref for Srcs {
     #[inline]
     fn deref(&self) -> &[UOp] {
         match &self.0 {
-            // `min` (a no-op: `n <= INLINE`) lets the slice go unchecked
-            SrcsRepr::Inline(n, a) => &a[..(*n as usize).min(Srcs::INLINE)],
+            SrcsRepr::Inline(n, a) => &a[..*n as usize],
             SrcsRepr::Heap(b) => b,
         }
     }

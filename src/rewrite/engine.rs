@@ -718,7 +718,7 @@ struct Rw<'a> {
 
 impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
         if self.stop.is_some() {
             return None;
