@@ -714,6 +714,8 @@ struct Rw<'a> {
     /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
     /// engine's bookkeeping only.
     memo: &'a mut MemoTable,
+    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both.
+    step_cap: usize,
 }
 
 impl Rw<'_> {
@@ -723,14 +725,8 @@ impl Rw<'_> {
         if self.stop.is_some() {
             return None;
         }
-        if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
-            self.stop = Some(Stop::FuelExhausted);
-            return None;
-        }
-        if self.trace.len() >= self.limits.max_steps {
-            self.stop = Some(Stop::NonTermination {
-                steps: self.trace.len(),
-            });
+        if self.trace.len() >= self.step_cap {
+            self.stop_at_cap();
             return None;
         }
         let (i, after) = match self.memo.get(u) {
@@ -756,6 +752,18 @@ impl Rw<'_> {
             after,
         });
         Some(after)
+    }
+    /// The trace reached [`Rw::step_cap`]: fuel first, as the checks one by one would say.
+    #[cold]
+    #[inline(never)]
+    fn stop_at_cap(&mut self) {
+        self.stop = Some(if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
+            Stop::FuelExhausted
+        } else {
+            Stop::NonTermination {
+                steps: self.trace.len(),
+            }
+        });
     }
     /// Rule `i` raised `error` on `u`: the rewrite stops there.
     #[cold]
@@ -846,8 +854,7 @@ impl Rw<'_> {
         loop {
             if self.stop.is_some()
                 || stack.len() > self.limits.stack_limit
-                || self.limits.fuel.is_some_and(|f| self.trace.len() >= f)
-                || self.trace.len() >= self.limits.max_steps
+                || self.trace.len() >= self.step_cap
             {
                 break;
             }
@@ -1212,6 +1219,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         stop: None,
         scratch: rs,
         memo,
+        step_cap: limits.fuel.unwrap_or(usize::MAX).min(limits.max_steps),
     };
     stack.push((root, 0, root));
     nodes.slot_mut(root).on_stack = true;
@@ -1260,6 +1268,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         if nodes.replaced(n).is_some() {
             continue;
         }
+        // stage 1 run straight from stage 0 with every src known resolved to itself
+        let mut kept = false;
         if stage == 0 {
             if BOTTOM_UP {
                 let mut test_n = Some(n);
@@ -1284,11 +1294,15 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             }
             let mark = stack.len();
             stack.push((n, 1, new_n));
+            // whether every src not pushed now is resolved to itself
+            let mut srcs_kept = true;
             for &x in cx.g.src(new_n).iter().rev() {
                 let s = nodes.slot_mut(x);
                 if !s.on_stack {
                     s.on_stack = true;
                     stack.push((x, 0, x));
+                } else {
+                    srcs_kept &= s.rep == x.0;
                 }
             }
             if BOTTOM_UP || stack.len() != mark + 1 {
@@ -1296,14 +1310,17 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             }
             // no src was pushed: `(n, 1, new_n)` is popped next, with the stack length, stop
             // and `replace` the checks above just passed (top-down mode changes none of them
-            // here), so run it now
+            // here), so run it now; and when every src is resolved to itself, its scan of the
+            // srcs below finds just that
             stack.pop();
             stage = 1;
+            kept = srcs_kept;
         }
         if stage == 1 {
             let mut same = true;
             let mut waiting = None;
-            for &x in cx.g.src(new_n) {
+            let scan: &[UOp] = if kept { &[] } else { cx.g.src(new_n) };
+            for &x in scan {
                 match nodes.replaced(x) {
                     Some(rx) => same &= rx == x,
                     None => {
