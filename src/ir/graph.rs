@@ -26,26 +26,27 @@ pub struct Node {
 }
 
 /// Srcs stored inline up to [`Srcs::INLINE`] (almost every node): creating a node allocates
-/// nothing for them. Reads as a `[UOp]` slice.
+/// nothing for them. Reads as a `[UOp]` slice. The count is read first and decides alone where
+/// the srcs are (one test, and the inline slice needs no bounds check); the rare longer lists
+/// sit behind a thin pointer so that a `Node` stays 64 bytes.
 #[derive(Clone)]
-pub struct Srcs(SrcsRepr);
-
-#[derive(Clone)]
-enum SrcsRepr {
-    Inline(u8, [UOp; Srcs::INLINE]),
-    Heap(Box<[UOp]>),
+pub struct Srcs {
+    n: u32,
+    inline: [UOp; Srcs::INLINE],
+    heap: Option<Box<Vec<UOp>>>,
 }
 
 impl Srcs {
     pub const INLINE: usize = 3;
     pub fn new(src: &[UOp]) -> Srcs {
-        Srcs(if src.len() <= Srcs::INLINE {
-            // element by element: `copy_from_slice` of a variable length is a `memcpy` call
-            let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
-            SrcsRepr::Inline(src.len() as u8, [at(0), at(1), at(2)])
-        } else {
-            SrcsRepr::Heap(src.into())
-        })
+        // element by element: `copy_from_slice` of a variable length is a `memcpy` call
+        let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
+        let heap = (src.len() > Srcs::INLINE).then(|| Box::new(src.to_vec()));
+        Srcs {
+            n: src.len() as u32,
+            inline: [at(0), at(1), at(2)],
+            heap,
+        }
     }
 }
 
@@ -53,9 +54,11 @@ impl std::ops::Deref for Srcs {
     type Target = [UOp];
     #[inline]
     fn deref(&self) -> &[UOp] {
-        match &self.0 {
-            SrcsRepr::Inline(n, a) => &a[..*n as usize],
-            SrcsRepr::Heap(b) => b,
+        let n = self.n as usize;
+        if n <= Srcs::INLINE {
+            &self.inline[..n]
+        } else {
+            self.heap.as_deref().map_or(&[], |v| v.as_slice())
         }
     }
 }
