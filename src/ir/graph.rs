@@ -120,8 +120,17 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
             }
         }
     }
-    if !matches!(arg, Arg::None) {
-        arg.hash(&mut h);
+    // CONST args by hand (the value's words; no write for `Arg::None`): the derived `Hash` is a
+    // call through two jump tables
+    match arg {
+        Arg::None => {}
+        Arg::Const(ConstVal::Int(i)) => {
+            h.write_u64(*i as u64);
+            h.write_u64((*i >> 64) as u64);
+        }
+        Arg::Const(ConstVal::Float(f)) => h.write_u64(f.to_bits()),
+        Arg::Const(ConstVal::Bool(b)) => h.write_u8(*b as u8),
+        _ => arg.hash(&mut h),
     }
     h.finish()
 }
