@@ -230,7 +230,7 @@ impl ParamArg {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(PartialEq, Eq, Hash, Debug)]
 pub enum Arg {
     None,
     Const(ConstVal),
@@ -250,6 +250,39 @@ pub enum Arg {
     Reduce(Ops, i64),
 }
 
+/// By hand so that the args without heap data (nearly all) are copied inline: the derived
+/// clone is an out-of-line call (`Graph::mk_like` clones an arg for every node it adds).
+impl Clone for Arg {
+    #[inline]
+    fn clone(&self) -> Arg {
+        match self {
+            Arg::None => Arg::None,
+            Arg::Const(c) => Arg::Const(*c),
+            Arg::Range(a, t) => Arg::Range(*a, *t),
+            Arg::DType(d) => Arg::DType(*d),
+            Arg::Reduce(o, n) => Arg::Reduce(*o, *n),
+            _ => self.clone_heap(),
+        }
+    }
+}
+
+impl Arg {
+    /// [`Arg::clone`] of the kinds that own heap data (every kind, for completeness).
+    #[inline(never)]
+    fn clone_heap(&self) -> Arg {
+        match self {
+            Arg::Param(p) => Arg::Param(p.clone()),
+            Arg::Name(s) => Arg::Name(s.clone()),
+            Arg::Perm(v) => Arg::Perm(v.clone()),
+            Arg::None => Arg::None,
+            Arg::Const(c) => Arg::Const(*c),
+            Arg::Range(a, t) => Arg::Range(*a, *t),
+            Arg::DType(d) => Arg::DType(*d),
+            Arg::Reduce(o, n) => Arg::Reduce(*o, *n),
+        }
+    }
+}
+
 /// One item of an arg read as a Python tuple (`arg[i]`, `for i in arg`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PyItem {
@@ -267,6 +300,11 @@ pub enum PyTupleError {
 }
 
 impl Arg {
+    /// Whether the arg owns heap memory (dropping it is more than a no-op).
+    #[inline]
+    pub fn owns_heap(&self) -> bool {
+        matches!(self, Arg::Param(_) | Arg::Name(_) | Arg::Perm(_))
+    }
     pub fn as_const(&self) -> Option<ConstVal> {
         match self {
             Arg::Const(c) => Some(*c),

@@ -26,26 +26,29 @@ pub struct Node {
 }
 
 /// Srcs stored inline up to [`Srcs::INLINE`] (almost every node): creating a node allocates
-/// nothing for them. Reads as a `[UOp]` slice.
+/// nothing for them. Reads as a `[UOp]` slice. The count is read first and decides alone where
+/// the srcs are (one test, and the inline slice needs no bounds check); the rare longer lists
+/// sit behind a thin pointer so that a `Node` stays 64 bytes.
 #[derive(Clone)]
-pub struct Srcs(SrcsRepr);
-
-#[derive(Clone)]
-enum SrcsRepr {
-    Inline(u8, [UOp; Srcs::INLINE]),
-    Heap(Box<[UOp]>),
+pub struct Srcs {
+    n: u32,
+    inline: [UOp; Srcs::INLINE],
+    // boxed on purpose: a thin pointer (8 bytes, where a `Vec` takes 24) keeps `Node` at 64
+    #[allow(clippy::box_collection)]
+    heap: Option<Box<Vec<UOp>>>,
 }
 
 impl Srcs {
     pub const INLINE: usize = 3;
     pub fn new(src: &[UOp]) -> Srcs {
-        Srcs(if src.len() <= Srcs::INLINE {
-            let mut a = [UOp(0); Srcs::INLINE];
-            a[..src.len()].copy_from_slice(src);
-            SrcsRepr::Inline(src.len() as u8, a)
-        } else {
-            SrcsRepr::Heap(src.into())
-        })
+        // element by element: `copy_from_slice` of a variable length is a `memcpy` call
+        let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
+        let heap = (src.len() > Srcs::INLINE).then(|| Box::new(src.to_vec()));
+        Srcs {
+            n: src.len() as u32,
+            inline: [at(0), at(1), at(2)],
+            heap,
+        }
     }
 }
 
@@ -53,9 +56,11 @@ impl std::ops::Deref for Srcs {
     type Target = [UOp];
     #[inline]
     fn deref(&self) -> &[UOp] {
-        match &self.0 {
-            SrcsRepr::Inline(n, a) => &a[..*n as usize],
-            SrcsRepr::Heap(b) => b,
+        let n = self.n as usize;
+        if n <= Srcs::INLINE {
+            &self.inline[..n]
+        } else {
+            self.heap.as_deref().map_or(&[], |v| v.as_slice())
         }
     }
 }
@@ -89,21 +94,45 @@ pub enum IrError {
 const NIL: u32 = u32::MAX;
 
 /// The hash-consing key of a node (op, dtype, src, arg), computed without building a `Node`.
+/// Inlined into `mk`/`mk_like`: as a call it cost them a frame each.
+#[inline(always)]
 fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
     use std::hash::{Hash, Hasher};
     // only `probe` and `grow_table` read these hashes, so any function of the key will do:
     // op, dtype and src count in one word, the srcs two to a word, and no write for `Arg::None`
     let mut h = rustc_hash::FxHasher::default();
     h.write_u64(op as u64 | (dtype as u64) << 8 | (src.len() as u64) << 16);
-    let mut pairs = src.chunks_exact(2);
-    for p in &mut pairs {
-        h.write_u64(p[0].0 as u64 | (p[1].0 as u64) << 32);
+    let pair = |a: UOp, b: UOp| a.0 as u64 | (b.0 as u64) << 32;
+    // the common src counts unrolled (the same words as the loop writes)
+    match *src {
+        [] => {}
+        [a] => h.write_u32(a.0),
+        [a, b] => h.write_u64(pair(a, b)),
+        [a, b, c] => {
+            h.write_u64(pair(a, b));
+            h.write_u32(c.0);
+        }
+        _ => {
+            let mut pairs = src.chunks_exact(2);
+            for p in &mut pairs {
+                h.write_u64(pair(p[0], p[1]));
+            }
+            if let [s] = pairs.remainder() {
+                h.write_u32(s.0);
+            }
+        }
     }
-    if let [s] = pairs.remainder() {
-        h.write_u32(s.0);
-    }
-    if !matches!(arg, Arg::None) {
-        arg.hash(&mut h);
+    // CONST args by hand (the value's words; no write for `Arg::None`): the derived `Hash` is a
+    // call through two jump tables
+    match arg {
+        Arg::None => {}
+        Arg::Const(ConstVal::Int(i)) => {
+            h.write_u64(*i as u64);
+            h.write_u64((*i >> 64) as u64);
+        }
+        Arg::Const(ConstVal::Float(f)) => h.write_u64(f.to_bits()),
+        Arg::Const(ConstVal::Bool(b)) => h.write_u8(*b as u8),
+        _ => arg.hash(&mut h),
     }
     h.finish()
 }
@@ -137,11 +166,14 @@ impl Clone for Graph {
         nodes.extend_from_slice(&self.nodes);
         let mut hashes = Vec::with_capacity(room);
         hashes.extend_from_slice(&self.hashes);
-        Graph {
+        let mut g = Graph {
             nodes,
             hashes,
-            table: self.table.clone(),
-        }
+            table: Vec::new(),
+        };
+        // and an intern table for that room (built once here rather than doubled as it fills)
+        g.build_table((room * 2).next_power_of_two());
+        g
     }
 }
 
@@ -194,20 +226,33 @@ impl Graph {
             if e == NIL {
                 return (i, None);
             }
-            if self.hashes[e as usize] == h {
-                let n = &self.nodes[e as usize];
-                if n.op == op && n.dtype == dtype && *n.src == *src && n.arg == *arg {
-                    return (i, Some(UOp(e)));
-                }
+            if self.hashes[e as usize] == h && self.is_node(e, op, dtype, src, arg) {
+                return (i, Some(UOp(e)));
             }
             i = (i + 1) & mask;
         }
+    }
+    /// Whether node `e` is (op, dtype, src, arg). Out of line: inlined, the compiler loads the
+    /// arg's fields ahead of [`Graph::probe`]'s loop, which mostly ends at a free slot first.
+    #[inline(never)]
+    fn is_node(&self, e: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> bool {
+        let n = &self.nodes[e as usize];
+        let arg_eq = match (&n.arg, arg) {
+            // the common kinds without the derived `eq`'s call
+            (Arg::None, Arg::None) => true,
+            (Arg::Const(a), Arg::Const(b)) => a == b,
+            (a, b) => a == b,
+        };
+        n.op == op && n.dtype == dtype && *n.src == *src && arg_eq
     }
 
     /// Doubles the intern table (from 16 slots) and reinserts every node by its stored hash.
     #[cold]
     fn grow_table(&mut self) {
-        let len = (self.table.len() * 2).max(16);
+        self.build_table((self.table.len() * 2).max(16));
+    }
+    /// A table of `len` slots (a power of two, more than twice the nodes) holding every node.
+    fn build_table(&mut self, len: usize) {
         let bits = len.trailing_zeros();
         let mut table = vec![NIL; len];
         for (e, h) in self.hashes.iter().enumerate() {
@@ -229,6 +274,12 @@ impl Graph {
         }
         let (i, found) = self.probe(h, op, dtype, src, &arg);
         if let Some(u) = found {
+            // an arg that owns nothing needs no drop glue (an out-of-line call otherwise)
+            if arg.owns_heap() {
+                drop(arg);
+            } else {
+                std::mem::forget(arg);
+            }
             return u;
         }
         self.push_new(i, h, op, dtype, src, arg)

@@ -714,58 +714,68 @@ struct Rw<'a> {
     /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
     /// engine's bookkeeping only.
     memo: &'a mut MemoTable,
+    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both.
+    step_cap: usize,
 }
 
 impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
         if self.stop.is_some() {
             return None;
         }
-        if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
-            self.stop = Some(Stop::FuelExhausted);
+        if self.trace.len() >= self.step_cap {
+            self.stop_at_cap();
             return None;
         }
-        if self.trace.len() >= self.limits.max_steps {
-            self.stop = Some(Stop::NonTermination {
-                steps: self.trace.len(),
-            });
-            return None;
-        }
-        let res = match self.memo.get(u) {
-            Some(m) => Ok(m.map(|(i, after)| (i as usize, after))),
-            None => {
-                let r = self.rules.rewrite_with(cx, u, self.scratch);
-                if let Ok(m) = r {
-                    self.memo.insert(u, m.map(|(i, after)| (i as u32, after)));
+        let (i, after) = match self.memo.get(u) {
+            Some(Some(m)) => m,
+            Some(None) => return None,
+            None => match self.rules.rewrite_with(cx, u, self.scratch) {
+                Ok(m) => {
+                    let m = m.map(|(i, after)| (i as u32, after));
+                    self.memo.insert(u, m);
+                    m?
                 }
-                r
-            }
+                Err((i, error)) => {
+                    self.fail(u, i, error);
+                    return None;
+                }
+            },
         };
-        match res {
-            Ok(Some((i, after))) => {
-                let r = &self.rules.rules[i];
-                self.trace.push(Step {
-                    rule: r.name,
-                    source: r.source,
-                    before: u,
-                    after,
-                });
-                Some(after)
+        let r = &self.rules.rules[i as usize];
+        self.trace.push(Step {
+            rule: r.name,
+            source: r.source,
+            before: u,
+            after,
+        });
+        Some(after)
+    }
+    /// The trace reached [`Rw::step_cap`]: fuel first, as the checks one by one would say.
+    #[cold]
+    #[inline(never)]
+    fn stop_at_cap(&mut self) {
+        self.stop = Some(if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
+            Stop::FuelExhausted
+        } else {
+            Stop::NonTermination {
+                steps: self.trace.len(),
             }
-            Ok(None) => None,
-            Err((i, error)) => {
-                let r = &self.rules.rules[i];
-                self.stop = Some(Stop::RuleError {
-                    rule: r.name,
-                    source: r.source,
-                    node: u,
-                    error,
-                });
-                None
-            }
-        }
+        });
+    }
+    /// Rule `i` raised `error` on `u`: the rewrite stops there.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, u: UOp, i: usize, error: RuleError) {
+        let r = &self.rules.rules[i];
+        self.stop = Some(Stop::RuleError {
+            rule: r.name,
+            source: r.source,
+            node: u,
+            error,
+        });
     }
 }
 
@@ -844,8 +854,7 @@ impl Rw<'_> {
         loop {
             if self.stop.is_some()
                 || stack.len() > self.limits.stack_limit
-                || self.limits.fuel.is_some_and(|f| self.trace.len() >= f)
-                || self.trace.len() >= self.limits.max_steps
+                || self.trace.len() >= self.step_cap
             {
                 break;
             }
@@ -976,7 +985,6 @@ const NIL: u32 = u32::MAX;
 /// (`rep`, [`NIL`] = unresolved) and the first/last entry of its waitlist in [`Scratch::waits`].
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    epoch: u32,
     on_stack: bool,
     rep: u32,
     whead: u32,
@@ -984,40 +992,29 @@ struct Slot {
 }
 
 const EMPTY_SLOT: Slot = Slot {
-    epoch: 0,
     on_stack: false,
     rep: NIL,
     whead: NIL,
     wtail: NIL,
 };
 
-/// Per-node tables indexed by handle (the graph is a dense arena), valid for one generation:
-/// a slot stamped with an older generation reads as empty, so clearing is one increment (the
-/// tables are kept across calls, nested `simplify` ones included, in [`POOL`]).
+/// Per-node tables indexed by handle (the graph is a dense arena), emptied by each call (kept
+/// across calls, nested `simplify` ones included, in [`POOL`]). Refilling the slots of the
+/// graph at the start of a call costs less than checking a generation stamp on every access.
 #[derive(Debug, Default)]
 struct NodeTable {
-    epoch: u32,
     slots: Vec<Slot>,
 }
 
 impl NodeTable {
     /// Empties the table, with room for the handles below `room`.
     fn reset(&mut self, room: usize) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.slots.fill(EMPTY_SLOT);
-            self.epoch = 1;
-        }
-        if self.slots.len() < room {
-            self.slots.resize(room, EMPTY_SLOT);
-        }
+        self.slots.clear();
+        self.slots.resize(room, EMPTY_SLOT);
     }
     #[inline]
     fn get(&self, u: UOp) -> Slot {
-        match self.slots.get(u.idx()) {
-            Some(s) if s.epoch == self.epoch => *s,
-            _ => EMPTY_SLOT,
-        }
+        self.slots.get(u.idx()).copied().unwrap_or(EMPTY_SLOT)
     }
     #[inline]
     fn replaced(&self, u: UOp) -> Option<UOp> {
@@ -1027,58 +1024,71 @@ impl NodeTable {
     #[inline]
     fn slot_mut(&mut self, u: UOp) -> &mut Slot {
         let i = u.idx();
-        if i >= self.slots.len() {
-            // the graph grows while it is rewritten: leave room instead of growing one by one
-            let n = (i + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize(n, EMPTY_SLOT);
+        // one bounds check: the index below is known in range
+        if i < self.slots.len() {
+            &mut self.slots[i]
+        } else {
+            self.grow(i)
         }
-        let epoch = self.epoch;
-        let s = &mut self.slots[i];
-        if s.epoch != epoch {
-            *s = Slot {
-                epoch,
-                ..EMPTY_SLOT
-            };
-        }
-        s
+    }
+    /// The graph grows while it is rewritten: leave room instead of growing one by one.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) -> &mut Slot {
+        let n = (i + 1).max(self.slots.len() * 2).max(64);
+        self.slots.resize(n, EMPTY_SLOT);
+        &mut self.slots[i]
     }
 }
 
-/// The rule results per node ([`Rw::memo`]), generation-stamped like [`NodeTable`]: `rule` is
-/// the winning rule's index, [`NIL`] when no rule rewrote the node.
+/// [`MemoTable`]: the rules were not asked about this node.
+const UNASKED: u32 = u32::MAX;
+/// [`MemoTable`]: no rule rewrote this node.
+const NO_RULE: u32 = u32::MAX - 1;
+
+/// The rule results per node ([`Rw::memo`]) by handle: the winning rule's index and its
+/// result, [`NO_RULE`] or [`UNASKED`].
 #[derive(Debug, Default)]
 struct MemoTable {
-    epoch: u32,
-    slots: Vec<(u32, u32, UOp)>,
+    slots: Vec<(u32, UOp)>,
 }
 
 impl MemoTable {
     fn clear(&mut self) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.slots.fill((0, NIL, UOp(0)));
-            self.epoch = 1;
+        self.slots.clear();
+    }
+    /// Room for the handles below `room` (a graph and what rules add to it), so that
+    /// [`MemoTable::insert`] rarely grows it.
+    fn reserve_to(&mut self, room: usize) {
+        if self.slots.len() < room {
+            self.slots.resize(room, (UNASKED, UOp(0)));
         }
     }
     #[inline]
     fn get(&self, u: UOp) -> Option<Option<(u32, UOp)>> {
         match self.slots.get(u.idx()) {
-            Some(&(g, rule, after)) if g == self.epoch => {
-                Some((rule != NIL).then_some((rule, after)))
+            Some(&(rule, after)) if rule != UNASKED => {
+                Some((rule != NO_RULE).then_some((rule, after)))
             }
             _ => None,
         }
     }
+    #[inline]
     fn insert(&mut self, u: UOp, v: Option<(u32, UOp)>) {
+        let v = v.unwrap_or((NO_RULE, UOp(0)));
         let i = u.idx();
-        if i >= self.slots.len() {
-            let n = (i + 1).max(self.slots.len() * 2).max(64);
-            self.slots.resize(n, (0, NIL, UOp(0)));
+        if i < self.slots.len() {
+            self.slots[i] = v;
+        } else {
+            self.grow(i, v);
         }
-        self.slots[i] = match v {
-            Some((rule, after)) => (self.epoch, rule, after),
-            None => (self.epoch, NIL, UOp(0)),
-        };
+    }
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize, v: (u32, UOp)) {
+        let n = (i + 1).max(self.slots.len() * 2).max(64);
+        self.slots.resize(n, (UNASKED, UOp(0)));
+        self.slots[i] = v;
     }
 }
 
@@ -1196,7 +1206,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         memo: _,
     } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
-    nodes.reset(g.len() + 64);
+    nodes.reset(g.len() + 16);
+    memo.reserve_to(g.len() + 16);
     stack.clear();
     waits.clear();
     trace.clear();
@@ -1208,6 +1219,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         stop: None,
         scratch: rs,
         memo,
+        step_cap: limits.fuel.unwrap_or(usize::MAX).min(limits.max_steps),
     };
     stack.push((root, 0, root));
     nodes.slot_mut(root).on_stack = true;
@@ -1256,6 +1268,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         if nodes.replaced(n).is_some() {
             continue;
         }
+        // stage 1 run straight from stage 0 with every src known resolved to itself
+        let mut kept = false;
         if stage == 0 {
             if BOTTOM_UP {
                 let mut test_n = Some(n);
@@ -1280,11 +1294,15 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             }
             let mark = stack.len();
             stack.push((n, 1, new_n));
+            // whether every src not pushed now is resolved to itself
+            let mut srcs_kept = true;
             for &x in cx.g.src(new_n).iter().rev() {
                 let s = nodes.slot_mut(x);
                 if !s.on_stack {
                     s.on_stack = true;
                     stack.push((x, 0, x));
+                } else {
+                    srcs_kept &= s.rep == x.0;
                 }
             }
             if BOTTOM_UP || stack.len() != mark + 1 {
@@ -1292,14 +1310,17 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             }
             // no src was pushed: `(n, 1, new_n)` is popped next, with the stack length, stop
             // and `replace` the checks above just passed (top-down mode changes none of them
-            // here), so run it now
+            // here), so run it now; and when every src is resolved to itself, its scan of the
+            // srcs below finds just that
             stack.pop();
             stage = 1;
+            kept = srcs_kept;
         }
         if stage == 1 {
             let mut same = true;
             let mut waiting = None;
-            for &x in cx.g.src(new_n) {
+            let scan: &[UOp] = if kept { &[] } else { cx.g.src(new_n) };
+            for &x in scan {
                 match nodes.replaced(x) {
                     Some(rx) => same &= rx == x,
                     None => {
