@@ -645,7 +645,7 @@ impl UPat {
     }
 
     /// The checks of `self` on the node itself (op, dtype, arg), not its srcs or name.
-    #[inline]
+    #[inline(always)]
     fn head_ok(&self, n: &crate::ir::graph::Node) -> bool {
         if self.op_mask & op_bit(n.op) == 0 || self.dt_mask & dt_bit(n.dtype) == 0 {
             return false;
@@ -665,7 +665,7 @@ impl UPat {
 
     /// [`UPat::match_k`] of a leaf pattern: binds its name in `b` and says whether it matched
     /// (`b` unchanged when not).
-    #[inline]
+    #[inline(always)]
     fn leaf_bind(&self, g: &Graph, u: UOp, b: &mut Binds) -> bool {
         if !self.head_ok(g.node(u)) {
             return false;
