@@ -3,6 +3,8 @@
 //! the same node, `allow_any_len`, `UPat.any`. `UPat::matches` returns every binding in the order
 //! `UPat.match` produces them, which decides which rule application tinygrad picks.
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+#[cfg(test)]
+use crate::ir::AxisType;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SrcPat {
@@ -56,6 +58,9 @@ enum Shape {
     /// Src patterns that are leaves or [`UPat::is_flat`], in order or a permutation with one
     /// or two orders: at most two ways per src, enumerated by nested loops.
     Nested,
+    /// Any other pattern whose every src list is matched in one order or two ([`UPat::deep_ok`]):
+    /// [`deep`], the continuation as a list on the stack instead of closures.
+    Deep,
 }
 
 /// Name → node bindings of one match, in binding order.
@@ -125,14 +130,30 @@ impl UPat {
             return Shape::General;
         };
         if self.is_any || !self.few_orders(v) {
-            return Shape::General;
+            return if self.deep_ok() {
+                Shape::Deep
+            } else {
+                Shape::General
+            };
         }
         if v.len() <= 2 && v.iter().all(UPat::is_leaf) {
             Shape::LeafSrcs
         } else if v.iter().all(|p| p.is_leaf() || p.is_flat()) {
             Shape::Nested
+        } else if self.deep_ok() {
+            Shape::Deep
         } else {
             Shape::General
+        }
+    }
+    /// Whether every src list in `self` (alternatives included) is matched in one order or two.
+    fn deep_ok(&self) -> bool {
+        match &self.src {
+            None => true,
+            Some(SrcPat::Repeat(p)) => p.deep_ok(),
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                (self.is_any || self.few_orders(v)) && v.iter().all(UPat::deep_ok)
+            }
         }
     }
     /// Whether `v` (the src of `self`) is matched in one order or two (a pair swapped).
@@ -506,6 +527,10 @@ impl UPat {
             // a pair has at most two orders: no continuation needed
             Shape::LeafSrcs => self.match_leaf_srcs(g, u, m),
             Shape::Nested => self.match_nested(g, u, m),
+            Shape::Deep => {
+                let MatchScratch { stack, out, ends } = m;
+                deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
+            }
             Shape::General => self.match_all_k(g, u, m),
         }
     }
@@ -821,6 +846,81 @@ fn nest(
     b.truncate(mark);
 }
 
+/// What is left to match after the current pattern: `match_k`'s continuation as a list of
+/// (pattern, node) pairs on the stack, matched in order.
+enum Rest<'a> {
+    Done,
+    Then(&'a UPat, UOp, &'a Rest<'a>),
+}
+
+/// Where [`deep`] appends complete bindings.
+type Sink<'a> = (&'a mut Binds, &'a mut Vec<u32>);
+
+/// [`UPat::match_k`] of `p` on `u` followed by `rest`, for patterns whose src lists have one or
+/// two orders ([`Shape::Deep`]): the same checks in the same order, each complete binding
+/// appended to `sink` where `match_k`'s outermost continuation would run. `b` is restored.
+fn deep(g: &Graph, p: &UPat, u: UOp, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+    if p.is_any {
+        if let Some(SrcPat::Tuple(alts)) = &p.src {
+            for a in alts {
+                deep(g, a, u, rest, b, sink);
+            }
+        }
+        return;
+    }
+    let n = g.node(u);
+    if !p.head_ok(n) {
+        return;
+    }
+    let (required, strict) = match &p.src {
+        None | Some(SrcPat::Repeat(_)) => (0, false),
+        Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !p.allow_any_len),
+    };
+    if n.src.len() < required || (strict && n.src.len() != required) {
+        return;
+    }
+    let mark = b.len();
+    if let Some(name) = p.name {
+        match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+            Some((_, prev)) if *prev != u => return,
+            Some(_) => {}
+            None => b.push((name, u)),
+        }
+    }
+    match &p.src {
+        None => cont(g, rest, b, sink),
+        Some(SrcPat::Repeat(q)) => chain(g, &n.src, &Seq::Repeat(q, n.src.len()), n.src.len(), rest, b, sink),
+        Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+            chain(g, &n.src, &Seq::Order(v, None), v.len(), rest, b, sink);
+            if p.swaps() {
+                chain(g, &n.src, &Seq::Order(v, Some(&[1, 0])), v.len(), rest, b, sink);
+            }
+        }
+    }
+    b.truncate(mark);
+}
+
+/// Runs the first pair of `rest`, or records the binding when nothing is left.
+#[inline]
+fn cont(g: &Graph, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+    match rest {
+        Rest::Done => {
+            sink.0.extend_from_slice(b);
+            sink.1.push(sink.0.len() as u32);
+        }
+        Rest::Then(p, u, tail) => deep(g, p, *u, tail, b, sink),
+    }
+}
+
+/// Puts `pats.at(i)` on `srcs[i]` for `i < j` in front of `rest` (last first), then runs it.
+fn chain(g: &Graph, srcs: &[UOp], pats: &Seq, j: usize, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+    if j == 0 {
+        return cont(g, rest, b, sink);
+    }
+    let r = Rest::Then(pats.at(j - 1), srcs[j - 1], rest);
+    chain(g, srcs, pats, j - 1, &r, b, sink)
+}
+
 /// [`match_seq`] from 0 when every pattern is a leaf: each src matches one way or not, so
 /// `k` runs once (with the names bound in src order, as `match_seq` binds them) or never.
 fn match_leaves(g: &Graph, srcs: &[UOp], pats: &Seq, b: &mut Binds, k: &mut Cont) {
@@ -949,6 +1049,14 @@ mod tests {
             let z = inner[(k * 5 + 1) % inner.len()];
             nodes.push(g.mk(Ops::ADD, dt, &[x, z], Arg::None));
             nodes.push(g.mk(Ops::MUL, dt, &[z, x], Arg::None));
+            // three levels: `(y + x*c) + x`, and a RANGE of consts (a repeated src)
+            let c = leaves[4 + k % 12];
+            let xc = g.mk(Ops::MUL, dt, &[x, c], Arg::None);
+            let t = g.mk(Ops::ADD, dt, &[y, xc], Arg::None);
+            nodes.push(g.mk(Ops::ADD, dt, &[t, x], Arg::None));
+            nodes.push(g.mk(Ops::ADD, dt, &[x, t], Arg::None));
+            let cs: Vec<UOp> = (0..k % 3).map(|i| leaves[4 + (k + i) % 12]).collect();
+            nodes.push(g.mk(Ops::RANGE, dt, &cs, Arg::Range(k as i64, AxisType::Loop)));
             for &s in g.src(x).to_vec().iter() {
                 nodes.push(g.mk(Ops::ADD, dt, &[x, s], Arg::None));
                 nodes.push(g.mk(Ops::ADD, dt, &[s, x], Arg::None));
@@ -958,7 +1066,7 @@ mod tests {
             }
         }
         let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
-        let (mut compared, mut matched, mut nested) = (0, 0, 0);
+        let (mut compared, mut matched, mut nested, mut deep) = (0, 0, 0, 0);
         for r in crate::rewrite::rules::all_rules() {
             for &u in &nodes {
                 r.pat.match_all(&g, u, &mut fast);
@@ -968,14 +1076,16 @@ mod tests {
                 assert_eq!(all(&fast), all(&slow), "{} on {u:?}", r.name);
                 compared += 1;
                 matched += fast.len();
-                if r.pat.shape == Shape::Nested {
-                    nested += fast.len();
+                match r.pat.shape {
+                    Shape::Nested => nested += fast.len(),
+                    Shape::Deep => deep += fast.len(),
+                    _ => {}
                 }
             }
         }
         assert!(
-            compared > 10_000 && matched > 1_000 && nested > 200,
-            "{compared} {matched} {nested}"
+            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100,
+            "{compared} {matched} {nested} {deep}"
         );
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }
