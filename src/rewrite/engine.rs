@@ -43,6 +43,59 @@ pub struct Rule {
     early_reject: u128,
     /// A necessary condition for a match, on the node and its srcs' ops and dtypes only.
     pre: Pre,
+    /// When `pre` is also sufficient (for nodes of at most [`PRE_SRCS`] srcs): the one binding.
+    direct: Option<Direct>,
+}
+
+/// The one binding of a pattern that [`Pre`] decides exactly ([`Direct::of`]): the node's name,
+/// then the names of its first srcs, in `match_k`'s binding order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Direct {
+    root: Option<&'static str>,
+    srcs: [Option<&'static str>; PRE_SRCS],
+}
+
+impl Direct {
+    /// `Some` when a node of at most [`PRE_SRCS`] srcs that passes `Pre::of(p)` (registered under
+    /// its op) matches `p` exactly one way: no root arg or alternatives, src patterns that are
+    /// leaves whose arg, if any, is a whole [`ARG_CLASSES`] class, in one order (a tuple, or a
+    /// permutation of equal patterns) or one repeated unnamed leaf, and no name twice (a
+    /// repeated name would constrain two nodes to be one).
+    fn of(p: &UPat) -> Option<Direct> {
+        if p.is_any || p.arg.is_some() {
+            return None;
+        }
+        let leaf = |q: &UPat| {
+            !q.is_any && q.src.is_none() && (q.arg.is_none() || arg_level(&q.arg) != u8::MAX)
+        };
+        let mut d = Direct {
+            root: p.name,
+            srcs: [None; PRE_SRCS],
+        };
+        match &p.src {
+            None => {}
+            Some(SrcPat::Repeat(q)) => {
+                if !leaf(q) || q.name.is_some() {
+                    return None;
+                }
+            }
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                let ordered = matches!(p.src, Some(SrcPat::Tuple(_)))
+                    || v.iter().all(|q| q == &v[0]);
+                if !ordered || v.len() > PRE_SRCS || !v.iter().all(leaf) {
+                    return None;
+                }
+                for (n, q) in d.srcs.iter_mut().zip(v) {
+                    *n = q.name;
+                }
+            }
+        }
+        let names: Vec<&str> = std::iter::once(d.root).chain(d.srcs).flatten().collect();
+        if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+            return None;
+        }
+        Some(d)
+    }
 }
 
 /// What a pattern demands of one node, ignoring names and deeper srcs: op and dtype as bit
@@ -268,6 +321,7 @@ impl Rule {
         pat.resync();
         let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
         let pre = Pre::of(&pat);
+        let direct = Direct::of(&pat);
         Rule {
             name,
             source,
@@ -275,6 +329,7 @@ impl Rule {
             f,
             early_reject,
             pre,
+            direct,
         }
     }
 }
@@ -537,6 +592,9 @@ impl RuleSet {
             // the table answers every rule's `Pre` check at once
             let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
             let mut src_ops = 0;
+            // the srcs by value: rule functions borrow the graph mutably
+            let mut sh = [UOp(0); PRE_SRCS];
+            sh[..n].copy_from_slice(src);
             for (d, s) in sig.iter_mut().zip(src) {
                 let sn = g.node(*s);
                 src_ops |= op_bit(sn.op);
@@ -554,7 +612,12 @@ impl RuleSet {
                 if early_reject & !src_ops != 0 {
                     continue;
                 }
-                if let Some(r) = self.try_rule(cx, u, i, scratch) {
+                let r = match self.rules[i].direct {
+                    // the table's check was exact: the one binding without the matcher
+                    Some(d) => self.try_direct(cx, u, i, &d, &sh[..n], scratch),
+                    None => self.try_rule(cx, u, i, scratch),
+                };
+                if let Some(r) = r {
                     return r;
                 }
             }
@@ -587,6 +650,35 @@ impl RuleSet {
             }
         }
         Ok(None)
+    }
+    /// Runs rule `i` on `u` with its [`Direct`] binding `d` (`u` passed its `Pre` check; `src`
+    /// are the srcs of `u`).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn try_direct(
+        &self,
+        cx: &mut Cx,
+        u: UOp,
+        i: usize,
+        d: &Direct,
+        src: &[UOp],
+        scratch: &mut RewriteScratch,
+    ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
+        let b = &mut scratch.b;
+        b.0.clear();
+        if let Some(n) = d.root {
+            b.0.push((n, u));
+        }
+        for (n, s) in d.srcs.iter().zip(src) {
+            if let Some(n) = n {
+                b.0.push((n, *s));
+            }
+        }
+        match (self.rules[i].f)(cx, b) {
+            Ok(Some(ret)) if ret != u => Some(Ok(Some((i, ret)))),
+            Ok(_) => None,
+            Err(e) => Some(Err((i, e))),
+        }
     }
     /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
     #[inline(always)]
@@ -1527,6 +1619,8 @@ mod tests {
         ];
         let mut checked = 0;
         let mut admitted = 0;
+        let mut direct = 0;
+        let mut m = MatchScratch::default();
         for rs in sets {
             for (op, t) in rs.tables.iter().enumerate() {
                 let Some(t) = t else { continue };
@@ -1549,12 +1643,33 @@ mod tests {
                         assert_eq!(fast, admitted_slow(rs, &g, u), "{op:?} {dt:?} {srcs:?}");
                         checked += 1;
                         admitted += fast.count_ones();
+                        // a `Direct` rule's table check is its whole match
+                        for (k, (i, _)) in rs.by_op[op_bit_index(op)].iter().enumerate() {
+                            let r = &rs.rules[*i];
+                            let Some(d) = r.direct else { continue };
+                            r.pat.match_all(&g, u, &mut m);
+                            if fast & (1 << k) == 0 {
+                                assert!(m.is_empty(), "{} on {u:?}", r.name);
+                                continue;
+                            }
+                            let mut want = vec![];
+                            want.extend(d.root.map(|n| (n, u)));
+                            for (n, s) in d.srcs.iter().zip(srcs) {
+                                want.extend(n.map(|n| (n, *s)));
+                            }
+                            assert_eq!(m.len(), 1, "{} on {u:?}", r.name);
+                            assert_eq!(m.get(0), &want[..], "{} on {u:?}", r.name);
+                            direct += 1;
+                        }
                     }
                 }
             }
         }
         // the comparison saw many nodes and many admitted rules
-        assert!(checked > 10_000 && admitted > 1_000, "{checked} {admitted}");
+        assert!(
+            checked > 10_000 && admitted > 1_000 && direct > 1_000,
+            "{checked} {admitted} {direct}"
+        );
     }
 
     #[test]
