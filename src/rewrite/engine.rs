@@ -53,14 +53,21 @@ pub struct Rule {
 struct Direct {
     root: Option<&'static str>,
     srcs: [Option<&'static str>; PRE_SRCS],
+    /// For a permutation of two different patterns ([`PreSrc::Swap2`]): the src names in the
+    /// swapped order, bound when the table's swapped check holds (after the in-order one).
+    swapped: Option<[Option<&'static str>; PRE_SRCS]>,
+    /// The two patterns differ only in their names: `Pre` checks one order ([`PreSrc::Ordered`])
+    /// and the swapped order matches iff the in-order one does.
+    sym: bool,
 }
 
 impl Direct {
     /// `Some` when a node of at most [`PRE_SRCS`] srcs that passes `Pre::of(p)` (registered under
     /// its op) matches `p` exactly one way: no root arg or alternatives, src patterns that are
     /// leaves whose arg, if any, is a whole [`ARG_CLASSES`] class, in one order (a tuple, or a
-    /// permutation of equal patterns) or one repeated unnamed leaf, and no name twice (a
-    /// repeated name would constrain two nodes to be one).
+    /// permutation of equal patterns), two (a permutation of two: each order matches one way
+    /// iff the table's check of that order holds) or one repeated unnamed leaf, and no name
+    /// twice (a repeated name would constrain two nodes to be one).
     fn of(p: &UPat) -> Option<Direct> {
         if p.is_any || p.arg.is_some() {
             return None;
@@ -71,6 +78,8 @@ impl Direct {
         let mut d = Direct {
             root: p.name,
             srcs: [None; PRE_SRCS],
+            swapped: None,
+            sym: false,
         };
         match &p.src {
             None => {}
@@ -82,11 +91,15 @@ impl Direct {
             Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
                 let ordered = matches!(p.src, Some(SrcPat::Tuple(_)))
                     || v.iter().all(|q| q == &v[0]);
-                if !ordered || v.len() > PRE_SRCS || !v.iter().all(leaf) {
+                if !(ordered || v.len() == 2) || v.len() > PRE_SRCS || !v.iter().all(leaf) {
                     return None;
                 }
                 for (n, q) in d.srcs.iter_mut().zip(v) {
                     *n = q.name;
+                }
+                if !ordered {
+                    d.swapped = Some([v[1].name, v[0].name, None]);
+                    d.sym = Level::of(&v[0]) == Level::of(&v[1]);
                 }
             }
         }
@@ -492,7 +505,9 @@ impl PreTable {
     /// The entries whose [`Pre::admits`] holds for a node of dtype bit index `dt` with the
     /// srcs `src` (at most [`PRE_SRCS`]), whose `(op index, dtype index, arg class)` are `sig`.
     #[inline]
-    fn admitted(&self, dt: usize, src: &[UOp], sig: &[(usize, usize, usize)]) -> u64 {
+    /// Split by order: `(in order, swapped)`, whose union is the answer; the swapped set has
+    /// only [`PreSrc::Swap2`] entries.
+    fn admitted(&self, dt: usize, src: &[UOp], sig: &[(usize, usize, usize)]) -> (u64, u64) {
         let n = src.len();
         let mut ord = u64::MAX;
         let mut sw = if n >= 2 { u64::MAX } else { 0 };
@@ -502,13 +517,13 @@ impl PreTable {
                 sw &= self.sw_op[i][o] & self.sw_dt[i][d] & self.sw_arg[i][a];
             }
         }
-        let mut m = self.dts[dt] & self.n[n] & (ord | sw);
+        let mut m = self.dts[dt] & self.n[n];
         for (p, &(i, j)) in PAIRS.iter().enumerate() {
             if j >= n || src[i] != src[j] {
                 m &= !self.same[p];
             }
         }
-        m
+        (m & ord, m & sw)
     }
 }
 
@@ -604,7 +619,8 @@ impl RuleSet {
                     arg_class_of(&sn.arg),
                 );
             }
-            let mut cand = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
+            let (ord, sw) = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
+            let mut cand = ord | sw;
             while cand != 0 {
                 let k = cand.trailing_zeros() as usize;
                 cand &= cand - 1;
@@ -612,9 +628,21 @@ impl RuleSet {
                 if early_reject & !src_ops != 0 {
                     continue;
                 }
-                let r = match self.rules[i].direct {
-                    // the table's check was exact: the one binding without the matcher
-                    Some(d) => self.try_direct(cx, u, i, &d, &sh[..n], scratch),
+                let r = match &self.rules[i].direct {
+                    // the table's check was exact: the bindings without the matcher, in order
+                    Some(d) => {
+                        let mut r = None;
+                        if ord & (1 << k) != 0 {
+                            r = self.try_direct(cx, u, i, d.root, &d.srcs, &sh[..n], scratch);
+                        }
+                        if let Some(names) = &d.swapped
+                            && r.is_none()
+                            && (if d.sym { ord } else { sw }) & (1 << k) != 0
+                        {
+                            r = self.try_direct(cx, u, i, d.root, names, &sh[..n], scratch);
+                        }
+                        r
+                    }
                     None => self.try_rule(cx, u, i, scratch),
                 };
                 if let Some(r) = r {
@@ -651,25 +679,26 @@ impl RuleSet {
         }
         Ok(None)
     }
-    /// Runs rule `i` on `u` with its [`Direct`] binding `d` (`u` passed its `Pre` check; `src`
-    /// are the srcs of `u`).
+    /// Runs rule `i` on `u` with a [`Direct`] binding: `root` names `u`, `names` its srcs `src`
+    /// (`u` passed the check of that order).
     #[inline(always)]
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn try_direct(
         &self,
         cx: &mut Cx,
         u: UOp,
         i: usize,
-        d: &Direct,
+        root: Option<&'static str>,
+        names: &[Option<&'static str>; PRE_SRCS],
         src: &[UOp],
         scratch: &mut RewriteScratch,
     ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
         let b = &mut scratch.b;
         b.0.clear();
-        if let Some(n) = d.root {
+        if let Some(n) = root {
             b.0.push((n, u));
         }
-        for (n, s) in d.srcs.iter().zip(src) {
+        for (n, s) in names.iter().zip(src) {
             if let Some(n) = n {
                 b.0.push((n, *s));
             }
@@ -1619,7 +1648,7 @@ mod tests {
         ];
         let mut checked = 0;
         let mut admitted = 0;
-        let mut direct = 0;
+        let (mut direct, mut swapped) = (0, 0);
         let mut m = MatchScratch::default();
         for rs in sets {
             for (op, t) in rs.tables.iter().enumerate() {
@@ -1639,7 +1668,8 @@ mod tests {
                                 )
                             })
                             .collect();
-                        let fast = t.admitted((dt as u8 & 31) as usize, srcs, &sig);
+                        let (ord, sw) = t.admitted((dt as u8 & 31) as usize, srcs, &sig);
+                        let fast = ord | sw;
                         assert_eq!(fast, admitted_slow(rs, &g, u), "{op:?} {dt:?} {srcs:?}");
                         checked += 1;
                         admitted += fast.count_ones();
@@ -1648,18 +1678,23 @@ mod tests {
                             let r = &rs.rules[*i];
                             let Some(d) = r.direct else { continue };
                             r.pat.match_all(&g, u, &mut m);
-                            if fast & (1 << k) == 0 {
-                                assert!(m.is_empty(), "{} on {u:?}", r.name);
-                                continue;
-                            }
                             let mut want = vec![];
-                            want.extend(d.root.map(|n| (n, u)));
-                            for (n, s) in d.srcs.iter().zip(srcs) {
-                                want.extend(n.map(|n| (n, *s)));
+                            let orders = [(ord, Some(d.srcs)), (if d.sym { ord } else { sw }, d.swapped)];
+                            for (bits, names) in orders {
+                                let Some(names) = names.filter(|_| bits & (1 << k) != 0) else {
+                                    continue;
+                                };
+                                let mut one = vec![];
+                                one.extend(d.root.map(|n| (n, u)));
+                                for (n, s) in names.iter().zip(srcs) {
+                                    one.extend(n.map(|n| (n, *s)));
+                                }
+                                want.push(one);
                             }
-                            assert_eq!(m.len(), 1, "{} on {u:?}", r.name);
-                            assert_eq!(m.get(0), &want[..], "{} on {u:?}", r.name);
-                            direct += 1;
+                            let got: Vec<_> = (0..m.len()).map(|j| m.get(j).to_vec()).collect();
+                            assert_eq!(got, want, "{} on {u:?}", r.name);
+                            direct += want.len();
+                            swapped += (want.len() == 2) as usize;
                         }
                     }
                 }
@@ -1667,8 +1702,8 @@ mod tests {
         }
         // the comparison saw many nodes and many admitted rules
         assert!(
-            checked > 10_000 && admitted > 1_000 && direct > 1_000,
-            "{checked} {admitted} {direct}"
+            checked > 10_000 && admitted > 1_000 && direct > 1_000 && swapped > 100,
+            "{checked} {admitted} {direct} {swapped}"
         );
     }
 
