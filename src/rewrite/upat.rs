@@ -889,11 +889,11 @@ fn deep(g: &Graph, p: &UPat, u: UOp, rest: &Rest, b: &mut Binds, sink: &mut Sink
     }
     match &p.src {
         None => cont(g, rest, b, sink),
-        Some(SrcPat::Repeat(q)) => chain(g, &n.src, &Seq::Repeat(q, n.src.len()), n.src.len(), rest, b, sink),
+        Some(SrcPat::Repeat(q)) => chain_short(g, &n.src, &Seq::Repeat(q, n.src.len()), n.src.len(), rest, b, sink),
         Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
-            chain(g, &n.src, &Seq::Order(v, None), v.len(), rest, b, sink);
+            chain_short(g, &n.src, &Seq::Order(v, None), v.len(), rest, b, sink);
             if p.swaps() {
-                chain(g, &n.src, &Seq::Order(v, Some(&[1, 0])), v.len(), rest, b, sink);
+                chain_short(g, &n.src, &Seq::Order(v, Some(&[1, 0])), v.len(), rest, b, sink);
             }
         }
     }
@@ -909,6 +909,28 @@ fn cont(g: &Graph, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
             sink.1.push(sink.0.len() as u32);
         }
         Rest::Then(p, u, tail) => deep(g, p, *u, tail, b, sink),
+    }
+}
+
+/// [`chain`] with the one- and two-src lists built in place (no frame per src).
+#[inline(always)]
+fn chain_short(
+    g: &Graph,
+    srcs: &[UOp],
+    pats: &Seq,
+    j: usize,
+    rest: &Rest,
+    b: &mut Binds,
+    sink: &mut Sink,
+) {
+    match j {
+        0 => cont(g, rest, b, sink),
+        1 => deep(g, pats.at(0), srcs[0], rest, b, sink),
+        2 => {
+            let r = Rest::Then(pats.at(1), srcs[1], rest);
+            deep(g, pats.at(0), srcs[0], &r, b, sink)
+        }
+        _ => chain(g, srcs, pats, j, rest, b, sink),
     }
 }
 
