@@ -89,8 +89,8 @@ impl Direct {
                 }
             }
             Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
-                let ordered = matches!(p.src, Some(SrcPat::Tuple(_)))
-                    || v.iter().all(|q| q == &v[0]);
+                let ordered =
+                    matches!(p.src, Some(SrcPat::Tuple(_))) || v.iter().all(|q| q == &v[0]);
                 if !(ordered || v.len() == 2) || v.len() > PRE_SRCS || !v.iter().all(leaf) {
                     return None;
                 }
@@ -1679,7 +1679,10 @@ mod tests {
                             let Some(d) = r.direct else { continue };
                             r.pat.match_all(&g, u, &mut m);
                             let mut want = vec![];
-                            let orders = [(ord, Some(d.srcs)), (if d.sym { ord } else { sw }, d.swapped)];
+                            let orders = [
+                                (ord, Some(d.srcs)),
+                                (if d.sym { ord } else { sw }, d.swapped),
+                            ];
                             for (bits, names) in orders {
                                 let Some(names) = names.filter(|_| bits & (1 << k) != 0) else {
                                     continue;

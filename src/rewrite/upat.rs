@@ -2,9 +2,9 @@
 //! permutations (commutative list) or repeat, arg compared with Python `==`, names that must bind
 //! the same node, `allow_any_len`, `UPat.any`. `UPat::matches` returns every binding in the order
 //! `UPat.match` produces them, which decides which rule application tinygrad picks.
-use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 #[cfg(test)]
 use crate::ir::AxisType;
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SrcPat {
@@ -889,11 +889,27 @@ fn deep(g: &Graph, p: &UPat, u: UOp, rest: &Rest, b: &mut Binds, sink: &mut Sink
     }
     match &p.src {
         None => cont(g, rest, b, sink),
-        Some(SrcPat::Repeat(q)) => chain_short(g, &n.src, &Seq::Repeat(q, n.src.len()), n.src.len(), rest, b, sink),
+        Some(SrcPat::Repeat(q)) => chain_short(
+            g,
+            &n.src,
+            &Seq::Repeat(q, n.src.len()),
+            n.src.len(),
+            rest,
+            b,
+            sink,
+        ),
         Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
             chain_short(g, &n.src, &Seq::Order(v, None), v.len(), rest, b, sink);
             if p.swaps() {
-                chain_short(g, &n.src, &Seq::Order(v, Some(&[1, 0])), v.len(), rest, b, sink);
+                chain_short(
+                    g,
+                    &n.src,
+                    &Seq::Order(v, Some(&[1, 0])),
+                    v.len(),
+                    rest,
+                    b,
+                    sink,
+                );
             }
         }
     }
@@ -935,7 +951,15 @@ fn chain_short(
 }
 
 /// Puts `pats.at(i)` on `srcs[i]` for `i < j` in front of `rest` (last first), then runs it.
-fn chain(g: &Graph, srcs: &[UOp], pats: &Seq, j: usize, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+fn chain(
+    g: &Graph,
+    srcs: &[UOp],
+    pats: &Seq,
+    j: usize,
+    rest: &Rest,
+    b: &mut Binds,
+    sink: &mut Sink,
+) {
     if j == 0 {
         return cont(g, rest, b, sink);
     }
