@@ -67,7 +67,7 @@ impl Direct {
     /// leaves whose arg, if any, is a whole [`ARG_CLASSES`] class, in one order (a tuple, or a
     /// permutation of equal patterns), two (a permutation of two: each order matches one way
     /// iff the table's check of that order holds) or one repeated unnamed leaf, and no name
-    /// twice (a repeated name would constrain two nodes to be one).
+    /// twice except on one pair of srcs (which [`Pre::same`] checks).
     fn of(p: &UPat) -> Option<Direct> {
         if p.is_any || p.arg.is_some() {
             return None;
@@ -103,8 +103,27 @@ impl Direct {
                 }
             }
         }
-        let names: Vec<&str> = std::iter::once(d.root).chain(d.srcs).flatten().collect();
-        if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+        // one name on two srcs is `Pre::same`, which the table checks exactly: the name binds
+        // at its first src (`match_k` finds it bound at the second)
+        let named: Vec<(usize, &str)> = (0..PRE_SRCS)
+            .filter_map(|i| d.srcs[i].map(|n| (i, n)))
+            .collect();
+        let pairs: Vec<(usize, usize)> = (0..named.len())
+            .flat_map(|a| (a + 1..named.len()).map(move |b| (a, b)))
+            .filter(|&(a, b)| named[a].1 == named[b].1)
+            .map(|(a, b)| (named[a].0, named[b].0))
+            .collect();
+        match pairs[..] {
+            [] => {}
+            [(_, j)] => {
+                d.srcs[j] = None;
+                if let Some(sw) = &mut d.swapped {
+                    sw[1] = None;
+                }
+            }
+            _ => return None,
+        }
+        if d.root.is_some_and(|r| named.iter().any(|(_, n)| *n == r)) {
             return None;
         }
         Some(d)
