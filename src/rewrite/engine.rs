@@ -43,6 +43,91 @@ pub struct Rule {
     early_reject: u128,
     /// A necessary condition for a match, on the node and its srcs' ops and dtypes only.
     pre: Pre,
+    /// When `pre` is also sufficient (for nodes of at most [`PRE_SRCS`] srcs): the one binding.
+    direct: Option<Direct>,
+}
+
+/// The one binding of a pattern that [`Pre`] decides exactly ([`Direct::of`]): the node's name,
+/// then the names of its first srcs, in `match_k`'s binding order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Direct {
+    root: Option<&'static str>,
+    srcs: [Option<&'static str>; PRE_SRCS],
+    /// For a permutation of two different patterns ([`PreSrc::Swap2`]): the src names in the
+    /// swapped order, bound when the table's swapped check holds (after the in-order one).
+    swapped: Option<[Option<&'static str>; PRE_SRCS]>,
+    /// The two patterns differ only in their names: `Pre` checks one order ([`PreSrc::Ordered`])
+    /// and the swapped order matches iff the in-order one does.
+    sym: bool,
+}
+
+impl Direct {
+    /// `Some` when a node of at most [`PRE_SRCS`] srcs that passes `Pre::of(p)` (registered under
+    /// its op) matches `p` exactly one way: no root arg or alternatives, src patterns that are
+    /// leaves whose arg, if any, is a whole [`ARG_CLASSES`] class, in one order (a tuple, or a
+    /// permutation of equal patterns), two (a permutation of two: each order matches one way
+    /// iff the table's check of that order holds) or one repeated unnamed leaf, and no name
+    /// twice except on one pair of srcs (which [`Pre::same`] checks).
+    fn of(p: &UPat) -> Option<Direct> {
+        if p.is_any || p.arg.is_some() {
+            return None;
+        }
+        let leaf = |q: &UPat| {
+            !q.is_any && q.src.is_none() && (q.arg.is_none() || arg_level(&q.arg) != u8::MAX)
+        };
+        let mut d = Direct {
+            root: p.name,
+            srcs: [None; PRE_SRCS],
+            swapped: None,
+            sym: false,
+        };
+        match &p.src {
+            None => {}
+            Some(SrcPat::Repeat(q)) => {
+                if !leaf(q) || q.name.is_some() {
+                    return None;
+                }
+            }
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                let ordered =
+                    matches!(p.src, Some(SrcPat::Tuple(_))) || v.iter().all(|q| q == &v[0]);
+                if !(ordered || v.len() == 2) || v.len() > PRE_SRCS || !v.iter().all(leaf) {
+                    return None;
+                }
+                for (n, q) in d.srcs.iter_mut().zip(v) {
+                    *n = q.name;
+                }
+                if !ordered {
+                    d.swapped = Some([v[1].name, v[0].name, None]);
+                    d.sym = Level::of(&v[0]) == Level::of(&v[1]);
+                }
+            }
+        }
+        // one name on two srcs is `Pre::same`, which the table checks exactly: the name binds
+        // at its first src (`match_k` finds it bound at the second)
+        let named: Vec<(usize, &str)> = (0..PRE_SRCS)
+            .filter_map(|i| d.srcs[i].map(|n| (i, n)))
+            .collect();
+        let pairs: Vec<(usize, usize)> = (0..named.len())
+            .flat_map(|a| (a + 1..named.len()).map(move |b| (a, b)))
+            .filter(|&(a, b)| named[a].1 == named[b].1)
+            .map(|(a, b)| (named[a].0, named[b].0))
+            .collect();
+        match pairs[..] {
+            [] => {}
+            [(_, j)] => {
+                d.srcs[j] = None;
+                if let Some(sw) = &mut d.swapped {
+                    sw[1] = None;
+                }
+            }
+            _ => return None,
+        }
+        if d.root.is_some_and(|r| named.iter().any(|(_, n)| *n == r)) {
+            return None;
+        }
+        Some(d)
+    }
 }
 
 /// What a pattern demands of one node, ignoring names and deeper srcs: op and dtype as bit
@@ -268,6 +353,7 @@ impl Rule {
         pat.resync();
         let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
         let pre = Pre::of(&pat);
+        let direct = Direct::of(&pat);
         Rule {
             name,
             source,
@@ -275,6 +361,7 @@ impl Rule {
             f,
             early_reject,
             pre,
+            direct,
         }
     }
 }
@@ -437,7 +524,9 @@ impl PreTable {
     /// The entries whose [`Pre::admits`] holds for a node of dtype bit index `dt` with the
     /// srcs `src` (at most [`PRE_SRCS`]), whose `(op index, dtype index, arg class)` are `sig`.
     #[inline]
-    fn admitted(&self, dt: usize, src: &[UOp], sig: &[(usize, usize, usize)]) -> u64 {
+    /// Split by order: `(in order, swapped)`, whose union is the answer; the swapped set has
+    /// only [`PreSrc::Swap2`] entries.
+    fn admitted(&self, dt: usize, src: &[UOp], sig: &[(usize, usize, usize)]) -> (u64, u64) {
         let n = src.len();
         let mut ord = u64::MAX;
         let mut sw = if n >= 2 { u64::MAX } else { 0 };
@@ -447,13 +536,13 @@ impl PreTable {
                 sw &= self.sw_op[i][o] & self.sw_dt[i][d] & self.sw_arg[i][a];
             }
         }
-        let mut m = self.dts[dt] & self.n[n] & (ord | sw);
+        let mut m = self.dts[dt] & self.n[n];
         for (p, &(i, j)) in PAIRS.iter().enumerate() {
             if j >= n || src[i] != src[j] {
                 m &= !self.same[p];
             }
         }
-        m
+        (m & ord, m & sw)
     }
 }
 
@@ -537,6 +626,9 @@ impl RuleSet {
             // the table answers every rule's `Pre` check at once
             let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
             let mut src_ops = 0;
+            // the srcs by value: rule functions borrow the graph mutably
+            let mut sh = [UOp(0); PRE_SRCS];
+            sh[..n].copy_from_slice(src);
             for (d, s) in sig.iter_mut().zip(src) {
                 let sn = g.node(*s);
                 src_ops |= op_bit(sn.op);
@@ -546,7 +638,8 @@ impl RuleSet {
                     arg_class_of(&sn.arg),
                 );
             }
-            let mut cand = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
+            let (ord, sw) = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
+            let mut cand = ord | sw;
             while cand != 0 {
                 let k = cand.trailing_zeros() as usize;
                 cand &= cand - 1;
@@ -554,7 +647,24 @@ impl RuleSet {
                 if early_reject & !src_ops != 0 {
                     continue;
                 }
-                if let Some(r) = self.try_rule(cx, u, i, scratch) {
+                let r = match &self.rules[i].direct {
+                    // the table's check was exact: the bindings without the matcher, in order
+                    Some(d) => {
+                        let mut r = None;
+                        if ord & (1 << k) != 0 {
+                            r = self.try_direct(cx, u, i, d.root, &d.srcs, &sh[..n], scratch);
+                        }
+                        if let Some(names) = &d.swapped
+                            && r.is_none()
+                            && (if d.sym { ord } else { sw }) & (1 << k) != 0
+                        {
+                            r = self.try_direct(cx, u, i, d.root, names, &sh[..n], scratch);
+                        }
+                        r
+                    }
+                    None => self.try_rule(cx, u, i, scratch),
+                };
+                if let Some(r) = r {
                     return r;
                 }
             }
@@ -587,6 +697,36 @@ impl RuleSet {
             }
         }
         Ok(None)
+    }
+    /// Runs rule `i` on `u` with a [`Direct`] binding: `root` names `u`, `names` its srcs `src`
+    /// (`u` passed the check of that order).
+    #[inline(always)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    fn try_direct(
+        &self,
+        cx: &mut Cx,
+        u: UOp,
+        i: usize,
+        root: Option<&'static str>,
+        names: &[Option<&'static str>; PRE_SRCS],
+        src: &[UOp],
+        scratch: &mut RewriteScratch,
+    ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
+        let b = &mut scratch.b;
+        b.0.clear();
+        if let Some(n) = root {
+            b.0.push((n, u));
+        }
+        for (n, s) in names.iter().zip(src) {
+            if let Some(n) = n {
+                b.0.push((n, *s));
+            }
+        }
+        match (self.rules[i].f)(cx, b) {
+            Ok(Some(ret)) if ret != u => Some(Ok(Some((i, ret)))),
+            Ok(_) => None,
+            Err(e) => Some(Err((i, e))),
+        }
     }
     /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
     #[inline(always)]
@@ -1548,6 +1688,8 @@ mod tests {
         ];
         let mut checked = 0;
         let mut admitted = 0;
+        let (mut direct, mut swapped) = (0, 0);
+        let mut m = MatchScratch::default();
         for rs in sets {
             for (op, t) in rs.tables.iter().enumerate() {
                 let Some(t) = t else { continue };
@@ -1566,16 +1708,46 @@ mod tests {
                                 )
                             })
                             .collect();
-                        let fast = t.admitted((dt as u8 & 31) as usize, srcs, &sig);
+                        let (ord, sw) = t.admitted((dt as u8 & 31) as usize, srcs, &sig);
+                        let fast = ord | sw;
                         assert_eq!(fast, admitted_slow(rs, &g, u), "{op:?} {dt:?} {srcs:?}");
                         checked += 1;
                         admitted += fast.count_ones();
+                        // a `Direct` rule's table check is its whole match
+                        for (k, (i, _)) in rs.by_op[op_bit_index(op)].iter().enumerate() {
+                            let r = &rs.rules[*i];
+                            let Some(d) = r.direct else { continue };
+                            r.pat.match_all(&g, u, &mut m);
+                            let mut want = vec![];
+                            let orders = [
+                                (ord, Some(d.srcs)),
+                                (if d.sym { ord } else { sw }, d.swapped),
+                            ];
+                            for (bits, names) in orders {
+                                let Some(names) = names.filter(|_| bits & (1 << k) != 0) else {
+                                    continue;
+                                };
+                                let mut one = vec![];
+                                one.extend(d.root.map(|n| (n, u)));
+                                for (n, s) in names.iter().zip(srcs) {
+                                    one.extend(n.map(|n| (n, *s)));
+                                }
+                                want.push(one);
+                            }
+                            let got: Vec<_> = (0..m.len()).map(|j| m.get(j).to_vec()).collect();
+                            assert_eq!(got, want, "{} on {u:?}", r.name);
+                            direct += want.len();
+                            swapped += (want.len() == 2) as usize;
+                        }
                     }
                 }
             }
         }
         // the comparison saw many nodes and many admitted rules
-        assert!(checked > 10_000 && admitted > 1_000, "{checked} {admitted}");
+        assert!(
+            checked > 10_000 && admitted > 1_000 && direct > 1_000 && swapped > 100,
+            "{checked} {admitted} {direct} {swapped}"
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! permutations (commutative list) or repeat, arg compared with Python `==`, names that must bind
 //! the same node, `allow_any_len`, `UPat.any`. `UPat::matches` returns every binding in the order
 //! `UPat.match` produces them, which decides which rule application tinygrad picks.
+#[cfg(test)]
+use crate::ir::AxisType;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +41,26 @@ pub struct UPat {
     /// ([`UPat::synced`]): the matcher tests a node with two ANDs.
     op_mask: u128,
     dt_mask: u32,
+    /// Which path of [`UPat::match_all`] lists this pattern's matches ([`UPat::shape_of`]),
+    /// kept in step with `src` by every builder.
+    shape: Shape,
+}
+
+/// How deep a pattern's structure goes, for [`UPat::match_all`]'s direct paths.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Shape {
+    /// Anything else: the continuation matcher [`UPat::match_k`].
+    General,
+    /// No src, no alternatives ([`UPat::is_leaf`]).
+    Leaf,
+    /// At most two src patterns, all leaves.
+    LeafSrcs,
+    /// Src patterns that are leaves or [`UPat::is_flat`], in order or a permutation with one
+    /// or two orders: at most two ways per src, enumerated by nested loops.
+    Nested,
+    /// Any other pattern whose every src list is matched in one order or two ([`UPat::deep_ok`]):
+    /// [`deep`], the continuation as a list on the stack instead of closures.
+    Deep,
 }
 
 /// Name → node bindings of one match, in binding order.
@@ -83,6 +105,7 @@ impl UPat {
             perm_same: false,
             op_mask: u128::MAX,
             dt_mask: u32::MAX,
+            shape: Shape::Leaf,
         }
     }
     /// `self` with [`UPat::op_mask`] and [`UPat::dt_mask`] recomputed from `op` and `dtype`.
@@ -95,7 +118,65 @@ impl UPat {
             .dtype
             .as_ref()
             .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d)));
+        self.shape = self.shape_of();
         self
+    }
+    /// The [`Shape`] of `self`, from its structure.
+    fn shape_of(&self) -> Shape {
+        if self.is_leaf() {
+            return Shape::Leaf;
+        }
+        let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
+            return Shape::General;
+        };
+        if self.is_any || !self.few_orders(v) {
+            return if self.deep_ok() {
+                Shape::Deep
+            } else {
+                Shape::General
+            };
+        }
+        if v.len() <= 2 && v.iter().all(UPat::is_leaf) {
+            Shape::LeafSrcs
+        } else if v.iter().all(|p| p.is_leaf() || p.is_flat()) {
+            Shape::Nested
+        } else if self.deep_ok() {
+            Shape::Deep
+        } else {
+            Shape::General
+        }
+    }
+    /// Whether every src list in `self` (alternatives included) is matched in one order or two.
+    fn deep_ok(&self) -> bool {
+        match &self.src {
+            None => true,
+            Some(SrcPat::Repeat(p)) => p.deep_ok(),
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                (self.is_any || self.few_orders(v)) && v.iter().all(UPat::deep_ok)
+            }
+        }
+    }
+    /// Whether `v` (the src of `self`) is matched in one order or two (a pair swapped).
+    fn few_orders(&self, v: &[UPat]) -> bool {
+        !matches!(self.src, Some(SrcPat::Perm(_))) || self.perm_same || v.len() <= 2
+    }
+    /// Whether the srcs of `self` are tried swapped too (a permutation of two different patterns).
+    #[inline]
+    fn swaps(&self) -> bool {
+        match &self.src {
+            Some(SrcPat::Perm(v)) => !self.perm_same && v.len() == 2,
+            _ => false,
+        }
+    }
+    /// A pattern one level deep: no alternatives, src patterns that are all leaves, matched in
+    /// one order or two.
+    fn is_flat(&self) -> bool {
+        match &self.src {
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                !self.is_any && self.few_orders(v) && v.iter().all(UPat::is_leaf)
+            }
+            _ => false,
+        }
     }
     /// Recomputes the masks of `self` and every pattern in it (in case a public field was
     /// changed after building).
@@ -190,6 +271,7 @@ impl UPat {
             is_any: true,
             ..UPat::blank()
         }
+        .synced()
     }
     pub fn named(mut self, name: &'static str) -> UPat {
         self.name = Some(name);
@@ -201,17 +283,17 @@ impl UPat {
     }
     pub fn src(mut self, s: Vec<UPat>) -> UPat {
         self.src = Some(SrcPat::Tuple(s));
-        self
+        self.synced()
     }
     /// `src=[...]`: match in any order.
     pub fn src_perm(mut self, s: Vec<UPat>) -> UPat {
         self.perm_same = all_same(&s);
         self.src = Some(SrcPat::Perm(s));
-        self
+        self.synced()
     }
     pub fn src_repeat(mut self, p: UPat) -> UPat {
         self.src = Some(SrcPat::Repeat(Box::new(p)));
-        self
+        self.synced()
     }
     pub fn arg(mut self, a: Arg) -> UPat {
         self.arg = Some(ArgPat::Exact(a));
@@ -431,26 +513,50 @@ impl UPat {
         m.out.clear();
         m.ends.clear();
         m.stack.clear();
-        if self.is_leaf() {
-            // `UPat(ops, name=...)`: one node, one way or none (as `match_k` binds it fresh)
-            if self.head_ok(g.node(u)) {
-                if let Some(name) = self.name {
-                    m.out.push((name, u));
+        match self.shape {
+            Shape::Leaf => {
+                // `UPat(ops, name=...)`: one node, one way or none (as `match_k` binds it fresh)
+                if self.head_ok(g.node(u)) {
+                    if let Some(name) = self.name {
+                        m.out.push((name, u));
+                    }
+                    m.ends.push(m.out.len() as u32);
                 }
-                m.ends.push(m.out.len() as u32);
             }
-            return;
-        }
-        if let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src
-            && !self.is_any
-            && v.len() <= 2
-            && v.iter().all(UPat::is_leaf)
-        {
             // srcs that are all leaves: each order binds one way or not (`match_leaves`), and
             // a pair has at most two orders: no continuation needed
-            return self.match_leaf_srcs(g, u, v, m);
+            Shape::LeafSrcs => self.match_leaf_srcs(g, u, m),
+            Shape::Nested => self.match_nested(g, u, m),
+            Shape::Deep => {
+                let MatchScratch { stack, out, ends } = m;
+                deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
+            }
+            Shape::General => self.match_all_k(g, u, m),
         }
-        self.match_all_k(g, u, m)
+    }
+
+    /// [`UPat::match_all`] of a [`Shape::Nested`] pattern: for each order of the srcs, the
+    /// product of the srcs' ways in `match_seq`'s order (an earlier src's ways vary slowest).
+    fn match_nested(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
+        let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
+            return;
+        };
+        let n = g.node(u);
+        if !self.head_ok(n)
+            || n.src.len() < v.len()
+            || (!self.allow_any_len && n.src.len() != v.len())
+        {
+            return;
+        }
+        let MatchScratch { stack, out, ends } = m;
+        if let Some(name) = self.name {
+            stack.push((name, u));
+        }
+        let srcs = &n.src[..v.len()];
+        nest(g, srcs, v, false, 0, stack, out, ends);
+        if self.swaps() {
+            nest(g, srcs, v, true, 0, stack, out, ends);
+        }
     }
 
     /// [`UPat::match_all`] by [`UPat::match_k`] alone, for every shape (the reference the
@@ -472,7 +578,10 @@ impl UPat {
     /// [`UPat::match_all`] of a pattern whose (at most two) src patterns are leaves: the
     /// orders `match_k` tries (in order, then swapped for a permutation of two different
     /// patterns), each binding the name first, then the srcs in src order.
-    fn match_leaf_srcs(&self, g: &Graph, u: UOp, v: &[UPat], m: &mut MatchScratch) {
+    fn match_leaf_srcs(&self, g: &Graph, u: UOp, m: &mut MatchScratch) {
+        let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
+            return;
+        };
         let n = g.node(u);
         if !self.head_ok(n)
             || n.src.len() < v.len()
@@ -485,7 +594,7 @@ impl UPat {
             b.push((name, u));
         }
         let mark = b.len();
-        let swap = matches!(self.src, Some(SrcPat::Perm(_))) && !self.perm_same && v.len() == 2;
+        let swap = self.swaps();
         for order in [[0usize, 1], [1, 0]].iter().take(1 + swap as usize) {
             let ok = n.src[..v.len()]
                 .iter()
@@ -561,7 +670,7 @@ impl UPat {
     }
 
     /// The checks of `self` on the node itself (op, dtype, arg), not its srcs or name.
-    #[inline]
+    #[inline(always)]
     fn head_ok(&self, n: &crate::ir::graph::Node) -> bool {
         if self.op_mask & op_bit(n.op) == 0 || self.dt_mask & dt_bit(n.dtype) == 0 {
             return false;
@@ -581,7 +690,7 @@ impl UPat {
 
     /// [`UPat::match_k`] of a leaf pattern: binds its name in `b` and says whether it matched
     /// (`b` unchanged when not).
-    #[inline]
+    #[inline(always)]
     fn leaf_bind(&self, g: &Graph, u: UOp, b: &mut Binds) -> bool {
         if !self.head_ok(g.node(u)) {
             return false;
@@ -680,6 +789,182 @@ impl Seq<'_> {
             Seq::Repeat(p, _) => p,
         }
     }
+}
+
+/// The ways of `v` (each a leaf or [`UPat::is_flat`]; swapped: `v[1], v[0]`) on `srcs` from
+/// `i`, with `b` bound so far: appends each complete binding to `out`/`ends` in the order
+/// `match_seq` would pass them to its continuation. `b` is restored on return.
+#[allow(clippy::too_many_arguments)]
+fn nest(
+    g: &Graph,
+    srcs: &[UOp],
+    v: &[UPat],
+    swapped: bool,
+    i: usize,
+    b: &mut Binds,
+    out: &mut Binds,
+    ends: &mut Vec<u32>,
+) {
+    let Some(&s) = srcs.get(i) else {
+        out.extend_from_slice(b);
+        ends.push(out.len() as u32);
+        return;
+    };
+    let p = &v[if swapped { 1 - i } else { i }];
+    let mark = b.len();
+    let Some(SrcPat::Tuple(cv) | SrcPat::Perm(cv)) = &p.src else {
+        if p.leaf_bind(g, s, b) {
+            nest(g, srcs, v, swapped, i + 1, b, out, ends);
+            b.truncate(mark);
+        }
+        return;
+    };
+    // a flat src pattern: `match_k`'s head, length and name checks, then each order of its
+    // leaves
+    let n = g.node(s);
+    if !p.head_ok(n) || n.src.len() < cv.len() || (!p.allow_any_len && n.src.len() != cv.len()) {
+        return;
+    }
+    if let Some(name) = p.name {
+        match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+            Some((_, prev)) if *prev != s => return,
+            Some(_) => {}
+            None => b.push((name, s)),
+        }
+    }
+    let inner = b.len();
+    for swap in [false, true].into_iter().take(1 + p.swaps() as usize) {
+        let ok = n.src[..cv.len()]
+            .iter()
+            .enumerate()
+            .all(|(j, c)| cv[if swap { 1 - j } else { j }].leaf_bind(g, *c, b));
+        if ok {
+            nest(g, srcs, v, swapped, i + 1, b, out, ends);
+        }
+        b.truncate(inner);
+    }
+    b.truncate(mark);
+}
+
+/// What is left to match after the current pattern: `match_k`'s continuation as a list of
+/// (pattern, node) pairs on the stack, matched in order.
+enum Rest<'a> {
+    Done,
+    Then(&'a UPat, UOp, &'a Rest<'a>),
+}
+
+/// Where [`deep`] appends complete bindings.
+type Sink<'a> = (&'a mut Binds, &'a mut Vec<u32>);
+
+/// [`UPat::match_k`] of `p` on `u` followed by `rest`, for patterns whose src lists have one or
+/// two orders ([`Shape::Deep`]): the same checks in the same order, each complete binding
+/// appended to `sink` where `match_k`'s outermost continuation would run. `b` is restored.
+fn deep(g: &Graph, p: &UPat, u: UOp, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+    if p.is_any {
+        if let Some(SrcPat::Tuple(alts)) = &p.src {
+            for a in alts {
+                deep(g, a, u, rest, b, sink);
+            }
+        }
+        return;
+    }
+    let n = g.node(u);
+    if !p.head_ok(n) {
+        return;
+    }
+    let (required, strict) = match &p.src {
+        None | Some(SrcPat::Repeat(_)) => (0, false),
+        Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !p.allow_any_len),
+    };
+    if n.src.len() < required || (strict && n.src.len() != required) {
+        return;
+    }
+    let mark = b.len();
+    if let Some(name) = p.name {
+        match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+            Some((_, prev)) if *prev != u => return,
+            Some(_) => {}
+            None => b.push((name, u)),
+        }
+    }
+    match &p.src {
+        None => cont(g, rest, b, sink),
+        Some(SrcPat::Repeat(q)) => chain_short(
+            g,
+            &n.src,
+            &Seq::Repeat(q, n.src.len()),
+            n.src.len(),
+            rest,
+            b,
+            sink,
+        ),
+        Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+            chain_short(g, &n.src, &Seq::Order(v, None), v.len(), rest, b, sink);
+            if p.swaps() {
+                chain_short(
+                    g,
+                    &n.src,
+                    &Seq::Order(v, Some(&[1, 0])),
+                    v.len(),
+                    rest,
+                    b,
+                    sink,
+                );
+            }
+        }
+    }
+    b.truncate(mark);
+}
+
+/// Runs the first pair of `rest`, or records the binding when nothing is left.
+#[inline]
+fn cont(g: &Graph, rest: &Rest, b: &mut Binds, sink: &mut Sink) {
+    match rest {
+        Rest::Done => {
+            sink.0.extend_from_slice(b);
+            sink.1.push(sink.0.len() as u32);
+        }
+        Rest::Then(p, u, tail) => deep(g, p, *u, tail, b, sink),
+    }
+}
+
+/// [`chain`] with the one- and two-src lists built in place (no frame per src).
+#[inline(always)]
+fn chain_short(
+    g: &Graph,
+    srcs: &[UOp],
+    pats: &Seq,
+    j: usize,
+    rest: &Rest,
+    b: &mut Binds,
+    sink: &mut Sink,
+) {
+    match j {
+        0 => cont(g, rest, b, sink),
+        1 => deep(g, pats.at(0), srcs[0], rest, b, sink),
+        2 => {
+            let r = Rest::Then(pats.at(1), srcs[1], rest);
+            deep(g, pats.at(0), srcs[0], &r, b, sink)
+        }
+        _ => chain(g, srcs, pats, j, rest, b, sink),
+    }
+}
+
+/// Puts `pats.at(i)` on `srcs[i]` for `i < j` in front of `rest` (last first), then runs it.
+fn chain(
+    g: &Graph,
+    srcs: &[UOp],
+    pats: &Seq,
+    j: usize,
+    rest: &Rest,
+    b: &mut Binds,
+    sink: &mut Sink,
+) {
+    if j == 0 {
+        return cont(g, rest, b, sink);
+    }
+    let r = Rest::Then(pats.at(j - 1), srcs[j - 1], rest);
+    chain(g, srcs, pats, j - 1, &r, b, sink)
 }
 
 /// [`match_seq`] from 0 when every pattern is a leaf: each src matches one way or not, so
@@ -806,9 +1091,28 @@ mod tests {
             nodes.push(g.mk(Ops::MUL, dt, &[y, x], Arg::None));
             nodes.push(g.mk(Ops::WHERE, dt, &[leaves[2], x, y], Arg::None));
             nodes.push(g.mk(Ops::CAST, DType::Float, &[x], Arg::None));
+            // two levels under the root, sharing nodes: `x*c0 + x*c1`, `(y + x) + x` shapes
+            let z = inner[(k * 5 + 1) % inner.len()];
+            nodes.push(g.mk(Ops::ADD, dt, &[x, z], Arg::None));
+            nodes.push(g.mk(Ops::MUL, dt, &[z, x], Arg::None));
+            // three levels: `(y + x*c) + x`, and a RANGE of consts (a repeated src)
+            let c = leaves[4 + k % 12];
+            let xc = g.mk(Ops::MUL, dt, &[x, c], Arg::None);
+            let t = g.mk(Ops::ADD, dt, &[y, xc], Arg::None);
+            nodes.push(g.mk(Ops::ADD, dt, &[t, x], Arg::None));
+            nodes.push(g.mk(Ops::ADD, dt, &[x, t], Arg::None));
+            let cs: Vec<UOp> = (0..k % 3).map(|i| leaves[4 + (k + i) % 12]).collect();
+            nodes.push(g.mk(Ops::RANGE, dt, &cs, Arg::Range(k as i64, AxisType::Loop)));
+            for &s in g.src(x).to_vec().iter() {
+                nodes.push(g.mk(Ops::ADD, dt, &[x, s], Arg::None));
+                nodes.push(g.mk(Ops::ADD, dt, &[s, x], Arg::None));
+                let sy = g.mk(Ops::MUL, dt, &[s, y], Arg::None);
+                nodes.push(g.mk(Ops::ADD, dt, &[sy, x], Arg::None));
+                nodes.push(g.mk(Ops::ADD, dt, &[x, sy], Arg::None));
+            }
         }
         let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
-        let (mut compared, mut matched) = (0, 0);
+        let (mut compared, mut matched, mut nested, mut deep) = (0, 0, 0, 0);
         for r in crate::rewrite::rules::all_rules() {
             for &u in &nodes {
                 r.pat.match_all(&g, u, &mut fast);
@@ -818,9 +1122,17 @@ mod tests {
                 assert_eq!(all(&fast), all(&slow), "{} on {u:?}", r.name);
                 compared += 1;
                 matched += fast.len();
+                match r.pat.shape {
+                    Shape::Nested => nested += fast.len(),
+                    Shape::Deep => deep += fast.len(),
+                    _ => {}
+                }
             }
         }
-        assert!(compared > 10_000 && matched > 1_000, "{compared} {matched}");
+        assert!(
+            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100,
+            "{compared} {matched} {nested} {deep}"
+        );
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }
 }
