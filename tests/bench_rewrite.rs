@@ -40,12 +40,14 @@ fn bench_rewrite_reports_consistent_figures() {
         r.ratio_terminating > 0.0 && r.median_graph_ratio > 0.0,
         "{r:?}"
     );
-    // the bare walk (empty rule set) was timed on both sides, and the ceiling is its quotient
+    // the bare walk (empty rule set) was timed on both sides; the ceiling is tinygrad's time
+    // over it on the terminating graphs (all of them when none loops)
     assert!(r.walk_rust_secs > 0.0 && r.walk_python_secs > 0.0, "{r:?}");
-    assert!(
-        (r.walk_ceiling - r.python_secs / r.walk_rust_secs).abs() <= 1e-9 * r.walk_ceiling,
-        "{r:?}"
-    );
+    assert!(r.walk_ceiling > 0.0, "{r:?}");
+    if r.loop_graphs == 0 {
+        let all = r.python_secs / r.walk_rust_secs;
+        assert!((r.walk_ceiling - all).abs() <= 1e-9 * all, "{r:?}");
+    }
     assert!(r.human().contains("walk alone"), "{}", r.human());
     assert_eq!(r.release, !cfg!(debug_assertions));
 }
