@@ -608,6 +608,38 @@ impl UPat {
         }
     }
 
+    /// What every matcher path checks at `u` before its srcs, in `UPat.match`'s order: op,
+    /// dtype and arg ([`UPat::head_ok`]), the src count, then the name (a name bound before must
+    /// be bound to `u`). Returns `u`'s node and the length `b` had, to truncate back to.
+    #[inline(always)]
+    fn enter<'g>(
+        &self,
+        g: &'g Graph,
+        u: UOp,
+        b: &mut Binds,
+    ) -> Option<(&'g crate::ir::graph::Node, usize)> {
+        let n = g.node(u);
+        if !self.head_ok(n) {
+            return None;
+        }
+        let (required, strict) = match &self.src {
+            None | Some(SrcPat::Repeat(_)) => (0, false),
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !self.allow_any_len),
+        };
+        if n.src.len() < required || (strict && n.src.len() != required) {
+            return None;
+        }
+        let mark = b.len();
+        if let Some(name) = self.name {
+            match b.iter().find(|(nm, _)| name_eq(nm, name)) {
+                Some((_, prev)) if *prev != u => return None,
+                Some(_) => {}
+                None => b.push((name, u)),
+            }
+        }
+        Some((n, mark))
+    }
+
     /// Depth-first matching with a continuation: `k` runs once per complete binding, in the order
     /// the breadth-wise `UPat.match` lists them (alternatives of an earlier src vary slowest), and
     /// `b` is restored on return. Allocates nothing.
@@ -620,26 +652,9 @@ impl UPat {
             }
             return;
         }
-        let n = g.node(u);
-        if !self.head_ok(n) {
+        let Some((n, mark)) = self.enter(g, u, b) else {
             return;
-        }
-        let (required, strict) = match &self.src {
-            None => (0, false),
-            Some(SrcPat::Repeat(_)) => (0, false),
-            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !self.allow_any_len),
         };
-        if n.src.len() < required || (strict && n.src.len() != required) {
-            return;
-        }
-        let mark = b.len();
-        if let Some(name) = self.name {
-            match b.iter().find(|(nm, _)| name_eq(nm, name)) {
-                Some((_, prev)) if *prev != u => return,
-                Some(_) => {}
-                None => b.push((name, u)),
-            }
-        }
         let srcs: &[UOp] = &n.src;
         // srcs matched by leaf patterns bind at most one way: no continuation chain
         let seq = |pats: &Seq, b: &mut Binds, k: &mut Cont| {
@@ -868,25 +883,9 @@ fn deep(g: &Graph, p: &UPat, u: UOp, rest: &Rest, b: &mut Binds, sink: &mut Sink
         }
         return;
     }
-    let n = g.node(u);
-    if !p.head_ok(n) {
+    let Some((n, mark)) = p.enter(g, u, b) else {
         return;
-    }
-    let (required, strict) = match &p.src {
-        None | Some(SrcPat::Repeat(_)) => (0, false),
-        Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => (v.len(), !p.allow_any_len),
     };
-    if n.src.len() < required || (strict && n.src.len() != required) {
-        return;
-    }
-    let mark = b.len();
-    if let Some(name) = p.name {
-        match b.iter().find(|(nm, _)| name_eq(nm, name)) {
-            Some((_, prev)) if *prev != u => return,
-            Some(_) => {}
-            None => b.push((name, u)),
-        }
-    }
     match &p.src {
         None => cont(g, rest, b, sink),
         Some(SrcPat::Repeat(q)) => chain_short(
