@@ -45,6 +45,29 @@ pub struct Rule {
     pre: Pre,
     /// When `pre` is also sufficient (for nodes of at most [`PRE_SRCS`] srcs): the one binding.
     direct: Option<Direct>,
+    /// [`deep_reject`]: ops that must appear among the srcs of the node's srcs.
+    deep_reject: u128,
+}
+
+/// `early_reject` one level down: each src pattern matches some src `s` of the node, so the ops
+/// its own `early_reject` names must appear among the srcs of the node's srcs (the union over
+/// all of them). Only src patterns with listed srcs count: `src=p` repeated matches an empty
+/// src list. A necessary condition only, checked before the matcher (`deep_reject_is_sound`).
+fn deep_reject(p: &UPat) -> u128 {
+    let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &p.src else {
+        return 0;
+    };
+    if p.is_any {
+        return 0;
+    }
+    let mut m = 0;
+    for q in v {
+        if q.is_any || !matches!(q.src, Some(SrcPat::Tuple(_) | SrcPat::Perm(_))) {
+            continue;
+        }
+        m |= q.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
+    }
+    m
 }
 
 /// The one binding of a pattern that [`Pre`] decides exactly ([`Direct::of`]): the node's name,
@@ -354,6 +377,7 @@ impl Rule {
         let early_reject = pat.early_reject().into_iter().fold(0, |m, o| m | op_bit(o));
         let pre = Pre::of(&pat);
         let direct = Direct::of(&pat);
+        let deep_reject = deep_reject(&pat);
         Rule {
             name,
             source,
@@ -362,6 +386,7 @@ impl Rule {
             early_reject,
             pre,
             direct,
+            deep_reject,
         }
     }
 }
@@ -640,6 +665,8 @@ impl RuleSet {
             }
             let (ord, sw) = t.admitted((g.dtype(u) as u8 & 31) as usize, src, &sig[..n]);
             let mut cand = ord | sw;
+            // the ops of the srcs' srcs, for `deep_reject`; listed on first use
+            let mut grand: Option<u128> = None;
             while cand != 0 {
                 let k = cand.trailing_zeros() as usize;
                 cand &= cand - 1;
@@ -662,7 +689,17 @@ impl RuleSet {
                         }
                         r
                     }
-                    None => self.try_rule(cx, u, i, scratch),
+                    None => {
+                        let deep = self.rules[i].deep_reject;
+                        if deep != 0 {
+                            let g = &*cx.g;
+                            let ops = *grand.get_or_insert_with(|| grand_ops(g, &sh[..n]));
+                            if deep & !ops != 0 {
+                                continue;
+                            }
+                        }
+                        self.try_rule(cx, u, i, scratch)
+                    }
                 };
                 if let Some(r) = r {
                     return r;
@@ -766,6 +803,14 @@ impl RuleSet {
         }
         None
     }
+}
+
+/// The ops of the srcs of `src`, as bits.
+#[inline]
+fn grand_ops(g: &Graph, src: &[UOp]) -> u128 {
+    src.iter()
+        .flat_map(|s| g.src(*s))
+        .fold(0, |m, s| m | op_bit(g.op(*s)))
 }
 
 /// Buffers [`RuleSet::rewrite_with`] reuses across calls.
@@ -1748,6 +1793,72 @@ mod tests {
             checked > 10_000 && admitted > 1_000 && direct > 1_000 && swapped > 100,
             "{checked} {admitted} {direct} {swapped}"
         );
+    }
+
+    #[test]
+    fn deep_reject_is_sound() {
+        // two-level nodes over a few ops: wherever `deep_reject` rejects, the matcher finds nothing
+        let mut g = Graph::new();
+        let mut leaves = vec![
+            g.variable("a", 0, 10, DType::Int32),
+            g.variable("b", -3, 3, DType::Int32),
+        ];
+        for v in [0, 1, -1, 3] {
+            leaves.push(g.cint(DType::Int32, v));
+        }
+        let ops = [
+            Ops::ADD,
+            Ops::MUL,
+            Ops::IDIV,
+            Ops::MOD,
+            Ops::MAX,
+            Ops::AND,
+            Ops::CMPLT,
+        ];
+        let mut mid = leaves.clone();
+        for op in ops {
+            for &a in &leaves {
+                for &b in &leaves[..4] {
+                    let dt = if op == Ops::CMPLT { DType::Bool } else { DType::Int32 };
+                    mid.push(g.mk(op, dt, &[a, b], Arg::None));
+                }
+            }
+        }
+        let sets = [
+            crate::rewrite::rules::symbolic(),
+            crate::rewrite::rules::sym(),
+        ];
+        let (mut rejected, mut kept_matches) = (0, 0);
+        let mut m = MatchScratch::default();
+        for op in [Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::WHERE] {
+            for (x, &a) in mid.iter().enumerate() {
+                for &b in mid.iter().skip(x % 5).step_by(5) {
+                    let srcs: Vec<UOp> = if op == Ops::WHERE {
+                        vec![leaves[0], a, b]
+                    } else {
+                        vec![a, b]
+                    };
+                    let u = g.mk(op, g.dtype(a), &srcs, Arg::None);
+                    let ops = grand_ops(&g, &srcs);
+                    for rs in &sets {
+                        for (i, _) in &rs.by_op[op_bit_index(op)] {
+                            let r = &rs.rules[*i];
+                            if r.deep_reject == 0 {
+                                continue;
+                            }
+                            r.pat.match_all(&g, u, &mut m);
+                            if r.deep_reject & !ops != 0 {
+                                assert_eq!(m.len(), 0, "{} on {u:?}", r.name);
+                                rejected += 1;
+                            } else {
+                                kept_matches += m.len();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(rejected > 1_000 && kept_matches > 10, "{rejected} {kept_matches}");
     }
 
     #[test]
