@@ -1809,8 +1809,8 @@ mod tests {
         let ops = [
             Ops::ADD,
             Ops::MUL,
-            Ops::IDIV,
-            Ops::MOD,
+            Ops::CDIV,
+            Ops::CMOD,
             Ops::MAX,
             Ops::AND,
             Ops::CMPLT,
@@ -1830,7 +1830,7 @@ mod tests {
         ];
         let (mut rejected, mut kept_matches) = (0, 0);
         let mut m = MatchScratch::default();
-        for op in [Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::WHERE] {
+        for op in [Ops::ADD, Ops::MUL, Ops::CDIV, Ops::CMOD, Ops::CMPLT, Ops::WHERE] {
             for (x, &a) in mid.iter().enumerate() {
                 for &b in mid.iter().skip(x % 5).step_by(5) {
                     let srcs: Vec<UOp> = if op == Ops::WHERE {
