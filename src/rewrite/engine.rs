@@ -1819,7 +1819,11 @@ mod tests {
         for op in ops {
             for &a in &leaves {
                 for &b in &leaves[..4] {
-                    let dt = if op == Ops::CMPLT { DType::Bool } else { DType::Int32 };
+                    let dt = if op == Ops::CMPLT {
+                        DType::Bool
+                    } else {
+                        DType::Int32
+                    };
                     mid.push(g.mk(op, dt, &[a, b], Arg::None));
                 }
             }
@@ -1830,7 +1834,14 @@ mod tests {
         ];
         let (mut rejected, mut kept_matches) = (0, 0);
         let mut m = MatchScratch::default();
-        for op in [Ops::ADD, Ops::MUL, Ops::CDIV, Ops::CMOD, Ops::CMPLT, Ops::WHERE] {
+        for op in [
+            Ops::ADD,
+            Ops::MUL,
+            Ops::CDIV,
+            Ops::CMOD,
+            Ops::CMPLT,
+            Ops::WHERE,
+        ] {
             for (x, &a) in mid.iter().enumerate() {
                 for &b in mid.iter().skip(x % 5).step_by(5) {
                     let srcs: Vec<UOp> = if op == Ops::WHERE {
@@ -1858,7 +1869,10 @@ mod tests {
                 }
             }
         }
-        assert!(rejected > 1_000 && kept_matches > 10, "{rejected} {kept_matches}");
+        assert!(
+            rejected > 1_000 && kept_matches > 10,
+            "{rejected} {kept_matches}"
+        );
     }
 
     #[test]
