@@ -541,17 +541,10 @@ impl UPat {
         let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
             return;
         };
-        let n = g.node(u);
-        if !self.head_ok(n)
-            || n.src.len() < v.len()
-            || (!self.allow_any_len && n.src.len() != v.len())
-        {
-            return;
-        }
         let MatchScratch { stack, out, ends } = m;
-        if let Some(name) = self.name {
-            stack.push((name, u));
-        }
+        let Some((n, _)) = self.enter(g, u, stack) else {
+            return;
+        };
         let srcs = &n.src[..v.len()];
         nest(g, srcs, v, false, 0, stack, out, ends);
         if self.swaps() {
@@ -582,17 +575,10 @@ impl UPat {
         let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
             return;
         };
-        let n = g.node(u);
-        if !self.head_ok(n)
-            || n.src.len() < v.len()
-            || (!self.allow_any_len && n.src.len() != v.len())
-        {
-            return;
-        }
         let b = &mut m.stack;
-        if let Some(name) = self.name {
-            b.push((name, u));
-        }
+        let Some((n, _)) = self.enter(g, u, b) else {
+            return;
+        };
         let mark = b.len();
         let swap = self.swaps();
         for order in [[0usize, 1], [1, 0]].iter().take(1 + swap as usize) {
