@@ -76,8 +76,31 @@ pub struct BenchReport {
     /// port's bare walk, the ratio a port whose rule work cost nothing would reach with this
     /// engine (the rules' rewrites add nodes to walk, so it is an upper bound).
     pub walk_ceiling: f64,
+    /// The terminating graphs by size (input nodes): where the ratio comes from. Per-graph fixed
+    /// costs weigh more on small graphs, on both sides differently.
+    pub by_size: Vec<SizeBucket>,
     /// Whether this binary was built with optimizations (debug timings are not meaningful).
     pub release: bool,
+}
+
+/// The terminating graphs of [`SIZE_BUCKETS`]`[i]` nodes: their totals on each side.
+#[derive(Clone, Debug, Serialize)]
+pub struct SizeBucket {
+    /// `"lo-hi"` input nodes (`"lo+"` for the last).
+    pub nodes: String,
+    pub graphs: usize,
+    pub rust_secs: f64,
+    pub python_secs: f64,
+    /// Tinygrad's time over the port's on these graphs (both count the same nodes).
+    pub ratio: f64,
+}
+
+/// Lower bounds of the size buckets (input nodes); the generator's graphs are mostly 5-40 nodes.
+const SIZE_BUCKETS: [usize; 4] = [0, 9, 17, 33];
+
+/// [`SIZE_BUCKETS`] index of a graph of `n` nodes.
+fn size_bucket(n: usize) -> usize {
+    SIZE_BUCKETS.iter().rposition(|lo| n >= *lo).unwrap_or(0)
 }
 
 impl BenchReport {
@@ -89,7 +112,8 @@ impl BenchReport {
              port/tinygrad speed ratio: {:.1}x\n  \
              without the {} non-terminating graph(s): {:.1}x; median per graph: {:.1}x\n  \
              walk alone (empty rule set): port {:.3} ms, tinygrad {:.3} ms; with rule work \
-             free the port would reach at most {:.1}x (terminating graphs)",
+             free the port would reach at most {:.1}x (terminating graphs)\n  \
+             by graph size (terminating): {}",
             self.rules,
             self.generator,
             self.seed,
@@ -107,7 +131,12 @@ impl BenchReport {
             self.median_graph_ratio,
             self.walk_rust_secs * 1e3,
             self.walk_python_secs * 1e3,
-            self.walk_ceiling
+            self.walk_ceiling,
+            self.by_size
+                .iter()
+                .map(|b| format!("{} nodes {:.1}x ({} graphs)", b.nodes, b.ratio, b.graphs))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 }
@@ -161,6 +190,7 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
     let (mut t_nodes, mut t_rust, mut t_py, mut loops) = (0usize, 0f64, 0f64, 0usize);
     let mut t_walk = 0f64;
     let mut per_graph: Vec<f64> = Vec::new();
+    let mut sizes = [(0usize, 0f64, 0f64); SIZE_BUCKETS.len()];
     for (((c, p), t), w) in cases.iter().zip(&port_runs).zip(&tg_runs).zip(&walk_runs) {
         let tg_loop =
             matches!(&t.result, Ok(SideResult::Err { msg, .. }) if msg.contains("infinite loop"));
@@ -173,6 +203,8 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         t_rust += pr;
         t_py += tr;
         t_walk += w.elapsed.as_secs_f64();
+        let b = &mut sizes[size_bucket(c.nodes)];
+        *b = (b.0 + 1, b.1 + pr, b.2 + tr);
         if pr > 0.0 {
             per_graph.push(tr / pr);
         }
@@ -197,6 +229,41 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         walk_rust_secs: walk.as_secs_f64(),
         walk_python_secs: walk_py_ns as f64 / 1e9,
         walk_ceiling: if t_walk > 0.0 { t_py / t_walk } else { 0.0 },
+        by_size: sizes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.0 > 0)
+            .map(|(i, &(graphs, rust_secs, python_secs))| SizeBucket {
+                nodes: match SIZE_BUCKETS.get(i + 1) {
+                    Some(hi) => format!("{}-{}", SIZE_BUCKETS[i].max(1), hi - 1),
+                    None => format!("{}+", SIZE_BUCKETS[i]),
+                },
+                graphs,
+                rust_secs,
+                python_secs,
+                ratio: if rust_secs > 0.0 {
+                    python_secs / rust_secs
+                } else {
+                    0.0
+                },
+            })
+            .collect(),
         release: !cfg!(debug_assertions),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_buckets_cover_every_size_once() {
+        // each bucket's lower bound lands in it, the node before it in the previous one
+        for (i, lo) in SIZE_BUCKETS.iter().enumerate().skip(1) {
+            assert_eq!(size_bucket(*lo), i);
+            assert_eq!(size_bucket(lo - 1), i - 1);
+        }
+        assert_eq!(size_bucket(1), 0);
+        assert_eq!(size_bucket(10_000), SIZE_BUCKETS.len() - 1);
+    }
 }
