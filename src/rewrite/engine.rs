@@ -415,6 +415,9 @@ pub struct RuleSet {
     /// For each op number, the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the
     /// op has no rules or more than 64).
     tables: Vec<Option<Arc<PreTable>>>,
+    /// For each op number, whether `by_op` lists any rule for it: the engine skips the call (and
+    /// the rule memo) for nodes no rule can match, which is what the call would answer.
+    has_rules: Vec<bool>,
 }
 
 /// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
@@ -596,11 +599,13 @@ impl RuleSet {
                 Some(Arc::new(PreTable::of(&pres)))
             })
             .collect();
+        let has_rules = by_op.iter().map(|v| !v.is_empty()).collect();
         RuleSet {
             name: name.to_string(),
             rules,
             by_op,
             tables,
+            has_rules,
         }
     }
     /// `pm1 + pm2`.
@@ -912,6 +917,16 @@ impl Rw<'_> {
         }
         if self.trace.len() >= self.step_cap {
             self.stop_at_cap();
+            return None;
+        }
+        // no rule is listed for this op: `rewrite_with` would answer `Ok(None)` (nothing to memo)
+        if !self
+            .rules
+            .has_rules
+            .get(op_bit_index(cx.g.op(u)))
+            .copied()
+            .unwrap_or(false)
+        {
             return None;
         }
         let (i, after) = match self.memo.get(u) {
