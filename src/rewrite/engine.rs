@@ -1396,15 +1396,13 @@ fn rewrite_in<const BOTTOM_UP: bool>(
 ) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
-    let Scratch {
-        nodes,
-        stack,
-        waits,
-        tmp,
-        rs,
-        trace,
-        memo: _,
-    } = sc;
+    // the per-call buffers as locals (handed back below): the loop keeps their pointers and
+    // lengths in registers instead of reloading them through `sc`
+    let mut nodes = std::mem::take(&mut sc.nodes);
+    let mut stack = std::mem::take(&mut sc.stack);
+    let mut waits = std::mem::take(&mut sc.waits);
+    let (nodes, stack, waits) = (&mut nodes, &mut stack, &mut waits);
+    let Scratch { tmp, rs, trace, .. } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
     nodes.reset(g.len() + 16);
     memo.reserve_to(g.len() + 16);
@@ -1613,7 +1611,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         }),
         _ => root,
     };
-    Outcome {
+    let out = Outcome {
         root: out_root,
         stop,
         // a long trace (a rewrite cycle run to a limit) is handed over, not copied
@@ -1622,7 +1620,11 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         } else {
             rw.trace.to_vec()
         },
-    }
+    };
+    sc.nodes = std::mem::take(nodes);
+    sc.stack = std::mem::take(stack);
+    sc.waits = std::mem::take(waits);
+    out
 }
 
 /// Applies the recorded steps (before → after) structurally to `root`: used when fuel stopped the
