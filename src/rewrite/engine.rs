@@ -1309,14 +1309,15 @@ struct Scratch {
 thread_local! {
     /// Free [`Scratch`]es: a call takes one and gives it back, so nested calls (a rule's
     /// `simplify`) each have their own and nothing is allocated once the pool is warm.
-    static POOL: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Boxed: a call moves one pointer in and out, not the whole set of buffers.
+    static POOL: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn take_scratch() -> Scratch {
+fn take_scratch() -> Box<Scratch> {
     POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
 }
 
-fn give_scratch(s: Scratch) {
+fn give_scratch(s: Box<Scratch>) {
     POOL.with(|p| p.borrow_mut().push(s));
 }
 
