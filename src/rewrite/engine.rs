@@ -658,8 +658,9 @@ impl RuleSet {
             let mut src_ops = 0;
             // the srcs by value: rule functions borrow the graph mutably
             let mut sh = [UOp(0); PRE_SRCS];
-            sh[..n].copy_from_slice(src);
-            for (d, s) in sig.iter_mut().zip(src) {
+            // copied in this loop: `copy_from_slice` of a variable length is a `memcpy` call
+            for ((d, h), s) in sig.iter_mut().zip(sh.iter_mut()).zip(src) {
+                *h = *s;
                 let sn = g.node(*s);
                 src_ops |= op_bit(sn.op);
                 *d = (
