@@ -565,9 +565,12 @@ impl PreTable {
             }
         }
         let mut m = self.dts[dt] & self.n[n];
-        for (p, &(i, j)) in PAIRS.iter().enumerate() {
-            if j >= n || src[i] != src[j] {
-                m &= !self.same[p];
+        // most ops' rules name no src twice
+        if self.same != [0; 3] {
+            for (p, &(i, j)) in PAIRS.iter().enumerate() {
+                if j >= n || src[i] != src[j] {
+                    m &= !self.same[p];
+                }
             }
         }
         (m & ord, m & sw)
