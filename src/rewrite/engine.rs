@@ -928,6 +928,10 @@ struct Rw<'a> {
     memo: &'a mut MemoTable,
     /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both.
     step_cap: usize,
+    /// One test per pop for both of the loop's checks (the stack limit, then a stop that ends
+    /// the loop): `stack_limit + 1` until such a stop is set (the only places that set one
+    /// also set this), then 0.
+    pop_cap: usize,
 }
 
 impl Rw<'_> {
@@ -982,6 +986,7 @@ impl Rw<'_> {
         self.stop = Some(if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
             Stop::FuelExhausted
         } else {
+            self.pop_cap = 0;
             Stop::NonTermination {
                 steps: self.trace.len(),
             }
@@ -992,6 +997,7 @@ impl Rw<'_> {
     #[inline(never)]
     fn fail(&mut self, u: UOp, i: usize, error: RuleError) {
         let r = &self.rules.rules[i];
+        self.pop_cap = 0;
         self.stop = Some(Stop::RuleError {
             rule: r.name,
             source: r.source,
@@ -1441,6 +1447,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         scratch: rs,
         memo,
         step_cap: limits.fuel.unwrap_or(usize::MAX).min(limits.max_steps),
+        pop_cap: limits.stack_limit.saturating_add(1),
     };
     stack.push((root, 0, root));
     nodes.slot_mut(root).on_stack = true;
@@ -1473,18 +1480,21 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         }};
     }
     'pop: while let Some((n, mut stage, mut new_n)) = stack.pop() {
-        if stack.len() > limits.stack_limit {
-            rw.stop = Some(Stop::NonTermination {
-                steps: rw.trace.len(),
-            });
-            break;
-        }
-        if rw
-            .stop
-            .as_ref()
-            .is_some_and(|s| !matches!(s, Stop::FuelExhausted))
-        {
-            break;
+        // both checks below fail unless this holds (`Rw::pop_cap`)
+        if stack.len() >= rw.pop_cap {
+            if stack.len() > limits.stack_limit {
+                rw.stop = Some(Stop::NonTermination {
+                    steps: rw.trace.len(),
+                });
+                break;
+            }
+            if rw
+                .stop
+                .as_ref()
+                .is_some_and(|s| !matches!(s, Stop::FuelExhausted))
+            {
+                break;
+            }
         }
         if nodes.replaced(n).is_some() {
             continue;
@@ -1497,6 +1507,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                 let mut seen = FxHashSet::default();
                 while let Some(t) = test_n {
                     if !seen.insert(t) {
+                        rw.pop_cap = 0;
                         rw.stop = Some(Stop::NonTermination {
                             steps: rw.trace.len(),
                         });
