@@ -1067,7 +1067,26 @@ impl Rw<'_> {
     /// nothing is resolved meanwhile, so the same limits are checked in the same order (any
     /// limit, or a visit that is not known, hands over to the loop). This is how a rewrite cycle
     /// (`a → b → a → ...`, until `max_steps` or the stack limit) runs at the cost of its steps.
+    #[inline(always)]
     fn push_visit(
+        &mut self,
+        g: &Graph,
+        stack: &mut Vec<(UOp, u8, UOp)>,
+        nodes: &NodeTable,
+        u: UOp,
+    ) {
+        // the usual case: the rules were not asked about `u` (or did not rewrite it), so the
+        // first step of [`Rw::push_known`] would push the visit at once, whatever the limits
+        if !matches!(self.memo.get(u), Some(Some(_))) {
+            stack.push((u, 0, u));
+            return;
+        }
+        self.push_known(g, stack, nodes, u);
+    }
+
+    /// [`Rw::push_visit`] from a node the rules rewrote: runs the known visits, then pushes.
+    #[inline(never)]
+    fn push_known(
         &mut self,
         g: &Graph,
         stack: &mut Vec<(UOp, u8, UOp)>,
