@@ -926,7 +926,9 @@ struct Rw<'a> {
     /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
     /// engine's bookkeeping only.
     memo: &'a mut MemoTable,
-    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both.
+    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both; 0 once
+    /// `stop` is set (by [`Rw::stop_at_cap`], [`Rw::fail`] or the bottom-up loop guard), so that
+    /// [`Rw::apply`] tests the two at once.
     step_cap: usize,
     /// One test per pop for both of the loop's checks (the stack limit, then a stop that ends
     /// the loop): `stack_limit + 1` until such a stop is set (the only places that set one
@@ -938,11 +940,11 @@ impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
     #[inline(always)]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
-        if self.stop.is_some() {
-            return None;
-        }
+        // one test for a stop and the cap: every stop sets `step_cap` to 0
         if self.trace.len() >= self.step_cap {
-            self.stop_at_cap();
+            if self.stop.is_none() {
+                self.stop_at_cap();
+            }
             return None;
         }
         // no rule is listed for this op: `rewrite_with` would answer `Ok(None)` (nothing to memo)
@@ -983,6 +985,7 @@ impl Rw<'_> {
     #[cold]
     #[inline(never)]
     fn stop_at_cap(&mut self) {
+        self.step_cap = 0;
         self.stop = Some(if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
             Stop::FuelExhausted
         } else {
@@ -998,6 +1001,7 @@ impl Rw<'_> {
     fn fail(&mut self, u: UOp, i: usize, error: RuleError) {
         let r = &self.rules.rules[i];
         self.pop_cap = 0;
+        self.step_cap = 0;
         self.stop = Some(Stop::RuleError {
             rule: r.name,
             source: r.source,
@@ -1527,6 +1531,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                 while let Some(t) = test_n {
                     if !seen.insert(t) {
                         rw.pop_cap = 0;
+                        rw.step_cap = 0;
                         rw.stop = Some(Stop::NonTermination {
                             steps: rw.trace.len(),
                         });
