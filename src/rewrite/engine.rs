@@ -1361,6 +1361,7 @@ thread_local! {
     /// Free [`Scratch`]es: a call takes one and gives it back, so nested calls (a rule's
     /// `simplify`) each have their own and nothing is allocated once the pool is warm.
     /// Boxed: a call moves one pointer in and out, not the whole set of buffers.
+    #[allow(clippy::vec_box)]
     static POOL: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
