@@ -417,7 +417,7 @@ pub struct RuleSet {
     tables: Vec<Option<Arc<PreTable>>>,
     /// For each op number, whether `by_op` lists any rule for it: the engine skips the call (and
     /// the rule memo) for nodes no rule can match, which is what the call would answer.
-    has_rules: Vec<bool>,
+    has_rules: [u64; 2],
 }
 
 /// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
@@ -602,7 +602,12 @@ impl RuleSet {
                 Some(Arc::new(PreTable::of(&pres)))
             })
             .collect();
-        let has_rules = by_op.iter().map(|v| !v.is_empty()).collect();
+        let mut has_rules = [0u64; 2];
+        for (op, v) in by_op.iter().enumerate() {
+            if !v.is_empty() {
+                has_rules[op >> 6] |= 1 << (op & 63);
+            }
+        }
         RuleSet {
             name: name.to_string(),
             rules,
@@ -948,13 +953,8 @@ impl Rw<'_> {
             return None;
         }
         // no rule is listed for this op: `rewrite_with` would answer `Ok(None)` (nothing to memo)
-        if !self
-            .rules
-            .has_rules
-            .get(op_bit_index(cx.g.op(u)))
-            .copied()
-            .unwrap_or(false)
-        {
+        let op = op_bit_index(cx.g.op(u));
+        if self.rules.has_rules[op >> 6] >> (op & 63) & 1 == 0 {
             return None;
         }
         let (i, after) = match self.memo.get(u) {
