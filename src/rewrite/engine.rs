@@ -415,6 +415,9 @@ pub struct RuleSet {
     /// For each op number, the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the
     /// op has no rules or more than 64).
     tables: Vec<Option<Arc<PreTable>>>,
+    /// For each op number, whether `by_op` lists any rule for it: the engine skips the call (and
+    /// the rule memo) for nodes no rule can match, which is what the call would answer.
+    has_rules: [u64; 2],
 }
 
 /// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
@@ -562,9 +565,12 @@ impl PreTable {
             }
         }
         let mut m = self.dts[dt] & self.n[n];
-        for (p, &(i, j)) in PAIRS.iter().enumerate() {
-            if j >= n || src[i] != src[j] {
-                m &= !self.same[p];
+        // most ops' rules name no src twice
+        if self.same != [0; 3] {
+            for (p, &(i, j)) in PAIRS.iter().enumerate() {
+                if j >= n || src[i] != src[j] {
+                    m &= !self.same[p];
+                }
             }
         }
         (m & ord, m & sw)
@@ -596,11 +602,18 @@ impl RuleSet {
                 Some(Arc::new(PreTable::of(&pres)))
             })
             .collect();
+        let mut has_rules = [0u64; 2];
+        for (op, v) in by_op.iter().enumerate() {
+            if !v.is_empty() {
+                has_rules[op >> 6] |= 1 << (op & 63);
+            }
+        }
         RuleSet {
             name: name.to_string(),
             rules,
             by_op,
             tables,
+            has_rules,
         }
     }
     /// `pm1 + pm2`.
@@ -653,10 +666,11 @@ impl RuleSet {
             let mut src_ops = 0;
             // the srcs by value: rule functions borrow the graph mutably
             let mut sh = [UOp(0); PRE_SRCS];
-            sh[..n].copy_from_slice(src);
-            for (d, s) in sig.iter_mut().zip(src) {
+            // copied in this loop: `copy_from_slice` of a variable length is a `memcpy` call
+            for ((d, h), s) in sig.iter_mut().zip(sh.iter_mut()).zip(src) {
+                *h = *s;
                 let sn = g.node(*s);
-                src_ops |= op_bit(sn.op);
+                src_ops |= op_bit_fast(sn.op);
                 *d = (
                     op_bit_index(sn.op),
                     (sn.dtype as u8 & 31) as usize,
@@ -810,7 +824,7 @@ impl RuleSet {
 fn grand_ops(g: &Graph, src: &[UOp]) -> u128 {
     src.iter()
         .flat_map(|s| g.src(*s))
-        .fold(0, |m, s| m | op_bit(g.op(*s)))
+        .fold(0, |m, s| m | op_bit_fast(g.op(*s)))
 }
 
 /// Buffers [`RuleSet::rewrite_with`] reuses across calls.
@@ -818,6 +832,24 @@ fn grand_ops(g: &Graph, src: &[UOp]) -> u128 {
 pub struct RewriteScratch {
     m: MatchScratch,
     b: Bindings,
+}
+
+/// [`op_bit`] by table: a 128-bit shift by a variable amount is six instructions on x86-64,
+/// a table row two loads.
+static OP_BITS: [u128; 128] = {
+    let mut t = [0u128; 128];
+    let mut i = 0;
+    while i < 128 {
+        t[i] = 1u128 << i;
+        i += 1;
+    }
+    t
+};
+
+/// [`op_bit`] of `op` (the same bit: `op_bits_table_is_op_bit`).
+#[inline(always)]
+fn op_bit_fast(op: Ops) -> u128 {
+    OP_BITS[op_bit_index(op)]
 }
 
 fn op_bit_index(op: Ops) -> usize {
@@ -899,19 +931,30 @@ struct Rw<'a> {
     /// is asked again when rewrites cycle (`a → b → a` until a limit): the loop then costs the
     /// engine's bookkeeping only.
     memo: &'a mut MemoTable,
-    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both.
+    /// The least of `limits.fuel` and `limits.max_steps`: one test per step for both; 0 once
+    /// `stop` is set (by [`Rw::stop_at_cap`], [`Rw::fail`] or the bottom-up loop guard), so that
+    /// [`Rw::apply`] tests the two at once.
     step_cap: usize,
+    /// One test per pop for both of the loop's checks (the stack limit, then a stop that ends
+    /// the loop): `stack_limit + 1` until such a stop is set (the only places that set one
+    /// also set this), then 0.
+    pop_cap: usize,
 }
 
 impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
     #[inline(always)]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
-        if self.stop.is_some() {
+        // one test for a stop and the cap: every stop sets `step_cap` to 0
+        if self.trace.len() >= self.step_cap {
+            if self.stop.is_none() {
+                self.stop_at_cap();
+            }
             return None;
         }
-        if self.trace.len() >= self.step_cap {
-            self.stop_at_cap();
+        // no rule is listed for this op: `rewrite_with` would answer `Ok(None)` (nothing to memo)
+        let op = op_bit_index(cx.g.op(u));
+        if self.rules.has_rules[op >> 6] >> (op & 63) & 1 == 0 {
             return None;
         }
         let (i, after) = match self.memo.get(u) {
@@ -942,9 +985,11 @@ impl Rw<'_> {
     #[cold]
     #[inline(never)]
     fn stop_at_cap(&mut self) {
+        self.step_cap = 0;
         self.stop = Some(if self.limits.fuel.is_some_and(|f| self.trace.len() >= f) {
             Stop::FuelExhausted
         } else {
+            self.pop_cap = 0;
             Stop::NonTermination {
                 steps: self.trace.len(),
             }
@@ -955,6 +1000,8 @@ impl Rw<'_> {
     #[inline(never)]
     fn fail(&mut self, u: UOp, i: usize, error: RuleError) {
         let r = &self.rules.rules[i];
+        self.pop_cap = 0;
+        self.step_cap = 0;
         self.stop = Some(Stop::RuleError {
             rule: r.name,
             source: r.source,
@@ -1024,7 +1071,26 @@ impl Rw<'_> {
     /// nothing is resolved meanwhile, so the same limits are checked in the same order (any
     /// limit, or a visit that is not known, hands over to the loop). This is how a rewrite cycle
     /// (`a → b → a → ...`, until `max_steps` or the stack limit) runs at the cost of its steps.
+    #[inline(always)]
     fn push_visit(
+        &mut self,
+        g: &Graph,
+        stack: &mut Vec<(UOp, u8, UOp)>,
+        nodes: &NodeTable,
+        u: UOp,
+    ) {
+        // the usual case: the rules were not asked about `u` (or did not rewrite it), so the
+        // first step of [`Rw::push_known`] would push the visit at once, whatever the limits
+        if !matches!(self.memo.get(u), Some(Some(_))) {
+            stack.push((u, 0, u));
+            return;
+        }
+        self.push_known(g, stack, nodes, u);
+    }
+
+    /// [`Rw::push_visit`] from a node the rules rewrote: runs the known visits, then pushes.
+    #[inline(never)]
+    fn push_known(
         &mut self,
         g: &Graph,
         stack: &mut Vec<(UOp, u8, UOp)>,
@@ -1294,14 +1360,16 @@ struct Scratch {
 thread_local! {
     /// Free [`Scratch`]es: a call takes one and gives it back, so nested calls (a rule's
     /// `simplify`) each have their own and nothing is allocated once the pool is warm.
-    static POOL: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Boxed: a call moves one pointer in and out, not the whole set of buffers.
+    #[allow(clippy::vec_box)]
+    static POOL: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn take_scratch() -> Scratch {
+fn take_scratch() -> Box<Scratch> {
     POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
 }
 
-fn give_scratch(s: Scratch) {
+fn give_scratch(s: Box<Scratch>) {
     POOL.with(|p| p.borrow_mut().push(s));
 }
 
@@ -1381,15 +1449,13 @@ fn rewrite_in<const BOTTOM_UP: bool>(
 ) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
-    let Scratch {
-        nodes,
-        stack,
-        waits,
-        tmp,
-        rs,
-        trace,
-        memo: _,
-    } = sc;
+    // the per-call buffers as locals (handed back below): the loop keeps their pointers and
+    // lengths in registers instead of reloading them through `sc`
+    let mut nodes = std::mem::take(&mut sc.nodes);
+    let mut stack = std::mem::take(&mut sc.stack);
+    let mut waits = std::mem::take(&mut sc.waits);
+    let (nodes, stack, waits) = (&mut nodes, &mut stack, &mut waits);
+    let Scratch { tmp, rs, trace, .. } = sc;
     // the per-node tables are indexed by handle: room for the graph and what rules add to it
     nodes.reset(g.len() + 16);
     memo.reserve_to(g.len() + 16);
@@ -1405,6 +1471,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         scratch: rs,
         memo,
         step_cap: limits.fuel.unwrap_or(usize::MAX).min(limits.max_steps),
+        pop_cap: limits.stack_limit.saturating_add(1),
     };
     stack.push((root, 0, root));
     nodes.slot_mut(root).on_stack = true;
@@ -1437,18 +1504,21 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         }};
     }
     'pop: while let Some((n, mut stage, mut new_n)) = stack.pop() {
-        if stack.len() > limits.stack_limit {
-            rw.stop = Some(Stop::NonTermination {
-                steps: rw.trace.len(),
-            });
-            break;
-        }
-        if rw
-            .stop
-            .as_ref()
-            .is_some_and(|s| !matches!(s, Stop::FuelExhausted))
-        {
-            break;
+        // both checks below fail unless this holds (`Rw::pop_cap`)
+        if stack.len() >= rw.pop_cap {
+            if stack.len() > limits.stack_limit {
+                rw.stop = Some(Stop::NonTermination {
+                    steps: rw.trace.len(),
+                });
+                break;
+            }
+            if rw
+                .stop
+                .as_ref()
+                .is_some_and(|s| !matches!(s, Stop::FuelExhausted))
+            {
+                break;
+            }
         }
         if nodes.replaced(n).is_some() {
             continue;
@@ -1461,6 +1531,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                 let mut seen = FxHashSet::default();
                 while let Some(t) = test_n {
                     if !seen.insert(t) {
+                        rw.pop_cap = 0;
+                        rw.step_cap = 0;
                         rw.stop = Some(Stop::NonTermination {
                             steps: rw.trace.len(),
                         });
@@ -1598,7 +1670,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         }),
         _ => root,
     };
-    Outcome {
+    let out = Outcome {
         root: out_root,
         stop,
         // a long trace (a rewrite cycle run to a limit) is handed over, not copied
@@ -1607,7 +1679,11 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         } else {
             rw.trace.to_vec()
         },
-    }
+    };
+    sc.nodes = std::mem::take(nodes);
+    sc.stack = std::mem::take(stack);
+    sc.waits = std::mem::take(waits);
+    out
 }
 
 /// Applies the recorded steps (before → after) structurally to `root`: used when fuel stopped the
@@ -1674,6 +1750,13 @@ mod tests {
                 m
             }
         })
+    }
+
+    #[test]
+    fn op_bits_table_is_op_bit() {
+        for &op in Ops::ALL {
+            assert_eq!(op_bit_fast(op), op_bit(op), "{op:?}");
+        }
     }
 
     #[test]
