@@ -17,12 +17,89 @@ impl UOp {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Node {
     pub op: Ops,
     pub dtype: DType,
     pub src: Srcs,
     pub arg: Arg,
+    /// Set at creation, a function of the fields above (so equality and hashing are unchanged;
+    /// it sits in `Node`'s padding): the node is a scalar tree, its `_shape` `()` by op alone at
+    /// every node below it, so computing any of them raises nothing (see [`scalar_tree`]).
+    pub scalar_tree: bool,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // the derived form of the four tinygrad fields (`scalar_tree` is derived from them)
+        f.debug_struct("Node")
+            .field("op", &self.op)
+            .field("dtype", &self.dtype)
+            .field("src", &self.src)
+            .field("arg", &self.arg)
+            .finish()
+    }
+}
+
+/// How [`scalar_tree`] reads an op, by `op as u8`: `UOp._shape` (uop/ops.py:327) is `()` for
+/// CONST, GETADDR, RANGE and SPECIAL (ops.py:365-377) = 1; for a unary op or CAST of a `()` src
+/// (ops.py:450-452) = 2; for a binary or ternary op whose srcs are all `()` (`_broadcast_shape`
+/// of equal shapes, ops.py:455-462) = 3; for an empty STACK (ops.py:365) = 4; for a BUFFER
+/// without srcs or shaped by an empty STACK (`as_shape`, ops.py:375-377) = 5; 0: ask `_shape`.
+const SCALAR_KIND: [u8; 256] = {
+    use super::ops::group::{BINARY, TERNARY, UNARY};
+    let mut t = [0u8; 256];
+    t[Ops::CONST as usize] = 1;
+    t[Ops::GETADDR as usize] = 1;
+    t[Ops::RANGE as usize] = 1;
+    t[Ops::SPECIAL as usize] = 1;
+    t[Ops::CAST as usize] = 2;
+    let mut i = 0;
+    while i < UNARY.len() {
+        t[UNARY[i] as usize] = 2;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < BINARY.len() {
+        t[BINARY[i] as usize] = 3;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < TERNARY.len() {
+        t[TERNARY[i] as usize] = 3;
+        i += 1;
+    }
+    t[Ops::STACK as usize] = 4;
+    t[Ops::BUFFER as usize] = 5;
+    t
+};
+
+/// Whether a node (op, src) over existing `nodes` is a scalar tree: its op gives `()` given
+/// srcs of `()` ([`SCALAR_KIND`]) and every src is a scalar tree. By induction its `_shape` is
+/// `()`, and no `_shape` below it raises (each is one of these cases). Scalar graphs (the
+/// symbolic fuzzing ones) are made of such nodes only, which lets `const_like` skip its walk.
+#[inline(always)]
+fn scalar_tree(nodes: &[Node], op: Ops, src: &[UOp]) -> bool {
+    // `get`: a handle from another graph makes no scalar tree (and no panic)
+    let tree = |s: &UOp| nodes.get(s.idx()).is_some_and(|n| n.scalar_tree);
+    match SCALAR_KIND[op as usize] {
+        // binary first (most new nodes): both flags, no loop
+        3 => match src {
+            [a, b] => tree(a) & tree(b),
+            [] => false,
+            _ => src.iter().all(tree),
+        },
+        1 => true,
+        2 => src.len() == 1 && tree(&src[0]),
+        4 => src.is_empty(),
+        5 => match src.first() {
+            None => true,
+            Some(s) => nodes
+                .get(s.idx())
+                .is_some_and(|n| n.op == Ops::STACK && n.src.is_empty()),
+        },
+        _ => false,
+    }
 }
 
 /// Srcs stored inline up to [`Srcs::INLINE`] (almost every node): creating a node allocates
@@ -40,6 +117,7 @@ pub struct Srcs {
 
 impl Srcs {
     pub const INLINE: usize = 3;
+    #[inline(always)]
     pub fn new(src: &[UOp]) -> Srcs {
         // element by element: `copy_from_slice` of a variable length is a `memcpy` call
         let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
@@ -305,11 +383,13 @@ impl Graph {
     #[inline(always)]
     fn push_new(&mut self, i: usize, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
         let u = UOp(self.nodes.len() as u32);
+        let scalar_tree = scalar_tree(&self.nodes, op, src);
         self.nodes.push(Node {
             op,
             dtype,
             src: Srcs::new(src),
             arg,
+            scalar_tree,
         });
         self.hashes.push(h);
         self.table[i] = u.0;

@@ -563,6 +563,10 @@ fn shape_walk(
 /// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
 fn quick_scalar(cx: &Cx, x: UOp) -> bool {
     let n = cx.g.node(x);
+    // a scalar tree (the graph's creation-time flag, the same cases all the way down): `()`
+    if n.scalar_tree {
+        return true;
+    }
     // a CONST src is `()` whether or not it is cached yet (it never raises)
     let scalar = |s: &UOp| cx.cache.shape.is_scalar(s) || cx.g.op(*s) == Ops::CONST;
     match n.op {
