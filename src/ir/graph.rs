@@ -45,7 +45,8 @@ impl std::fmt::Debug for Node {
 /// CONST, GETADDR, RANGE and SPECIAL (ops.py:365-377) = 1; for a unary op or CAST of a `()` src
 /// (ops.py:450-452) = 2; for a binary or ternary op whose srcs are all `()` (`_broadcast_shape`
 /// of equal shapes, ops.py:455-462) = 3; for an empty STACK (ops.py:365) = 4; for a BUFFER
-/// without srcs or shaped by an empty STACK (`as_shape`, ops.py:375-377) = 5; 0: ask `_shape`.
+/// without srcs or shaped by an empty STACK (`as_shape`, ops.py:375-377) = 5; for a PARAM of one
+/// empty STACK (ops.py:384-385) = 6; 0: ask `_shape`.
 const SCALAR_KIND: [u8; 256] = {
     use super::ops::group::{BINARY, TERNARY, UNARY};
     let mut t = [0u8; 256];
@@ -54,6 +55,10 @@ const SCALAR_KIND: [u8; 256] = {
     t[Ops::RANGE as usize] = 1;
     t[Ops::SPECIAL as usize] = 1;
     t[Ops::CAST as usize] = 2;
+    // `ps = src[0]._shape`, returned as it is when `()` (ops.py:404-410)
+    t[Ops::BITCAST as usize] = 2;
+    // `src[0].as_shape` (ops.py:385), `()` for an empty STACK
+    t[Ops::PARAM as usize] = 6;
     let mut i = 0;
     while i < UNARY.len() {
         t[UNARY[i] as usize] = 2;
@@ -92,6 +97,13 @@ fn scalar_tree(nodes: &[Node], op: Ops, src: &[UOp]) -> bool {
         1 => true,
         2 => src.len() == 1 && tree(&src[0]),
         4 => src.is_empty(),
+        // one src only: `recursive_property` would compute the shapes of any others first
+        6 => match src {
+            [s] => nodes
+                .get(s.idx())
+                .is_some_and(|n| n.op == Ops::STACK && n.src.is_empty()),
+            _ => false,
+        },
         5 => match src.first() {
             None => true,
             Some(s) => nodes
