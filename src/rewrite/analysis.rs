@@ -1456,6 +1456,17 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
     }
     // sized for the common sums/products: one allocation instead of regrowing
     let mut out = Vec::with_capacity(8);
+    split_uop_into(g, u, sep, &mut out);
+    out
+}
+
+/// [`split_uop`] into `out` (cleared first): a caller's reused buffer, no allocation.
+pub fn split_uop_into(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>) {
+    out.clear();
+    if g.op(u) != sep {
+        out.push(u);
+        return;
+    }
     // the common shallow tree: recursion, no worklist allocation
     fn rec(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>, depth: usize) -> bool {
         for &s in g.src(u) {
@@ -1467,8 +1478,8 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
         }
         true
     }
-    if rec(g, u, sep, &mut out, 0) {
-        return out;
+    if rec(g, u, sep, out, 0) {
+        return;
     }
     // deeper than that: the same left-to-right order from a worklist (no stack overflow)
     out.clear();
@@ -1481,7 +1492,6 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
             out.push(x);
         }
     }
-    out
 }
 
 /// `math.gcd` (non-negative).
