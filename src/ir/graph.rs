@@ -374,6 +374,36 @@ impl Graph {
         }
         self.push_new(i, h, op, dtype, src, arg)
     }
+    /// `mk(CONST, dtype, [], Arg::Const(c))` (a CONST without srcs: what `UOp.const` builds),
+    /// the same node by the same hash and table, with the key's fixed parts folded and the
+    /// probe's comparison inline (the generic one is an out-of-line call per candidate).
+    #[inline]
+    pub fn mk_const(&mut self, dtype: DType, c: ConstVal) -> UOp {
+        let arg = Arg::Const(c);
+        let h = node_hash(Ops::CONST, dtype, &[], &arg);
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        let mask = self.table.len() - 1;
+        let mut i = slot_of(h, self.table.len().trailing_zeros());
+        loop {
+            let e = self.table[i];
+            if e == NIL {
+                return self.push_new(i, h, Ops::CONST, dtype, &[], arg);
+            }
+            if self.hashes[e as usize] == h {
+                let n = &self.nodes[e as usize];
+                if n.op == Ops::CONST
+                    && n.dtype == dtype
+                    && n.src.is_empty()
+                    && matches!(&n.arg, Arg::Const(x) if *x == c)
+                {
+                    return UOp(e);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
     /// node is new (`graph_rewrite`'s rebuild of a node whose srcs were rewritten).
     pub fn mk_like(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
@@ -507,7 +537,7 @@ impl Graph {
     /// dtype (nan canonicalized), bools by truthiness, ints as given (not wrapped).
     pub fn cnst(&mut self, dtype: DType, v: ConstVal) -> UOp {
         let c = dtype_const(dtype, v);
-        self.mk(Ops::CONST, dtype, &[], Arg::Const(c))
+        self.mk_const(dtype, c)
     }
     pub fn cint(&mut self, dtype: DType, v: i128) -> UOp {
         self.cnst(dtype, ConstVal::Int(v))

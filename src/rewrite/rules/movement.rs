@@ -633,7 +633,7 @@ pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError
 pub fn uop_const(cx: &mut Cx, v: ConstVal, dt: DType) -> Result<UOp, RuleError> {
     let dt = if v.is_invalid() { DType::Bool } else { dt };
     let c = checked_dtype_const(dt, v)?;
-    Ok(cx.g.mk(Ops::CONST, dt, &[], Arg::Const(c)))
+    Ok(cx.g.mk_const(dt, c))
 }
 
 /// `shape_to_shape_arg` (uop/ops.py:96): one dim → CONST weakint, more → STACK of them.
