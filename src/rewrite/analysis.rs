@@ -1047,8 +1047,22 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
         if cache.min_max.contains_key(s) {
             continue;
         }
-        // a leaf read (CONST, variable): filled here, without a call
-        if let Some(v) = leaf_quick(g.node(*s)) {
+        // a leaf read (CONST, variable): filled here, without a call. An ordinary CONST by its
+        // variant (what `leaf_quick` gives it, built without copying the whole enum)
+        let sn = g.node(*s);
+        if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
+            let v = match *c {
+                I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
+                B(b) => Some((B(b), B(b))),
+                F(f) => Some((F(f), F(f))),
+                _ => None,
+            };
+            if let Some(v) = v {
+                cache.min_max.set(*s, v);
+                continue;
+            }
+        }
+        if let Some(v) = leaf_quick(sn) {
             cache.min_max.set(*s, v);
             continue;
         }
