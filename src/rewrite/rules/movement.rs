@@ -662,7 +662,18 @@ pub fn const_like(
 /// `ret._mop(EXPAND, arg=x._shape) if x._shape and ret._shape != x._shape else ret`, `ret` scalar
 /// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
 /// shape of `x` leaves `ret` as it is.
+#[inline]
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
+    // a scalar tree is `()` (`quick_scalar`'s first case): `ret` as it is, without a call
+    if cx.g.node(x).scalar_tree {
+        return Ok(ret);
+    }
+    expand_like_shaped(cx, x, ret)
+}
+
+/// [`expand_like`] past the scalar trees.
+#[inline(never)]
+fn expand_like_shaped(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
     // `x._shape` is `()` where it is cheap to see (a scalar ALU node of CONSTs, what
     // `fold_const_alu` folds): `ret` as it is, nothing walked or cached
     if quick_scalar(cx, x) {
