@@ -341,9 +341,7 @@ thread_local! {
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
-    let mut s = SCRATCH
-        .with(|p| p.borrow_mut().pop())
-        .unwrap_or_default();
+    let mut s = SCRATCH.with(|p| p.borrow_mut().pop()).unwrap_or_default();
     let out = fold_divmod_general_in(cx, d, &mut s);
     let _ = SCRATCH.try_with(|p| {
         let mut p = p.borrow_mut();
@@ -354,11 +352,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     out
 }
 
-fn fold_divmod_general_in(
-    cx: &mut Cx,
-    d: UOp,
-    s: &mut Scratch,
-) -> Result<Option<UOp>, RuleError> {
+fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
     let (x, y) = match cx.g.src(d) {
         [x, y] => (*x, *y),
@@ -632,12 +626,12 @@ fn fold_divmod_general_in(
         // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
         (y, true)
-    } else if const_divisor_unit_gcd(cx, &all_uops, y)? {
+    } else if const_divisor_unit_gcd(cx, all_uops, y)? {
         drop(DepthGuard::enter()?);
         (y, true)
     } else {
         let mut gargs = Vec::with_capacity(all_uops.len() + 1);
-        gargs.extend_from_slice(&all_uops);
+        gargs.extend_from_slice(all_uops);
         gargs.push(y);
         divide_by_gcd_gcd(cx, &gargs)?
     };
