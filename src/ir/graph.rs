@@ -656,6 +656,54 @@ mod tests {
         );
     }
     #[test]
+    fn mk_const_is_mk_of_a_const() {
+        let mut g = Graph::new();
+        let vals = [
+            (DType::Int32, ConstVal::Int(3)),
+            (DType::WeakInt, ConstVal::Int(3)),
+            (DType::Float, ConstVal::Float(0.0)),
+            (DType::Float, ConstVal::Float(-0.0)),
+            (DType::Bool, ConstVal::Bool(true)),
+            (DType::Bool, ConstVal::Invalid),
+        ];
+        // built first by one, then looked up by the other (both orders), over a growing table
+        for (i, (dt, v)) in vals.iter().enumerate() {
+            let (a, b) = if i % 2 == 0 {
+                let a = g.mk_const(*dt, *v);
+                (a, g.mk(Ops::CONST, *dt, &[], Arg::Const(*v)))
+            } else {
+                let b = g.mk(Ops::CONST, *dt, &[], Arg::Const(*v));
+                (g.mk_const(*dt, *v), b)
+            };
+            assert_eq!(a, b);
+            assert_eq!(g.const_val(a), Some(*v));
+            assert_eq!(g.dtype(a), *dt);
+        }
+        assert_eq!(g.len(), vals.len());
+        // a CONST with a src is another node
+        let s = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+        let with_src = g.mk(Ops::CONST, DType::Int32, &[s], Arg::Const(ConstVal::Int(3)));
+        assert_ne!(with_src, g.mk_const(DType::Int32, ConstVal::Int(3)));
+    }
+    #[test]
+    fn scalar_tree_follows_shape_cases() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let c = g.cint(DType::WeakInt, 2);
+        let a = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, c]).unwrap();
+        for u in [x, c, a, lt] {
+            assert!(g.node(u).scalar_tree, "{:?}", g.node(u));
+        }
+        // a buffer of size 4 (PARAM of a CONST) has shape (4,): not scalar, nor what uses it
+        let p = g.param(0, DType::Int32, 4);
+        assert!(!g.node(p).scalar_tree);
+        let n = g.alu(Ops::NEG, &[p]).unwrap();
+        assert!(!g.node(n).scalar_tree);
+        let m = g.alu(Ops::MUL, &[p, p]).unwrap();
+        assert!(!g.node(m).scalar_tree);
+    }
+    #[test]
     fn infers_dtypes_like_tinygrad() {
         let mut g = Graph::new();
         let a = g.variable("a", 0, 10, DType::Int8);
