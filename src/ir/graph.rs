@@ -412,6 +412,16 @@ impl Graph {
         }
         let node = &self.nodes[n.idx()];
         let op = node.op;
+        if let Arg::None = node.arg {
+            // the ALU nodes (most rebuilds): the arg's parts of hashing, comparing and cloning
+            // folded away
+            let h = node_hash(op, dtype, src, &Arg::None);
+            let (i, found) = self.probe(h, op, dtype, src, &Arg::None);
+            if let Some(u) = found {
+                return u;
+            }
+            return self.push_new(i, h, op, dtype, src, Arg::None);
+        }
         let h = node_hash(op, dtype, src, &node.arg);
         let (i, found) = self.probe(h, op, dtype, src, &node.arg);
         if let Some(u) = found {
