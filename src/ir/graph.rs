@@ -17,12 +17,101 @@ impl UOp {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Node {
     pub op: Ops,
     pub dtype: DType,
     pub src: Srcs,
     pub arg: Arg,
+    /// Set at creation, a function of the fields above (so equality and hashing are unchanged;
+    /// it sits in `Node`'s padding): the node is a scalar tree, its `_shape` `()` by op alone at
+    /// every node below it, so computing any of them raises nothing (see [`scalar_tree`]).
+    pub scalar_tree: bool,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // the derived form of the four tinygrad fields (`scalar_tree` is derived from them)
+        f.debug_struct("Node")
+            .field("op", &self.op)
+            .field("dtype", &self.dtype)
+            .field("src", &self.src)
+            .field("arg", &self.arg)
+            .finish()
+    }
+}
+
+/// How [`scalar_tree`] reads an op, by `op as u8`: `UOp._shape` (uop/ops.py:327) is `()` for
+/// CONST, GETADDR, RANGE and SPECIAL (ops.py:365-377) = 1; for a unary op or CAST of a `()` src
+/// (ops.py:450-452) = 2; for a binary or ternary op whose srcs are all `()` (`_broadcast_shape`
+/// of equal shapes, ops.py:455-462) = 3; for an empty STACK (ops.py:365) = 4; for a BUFFER
+/// without srcs or shaped by an empty STACK (`as_shape`, ops.py:375-377) = 5; for a PARAM of one
+/// empty STACK (ops.py:384-385) = 6; 0: ask `_shape`.
+const SCALAR_KIND: [u8; 256] = {
+    use super::ops::group::{BINARY, TERNARY, UNARY};
+    let mut t = [0u8; 256];
+    t[Ops::CONST as usize] = 1;
+    t[Ops::GETADDR as usize] = 1;
+    t[Ops::RANGE as usize] = 1;
+    t[Ops::SPECIAL as usize] = 1;
+    t[Ops::CAST as usize] = 2;
+    // `ps = src[0]._shape`, returned as it is when `()` (ops.py:404-410)
+    t[Ops::BITCAST as usize] = 2;
+    // `src[0].as_shape` (ops.py:385), `()` for an empty STACK
+    t[Ops::PARAM as usize] = 6;
+    let mut i = 0;
+    while i < UNARY.len() {
+        t[UNARY[i] as usize] = 2;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < BINARY.len() {
+        t[BINARY[i] as usize] = 3;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < TERNARY.len() {
+        t[TERNARY[i] as usize] = 3;
+        i += 1;
+    }
+    t[Ops::STACK as usize] = 4;
+    t[Ops::BUFFER as usize] = 5;
+    t
+};
+
+/// Whether a node (op, src) over existing `nodes` is a scalar tree: its op gives `()` given
+/// srcs of `()` ([`SCALAR_KIND`]) and every src is a scalar tree. By induction its `_shape` is
+/// `()`, and no `_shape` below it raises (each is one of these cases). Scalar graphs (the
+/// symbolic fuzzing ones) are made of such nodes only, which lets `const_like` skip its walk.
+#[inline(always)]
+fn scalar_tree(nodes: &[Node], op: Ops, src: &[UOp]) -> bool {
+    // `get`: a handle from another graph makes no scalar tree (and no panic)
+    let tree = |s: &UOp| nodes.get(s.idx()).is_some_and(|n| n.scalar_tree);
+    match SCALAR_KIND[op as usize] {
+        // binary first (most new nodes): both flags, no loop
+        3 => match src {
+            [a, b] => tree(a) & tree(b),
+            [] => false,
+            _ => src.iter().all(tree),
+        },
+        1 => true,
+        2 => src.len() == 1 && tree(&src[0]),
+        4 => src.is_empty(),
+        // one src only: `recursive_property` would compute the shapes of any others first
+        6 => match src {
+            [s] => nodes
+                .get(s.idx())
+                .is_some_and(|n| n.op == Ops::STACK && n.src.is_empty()),
+            _ => false,
+        },
+        5 => match src.first() {
+            None => true,
+            Some(s) => nodes
+                .get(s.idx())
+                .is_some_and(|n| n.op == Ops::STACK && n.src.is_empty()),
+        },
+        _ => false,
+    }
 }
 
 /// Srcs stored inline up to [`Srcs::INLINE`] (almost every node): creating a node allocates
@@ -40,6 +129,7 @@ pub struct Srcs {
 
 impl Srcs {
     pub const INLINE: usize = 3;
+    #[inline(always)]
     pub fn new(src: &[UOp]) -> Srcs {
         // element by element: `copy_from_slice` of a variable length is a `memcpy` call
         let at = |i: usize| src.get(i).copied().unwrap_or(UOp(0));
@@ -284,6 +374,36 @@ impl Graph {
         }
         self.push_new(i, h, op, dtype, src, arg)
     }
+    /// `mk(CONST, dtype, [], Arg::Const(c))` (a CONST without srcs: what `UOp.const` builds),
+    /// the same node by the same hash and table, with the key's fixed parts folded and the
+    /// probe's comparison inline (the generic one is an out-of-line call per candidate).
+    #[inline]
+    pub fn mk_const(&mut self, dtype: DType, c: ConstVal) -> UOp {
+        let arg = Arg::Const(c);
+        let h = node_hash(Ops::CONST, dtype, &[], &arg);
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        let mask = self.table.len() - 1;
+        let mut i = slot_of(h, self.table.len().trailing_zeros());
+        loop {
+            let e = self.table[i];
+            if e == NIL {
+                return self.push_new(i, h, Ops::CONST, dtype, &[], arg);
+            }
+            if self.hashes[e as usize] == h {
+                let n = &self.nodes[e as usize];
+                if n.op == Ops::CONST
+                    && n.dtype == dtype
+                    && n.src.is_empty()
+                    && matches!(&n.arg, Arg::Const(x) if *x == c)
+                {
+                    return UOp(e);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
     /// node is new (`graph_rewrite`'s rebuild of a node whose srcs were rewritten).
     pub fn mk_like(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
@@ -292,6 +412,16 @@ impl Graph {
         }
         let node = &self.nodes[n.idx()];
         let op = node.op;
+        if let Arg::None = node.arg {
+            // the ALU nodes (most rebuilds): the arg's parts of hashing, comparing and cloning
+            // folded away
+            let h = node_hash(op, dtype, src, &Arg::None);
+            let (i, found) = self.probe(h, op, dtype, src, &Arg::None);
+            if let Some(u) = found {
+                return u;
+            }
+            return self.push_new(i, h, op, dtype, src, Arg::None);
+        }
         let h = node_hash(op, dtype, src, &node.arg);
         let (i, found) = self.probe(h, op, dtype, src, &node.arg);
         if let Some(u) = found {
@@ -305,11 +435,13 @@ impl Graph {
     #[inline(always)]
     fn push_new(&mut self, i: usize, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
         let u = UOp(self.nodes.len() as u32);
+        let scalar_tree = scalar_tree(&self.nodes, op, src);
         self.nodes.push(Node {
             op,
             dtype,
             src: Srcs::new(src),
             arg,
+            scalar_tree,
         });
         self.hashes.push(h);
         self.table[i] = u.0;
@@ -415,7 +547,7 @@ impl Graph {
     /// dtype (nan canonicalized), bools by truthiness, ints as given (not wrapped).
     pub fn cnst(&mut self, dtype: DType, v: ConstVal) -> UOp {
         let c = dtype_const(dtype, v);
-        self.mk(Ops::CONST, dtype, &[], Arg::Const(c))
+        self.mk_const(dtype, c)
     }
     pub fn cint(&mut self, dtype: DType, v: i128) -> UOp {
         self.cnst(dtype, ConstVal::Int(v))
@@ -532,6 +664,54 @@ mod tests {
             g.cfloat(DType::Float, f64::NAN),
             g.cfloat(DType::Float, -f64::NAN)
         );
+    }
+    #[test]
+    fn mk_const_is_mk_of_a_const() {
+        let mut g = Graph::new();
+        let vals = [
+            (DType::Int32, ConstVal::Int(3)),
+            (DType::WeakInt, ConstVal::Int(3)),
+            (DType::Float, ConstVal::Float(0.0)),
+            (DType::Float, ConstVal::Float(-0.0)),
+            (DType::Bool, ConstVal::Bool(true)),
+            (DType::Bool, ConstVal::Invalid),
+        ];
+        // built first by one, then looked up by the other (both orders), over a growing table
+        for (i, (dt, v)) in vals.iter().enumerate() {
+            let (a, b) = if i % 2 == 0 {
+                let a = g.mk_const(*dt, *v);
+                (a, g.mk(Ops::CONST, *dt, &[], Arg::Const(*v)))
+            } else {
+                let b = g.mk(Ops::CONST, *dt, &[], Arg::Const(*v));
+                (g.mk_const(*dt, *v), b)
+            };
+            assert_eq!(a, b);
+            assert_eq!(g.const_val(a), Some(*v));
+            assert_eq!(g.dtype(a), *dt);
+        }
+        assert_eq!(g.len(), vals.len());
+        // a CONST with a src is another node
+        let s = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+        let with_src = g.mk(Ops::CONST, DType::Int32, &[s], Arg::Const(ConstVal::Int(3)));
+        assert_ne!(with_src, g.mk_const(DType::Int32, ConstVal::Int(3)));
+    }
+    #[test]
+    fn scalar_tree_follows_shape_cases() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let c = g.cint(DType::WeakInt, 2);
+        let a = g.alu(Ops::ADD, &[x, c]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, c]).unwrap();
+        for u in [x, c, a, lt] {
+            assert!(g.node(u).scalar_tree, "{:?}", g.node(u));
+        }
+        // a buffer of size 4 (PARAM of a CONST) has shape (4,): not scalar, nor what uses it
+        let p = g.param(0, DType::Int32, 4);
+        assert!(!g.node(p).scalar_tree);
+        let n = g.alu(Ops::NEG, &[p]).unwrap();
+        assert!(!g.node(n).scalar_tree);
+        let m = g.alu(Ops::MUL, &[p, p]).unwrap();
+        assert!(!g.node(m).scalar_tree);
     }
     #[test]
     fn infers_dtypes_like_tinygrad() {

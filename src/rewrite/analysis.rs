@@ -1047,8 +1047,22 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
         if cache.min_max.contains_key(s) {
             continue;
         }
-        // a leaf read (CONST, variable): filled here, without a call
-        if let Some(v) = leaf_quick(g.node(*s)) {
+        // a leaf read (CONST, variable): filled here, without a call. An ordinary CONST by its
+        // variant (what `leaf_quick` gives it, built without copying the whole enum)
+        let sn = g.node(*s);
+        if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
+            let v = match *c {
+                I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
+                B(b) => Some((B(b), B(b))),
+                F(f) => Some((F(f), F(f))),
+                _ => None,
+            };
+            if let Some(v) = v {
+                cache.min_max.set(*s, v);
+                continue;
+            }
+        }
+        if let Some(v) = leaf_quick(sn) {
             cache.min_max.set(*s, v);
             continue;
         }
@@ -1456,6 +1470,17 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
     }
     // sized for the common sums/products: one allocation instead of regrowing
     let mut out = Vec::with_capacity(8);
+    split_uop_into(g, u, sep, &mut out);
+    out
+}
+
+/// [`split_uop`] into `out` (cleared first): a caller's reused buffer, no allocation.
+pub fn split_uop_into(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>) {
+    out.clear();
+    if g.op(u) != sep {
+        out.push(u);
+        return;
+    }
     // the common shallow tree: recursion, no worklist allocation
     fn rec(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>, depth: usize) -> bool {
         for &s in g.src(u) {
@@ -1467,8 +1492,8 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
         }
         true
     }
-    if rec(g, u, sep, &mut out, 0) {
-        return out;
+    if rec(g, u, sep, out, 0) {
+        return;
     }
     // deeper than that: the same left-to-right order from a worklist (no stack overflow)
     out.clear();
@@ -1481,7 +1506,6 @@ pub fn split_uop(g: &Graph, u: UOp, sep: Ops) -> Vec<UOp> {
             out.push(x);
         }
     }
-    out
 }
 
 /// `math.gcd` (non-negative).

@@ -265,19 +265,23 @@ fn congruence_term_bounds(
     cx: &mut Cx,
     terms: &[Option<UOp>],
     c: i128,
-) -> Option<Vec<(i128, i128)>> {
+    out: &mut Vec<(i128, i128)>,
+) -> bool {
+    out.clear();
     if c > i64::MAX as i128 {
-        return None;
+        return false;
     }
-    let mut out = Vec::with_capacity(terms.len());
     for t in terms {
-        let t = (*t)?;
+        let Some(t) = *t else { return false };
         if cx.g.dtype(t) != DType::WeakInt {
-            return None;
+            return false;
         }
-        out.push(exact_int_bounds(cx, t)?);
+        let Some(b) = exact_int_bounds(cx, t) else {
+            return false;
+        };
+        out.push(b);
     }
-    Some(out)
+    true
 }
 
 /// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
@@ -291,8 +295,14 @@ fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
     let go = || -> Option<(i128, i128)> {
         let (mut lo, mut hi) = (0i128, 0i128);
+        // i64 operands (nearly all): their products stay far inside i128, no overflow check
+        let small = |i: i128| i as i64 as i128 == i;
         for (&(t0, t1), &r) in tb.iter().zip(rems) {
-            let (p0, p1) = (r.checked_mul(t0)?, r.checked_mul(t1)?);
+            let (p0, p1) = if small(r) && small(t0) && small(t1) {
+                (r * t0, r * t1)
+            } else {
+                (r.checked_mul(t0)?, r.checked_mul(t1)?)
+            };
             let (pl, ph) = (p0.min(p1), p0.max(p1));
             if !(ordinary(pl) && ordinary(ph)) {
                 return None;
@@ -310,8 +320,39 @@ fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
     }
 }
 
+/// The lists `fold_divmod_general` builds on every call, kept between calls (their allocations
+/// only: each call clears what it uses), so a call allocates none of them.
+#[derive(Default)]
+struct Scratch {
+    uops: Vec<UOp>,
+    terms: Vec<Option<UOp>>,
+    factors: Vec<i128>,
+    rem_choices: Vec<([i128; 2], usize)>,
+    idx: Vec<usize>,
+    rems: Vec<i128>,
+    prods: Vec<UOp>,
+    term_bounds: Vec<(i128, i128)>,
+}
+
+thread_local! {
+    /// Free [`Scratch`]es: one per nesting level (`nest_by_factor` and `.simplify()` recurse).
+    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
+    let mut s = SCRATCH.with(|p| p.borrow_mut().pop()).unwrap_or_default();
+    let out = fold_divmod_general_in(cx, d, &mut s);
+    let _ = SCRATCH.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 8 {
+            p.push(s);
+        }
+    });
+    out
+}
+
+fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
     let (x, y) = match cx.g.src(d) {
         [x, y] => (*x, *y),
@@ -368,7 +409,8 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     // split uops for the rest of the processing
     let (x_peeled, const_v) = cx.pop_const(x, Ops::ADD);
     let konst = vint(const_v)?;
-    let uops_no_const = cx.split_uop(x_peeled, Ops::ADD);
+    crate::rewrite::analysis::split_uop_into(cx.g, x_peeled, Ops::ADD, &mut s.uops);
+    let uops_no_const = &mut s.uops;
 
     // the constant-denominator rules fell through with `math.gcd(*factors, c) == 1`: then
     // `UOp.gcd(*all_uops, y)` below is provably 1 (see `unit_gcd`)
@@ -391,29 +433,33 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         }
         // remove_nested_mod in sum: (a%4 + b)%2 -> (a+b)%2
         if is_mod {
-            let mut new_xs = Vec::new();
-            let mut changed = false;
-            for &u0 in &uops_no_const {
+            // built from the first change on (the same `divides` calls, no list otherwise)
+            let mut new_xs: Option<Vec<UOp>> = None;
+            for (i, &u0) in uops_no_const.iter().enumerate() {
                 let mut u = u0;
                 if cx.g.op(u) == Ops::FLOORMOD {
                     let us1 = cx.g.src(u)[1];
                     if cx.divides(us1, c)?.is_some() {
                         u = cx.g.src(u)[0];
-                        changed = true;
+                        new_xs.get_or_insert_with(|| uops_no_const[..i].to_vec());
                     }
                 }
-                new_xs.push(u);
+                if let Some(v) = &mut new_xs {
+                    v.push(u);
+                }
             }
-            if changed {
+            if let Some(new_xs) = new_xs {
                 let s = cx.usum(new_xs[0], &new_xs[1..])?;
                 let s = cx.add(s, konst)?;
                 return Ok(Some(cx.floormod(s, y)?));
             }
         }
         // Shared decomposition for folding rules
-        let mut terms: Vec<Option<UOp>> = Vec::with_capacity(uops_no_const.len());
-        let mut factors: Vec<i128> = Vec::with_capacity(uops_no_const.len());
-        for &u in &uops_no_const {
+        let terms = &mut s.terms;
+        let factors = &mut s.factors;
+        terms.clear();
+        factors.clear();
+        for &u in uops_no_const.iter() {
             let f = cx.const_factor(u)?;
             terms.push(cx.divides(u, f)?);
             factors.push(f);
@@ -421,8 +467,9 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
 
         // fold_divmod_congruence
         // each position's choices: one or two (no Vec per position)
-        let mut rem_choices: Vec<([i128; 2], usize)> = Vec::with_capacity(factors.len());
-        for &f in &factors {
+        let rem_choices = &mut s.rem_choices;
+        rem_choices.clear();
+        for &f in factors.iter() {
             let r = floormod(f, c).unwrap();
             let rc = ck(r.checked_sub(c), "r-c")?;
             if r * 2 == c || terms.len() == 1 {
@@ -434,26 +481,26 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         }
         // itertools.product: last position varies fastest
         let n = rem_choices.len();
-        let mut idx = vec![0usize; n];
-        let mut rems: Vec<i128> = Vec::with_capacity(n);
+        let idx = &mut s.idx;
+        idx.clear();
+        idx.resize(n, 0);
+        let rems = &mut s.rems;
         // filled only where a rem is built
-        let mut prods = Vec::new();
+        let prods = &mut s.prods;
         let km = floormod(konst, c).unwrap();
-        let term_bounds = congruence_term_bounds(cx, &terms, c);
+        let have_bounds = congruence_term_bounds(cx, terms, c, &mut s.term_bounds);
+        let term_bounds = &s.term_bounds;
         'product: loop {
             rems.clear();
-            rems.extend(idx.iter().zip(&rem_choices).map(|(i, ch)| ch.0[*i]));
-            if term_bounds
-                .as_ref()
-                .is_none_or(|tb| rem_may_fold(tb, &rems, km, c))
-            {
+            rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
+            if !have_bounds || rem_may_fold(term_bounds, rems, km, c) {
                 // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
                 prods.clear();
-                for (r, t) in rems.iter().zip(&terms) {
+                for (r, t) in rems.iter().zip(terms.iter()) {
                     let t = t.ok_or_else(type_err_none)?;
                     prods.push(cx.rmul(t, *r)?);
                 }
-                let s = uop(py_sum(cx, &prods)?)?;
+                let s = uop(py_sum(cx, prods)?)?;
                 let rem = cx.add(s, floormod(konst, c).unwrap())?;
                 let (r0, r1) = cx.min_max(rem);
                 let (r0, r1) = (vint(r0)?, vint(r1)?);
@@ -463,7 +510,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
                         return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
                     }
                     let mut parts = Vec::new();
-                    for ((f, r), t) in factors.iter().zip(&rems).zip(&terms) {
+                    for ((f, r), t) in factors.iter().zip(rems.iter()).zip(terms.iter()) {
                         let t = t.ok_or_else(type_err_none)?;
                         let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
                         parts.push(cx.rmul(t, q)?);
@@ -510,7 +557,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
 
         // nest_by_factor: x//c -> (x//f)//(c//f), x%c -> (x//f%(c//f))*f + b where b=x%f
         let mut divs = Vec::new();
-        for (u, f) in uops_no_const.iter().zip(&factors) {
+        for (u, f) in uops_no_const.iter().zip(factors.iter()) {
             let af = ck(f.checked_abs(), "abs")?;
             if cx.g.op(*u) != Ops::CONST && 1 < af && af < c && floormod(c, *f) == Some(0) {
                 divs.push(af);
@@ -528,7 +575,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
             } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs))
             {
                 let mut b_parts = Vec::new();
-                for (f, t) in factors.iter().zip(&terms) {
+                for (f, t) in factors.iter().zip(terms.iter()) {
                     let fm = floormod(*f, div).unwrap();
                     if fm != 0 {
                         let t = t.ok_or_else(type_err_none)?;
@@ -567,7 +614,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     // ** Variable Denominator / Fallback Rules **
     // `x.split_uop(ADD)` is the popped terms then the popped CONST (`pop_const` took `x.src[1]`
     // of an ADD, a CONST: its own single leaf), or the same terms (nothing popped)
-    let mut all_uops = uops_no_const;
+    let all_uops = uops_no_const;
     if x_peeled != x {
         all_uops.push(cx.g.src(x)[1]);
     }
@@ -579,12 +626,12 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
         // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
         (y, true)
-    } else if const_divisor_unit_gcd(cx, &all_uops, y)? {
+    } else if const_divisor_unit_gcd(cx, all_uops, y)? {
         drop(DepthGuard::enter()?);
         (y, true)
     } else {
         let mut gargs = Vec::with_capacity(all_uops.len() + 1);
-        gargs.extend_from_slice(&all_uops);
+        gargs.extend_from_slice(all_uops);
         gargs.push(y);
         divide_by_gcd_gcd(cx, &gargs)?
     };
@@ -606,7 +653,7 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     }
     let mut quo = Vec::new();
     let mut rem = Vec::new();
-    for &u in &all_uops {
+    for &u in all_uops.iter() {
         if let Some(q) = cx.divide_exact(u, y)? {
             quo.push(q);
             continue;

@@ -563,6 +563,10 @@ fn shape_walk(
 /// ops has an earlier case in `_shape`. `false`: ask `shape_node`.
 fn quick_scalar(cx: &Cx, x: UOp) -> bool {
     let n = cx.g.node(x);
+    // a scalar tree (the graph's creation-time flag, the same cases all the way down): `()`
+    if n.scalar_tree {
+        return true;
+    }
     // a CONST src is `()` whether or not it is cached yet (it never raises)
     let scalar = |s: &UOp| cx.cache.shape.is_scalar(s) || cx.g.op(*s) == Ops::CONST;
     match n.op {
@@ -629,7 +633,7 @@ pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError
 pub fn uop_const(cx: &mut Cx, v: ConstVal, dt: DType) -> Result<UOp, RuleError> {
     let dt = if v.is_invalid() { DType::Bool } else { dt };
     let c = checked_dtype_const(dt, v)?;
-    Ok(cx.g.mk(Ops::CONST, dt, &[], Arg::Const(c)))
+    Ok(cx.g.mk_const(dt, c))
 }
 
 /// `shape_to_shape_arg` (uop/ops.py:96): one dim → CONST weakint, more → STACK of them.
@@ -658,7 +662,18 @@ pub fn const_like(
 /// `ret._mop(EXPAND, arg=x._shape) if x._shape and ret._shape != x._shape else ret`, `ret` scalar
 /// or a STACK of consts (uop/ops.py:583). `x._shape` raises where tinygrad's does; an unknown
 /// shape of `x` leaves `ret` as it is.
+#[inline]
 pub fn expand_like(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
+    // a scalar tree is `()` (`quick_scalar`'s first case): `ret` as it is, without a call
+    if cx.g.node(x).scalar_tree {
+        return Ok(ret);
+    }
+    expand_like_shaped(cx, x, ret)
+}
+
+/// [`expand_like`] past the scalar trees.
+#[inline(never)]
+fn expand_like_shaped(cx: &mut Cx, x: UOp, ret: UOp) -> Result<UOp, RuleError> {
     // `x._shape` is `()` where it is cheap to see (a scalar ALU node of CONSTs, what
     // `fold_const_alu` folds): `ret` as it is, nothing walked or cached
     if quick_scalar(cx, x) {
