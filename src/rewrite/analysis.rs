@@ -1007,8 +1007,22 @@ fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max.reserve_nodes(g.len());
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
-    // worklist) changes no entry
-    if min_max_rec(g, cache, u, 0) {
+    // worklist) changes no entry. `u`'s own level is [`min_max_rec`]'s unrolled here: most
+    // calls find every read src cached or a leaf, and pay no recursion frame
+    let nd = g.node(u);
+    let reads = node_reads(nd);
+    let mut shallow = true;
+    for s in reads {
+        if cache.min_max.contains_key(s) || fill_leaf(g, cache, *s) {
+            continue;
+        }
+        if !min_max_rec(g, cache, *s, 1) {
+            shallow = false;
+            break;
+        }
+    }
+    if shallow {
+        fill_node(g, cache, u, nd, reads);
         return cache.min_max[&u];
     }
     let mut stack = std::mem::take(&mut cache.mm_stack);
@@ -1044,26 +1058,7 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
     let nd = g.node(x);
     let reads = node_reads(nd);
     for s in reads {
-        if cache.min_max.contains_key(s) {
-            continue;
-        }
-        // a leaf read (CONST, variable): filled here, without a call. An ordinary CONST by its
-        // variant (what `leaf_quick` gives it, built without copying the whole enum)
-        let sn = g.node(*s);
-        if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
-            let v = match *c {
-                I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
-                B(b) => Some((B(b), B(b))),
-                F(f) => Some((F(f), F(f))),
-                _ => None,
-            };
-            if let Some(v) = v {
-                cache.min_max.set(*s, v);
-                continue;
-            }
-        }
-        if let Some(v) = leaf_quick(sn) {
-            cache.min_max.set(*s, v);
+        if cache.min_max.contains_key(s) || fill_leaf(g, cache, *s) {
             continue;
         }
         if depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1) {
@@ -1074,6 +1069,31 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
     true
 }
 const MIN_MAX_REC_DEPTH: usize = 32;
+
+/// Fills the bounds of an uncached leaf read `s` (CONST, variable) without a call; whether it
+/// was one. An ordinary CONST by its variant (what `leaf_quick` gives it, built without copying
+/// the whole enum).
+#[inline(always)]
+fn fill_leaf(g: &Graph, cache: &mut Cache, s: UOp) -> bool {
+    let sn = g.node(s);
+    if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
+        let v = match *c {
+            I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
+            B(b) => Some((B(b), B(b))),
+            F(f) => Some((F(f), F(f))),
+            _ => None,
+        };
+        if let Some(v) = v {
+            cache.min_max.set(s, v);
+            return true;
+        }
+    }
+    if let Some(v) = leaf_quick(sn) {
+        cache.min_max.set(s, v);
+        return true;
+    }
+    false
+}
 
 /// [`min_max_fill`]'s result for a node without read srcs where it is cheap to see: a CONST
 /// (`(c, c)`, ops.py:1092-1093) and a PARAM/BUFFER (its `vmin_vmax`, else its dtype's bounds,
