@@ -1382,6 +1382,45 @@ fn min_max_quick(
             (I(*p.iter().min()?), I(*p.iter().max()?))
         }
         Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+        // ops.py:1070-1074 beyond i64 (weakint bounds): quotients of ordinary values by a
+        // nonzero divisor never overflow, and stay ordinary (|q| <= |a|)
+        Ops::FLOORDIV if n.dtype.is_int() => {
+            if a0 > a1 {
+                return Some((I(0), I(0)));
+            }
+            if b0.signum() * b1.signum() <= 0 {
+                return None;
+            }
+            let q = [
+                floordiv(a0, b0)?,
+                floordiv(a0, b1)?,
+                floordiv(a1, b0)?,
+                floordiv(a1, b1)?,
+            ];
+            (I(*q.iter().min()?), I(*q.iter().max()?))
+        }
+        // ops.py:1075-1079 beyond i64: remainders and `c -/+ 1` of ordinary values stay ordinary
+        Ops::FLOORMOD if n.dtype.is_int() => {
+            if a0 > a1 {
+                return Some((I(0), I(0)));
+            }
+            let c = b0;
+            if c == b1 && c != 0 {
+                if floordiv(a0, c)? == floordiv(a1, c)? {
+                    (I(floormod(a0, c)?), I(floormod(a1, c)?))
+                } else if c > 0 {
+                    (I(0), I(c - 1))
+                } else {
+                    (I(c + 1), I(0))
+                }
+            } else if b0 > 0 {
+                (I(0), I(b1 - 1))
+            } else if b1 < 0 {
+                (I(b0 + 1), I(0))
+            } else {
+                return None;
+            }
+        }
         Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
         Ops::CMPNE => {
             return Some((
