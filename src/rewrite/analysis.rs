@@ -1998,8 +1998,12 @@ mod tests {
             g.variable("f", 3, 200, w),
             g.variable("u", 0, 1 << 40, DType::UInt64),
             g.variable("i", -300, 300, DType::Int8),
+            // weakint bounds beyond i64 (the quick path's i128 cases)
+            g.variable("h", -(1 << 100), 1 << 100, w),
+            g.variable("k", 1 << 90, 1 << 95, w),
+            g.variable("m", -(1 << 95), -(1 << 70), w),
         ];
-        for v in [-130, -4, -1, 0, 1, 2, 3, 5, 63, 64, 127, 200] {
+        for v in [-130, -4, -1, 0, 1, 2, 3, 5, 63, 64, 127, 200, 1 << 70, -(1 << 80)] {
             leaves.push(g.cint(w, v));
         }
         leaves.push(g.cbool(true));
