@@ -1148,7 +1148,16 @@ fn min_max_quick(
         };
         return (!own_case).then(|| dtype_bounds(n.dtype));
     }
-    if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
+    if cache.any_inexact || cache.any_raises {
+        return None;
+    }
+    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
+        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
+        // saturated (`classify_bounds`)
+        let &(lo, hi) = cache.min_max.get(s0)?;
+        return (!saturated(lo) && !saturated(hi)).then_some((lo, hi));
+    }
+    if n.dtype.is_float() {
         return None;
     }
     let int_of = |s: &UOp| match cache.min_max.get(s) {
@@ -1160,11 +1169,6 @@ fn min_max_quick(
         (Ops::RANGE | Ops::SPECIAL, [s0]) => {
             let (lo, hi) = int_of(s0)?;
             return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some((I(0), I(hi - 1)));
-        }
-        // the src's bounds as they are (ops.py:1097)
-        (Ops::AFTER | Ops::INDEX, [s0]) => {
-            let (lo, hi) = int_of(s0)?;
-            return (ordinary(lo) && ordinary(hi)).then_some((I(lo), I(hi)));
         }
         // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
         // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
@@ -2039,6 +2043,7 @@ mod tests {
             nodes.push(g.mk(Ops::BITCAST, DType::Half, &[x], crate::ir::Arg::None));
             nodes.push(g.mk(Ops::LOAD, DType::Int16, &[x], crate::ir::Arg::None));
             nodes.push(g.mk(Ops::NEG, g.dtype(x), &[x], crate::ir::Arg::None));
+            nodes.push(g.mk(Ops::AFTER, g.dtype(x), &[x], crate::ir::Arg::None));
         }
         let mut cache = Cache::default();
         let mut answered = 0;
