@@ -1025,6 +1025,14 @@ fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         fill_node(g, cache, u, nd, reads);
         return cache.min_max[&u];
     }
+    min_max_deep(g, cache, u)
+}
+
+/// [`min_max_below`] of a subgraph deeper than [`MIN_MAX_REC_DEPTH`]: a worklist (no stack
+/// overflow). Apart and cold, so the common shallow call does not pay its frame.
+#[cold]
+#[inline(never)]
+fn min_max_deep(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     let mut stack = std::mem::take(&mut cache.mm_stack);
     stack.clear();
     if stack.capacity() == 0 {
