@@ -1007,10 +1007,32 @@ fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     cache.min_max.reserve_nodes(g.len());
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
-    // worklist) changes no entry
-    if min_max_rec(g, cache, u, 0) {
+    // worklist) changes no entry. `u`'s own level is [`min_max_rec`]'s unrolled here: most
+    // calls find every read src cached or a leaf, and pay no recursion frame
+    let nd = g.node(u);
+    let reads = node_reads(nd);
+    let mut shallow = true;
+    for s in reads {
+        if cache.min_max.contains_key(s) || fill_leaf(g, cache, *s) {
+            continue;
+        }
+        if !min_max_rec(g, cache, *s, 1) {
+            shallow = false;
+            break;
+        }
+    }
+    if shallow {
+        fill_node(g, cache, u, nd, reads);
         return cache.min_max[&u];
     }
+    min_max_deep(g, cache, u)
+}
+
+/// [`min_max_below`] of a subgraph deeper than [`MIN_MAX_REC_DEPTH`]: a worklist (no stack
+/// overflow). Apart and cold, so the common shallow call does not pay its frame.
+#[cold]
+#[inline(never)]
+fn min_max_deep(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     let mut stack = std::mem::take(&mut cache.mm_stack);
     stack.clear();
     if stack.capacity() == 0 {
@@ -1044,26 +1066,7 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
     let nd = g.node(x);
     let reads = node_reads(nd);
     for s in reads {
-        if cache.min_max.contains_key(s) {
-            continue;
-        }
-        // a leaf read (CONST, variable): filled here, without a call. An ordinary CONST by its
-        // variant (what `leaf_quick` gives it, built without copying the whole enum)
-        let sn = g.node(*s);
-        if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
-            let v = match *c {
-                I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
-                B(b) => Some((B(b), B(b))),
-                F(f) => Some((F(f), F(f))),
-                _ => None,
-            };
-            if let Some(v) = v {
-                cache.min_max.set(*s, v);
-                continue;
-            }
-        }
-        if let Some(v) = leaf_quick(sn) {
-            cache.min_max.set(*s, v);
+        if cache.min_max.contains_key(s) || fill_leaf(g, cache, *s) {
             continue;
         }
         if depth >= MIN_MAX_REC_DEPTH || !min_max_rec(g, cache, *s, depth + 1) {
@@ -1074,6 +1077,31 @@ fn min_max_rec(g: &Graph, cache: &mut Cache, x: UOp, depth: usize) -> bool {
     true
 }
 const MIN_MAX_REC_DEPTH: usize = 32;
+
+/// Fills the bounds of an uncached leaf read `s` (CONST, variable) without a call; whether it
+/// was one. An ordinary CONST by its variant (what `leaf_quick` gives it, built without copying
+/// the whole enum).
+#[inline(always)]
+fn fill_leaf(g: &Graph, cache: &mut Cache, s: UOp) -> bool {
+    let sn = g.node(s);
+    if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
+        let v = match *c {
+            I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
+            B(b) => Some((B(b), B(b))),
+            F(f) => Some((F(f), F(f))),
+            _ => None,
+        };
+        if let Some(v) = v {
+            cache.min_max.set(s, v);
+            return true;
+        }
+    }
+    if let Some(v) = leaf_quick(sn) {
+        cache.min_max.set(s, v);
+        return true;
+    }
+    false
+}
 
 /// [`min_max_fill`]'s result for a node without read srcs where it is cheap to see: a CONST
 /// (`(c, c)`, ops.py:1092-1093) and a PARAM/BUFFER (its `vmin_vmax`, else its dtype's bounds,
@@ -1128,7 +1156,16 @@ fn min_max_quick(
         };
         return (!own_case).then(|| dtype_bounds(n.dtype));
     }
-    if cache.any_inexact || cache.any_raises || n.dtype.is_float() {
+    if cache.any_inexact || cache.any_raises {
+        return None;
+    }
+    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
+        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
+        // saturated (`classify_bounds`)
+        let &(lo, hi) = cache.min_max.get(s0)?;
+        return (!saturated(lo) && !saturated(hi)).then_some((lo, hi));
+    }
+    if n.dtype.is_float() {
         return None;
     }
     let int_of = |s: &UOp| match cache.min_max.get(s) {
@@ -1140,11 +1177,6 @@ fn min_max_quick(
         (Ops::RANGE | Ops::SPECIAL, [s0]) => {
             let (lo, hi) = int_of(s0)?;
             return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some((I(0), I(hi - 1)));
-        }
-        // the src's bounds as they are (ops.py:1097)
-        (Ops::AFTER | Ops::INDEX, [s0]) => {
-            let (lo, hi) = int_of(s0)?;
-            return (ordinary(lo) && ordinary(hi)).then_some((I(lo), I(hi)));
         }
         // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
         // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
@@ -1362,6 +1394,45 @@ fn min_max_quick(
             (I(*p.iter().min()?), I(*p.iter().max()?))
         }
         Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+        // ops.py:1070-1074 beyond i64 (weakint bounds): quotients of ordinary values by a
+        // nonzero divisor never overflow, and stay ordinary (|q| <= |a|)
+        Ops::FLOORDIV if n.dtype.is_int() => {
+            if a0 > a1 {
+                return Some((I(0), I(0)));
+            }
+            if b0.signum() * b1.signum() <= 0 {
+                return None;
+            }
+            let q = [
+                floordiv(a0, b0)?,
+                floordiv(a0, b1)?,
+                floordiv(a1, b0)?,
+                floordiv(a1, b1)?,
+            ];
+            (I(*q.iter().min()?), I(*q.iter().max()?))
+        }
+        // ops.py:1075-1079 beyond i64: remainders and `c -/+ 1` of ordinary values stay ordinary
+        Ops::FLOORMOD if n.dtype.is_int() => {
+            if a0 > a1 {
+                return Some((I(0), I(0)));
+            }
+            let c = b0;
+            if c == b1 && c != 0 {
+                if floordiv(a0, c)? == floordiv(a1, c)? {
+                    (I(floormod(a0, c)?), I(floormod(a1, c)?))
+                } else if c > 0 {
+                    (I(0), I(c - 1))
+                } else {
+                    (I(c + 1), I(0))
+                }
+            } else if b0 > 0 {
+                (I(0), I(b1 - 1))
+            } else if b1 < 0 {
+                (I(b0 + 1), I(0))
+            } else {
+                return None;
+            }
+        }
         Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
         Ops::CMPNE => {
             return Some((
@@ -1939,8 +2010,27 @@ mod tests {
             g.variable("f", 3, 200, w),
             g.variable("u", 0, 1 << 40, DType::UInt64),
             g.variable("i", -300, 300, DType::Int8),
+            // weakint bounds beyond i64 (the quick path's i128 cases)
+            g.variable("h", -(1 << 100), 1 << 100, w),
+            g.variable("k", 1 << 90, 1 << 95, w),
+            g.variable("m", -(1 << 95), -(1 << 70), w),
         ];
-        for v in [-130, -4, -1, 0, 1, 2, 3, 5, 63, 64, 127, 200] {
+        for v in [
+            -130,
+            -4,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            5,
+            63,
+            64,
+            127,
+            200,
+            1 << 70,
+            -(1 << 80),
+        ] {
             leaves.push(g.cint(w, v));
         }
         leaves.push(g.cbool(true));
@@ -1976,6 +2066,7 @@ mod tests {
             nodes.push(g.mk(Ops::BITCAST, DType::Half, &[x], crate::ir::Arg::None));
             nodes.push(g.mk(Ops::LOAD, DType::Int16, &[x], crate::ir::Arg::None));
             nodes.push(g.mk(Ops::NEG, g.dtype(x), &[x], crate::ir::Arg::None));
+            nodes.push(g.mk(Ops::AFTER, g.dtype(x), &[x], crate::ir::Arg::None));
         }
         let mut cache = Cache::default();
         let mut answered = 0;

@@ -1127,7 +1127,14 @@ pub fn symbolic_own() -> RuleSet {
 /// `x.const_like(x.vmin) if x.vmin == x.vmax else None`.
 fn fold_vmin_eq_vmax(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
     let (lo, hi) = cx.min_max(x);
-    if !py_num_eq(lo, hi) {
+    // the common int and bool bounds compared as they are (what `py_num_eq` gives them), others
+    // by it
+    let eq = match (lo, hi) {
+        (ConstVal::Int(a), ConstVal::Int(b)) => a == b,
+        (ConstVal::Bool(a), ConstVal::Bool(b)) => a == b,
+        _ => py_num_eq(lo, hi),
+    };
+    if !eq {
         return Ok(None);
     }
     Ok(Some(cx.try_const_like(x, lo)?))
