@@ -1124,6 +1124,36 @@ fn leaf_quick(n: &crate::ir::Node) -> Option<(ConstVal, ConstVal)> {
     (!saturated_pair(v)).then_some(v)
 }
 
+/// ops.py:1075-1079: the bounds of `[a0, a1] % [b0, b1]` (a0 <= a1, ordinary values), `None`
+/// where the divisor range holds 0 (the general path). `rem(a, a // c, c)` is `a % c`: the
+/// i64 path subtracts, the i128 one must not (`q * c` may overflow there).
+#[inline(always)]
+fn floormod_range(
+    a0: i128,
+    a1: i128,
+    b0: i128,
+    b1: i128,
+    rem: impl Fn(i128, i128, i128) -> Option<i128>,
+) -> Option<(i128, i128)> {
+    let c = b0;
+    Some(if c == b1 && c != 0 {
+        let (q0, q1) = (floordiv(a0, c)?, floordiv(a1, c)?);
+        if q0 == q1 {
+            (rem(a0, q0, c)?, rem(a1, q1, c)?)
+        } else if c > 0 {
+            (0, c - 1)
+        } else {
+            (c + 1, 0)
+        }
+    } else if b0 > 0 {
+        (0, b1 - 1)
+    } else if b1 < 0 {
+        (b0 + 1, 0)
+    } else {
+        return None;
+    })
+}
+
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
 /// to see: a CONST or variable ([`leaf_quick`]), and ADD/SUB/MUL/MAX/CMPLT/CMPNE/FLOORDIV/
 /// FLOORMOD, RANGE/SPECIAL, AFTER/INDEX and int WHERE of int bounds while no node's bounds are
@@ -1265,24 +1295,9 @@ fn min_max_quick(
                 if a0 > a1 {
                     return Some((I(0), I(0)));
                 }
-                let c = b0;
-                if c == b1 && c != 0 {
-                    let (q0, q1) = (floordiv(a0, c)?, floordiv(a1, c)?);
-                    if q0 == q1 {
-                        // `a % c` is `a - (a // c) * c` (|q*c| <= 2^64 here)
-                        (I(a0 - q0 * c), I(a1 - q1 * c))
-                    } else if c > 0 {
-                        (I(0), I(c - 1))
-                    } else {
-                        (I(c + 1), I(0))
-                    }
-                } else if b0 > 0 {
-                    (I(0), I(b1 - 1))
-                } else if b1 < 0 {
-                    (I(b0 + 1), I(0))
-                } else {
-                    return None;
-                }
+                // `a % c` is `a - (a // c) * c` (|q*c| <= 2^64 here)
+                let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, q, c| Some(a - q * c))?;
+                (I(lo), I(hi))
             }
             // ops.py:1057: `s1_vmin == s1_vmax >= 0` masks to [0, mask] (its min with s0's
             // vmax unless s0 may be negative), else the dtype's bounds
@@ -1416,22 +1431,8 @@ fn min_max_quick(
             if a0 > a1 {
                 return Some((I(0), I(0)));
             }
-            let c = b0;
-            if c == b1 && c != 0 {
-                if floordiv(a0, c)? == floordiv(a1, c)? {
-                    (I(floormod(a0, c)?), I(floormod(a1, c)?))
-                } else if c > 0 {
-                    (I(0), I(c - 1))
-                } else {
-                    (I(c + 1), I(0))
-                }
-            } else if b0 > 0 {
-                (I(0), I(b1 - 1))
-            } else if b1 < 0 {
-                (I(b0 + 1), I(0))
-            } else {
-                return None;
-            }
+            let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, _, c| floormod(a, c))?;
+            (I(lo), I(hi))
         }
         Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
         Ops::CMPNE => {
