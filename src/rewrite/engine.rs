@@ -412,12 +412,31 @@ pub struct RuleSet {
     pub rules: Vec<Arc<Rule>>,
     /// `pdict`: for each op number, its rules in list order as (index, early_reject set).
     by_op: Vec<Vec<(usize, u128)>>,
-    /// For each op number, the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the
-    /// op has no rules or more than 64).
-    tables: Vec<Option<Arc<PreTable>>>,
+    /// For each op number, what the table path of [`RuleSet::rewrite_with`] reads, in one
+    /// record (one load): the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the op
+    /// has no rules or more than 64) and, by `by_op` entry, the rule data its candidate loop
+    /// needs (no chase through `rules[i]`'s `Arc`). Empty for a `Default` set.
+    ops: Vec<OpRules>,
     /// For each op number, whether `by_op` lists any rule for it: the engine skips the call (and
     /// the rule memo) for nodes no rule can match, which is what the call would answer.
     has_rules: [u64; 2],
+}
+
+/// One op's record for [`RuleSet::rewrite_with`]'s table path.
+#[derive(Clone, Debug, Default)]
+struct OpRules {
+    table: Option<Arc<PreTable>>,
+    entries: Vec<OpEntry>,
+}
+
+/// Entry `k` of `by_op[op]`: rule `i`'s fields the candidate loop reads.
+#[derive(Clone, Debug)]
+struct OpEntry {
+    early_reject: u128,
+    deep_reject: u128,
+    i: usize,
+    f: RuleFn,
+    direct: Option<Direct>,
 }
 
 /// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
@@ -592,14 +611,23 @@ impl RuleSet {
                 slot.push((i, r.early_reject));
             }
         }
-        let tables = by_op
+        let ops = by_op
             .iter()
-            .map(|idxs| {
-                if idxs.is_empty() || idxs.len() > 64 {
-                    return None;
-                }
-                let pres: Vec<&Pre> = idxs.iter().map(|(i, _)| &rules[*i].pre).collect();
-                Some(Arc::new(PreTable::of(&pres)))
+            .map(|idxs| OpRules {
+                table: (!idxs.is_empty() && idxs.len() <= 64).then(|| {
+                    let pres: Vec<&Pre> = idxs.iter().map(|(i, _)| &rules[*i].pre).collect();
+                    Arc::new(PreTable::of(&pres))
+                }),
+                entries: idxs
+                    .iter()
+                    .map(|&(i, early_reject)| OpEntry {
+                        early_reject,
+                        deep_reject: rules[i].deep_reject,
+                        i,
+                        f: rules[i].f,
+                        direct: rules[i].direct,
+                    })
+                    .collect(),
             })
             .collect();
         let mut has_rules = [0u64; 2];
@@ -612,7 +640,7 @@ impl RuleSet {
             name: name.to_string(),
             rules,
             by_op,
-            tables,
+            ops,
             has_rules,
         }
     }
@@ -649,17 +677,14 @@ impl RuleSet {
         scratch: &mut RewriteScratch,
     ) -> Result<Option<(usize, UOp)>, (usize, RuleError)> {
         let op = op_bit_index(cx.g.op(u));
-        let Some(idxs) = self.by_op.get(op) else {
-            return Ok(None);
-        };
-        if idxs.is_empty() {
-            return Ok(None);
-        }
         let g = &*cx.g;
         let src = g.src(u);
         let n = src.len();
         if n <= PRE_SRCS
-            && let Some(Some(t)) = self.tables.get(op)
+            && let Some(OpRules {
+                table: Some(t),
+                entries,
+            }) = self.ops.get(op)
         {
             // the table answers every rule's `Pre` check at once
             let mut sig = [(0usize, 0usize, 0usize); PRE_SRCS];
@@ -684,27 +709,28 @@ impl RuleSet {
             while cand != 0 {
                 let k = cand.trailing_zeros() as usize;
                 cand &= cand - 1;
-                let (i, early_reject) = idxs[k];
-                if early_reject & !src_ops != 0 {
+                let e = &entries[k];
+                let i = e.i;
+                if e.early_reject & !src_ops != 0 {
                     continue;
                 }
-                let r = match &self.rules[i].direct {
+                let r = match &e.direct {
                     // the table's check was exact: the bindings without the matcher, in order
                     Some(d) => {
                         let mut r = None;
                         if ord & (1 << k) != 0 {
-                            r = self.try_direct(cx, u, i, d.root, &d.srcs, &sh[..n], scratch);
+                            r = try_direct(cx, u, i, e.f, d.root, &d.srcs, &sh[..n], scratch);
                         }
                         if let Some(names) = &d.swapped
                             && r.is_none()
                             && (if d.sym { ord } else { sw }) & (1 << k) != 0
                         {
-                            r = self.try_direct(cx, u, i, d.root, names, &sh[..n], scratch);
+                            r = try_direct(cx, u, i, e.f, d.root, names, &sh[..n], scratch);
                         }
                         r
                     }
                     None => {
-                        let deep = self.rules[i].deep_reject;
+                        let deep = e.deep_reject;
                         if deep != 0 {
                             let g = &*cx.g;
                             let ops = *grand.get_or_insert_with(|| grand_ops(g, &sh[..n]));
@@ -719,6 +745,12 @@ impl RuleSet {
                     return r;
                 }
             }
+            return Ok(None);
+        }
+        let Some(idxs) = self.by_op.get(op) else {
+            return Ok(None);
+        };
+        if idxs.is_empty() {
             return Ok(None);
         }
         let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
@@ -748,36 +780,6 @@ impl RuleSet {
             }
         }
         Ok(None)
-    }
-    /// Runs rule `i` on `u` with a [`Direct`] binding: `root` names `u`, `names` its srcs `src`
-    /// (`u` passed the check of that order).
-    #[inline(always)]
-    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
-    fn try_direct(
-        &self,
-        cx: &mut Cx,
-        u: UOp,
-        i: usize,
-        root: Option<&'static str>,
-        names: &[Option<&'static str>; PRE_SRCS],
-        src: &[UOp],
-        scratch: &mut RewriteScratch,
-    ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
-        let b = &mut scratch.b;
-        b.0.clear();
-        if let Some(n) = root {
-            b.0.push((n, u));
-        }
-        for (n, s) in names.iter().zip(src) {
-            if let Some(n) = n {
-                b.0.push((n, *s));
-            }
-        }
-        match (self.rules[i].f)(cx, b) {
-            Ok(Some(ret)) if ret != u => Some(Ok(Some((i, ret)))),
-            Ok(_) => None,
-            Err(e) => Some(Err((i, e))),
-        }
     }
     /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
     #[inline(always)]
@@ -819,6 +821,36 @@ impl RuleSet {
     }
 }
 
+/// Runs rule `i` (fn `f`) on `u` with a [`Direct`] binding: `root` names `u`, `names` its srcs `src`
+/// (`u` passed the check of that order).
+#[inline(always)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn try_direct(
+    cx: &mut Cx,
+    u: UOp,
+    i: usize,
+    f: RuleFn,
+    root: Option<&'static str>,
+    names: &[Option<&'static str>; PRE_SRCS],
+    src: &[UOp],
+    scratch: &mut RewriteScratch,
+) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
+    let b = &mut scratch.b;
+    b.0.clear();
+    if let Some(n) = root {
+        b.0.push((n, u));
+    }
+    for (n, s) in names.iter().zip(src) {
+        if let Some(n) = n {
+            b.0.push((n, *s));
+        }
+    }
+    match f(cx, b) {
+        Ok(Some(ret)) if ret != u => Some(Ok(Some((i, ret)))),
+        Ok(_) => None,
+        Err(e) => Some(Err((i, e))),
+    }
+}
 /// The ops of the srcs of `src`, as bits.
 #[inline]
 fn grand_ops(g: &Graph, src: &[UOp]) -> u128 {
@@ -1819,8 +1851,8 @@ mod tests {
         let (mut direct, mut swapped) = (0, 0);
         let mut m = MatchScratch::default();
         for rs in sets {
-            for (op, t) in rs.tables.iter().enumerate() {
-                let Some(t) = t else { continue };
+            for (op, o) in rs.ops.iter().enumerate() {
+                let Some(t) = &o.table else { continue };
                 let op = *Ops::ALL.iter().find(|o| op_bit_index(**o) == op).unwrap();
                 for srcs in &combos {
                     for dt in [DType::Int32, DType::Float, DType::Bool, DType::WeakInt] {
@@ -1876,6 +1908,33 @@ mod tests {
             checked > 10_000 && admitted > 1_000 && direct > 1_000 && swapped > 100,
             "{checked} {admitted} {direct} {swapped}"
         );
+    }
+
+    #[test]
+    fn op_records_mirror_rules() {
+        // the table path reads `ops` instead of `by_op` and `rules`: the same entries, in order
+        for rs in [
+            crate::rewrite::rules::symbolic(),
+            crate::rewrite::rules::sym(),
+            crate::rewrite::rules::late(),
+        ] {
+            assert_eq!(rs.ops.len(), 128);
+            let mut tabled = 0;
+            for (o, idxs) in rs.ops.iter().zip(&rs.by_op) {
+                assert_eq!(o.entries.len(), idxs.len());
+                assert_eq!(o.table.is_some(), !idxs.is_empty() && idxs.len() <= 64);
+                tabled += o.table.is_some() as usize;
+                for (e, &(i, early_reject)) in o.entries.iter().zip(idxs) {
+                    let r = &rs.rules[i];
+                    assert_eq!(e.i, i);
+                    assert_eq!(e.early_reject, early_reject);
+                    assert_eq!(e.early_reject, r.early_reject);
+                    assert_eq!(e.deep_reject, r.deep_reject);
+                    assert_eq!(e.direct, r.direct);
+                }
+            }
+            assert!(tabled > 0, "{}", rs.name);
+        }
     }
 
     #[test]
