@@ -569,7 +569,9 @@ impl UPat {
                 if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
                     return false;
                 }
-                v.iter().zip(n.src.iter()).all(|(p, s)| p.skeleton_sub(g, *s))
+                v.iter()
+                    .zip(n.src.iter())
+                    .all(|(p, s)| p.skeleton_sub(g, *s))
                     || (self.swaps()
                         && v[1].skeleton_sub(g, n.src[0])
                         && v[0].skeleton_sub(g, n.src[1]))
