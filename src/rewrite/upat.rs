@@ -61,6 +61,10 @@ enum Shape {
     /// Any other pattern whose every src list is matched in one order or two ([`UPat::deep_ok`]):
     /// [`deep`], the continuation as a list on the stack instead of closures.
     Deep,
+    /// [`Shape::Deep`] with alternatives among its src patterns (`.or_casted()` srcs, as in
+    /// `load_invalid_index`): [`UPat::skeleton_ok`] first, since most calls fail there and
+    /// `deep` pays for each alternative's bindings and continuation.
+    DeepGuarded,
 }
 
 /// Name → node bindings of one match, in binding order.
@@ -141,7 +145,11 @@ impl UPat {
         } else if v.iter().all(|p| p.is_leaf() || p.is_flat()) {
             Shape::Nested
         } else if self.deep_ok() {
-            Shape::Deep
+            if v.iter().any(|p| p.is_any) {
+                Shape::DeepGuarded
+            } else {
+                Shape::Deep
+            }
         } else {
             Shape::General
         }
@@ -531,7 +539,52 @@ impl UPat {
                 let MatchScratch { stack, out, ends } = m;
                 deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
             }
+            Shape::DeepGuarded => {
+                if self.skeleton_ok(g, u) {
+                    let MatchScratch { stack, out, ends } = m;
+                    deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
+                }
+            }
             Shape::General => self.match_all_k(g, u, m),
+        }
+    }
+
+    /// A necessary condition for a match of a [`Shape::Deep`] pattern: `deep`'s checks with the
+    /// names left out (each src list in the orders `deep` tries, each alternative).
+    fn skeleton_ok(&self, g: &Graph, u: UOp) -> bool {
+        if self.is_any {
+            return match &self.src {
+                Some(SrcPat::Tuple(alts)) => alts.iter().any(|a| a.skeleton_ok(g, u)),
+                _ => false,
+            };
+        }
+        let n = g.node(u);
+        if !self.head_ok(n) {
+            return false;
+        }
+        match &self.src {
+            None => true,
+            Some(SrcPat::Repeat(q)) => n.src.iter().all(|s| q.skeleton_sub(g, *s)),
+            Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) => {
+                if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
+                    return false;
+                }
+                v.iter()
+                    .zip(n.src.iter())
+                    .all(|(p, s)| p.skeleton_sub(g, *s))
+                    || (self.swaps()
+                        && v[1].skeleton_sub(g, n.src[0])
+                        && v[0].skeleton_sub(g, n.src[1]))
+            }
+        }
+    }
+    /// [`UPat::skeleton_ok`] with a leaf checked in line (no frame).
+    #[inline(always)]
+    fn skeleton_sub(&self, g: &Graph, u: UOp) -> bool {
+        if self.is_leaf() {
+            self.head_ok(g.node(u))
+        } else {
+            self.skeleton_ok(g, u)
         }
     }
 
@@ -1109,7 +1162,7 @@ mod tests {
                 matched += fast.len();
                 match r.pat.shape {
                     Shape::Nested => nested += fast.len(),
-                    Shape::Deep => deep += fast.len(),
+                    Shape::Deep | Shape::DeepGuarded => deep += fast.len(),
                     _ => {}
                 }
             }
