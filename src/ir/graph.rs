@@ -309,6 +309,11 @@ impl Graph {
     /// where it would go (`table` must be non-empty).
     #[inline]
     fn probe(&self, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> (usize, Option<UOp>) {
+        self.probe_by(h, |e| self.is_node(e, op, dtype, src, arg))
+    }
+    /// [`Graph::probe`] with the node comparison `is` (called on a hash match only).
+    #[inline(always)]
+    fn probe_by(&self, h: u64, is: impl Fn(u32) -> bool) -> (usize, Option<UOp>) {
         let mask = self.table.len() - 1;
         let mut i = slot_of(h, self.table.len().trailing_zeros());
         loop {
@@ -316,7 +321,7 @@ impl Graph {
             if e == NIL {
                 return (i, None);
             }
-            if self.hashes[e as usize] == h && self.is_node(e, op, dtype, src, arg) {
+            if self.hashes[e as usize] == h && is(e) {
                 return (i, Some(UOp(e)));
             }
             i = (i + 1) & mask;
@@ -384,24 +389,16 @@ impl Graph {
         if (self.nodes.len() + 1) * 2 > self.table.len() {
             self.grow_table();
         }
-        let mask = self.table.len() - 1;
-        let mut i = slot_of(h, self.table.len().trailing_zeros());
-        loop {
-            let e = self.table[i];
-            if e == NIL {
-                return self.push_new(i, h, Ops::CONST, dtype, &[], arg);
-            }
-            if self.hashes[e as usize] == h {
-                let n = &self.nodes[e as usize];
-                if n.op == Ops::CONST
-                    && n.dtype == dtype
-                    && n.src.is_empty()
-                    && matches!(&n.arg, Arg::Const(x) if *x == c)
-                {
-                    return UOp(e);
-                }
-            }
-            i = (i + 1) & mask;
+        let (i, found) = self.probe_by(h, |e| {
+            let n = &self.nodes[e as usize];
+            n.op == Ops::CONST
+                && n.dtype == dtype
+                && n.src.is_empty()
+                && matches!(&n.arg, Arg::Const(x) if *x == c)
+        });
+        match found {
+            Some(u) => u,
+            None => self.push_new(i, h, Ops::CONST, dtype, &[], arg),
         }
     }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the

@@ -410,26 +410,25 @@ macro_rules! rule {
 pub struct RuleSet {
     pub name: String,
     pub rules: Vec<Arc<Rule>>,
-    /// `pdict`: for each op number, its rules in list order as (index, early_reject set).
-    by_op: Vec<Vec<(usize, u128)>>,
-    /// For each op number, what the table path of [`RuleSet::rewrite_with`] reads, in one
-    /// record (one load): the [`Pre`] checks of its rules as a [`PreTable`] (`None` when the op
-    /// has no rules or more than 64) and, by `by_op` entry, the rule data its candidate loop
-    /// needs (no chase through `rules[i]`'s `Arc`). Empty for a `Default` set.
+    /// `pdict`: for each op number, its rules in list order ([`OpRules::entries`]) with the
+    /// [`Pre`] checks of them as a [`PreTable`], in one record (one load). Empty for a `Default`
+    /// set.
     ops: Vec<OpRules>,
-    /// For each op number, whether `by_op` lists any rule for it: the engine skips the call (and
-    /// the rule memo) for nodes no rule can match, which is what the call would answer.
+    /// For each op number, whether it has any entry: the engine skips the call (and the rule
+    /// memo) for nodes no rule can match, which is what the call would answer.
     has_rules: [u64; 2],
 }
 
-/// One op's record for [`RuleSet::rewrite_with`]'s table path.
+/// One op's record for [`RuleSet::rewrite_with`].
 #[derive(Clone, Debug, Default)]
 struct OpRules {
+    /// `None` when the op has no rules or more than 64.
     table: Option<Arc<PreTable>>,
     entries: Vec<OpEntry>,
 }
 
-/// Entry `k` of `by_op[op]`: rule `i`'s fields the candidate loop reads.
+/// An op's entry: rule `i` and the fields of it the candidate loop reads (copied, so the loop
+/// does not chase `rules[i]`'s `Arc`).
 #[derive(Clone, Debug)]
 struct OpEntry {
     early_reject: u128,
@@ -440,7 +439,7 @@ struct OpEntry {
 }
 
 /// The [`Pre`] checks of one op's rule list, transposed: for each value a node (or a src at a
-/// position) can have, the bit set of the entries (bit `k` = `by_op[op][k]`) whose check
+/// position) can have, the bit set of the entries (bit `k` = `ops[op].entries[k]`) whose check
 /// admits it. A node with at most [`PRE_SRCS`] srcs passes entry `k`'s [`Pre::admits`] iff bit
 /// `k` is set in the AND of its values' sets, so the rules it cannot match are never looked at.
 #[derive(Clone, Debug)]
@@ -601,45 +600,35 @@ impl RuleSet {
         RuleSet::from_arcs(name, rules.into_iter().map(Arc::new).collect())
     }
     pub fn from_arcs(name: &str, rules: Vec<Arc<Rule>>) -> RuleSet {
-        let mut by_op: Vec<Vec<(usize, u128)>> = vec![Vec::new(); 128];
+        let mut ops: Vec<OpRules> = vec![OpRules::default(); 128];
         for (i, r) in rules.iter().enumerate() {
             // a pattern with no op constraint is registered nowhere, as tinygrad asserts p.op is not None
             for op in r.pat.op.iter().flatten() {
-                let slot = &mut by_op[op_bit_index(*op)];
                 // an op listed twice in one pattern registers the rule once per listing, as
                 // tinygrad's pdict does
-                slot.push((i, r.early_reject));
+                ops[op_bit_index(*op)].entries.push(OpEntry {
+                    early_reject: r.early_reject,
+                    deep_reject: r.deep_reject,
+                    i,
+                    f: r.f,
+                    direct: r.direct,
+                });
             }
         }
-        let ops = by_op
-            .iter()
-            .map(|idxs| OpRules {
-                table: (!idxs.is_empty() && idxs.len() <= 64).then(|| {
-                    let pres: Vec<&Pre> = idxs.iter().map(|(i, _)| &rules[*i].pre).collect();
-                    Arc::new(PreTable::of(&pres))
-                }),
-                entries: idxs
-                    .iter()
-                    .map(|&(i, early_reject)| OpEntry {
-                        early_reject,
-                        deep_reject: rules[i].deep_reject,
-                        i,
-                        f: rules[i].f,
-                        direct: rules[i].direct,
-                    })
-                    .collect(),
-            })
-            .collect();
         let mut has_rules = [0u64; 2];
-        for (op, v) in by_op.iter().enumerate() {
-            if !v.is_empty() {
-                has_rules[op >> 6] |= 1 << (op & 63);
+        for (op, o) in ops.iter_mut().enumerate() {
+            if o.entries.is_empty() {
+                continue;
+            }
+            has_rules[op >> 6] |= 1 << (op & 63);
+            if o.entries.len() <= 64 {
+                let pres: Vec<&Pre> = o.entries.iter().map(|e| &rules[e.i].pre).collect();
+                o.table = Some(Arc::new(PreTable::of(&pres)));
             }
         }
         RuleSet {
             name: name.to_string(),
             rules,
-            by_op,
             ops,
             has_rules,
         }
@@ -747,10 +736,10 @@ impl RuleSet {
             }
             return Ok(None);
         }
-        let Some(idxs) = self.by_op.get(op) else {
+        let Some(OpRules { entries, .. }) = self.ops.get(op) else {
             return Ok(None);
         };
-        if idxs.is_empty() {
+        if entries.is_empty() {
             return Ok(None);
         }
         let src_ops = src.iter().fold(0, |m, s| m | op_bit(g.op(*s)));
@@ -768,7 +757,10 @@ impl RuleSet {
         }
         let sb = &sb[..n.min(PRE_SRCS)];
         let dt = dt_bit(g.dtype(u));
-        for &(i, early_reject) in idxs {
+        for &OpEntry {
+            i, early_reject, ..
+        } in entries
+        {
             if early_reject & !src_ops != 0 {
                 continue;
             }
@@ -1757,7 +1749,7 @@ mod tests {
         )
     }
 
-    /// The entries of `rs.by_op[op(u)]` whose `Pre::admits` holds, the slow way, as bits.
+    /// The entries of `rs.ops[op(u)]` whose `Pre::admits` holds, the slow way, as bits.
     fn admitted_slow(rs: &RuleSet, g: &Graph, u: UOp) -> u64 {
         let src = g.src(u);
         let mut sb = [SrcBits::default(); PRE_SRCS];
@@ -1771,9 +1763,9 @@ mod tests {
             };
         }
         let sb = &sb[..src.len().min(PRE_SRCS)];
-        let idxs = &rs.by_op[op_bit_index(g.op(u))];
-        idxs.iter().enumerate().fold(0, |m, (k, (i, _))| {
-            if rs.rules[*i]
+        let entries = &rs.ops[op_bit_index(g.op(u))].entries;
+        entries.iter().enumerate().fold(0, |m, (k, e)| {
+            if rs.rules[e.i]
                 .pre
                 .admits(dt_bit(g.dtype(u)), sb, &sh, src.len())
             {
@@ -1874,8 +1866,8 @@ mod tests {
                         checked += 1;
                         admitted += fast.count_ones();
                         // a `Direct` rule's table check is its whole match
-                        for (k, (i, _)) in rs.by_op[op_bit_index(op)].iter().enumerate() {
-                            let r = &rs.rules[*i];
+                        for (k, e) in rs.ops[op_bit_index(op)].entries.iter().enumerate() {
+                            let r = &rs.rules[e.i];
                             let Some(d) = r.direct else { continue };
                             r.pat.match_all(&g, u, &mut m);
                             let mut want = vec![];
@@ -1911,8 +1903,9 @@ mod tests {
     }
 
     #[test]
-    fn op_records_mirror_rules() {
-        // the table path reads `ops` instead of `by_op` and `rules`: the same entries, in order
+    fn op_records_are_pdict() {
+        // tinygrad's `pdict`: each op lists the rules whose pattern names it, in list order,
+        // once per listing; the record copies those rules' fields
         for rs in [
             crate::rewrite::rules::symbolic(),
             crate::rewrite::rules::sym(),
@@ -1920,14 +1913,20 @@ mod tests {
         ] {
             assert_eq!(rs.ops.len(), 128);
             let mut tabled = 0;
-            for (o, idxs) in rs.ops.iter().zip(&rs.by_op) {
-                assert_eq!(o.entries.len(), idxs.len());
-                assert_eq!(o.table.is_some(), !idxs.is_empty() && idxs.len() <= 64);
+            for (k, o) in rs.ops.iter().enumerate() {
+                let want: Vec<usize> = (rs.rules.iter().enumerate())
+                    .flat_map(|(i, r)| {
+                        let n = r.pat.op.iter().flatten();
+                        std::iter::repeat_n(i, n.filter(|op| op_bit_index(**op) == k).count())
+                    })
+                    .collect();
+                let got: Vec<usize> = o.entries.iter().map(|e| e.i).collect();
+                assert_eq!(got, want, "{} op {k}", rs.name);
+                assert_eq!(o.table.is_some(), (1..=64).contains(&want.len()));
+                assert_eq!(rs.has_rules[k >> 6] >> (k & 63) & 1 == 1, !want.is_empty());
                 tabled += o.table.is_some() as usize;
-                for (e, &(i, early_reject)) in o.entries.iter().zip(idxs) {
-                    let r = &rs.rules[i];
-                    assert_eq!(e.i, i);
-                    assert_eq!(e.early_reject, early_reject);
+                for e in &o.entries {
+                    let r = &rs.rules[e.i];
                     assert_eq!(e.early_reject, r.early_reject);
                     assert_eq!(e.deep_reject, r.deep_reject);
                     assert_eq!(e.direct, r.direct);
@@ -1994,8 +1993,8 @@ mod tests {
                     let u = g.mk(op, g.dtype(a), &srcs, Arg::None);
                     let ops = grand_ops(&g, &srcs);
                     for rs in &sets {
-                        for (i, _) in &rs.by_op[op_bit_index(op)] {
-                            let r = &rs.rules[*i];
+                        for e in &rs.ops[op_bit_index(op)].entries {
+                            let r = &rs.rules[e.i];
                             if r.deep_reject == 0 {
                                 continue;
                             }

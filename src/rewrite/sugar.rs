@@ -96,45 +96,17 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
 #[inline(never)]
 fn lub_table(a: DType, b: DType) -> Result<DType, RuleError> {
     // `least_upper_dtype` walks the promotion lattice: remember each pair's answer (a pure
-    // function of the two dtypes) per thread, in a table by discriminant (every dtype is below
-    // 32): 0 = not computed, 1 = none, 2 + d = dtype `d`
-    const N: usize = 32;
+    // function of the two dtypes) per thread
     thread_local! {
-        static LUB: [[std::cell::Cell<u8>; N]; N] =
-            const { [const { [const { std::cell::Cell::new(0) }; N] }; N] };
+        static LUB: std::cell::RefCell<rustc_hash::FxHashMap<(DType, DType), Option<DType>>> =
+            Default::default();
     }
-    /// The dtype of each discriminant.
-    const BY_CODE: [DType; N] = {
-        let mut t = [DType::Void; N];
-        let mut i = 0;
-        while i < DType::ALL.len() {
-            t[DType::ALL[i] as usize] = DType::ALL[i];
-            i += 1;
-        }
-        t
-    };
-    let err = || RuleError::Runtime(format!("no least upper dtype of {a} and {b}"));
-    let (ia, ib) = (a as usize, b as usize);
-    if ia >= N || ib >= N {
-        return least_upper_dtype(&[a, b]).ok_or_else(err);
-    }
-    let code = LUB.with(|t| {
-        let c = &t[ia][ib];
-        if c.get() == 0 {
-            c.set(match least_upper_dtype(&[a, b]) {
-                None => 1,
-                Some(d) if (d as usize) < N => 2 + d as u8,
-                // not representable (no such dtype): computed on every call
-                Some(_) => 0,
-            });
-        }
-        c.get()
+    let r = LUB.with(|m| {
+        *m.borrow_mut()
+            .entry((a, b))
+            .or_insert_with(|| least_upper_dtype(&[a, b]))
     });
-    match code {
-        0 => least_upper_dtype(&[a, b]).ok_or_else(err),
-        1 => Err(err()),
-        k => Ok(BY_CODE[(k - 2) as usize]),
-    }
+    r.ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
 }
 
 /// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
