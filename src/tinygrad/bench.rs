@@ -6,6 +6,10 @@
 //! makes `passes` timed passes over the whole batch (each from freshly built nodes) and counts, per
 //! graph, its fastest pass: one pass of ~10 µs graphs moves by a third with whatever else the
 //! machine does (measured: 14-18 ms for one pass of seed 2's port side, 11.5 ms fastest of 2-5).
+//! The port's passes are split around tinygrad's run (the first half before it, the rest after):
+//! all of them take ~30 ms while tinygrad's take seconds, so back to back a single slow stretch
+//! of a shared machine could cover every port pass (measured in session 6: one binary's ratio
+//! ranged 38x-80x from run to run that way). Both sides still get `passes` samples per graph.
 //!
 //! Both sides also walk the same graphs with an *empty* rule set (`graph_rewrite` visiting every
 //! node, no rule to try): tinygrad's full rewrite time over the port's bare walk is the ratio a
@@ -141,21 +145,47 @@ impl BenchReport {
     }
 }
 
-/// `passes` timed rewrites of every case with `set`; per case the first run, with its fastest time.
-fn port_passes(set: &RuleSet, cases: &[Case], passes: usize) -> anyhow::Result<Vec<PortRun>> {
-    let mut runs: Vec<PortRun> = Vec::with_capacity(cases.len());
-    for pass in 0..passes {
+/// `passes` more timed rewrites of every case with `set`, folded into `runs`: per case the first
+/// run, with its fastest time over every pass so far.
+fn port_passes(
+    set: &RuleSet,
+    cases: &[Case],
+    passes: usize,
+    runs: &mut Vec<PortRun>,
+) -> anyhow::Result<()> {
+    for _ in 0..passes {
         for (i, c) in cases.iter().enumerate() {
             let r =
                 port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
-            if pass == 0 {
-                runs.push(r);
-            } else if r.elapsed < runs[i].elapsed {
-                runs[i].elapsed = r.elapsed;
+            match runs.get_mut(i) {
+                None => runs.push(r),
+                Some(best) if r.elapsed < best.elapsed => best.elapsed = r.elapsed,
+                Some(_) => {}
             }
         }
     }
-    Ok(runs)
+    Ok(())
+}
+
+/// The port's passes before and after tinygrad's run (see the module doc): at least one before.
+fn split_passes(passes: usize) -> (usize, usize) {
+    let before = passes.div_ceil(2).max(1);
+    (before, passes.saturating_sub(before))
+}
+
+/// The port's `passes` over `cases` with `set`, split around `tinygrad` (run once, in between).
+fn around_tinygrad<T>(
+    set: &RuleSet,
+    cases: &[Case],
+    passes: usize,
+    tinygrad: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(Vec<PortRun>, T)> {
+    let (before, after) = split_passes(passes);
+    let mut runs = Vec::with_capacity(cases.len());
+    port_passes(set, cases, before, &mut runs)?;
+    let t = tinygrad()?;
+    port_passes(set, cases, after, &mut runs)?;
+    Ok((runs, t))
 }
 
 fn per_sec(n: usize, secs: f64) -> f64 {
@@ -175,15 +205,17 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
         port_rewrite(set, &c.text).map_err(|e| anyhow::anyhow!("graph {}: {e}", c.id))?;
     }
     let passes = opts.passes.max(1);
-    let port_runs = port_passes(set, &cases, passes)?;
-    let rust: Duration = port_runs.iter().map(|r| r.elapsed).sum();
     let (warm, np) = (opts.warmup.to_string(), passes.to_string());
     let tg_args = ["--no-output", "--warmup", &warm, "--passes", &np];
-    let (tg_runs, py_ns) = run_tinygrad(&opts.rules, &cases, &tg_args)?;
+    let (port_runs, (tg_runs, py_ns)) = around_tinygrad(set, &cases, passes, || {
+        Ok(run_tinygrad(&opts.rules, &cases, &tg_args)?)
+    })?;
+    let rust: Duration = port_runs.iter().map(|r| r.elapsed).sum();
     let empty = RuleSet::new("none", Vec::new());
-    let walk_runs = port_passes(&empty, &cases, passes)?;
+    let (walk_runs, (_, walk_py_ns)) = around_tinygrad(&empty, &cases, passes, || {
+        Ok(run_tinygrad("none", &cases, &tg_args)?)
+    })?;
     let walk: Duration = walk_runs.iter().map(|r| r.elapsed).sum();
-    let (_, walk_py_ns) = run_tinygrad("none", &cases, &tg_args)?;
     let (rs, ps) = (rust.as_secs_f64(), py_ns as f64 / 1e9);
     let (rn, pn) = (per_sec(nodes, rs), per_sec(nodes, ps));
     // the same figures without the graphs either side gives up on
@@ -255,6 +287,17 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_passes_split_around_tinygrad_keep_their_count() {
+        // every pass is run (the port gets as many samples as tinygrad), at least one before
+        for p in 1..=9 {
+            let (b, a) = split_passes(p);
+            assert_eq!(b + a, p);
+            assert!(b >= 1 && b >= a && b - a <= 1, "{p}: {b} before, {a} after");
+        }
+        assert_eq!(split_passes(0), (1, 0));
+    }
 
     #[test]
     fn size_buckets_cover_every_size_once() {
