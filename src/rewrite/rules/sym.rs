@@ -9,7 +9,7 @@ use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
-use std::collections::HashMap;
+use std::cell::Cell;
 
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
@@ -20,85 +20,283 @@ fn bound(b: &Bindings, name: &str) -> Result<UOp, RuleError> {
         .ok_or_else(|| runtime(&format!("TypeError: missing argument {name:?}")))
 }
 
-/// `x in u.backward_slice_with_self`.
-fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
-    g.toposort(&[u]).contains(&x)
+thread_local! {
+    /// The [`Scratch`] the slice walks and `substitute` reuse (taken out while in use, so a nested
+    /// use would get a fresh one rather than a borrow error).
+    static SCRATCH: Cell<Scratch> = const { Cell::new(Scratch::new()) };
 }
 
-/// `u.op_in_backward_slice_with_self(*ops)`.
+/// Buffers reused across calls (no allocation per walk): `mark[i] == epoch` = handle `i` seen by
+/// the current walk, `memo[i] = (epoch, v)` = `substitute`'s value of handle `i`; a new walk bumps
+/// `epoch` instead of clearing them.
+#[derive(Default)]
+struct Scratch {
+    epoch: u32,
+    mark: Vec<u32>,
+    memo: Vec<(u32, UOp)>,
+    stack: Vec<UOp>,
+    frames: Vec<Frame>,
+    buf: Vec<UOp>,
+}
+
+/// One pending `subst_rec` call of [`substitute`]'s explicit stack.
+struct Frame {
+    /// the node looked up (the memo key), and what the substitution map took it to
+    u: UOp,
+    n: UOp,
+    /// next src of `n` to substitute; where its new srcs start in `Scratch::buf`
+    i: u32,
+    base: u32,
+    depth: u32,
+    /// whether `n` was rebuilt and the pending call is the one on the rebuilt node
+    rebuilt: bool,
+}
+
+impl Scratch {
+    const fn new() -> Scratch {
+        Scratch {
+            epoch: 0,
+            mark: Vec::new(),
+            memo: Vec::new(),
+            stack: Vec::new(),
+            frames: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+    /// Starts a walk of a graph of `n` nodes: nothing marked, nothing memoized.
+    fn begin(&mut self, n: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.memo.fill((0, UOp(0)));
+            self.epoch = 1;
+        }
+        if self.mark.len() < n {
+            self.mark.resize(n, 0);
+        }
+        self.stack.clear();
+    }
+    /// Marks `u`; whether it was unmarked.
+    #[inline]
+    fn visit(&mut self, u: UOp) -> bool {
+        if u.idx() >= self.mark.len() {
+            self.mark.resize(u.idx() + 1, 0);
+        }
+        std::mem::replace(&mut self.mark[u.idx()], self.epoch) != self.epoch
+    }
+    #[inline]
+    fn memo_get(&self, u: UOp) -> Option<UOp> {
+        match self.memo.get(u.idx()) {
+            Some(&(e, v)) if e == self.epoch => Some(v),
+            _ => None,
+        }
+    }
+    fn memo_set(&mut self, u: UOp, v: UOp) {
+        if u.idx() >= self.memo.len() {
+            self.memo.resize(u.idx() + 1, (0, UOp(0)));
+        }
+        self.memo[u.idx()] = (self.epoch, v);
+    }
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|c| {
+        let mut s = c.take();
+        let r = f(&mut s);
+        c.set(s);
+        r
+    })
+}
+
+/// `x in u.backward_slice_with_self`. Every src has a smaller handle than its user (it existed
+/// first), so the walk skips handles below `x`'s: they cannot reach it.
+pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
+    if x == u {
+        return true;
+    }
+    if x.idx() > u.idx() {
+        return false;
+    }
+    with_scratch(|s| {
+        s.begin(g.len());
+        s.stack.push(u);
+        while let Some(n) = s.stack.pop() {
+            for &c in g.src(n) {
+                if c == x {
+                    return true;
+                }
+                if c.idx() > x.idx() && s.visit(c) {
+                    s.stack.push(c);
+                }
+            }
+        }
+        false
+    })
+}
+
+/// `u.op_in_backward_slice_with_self(*ops)`. The lowest handle with one of `ops` bounds the walk
+/// (a node below it has none in its slice); without one up to `u` there is no walk.
 fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
-    g.toposort(&[u]).iter().any(|x| ops.contains(&g.op(*x)))
+    let Some(lo) = (0..=u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
+        return false;
+    };
+    if lo == u.0 {
+        return true;
+    }
+    with_scratch(|s| {
+        s.begin(g.len());
+        s.stack.push(u);
+        while let Some(n) = s.stack.pop() {
+            for &c in g.src(n) {
+                if c.0 < lo {
+                    continue;
+                }
+                if ops.contains(&g.op(c)) {
+                    return true;
+                }
+                if s.visit(c) {
+                    s.stack.push(c);
+                }
+            }
+        }
+        false
+    })
 }
 
 /// `_rebuild_dtype` as `graph_rewrite` uses it: keep the dtype unless a src dtype changed.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n).clone();
-    let same = node
-        .src
+    let same = g
+        .src(n)
         .iter()
         .zip(new_src)
         .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let (op, dtype, arg) = (g.op(n), g.dtype(n), g.arg(n).clone());
     let dt = if same {
-        node.dtype
+        dtype
     } else {
-        g.infer_dtype(node.op, new_src, &node.arg)
-            .unwrap_or(node.dtype)
+        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
     };
-    g.mk(node.op, dt, new_src, node.arg)
+    g.mk(op, dt, new_src, arg)
 }
+
+const MAX_SUBST_DEPTH: u32 = 10_000;
 
 /// `u.substitute(dvars)` (uop/ops.py:529): a bottom-up `graph_rewrite` with `_substitute`: a node
 /// found in `dvars` is replaced (to a fixpoint) before its srcs are visited; a node whose srcs
 /// changed is rebuilt and looked up again.
+///
+/// The recursion `subst_rec(u, depth)` runs on an explicit stack (same visiting and building
+/// order, same first error): memo hit; `depth > 10_000` raises; follow the map from `u` to `n`;
+/// substitute `n`'s srcs in order; `n` if none changed, else `subst_rec` of the rebuilt node;
+/// memoize under `u`.
 pub fn substitute(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, RuleError> {
-    let map: HashMap<UOp, UOp> = dvars
-        .iter()
-        .filter(|(k, v)| k != v)
-        .map(|(k, v)| (*k, *v))
-        .collect();
-    if map.is_empty() {
+    // `{k: v for k, v in dvars if k is not v}` (a later pair wins): a reverse search of `dvars`
+    let nkeys = dvars.iter().filter(|(k, v)| k != v).count();
+    if nkeys == 0 {
         return Ok(u);
     }
-    let mut memo: HashMap<UOp, UOp> = HashMap::new();
-    subst_rec(g, u, &map, &mut memo, 0)
-}
-
-fn subst_rec(
-    g: &mut Graph,
-    u: UOp,
-    map: &HashMap<UOp, UOp>,
-    memo: &mut HashMap<UOp, UOp>,
-    depth: usize,
-) -> Result<UOp, RuleError> {
-    if let Some(r) = memo.get(&u) {
-        return Ok(*r);
-    }
-    if depth > 10_000 {
-        return Err(runtime("substitute: graph too deep"));
-    }
-    // bpm to a fixpoint (tinygrad: "infinite loop in fixed_point_rewrite" on a cycle)
-    let mut n = u;
-    let mut seen = vec![u];
-    while let Some(r) = map.get(&n) {
-        if seen.contains(r) {
-            return Err(runtime("infinite loop in fixed_point_rewrite"));
-        }
-        n = *r;
-        seen.push(n);
-    }
-    let srcs = g.src(n).to_vec();
-    let mut new_src = Vec::with_capacity(srcs.len());
-    for s in &srcs {
-        new_src.push(subst_rec(g, *s, map, memo, depth + 1)?);
-    }
-    let out = if new_src == srcs {
-        n
-    } else {
-        let nn = rebuild(g, n, &new_src);
-        subst_rec(g, nn, map, memo, depth + 1)?
+    let lookup = |n: UOp| {
+        dvars
+            .iter()
+            .rev()
+            .find(|(k, v)| *k == n && k != v)
+            .map(|(_, v)| *v)
     };
-    memo.insert(u, out);
-    Ok(out)
+    // A node below every key has none in its slice: `subst_rec` returns it unchanged, building
+    // nothing, and raises nothing when its height (at most its handle) keeps the depth in bounds.
+    let min_key = dvars
+        .iter()
+        .filter(|(k, v)| k != v)
+        .map(|(k, _)| k.0)
+        .min()
+        .unwrap_or(0);
+    with_scratch(|s| {
+        s.begin(0);
+        s.frames.clear();
+        s.buf.clear();
+        // `subst_rec`'s entry: Some(value) when it returns at once, else a frame is pushed
+        let enter = |s: &mut Scratch, t: UOp, depth: u32| -> Result<Option<UOp>, RuleError> {
+            if t.0 < min_key && depth.saturating_add(t.0) <= MAX_SUBST_DEPTH {
+                return Ok(Some(t));
+            }
+            if let Some(r) = s.memo_get(t) {
+                return Ok(Some(r));
+            }
+            if depth > MAX_SUBST_DEPTH {
+                return Err(runtime("substitute: graph too deep"));
+            }
+            // the map to a fixpoint (tinygrad: "infinite loop in fixed_point_rewrite" on a
+            // cycle); a chain that repeats no node uses each key at most once
+            let mut n = t;
+            let mut steps = 0;
+            while let Some(r) = lookup(n) {
+                steps += 1;
+                if steps > nkeys {
+                    return Err(runtime("infinite loop in fixed_point_rewrite"));
+                }
+                n = r;
+            }
+            s.frames.push(Frame {
+                u: t,
+                n,
+                i: 0,
+                base: s.buf.len() as u32,
+                depth,
+                rebuilt: false,
+            });
+            Ok(None)
+        };
+        let mut ret = match enter(s, u, 0)? {
+            Some(r) => return Ok(r),
+            None => None,
+        };
+        loop {
+            let Some(top) = s.frames.last_mut() else {
+                return Err(runtime("substitute: empty stack"));
+            };
+            // a finished call's value: the next new src, or the rebuilt node's value
+            let done = match ret.take() {
+                Some(v) if top.rebuilt => Some(v),
+                Some(v) => {
+                    s.buf.push(v);
+                    None
+                }
+                None => None,
+            };
+            let out = match done {
+                Some(v) => v,
+                None => {
+                    let (n, i, depth) = (top.n, top.i as usize, top.depth);
+                    let srcs = g.src(n);
+                    if i < srcs.len() {
+                        let c = srcs[i];
+                        top.i += 1;
+                        ret = enter(s, c, depth + 1)?;
+                        continue;
+                    }
+                    let base = top.base as usize;
+                    if s.buf[base..] == *srcs {
+                        s.buf.truncate(base);
+                        n
+                    } else {
+                        top.rebuilt = true;
+                        let nn = rebuild(g, n, &s.buf[base..]);
+                        s.buf.truncate(base);
+                        ret = enter(s, nn, depth + 1)?;
+                        continue;
+                    }
+                }
+            };
+            let Some(f) = s.frames.pop() else {
+                return Err(runtime("substitute: empty stack"));
+            };
+            s.memo_set(f.u, out);
+            if s.frames.is_empty() {
+                return Ok(out);
+            }
+            ret = Some(out);
+        }
+    })
 }
 
 /// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
@@ -385,13 +583,9 @@ pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
     }
     let (mut inside, mut outside) = (Vec::new(), Vec::new());
     for m in cx.split_uop(src[0], Ops::MUL) {
-        let parents: Vec<UOp> = {
-            let mut t = cx.g.toposort(&[m]);
-            t.retain(|x| *x != m);
-            t
-        };
+        // `m.backward_slice` (without `m`, which the first test rules out)
         let ok = !src[1..].contains(&m)
-            && src[1..].iter().all(|rr| !parents.contains(rr))
+            && src[1..].iter().all(|rr| !in_slice(cx.g, *rr, m))
             && (rop != max || {
                 // `m.vmin >= 0` (False for a nan bound)
                 let v = cx.vmin(m);
