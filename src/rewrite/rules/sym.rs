@@ -328,28 +328,34 @@ fn int_of(v: ConstVal) -> Result<i128, RuleError> {
 pub fn parse_valid(cx: &mut Cx, v: UOp) -> Result<Option<(UOp, bool, i128)>, RuleError> {
     let g = &*cx.g;
     let op = g.op(v);
-    let src = g.src(v).to_vec();
+    if op != Ops::CMPNE && op != Ops::CMPLT {
+        return Ok(None);
+    }
+    let (s0, s1) = match g.src(v) {
+        [a, b, ..] => (*a, *b),
+        _ => return Ok(None),
+    };
     if op == Ops::CMPNE
-        && g.op(src[1]) == Ops::CONST
-        && g.const_val(src[1])
+        && g.op(s1) == Ops::CONST
+        && g.const_val(s1)
             .is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
-        && g.op(src[0]) == Ops::CMPLT
-        && g.dtype(g.src(src[0])[0]).is_int()
+        && g.op(s0) == Ops::CMPLT
+        && g.dtype(g.src(s0)[0]).is_int()
     {
         // (X < c).ne(True) -> X >= c
-        let s0 = g.src(src[0]).to_vec();
-        let c = int_of(cx.vmin(s0[1]))?;
-        return Ok(Some((s0[0], false, c)));
+        let (x, c) = (g.src(s0)[0], g.src(s0)[1]);
+        let c = int_of(cx.vmin(c))?;
+        return Ok(Some((x, false, c)));
     }
-    if op == Ops::CMPLT && g.dtype(src[0]).is_int() {
+    if op == Ops::CMPLT && g.dtype(s0).is_int() {
         // c < X -> X >= c+1
-        if g.op(src[0]) == Ops::CONST {
-            let c = int_of(g.const_val(src[0]).unwrap_or(ConstVal::Invalid))?;
-            return Ok(Some((src[1], false, c.checked_add(1).ok_or_else(ov)?)));
+        if g.op(s0) == Ops::CONST {
+            let c = int_of(g.const_val(s0).unwrap_or(ConstVal::Invalid))?;
+            return Ok(Some((s1, false, c.checked_add(1).ok_or_else(ov)?)));
         }
         // X < c -> X <= c-1
-        let c = int_of(cx.vmax(src[1]))?;
-        return Ok(Some((src[0], true, c.checked_sub(1).ok_or_else(ov)?)));
+        let c = int_of(cx.vmax(s1))?;
+        return Ok(Some((s0, true, c.checked_sub(1).ok_or_else(ov)?)));
     }
     Ok(None)
 }
@@ -385,7 +391,11 @@ pub fn uop_given_valid(
         };
         bounds[i].1[is_upper as usize] = Some(c);
     }
-    let mut all_candidates: Vec<(UOp, UOp)> = Vec::new();
+    let mut all_candidates: Vec<(UOp, UOp)> = Vec::with_capacity(bounds.len());
+    // Without the simplex tries the fakes serve only the final substitution, which leaves a
+    // `uop` with no bounded expr in its slice as it is: they are made once one is there (a
+    // fake no rule sees is no result; tinygrad's `UOp.variable` has no effect either).
+    let mut deferred: Vec<(UOp, i128, i128)> = Vec::new();
     for (i, (expr, v)) in bounds.iter().enumerate() {
         let (expr, v) = (*expr, *v);
         let v0 = match v[0] {
@@ -396,10 +406,14 @@ pub fn uop_given_valid(
             Some(c) => c,
             None => int_of(cx.vmax(expr))?,
         };
+        if !try_simplex {
+            deferred.push((expr, v0, v1));
+            continue;
+        }
         let dt = cx.g.dtype(expr);
         let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
         all_candidates.push((expr, fake));
-        if try_simplex {
+        {
             let mut candidates: Vec<Vec<(UOp, UOp)>> = vec![vec![(expr, fake)]];
             if cx.g.op(expr) == Ops::ADD && v0 == 1 {
                 let terms = cx.split_uop(expr, Ops::ADD);
@@ -439,6 +453,16 @@ pub fn uop_given_valid(
                     }
                 }
             }
+        }
+    }
+    if !try_simplex {
+        if !deferred.iter().any(|(e, _, _)| in_slice(cx.g, *e, uop)) {
+            return Ok(uop);
+        }
+        for (i, (expr, v0, v1)) in deferred.into_iter().enumerate() {
+            let dt = cx.g.dtype(expr);
+            let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
+            all_candidates.push((expr, fake));
         }
     }
     // try all the valids together (but only the whole expressions)
