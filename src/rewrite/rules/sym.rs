@@ -9,7 +9,7 @@ use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
-use std::cell::Cell;
+use std::cell::RefCell;
 
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
@@ -21,15 +21,14 @@ fn bound(b: &Bindings, name: &str) -> Result<UOp, RuleError> {
 }
 
 thread_local! {
-    /// The [`Scratch`] the slice walks and `substitute` reuse (taken out while in use, so a nested
-    /// use would get a fresh one rather than a borrow error).
-    static SCRATCH: Cell<Scratch> = const { Cell::new(Scratch::new()) };
+    /// The [`Scratch`] the slice walks and `substitute` reuse (a nested use, which none makes,
+    /// would get a fresh one rather than a borrow error).
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
 }
 
 /// Buffers reused across calls (no allocation per walk): `mark[i] == epoch` = handle `i` seen by
 /// the current walk, `memo[i] = (epoch, v)` = `substitute`'s value of handle `i`; a new walk bumps
 /// `epoch` instead of clearing them.
-#[derive(Default)]
 struct Scratch {
     epoch: u32,
     mark: Vec<u32>,
@@ -100,11 +99,9 @@ impl Scratch {
 }
 
 fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-    SCRATCH.with(|c| {
-        let mut s = c.take();
-        let r = f(&mut s);
-        c.set(s);
-        r
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::new()),
     })
 }
 
@@ -115,6 +112,17 @@ pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
         return true;
     }
     if x.idx() > u.idx() {
+        return false;
+    }
+    // the srcs of `u` first: a hit, or no src above `x` (nothing below to walk)
+    let mut deeper = false;
+    for &c in g.src(u) {
+        if c == x {
+            return true;
+        }
+        deeper |= c.idx() > x.idx();
+    }
+    if !deeper {
         return false;
     }
     with_scratch(|s| {
@@ -503,14 +511,12 @@ pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError>
     // `sorted` is stable
     keyed.sort_by_key(|(k, _)| *k);
     let valids: Vec<UOp> = keyed.into_iter().map(|(_, v)| v).collect();
-    let mut deduped: Vec<UOp> = Vec::new();
-    for v in &valids {
-        if !deduped.contains(v) {
-            deduped.push(*v);
+    let mut ret: Vec<UOp> = Vec::with_capacity(valids.len());
+    for (j, &stmt) in valids.iter().enumerate() {
+        // `dedup(valids)`: the first of equal valids
+        if valids[..j].contains(&stmt) {
+            continue;
         }
-    }
-    let mut ret: Vec<UOp> = Vec::new();
-    for stmt in deduped {
         let stmt = if ret.is_empty() {
             stmt
         } else {
