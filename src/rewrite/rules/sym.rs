@@ -5,11 +5,12 @@ use crate::ir::arg::PyItem;
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, Graph, Ops, ParamArg, UOp};
+use crate::rewrite::analysis::split_uop_into;
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
@@ -24,6 +25,8 @@ thread_local! {
     /// The [`Scratch`] the slice walks and `substitute` reuse (a nested use, which none makes,
     /// would get a fresh one rather than a borrow error).
     static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
+    /// `uop_given_valid`'s buffer for the clauses of its valid (taken out while in use).
+    static SPLIT: Cell<Vec<UOp>> = const { Cell::new(Vec::new()) };
 }
 
 /// Buffers reused across calls (no allocation per walk): `mark[i] == epoch` = handle `i` seen by
@@ -323,6 +326,17 @@ fn fake_variable(g: &mut Graph, name: &str, lo: i128, hi: i128, dt: DType) -> UO
     )
 }
 
+/// `f"fake{i}"`, without formatting for the usual few bounds.
+fn fake_name(i: usize) -> std::borrow::Cow<'static, str> {
+    const NAMES: [&str; 8] = [
+        "fake0", "fake1", "fake2", "fake3", "fake4", "fake5", "fake6", "fake7",
+    ];
+    match NAMES.get(i) {
+        Some(n) => std::borrow::Cow::Borrowed(n),
+        None => std::borrow::Cow::Owned(format!("fake{i}")),
+    }
+}
+
 fn int_of(v: ConstVal) -> Result<i128, RuleError> {
     match v {
         ConstVal::Float(f) if f.is_finite() => Ok(crate::ir::graph::py_int_of_float(f)),
@@ -386,26 +400,30 @@ pub fn uop_given_valid(
     let mut uop = uop;
     // bounds: {expr: [lower, upper]} in insertion order (a defaultdict)
     let mut bounds: Vec<(UOp, [Option<i128>; 2])> = Vec::new();
-    for stmt in cx.split_uop(valid, Ops::AND) {
-        let Some((expr, is_upper, c)) = parse_valid(cx, stmt)? else {
-            continue;
-        };
-        let i = match bounds.iter().position(|(e, _)| *e == expr) {
-            Some(i) => i,
-            None => {
-                bounds.push((expr, [None, None]));
-                bounds.len() - 1
-            }
-        };
-        bounds[i].1[is_upper as usize] = Some(c);
-    }
-    let mut all_candidates: Vec<(UOp, UOp)> = Vec::with_capacity(bounds.len());
-    // Without the simplex tries the fakes serve only the final substitution, which leaves a
-    // `uop` with no bounded expr in its slice as it is: they are made once one is there (a
-    // fake no rule sees is no result; tinygrad's `UOp.variable` has no effect either).
-    let mut deferred: Vec<(UOp, i128, i128)> = Vec::new();
-    for (i, (expr, v)) in bounds.iter().enumerate() {
-        let (expr, v) = (*expr, *v);
+    // `valid.split_uop(Ops.AND)` into a reused buffer
+    let mut stmts = SPLIT.take();
+    split_uop_into(cx.g, valid, Ops::AND, &mut stmts);
+    let parsed = (|| {
+        for &stmt in &stmts {
+            let Some((expr, is_upper, c)) = parse_valid(cx, stmt)? else {
+                continue;
+            };
+            let i = match bounds.iter().position(|(e, _)| *e == expr) {
+                Some(i) => i,
+                None => {
+                    bounds.push((expr, [None, None]));
+                    bounds.len() - 1
+                }
+            };
+            bounds[i].1[is_upper as usize] = Some(c);
+        }
+        Ok(())
+    })();
+    SPLIT.set(stmts);
+    parsed?;
+    let mut all_candidates: Vec<(UOp, UOp)> = Vec::new();
+    for i in 0..bounds.len() {
+        let (expr, v) = bounds[i];
         let v0 = match v[0] {
             Some(c) => c,
             None => int_of(cx.vmin(expr))?,
@@ -415,11 +433,15 @@ pub fn uop_given_valid(
             None => int_of(cx.vmax(expr))?,
         };
         if !try_simplex {
-            deferred.push((expr, v0, v1));
+            // Without the simplex tries the fakes serve only the final substitution, which
+            // leaves a `uop` with no bounded expr in its slice as it is: they are made once one
+            // is there (a fake no rule sees is no result; tinygrad's `UOp.variable` has no
+            // effect either). Until then the bounds keep `v0, v1`.
+            bounds[i].1 = [Some(v0), Some(v1)];
             continue;
         }
         let dt = cx.g.dtype(expr);
-        let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
+        let fake = fake_variable(cx.g, &fake_name(i), v0, v1, dt);
         all_candidates.push((expr, fake));
         {
             let mut candidates: Vec<Vec<(UOp, UOp)>> = vec![vec![(expr, fake)]];
@@ -430,7 +452,7 @@ pub fn uop_given_valid(
                     for xi in terms {
                         let hi = int_of(cx.vmax(xi))?;
                         let xdt = cx.g.dtype(xi);
-                        cand.push((xi, fake_variable(cx.g, &format!("fake{i}"), 1, hi, xdt)));
+                        cand.push((xi, fake_variable(cx.g, &fake_name(i), 1, hi, xdt)));
                     }
                     candidates.push(cand);
                 }
@@ -464,13 +486,16 @@ pub fn uop_given_valid(
         }
     }
     if !try_simplex {
-        if !deferred.iter().any(|(e, _, _)| in_slice(cx.g, *e, uop)) {
+        if !bounds.iter().any(|(e, _)| in_slice(cx.g, *e, uop)) {
             return Ok(uop);
         }
-        for (i, (expr, v0, v1)) in deferred.into_iter().enumerate() {
-            let dt = cx.g.dtype(expr);
-            let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
-            all_candidates.push((expr, fake));
+        all_candidates.reserve_exact(bounds.len());
+        for (i, (expr, v)) in bounds.iter().enumerate() {
+            // both set above
+            let (v0, v1) = (v[0].unwrap_or(0), v[1].unwrap_or(0));
+            let dt = cx.g.dtype(*expr);
+            let fake = fake_variable(cx.g, &fake_name(i), v0, v1, dt);
+            all_candidates.push((*expr, fake));
         }
     }
     // try all the valids together (but only the whole expressions)
