@@ -148,12 +148,12 @@ pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
 /// `u.op_in_backward_slice_with_self(*ops)`. The lowest handle with one of `ops` bounds the walk
 /// (a node below it has none in its slice); without one up to `u` there is no walk.
 fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
-    let Some(lo) = (0..=u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
-        return false;
-    };
-    if lo == u.0 {
+    if ops.contains(&g.op(u)) {
         return true;
     }
+    let Some(lo) = (0..u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
+        return false;
+    };
     with_scratch(|s| {
         s.begin(g.len());
         s.stack.push(u);
@@ -1020,6 +1020,7 @@ pub fn pm_clean_up_group_sink() -> RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
     use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
 
     #[test]
@@ -1048,6 +1049,147 @@ mod tests {
         assert_eq!(substitute(&mut g, m, &[(x, x)]), Ok(m));
         // a cycle is tinygrad's "infinite loop in fixed_point_rewrite"
         assert!(substitute(&mut g, m, &[(x, y), (y, x)]).is_err());
+    }
+
+    /// The recursive `substitute` the explicit stack replaced (a `dict` memo, a `seen` list).
+    fn substitute_ref(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, RuleError> {
+        fn rec(
+            g: &mut Graph,
+            u: UOp,
+            map: &HashMap<UOp, UOp>,
+            memo: &mut HashMap<UOp, UOp>,
+            depth: u32,
+        ) -> Result<UOp, RuleError> {
+            if let Some(r) = memo.get(&u) {
+                return Ok(*r);
+            }
+            if depth > MAX_SUBST_DEPTH {
+                return Err(runtime("substitute: graph too deep"));
+            }
+            let (mut n, mut seen) = (u, vec![u]);
+            while let Some(r) = map.get(&n) {
+                if seen.contains(r) {
+                    return Err(runtime("infinite loop in fixed_point_rewrite"));
+                }
+                n = *r;
+                seen.push(n);
+            }
+            let srcs = g.src(n).to_vec();
+            let mut new_src = Vec::new();
+            for s in &srcs {
+                new_src.push(rec(g, *s, map, memo, depth + 1)?);
+            }
+            let out = if new_src == srcs {
+                n
+            } else {
+                let nn = rebuild(g, n, &new_src);
+                rec(g, nn, map, memo, depth + 1)?
+            };
+            memo.insert(u, out);
+            Ok(out)
+        }
+        let map: HashMap<UOp, UOp> = dvars.iter().filter(|(k, v)| k != v).copied().collect();
+        if map.is_empty() {
+            return Ok(u);
+        }
+        rec(g, u, &map, &mut HashMap::new(), 0)
+    }
+
+    /// A random DAG of weakint/int32 ALU nodes over a few variables (xorshift, fixed seeds).
+    fn random_graph(seed: u64, n: usize) -> (Graph, Vec<UOp>) {
+        let mut st = seed | 1;
+        let mut next = move || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            st
+        };
+        let mut g = Graph::new();
+        let mut nodes = vec![
+            g.variable("a", 0, 9, DType::WeakInt),
+            g.variable("b", 0, 9, DType::WeakInt),
+            g.variable("c", -4, 4, DType::Int32),
+            g.cint(DType::WeakInt, 3),
+        ];
+        while nodes.len() < n {
+            let len = nodes.len();
+            let (x, y) = (
+                nodes[(next() as usize) % len],
+                nodes[(next() as usize) % len],
+            );
+            let op = [Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPLT][(next() % 4) as usize];
+            if let Ok(u) = g.alu(op, &[x, y]) {
+                nodes.push(u);
+            }
+            if next() % 5 == 0 {
+                let c = nodes[(next() as usize) % nodes.len()];
+                let len = nodes.len();
+                let (t, f) = (
+                    nodes[(next() as usize) % len],
+                    nodes[(next() as usize) % len],
+                );
+                if g.dtype(c) == DType::Bool
+                    && let Ok(w) = g.alu(Ops::WHERE, &[c, t, f])
+                {
+                    nodes.push(w);
+                }
+            }
+        }
+        (g, nodes)
+    }
+
+    #[test]
+    fn substitute_matches_the_recursive_form() {
+        let mut seen_err = [false; 2];
+        for seed in 1..400u64 {
+            let (g0, nodes) = random_graph(seed, 40);
+            let pick = |k: u64| nodes[((seed * 7919 + k * 104_729) as usize) % nodes.len()];
+            let root = *nodes.last().unwrap();
+            // plain maps, maps into other nodes (some cyclic), int32 replacements (dtype change)
+            let mut dvars = vec![(pick(1), pick(2))];
+            if seed % 3 == 0 {
+                dvars.push((pick(2), pick(1)));
+            }
+            if seed % 4 == 0 {
+                dvars.push((pick(3), nodes[2]));
+            }
+            if seed % 5 == 0 {
+                dvars.push((pick(4), pick(4)));
+            }
+            let (mut ga, mut gb) = (g0.clone(), g0.clone());
+            let want = substitute_ref(&mut ga, root, &dvars);
+            let got = substitute(&mut gb, root, &dvars);
+            assert_eq!(got, want, "seed {seed}");
+            assert_eq!(ga.len(), gb.len(), "seed {seed}: same nodes built");
+            if let Err(e) = &want {
+                seen_err[e.to_string().contains("infinite") as usize] = true;
+            }
+            for &u in &nodes {
+                let x = pick(5);
+                assert_eq!(in_slice(&g0, x, u), g0.toposort(&[u]).contains(&x));
+                let any = g0.toposort(&[u]).iter().any(|n| g0.op(*n) == Ops::WHERE);
+                assert_eq!(op_in_slice(&g0, u, &[Ops::WHERE]), any);
+            }
+        }
+        assert!(seen_err[1], "some map had a cycle");
+    }
+
+    #[test]
+    fn substitute_depth_limit_as_the_recursive_form() {
+        // a chain deeper than the limit: the same error, also where the map only touches the top
+        let mut g = Graph::new();
+        let mut u = g.variable("a", 0, 9, DType::WeakInt);
+        let one = g.cint(DType::WeakInt, 1);
+        let base = u;
+        for _ in 0..10_050 {
+            u = g.alu(Ops::ADD, &[u, one]).unwrap();
+        }
+        let top = g.alu(Ops::MUL, &[u, one]).unwrap();
+        let z = g.variable("z", 0, 3, DType::WeakInt);
+        for dv in [[(base, z)], [(u, z)], [(one, z)]] {
+            let (mut ga, mut gb) = (g.clone(), g.clone());
+            assert_eq!(substitute(&mut gb, top, &dv), substitute_ref(&mut ga, top, &dv));
+        }
     }
 
     #[test]
