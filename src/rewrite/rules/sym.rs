@@ -81,10 +81,16 @@ impl Scratch {
     /// Marks `u`; whether it was unmarked.
     #[inline]
     fn visit(&mut self, u: UOp) -> bool {
-        if u.idx() >= self.mark.len() {
-            self.mark.resize(u.idx() + 1, 0);
+        let epoch = self.epoch;
+        match self.mark.get_mut(u.idx()) {
+            Some(m) => std::mem::replace(m, epoch) != epoch,
+            // `begin` sized it for the graph: only a handle from elsewhere gets here
+            None => {
+                self.mark.resize(u.idx() + 1, 0);
+                self.mark[u.idx()] = epoch;
+                true
+            }
         }
-        std::mem::replace(&mut self.mark[u.idx()], self.epoch) != self.epoch
     }
     #[inline]
     fn memo_get(&self, u: UOp) -> Option<UOp> {
