@@ -365,8 +365,7 @@ pub fn parse_valid(cx: &mut Cx, v: UOp) -> Result<Option<(UOp, bool, i128)>, Rul
     };
     if op == Ops::CMPNE
         && g.op(s1) == Ops::CONST
-        && g.const_val(s1)
-            .is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
+        && g.const_val(s1).is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
         && g.op(s0) == Ops::CMPLT
         && g.dtype(g.src(s0)[0]).is_int()
     {
@@ -428,8 +427,8 @@ pub fn uop_given_valid(
     SPLIT.set(stmts);
     parsed?;
     let mut all_candidates: Vec<(UOp, UOp)> = Vec::new();
-    for i in 0..bounds.len() {
-        let (expr, v) = bounds[i];
+    for (i, entry) in bounds.iter_mut().enumerate() {
+        let (expr, v) = *entry;
         let v0 = match v[0] {
             Some(c) => c,
             None => int_of(cx.vmin(expr))?,
@@ -443,7 +442,7 @@ pub fn uop_given_valid(
             // leaves a `uop` with no bounded expr in its slice as it is: they are made once one
             // is there (a fake no rule sees is no result; tinygrad's `UOp.variable` has no
             // effect either). Until then the bounds keep `v0, v1`.
-            bounds[i].1 = [Some(v0), Some(v1)];
+            entry.1 = [Some(v0), Some(v1)];
             continue;
         }
         let dt = cx.g.dtype(expr);
@@ -1026,8 +1025,8 @@ pub fn pm_clean_up_group_sink() -> RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
     use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+    use std::collections::HashMap;
 
     #[test]
     fn rule_counts() {
@@ -1194,7 +1193,10 @@ mod tests {
         let z = g.variable("z", 0, 3, DType::WeakInt);
         for dv in [[(base, z)], [(u, z)], [(one, z)]] {
             let (mut ga, mut gb) = (g.clone(), g.clone());
-            assert_eq!(substitute(&mut gb, top, &dv), substitute_ref(&mut ga, top, &dv));
+            assert_eq!(
+                substitute(&mut gb, top, &dv),
+                substitute_ref(&mut ga, top, &dv)
+            );
         }
     }
 
