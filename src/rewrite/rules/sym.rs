@@ -5,11 +5,12 @@ use crate::ir::arg::PyItem;
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, Graph, Ops, ParamArg, UOp};
+use crate::rewrite::analysis::split_uop_into;
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
 
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
@@ -20,85 +21,299 @@ fn bound(b: &Bindings, name: &str) -> Result<UOp, RuleError> {
         .ok_or_else(|| runtime(&format!("TypeError: missing argument {name:?}")))
 }
 
-/// `x in u.backward_slice_with_self`.
-fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
-    g.toposort(&[u]).contains(&x)
+thread_local! {
+    /// The [`Scratch`] the slice walks and `substitute` reuse (a nested use, which none makes,
+    /// would get a fresh one rather than a borrow error).
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
+    /// `uop_given_valid`'s buffer for the clauses of its valid (taken out while in use).
+    static SPLIT: Cell<Vec<UOp>> = const { Cell::new(Vec::new()) };
 }
 
-/// `u.op_in_backward_slice_with_self(*ops)`.
+/// Buffers reused across calls (no allocation per walk): `mark[i] == epoch` = handle `i` seen by
+/// the current walk, `memo[i] = (epoch, v)` = `substitute`'s value of handle `i`; a new walk bumps
+/// `epoch` instead of clearing them.
+struct Scratch {
+    epoch: u32,
+    mark: Vec<u32>,
+    memo: Vec<(u32, UOp)>,
+    stack: Vec<UOp>,
+    frames: Vec<Frame>,
+    buf: Vec<UOp>,
+}
+
+/// One pending `subst_rec` call of [`substitute`]'s explicit stack.
+struct Frame {
+    /// the node looked up (the memo key), and what the substitution map took it to
+    u: UOp,
+    n: UOp,
+    /// next src of `n` to substitute; where its new srcs start in `Scratch::buf`
+    i: u32,
+    base: u32,
+    depth: u32,
+    /// whether `n` was rebuilt and the pending call is the one on the rebuilt node
+    rebuilt: bool,
+}
+
+impl Scratch {
+    const fn new() -> Scratch {
+        Scratch {
+            epoch: 0,
+            mark: Vec::new(),
+            memo: Vec::new(),
+            stack: Vec::new(),
+            frames: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+    /// Starts a walk of a graph of `n` nodes: nothing marked, nothing memoized.
+    fn begin(&mut self, n: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.memo.fill((0, UOp(0)));
+            self.epoch = 1;
+        }
+        if self.mark.len() < n {
+            self.mark.resize(n, 0);
+        }
+        self.stack.clear();
+    }
+    /// Marks `u`; whether it was unmarked.
+    #[inline]
+    fn visit(&mut self, u: UOp) -> bool {
+        let epoch = self.epoch;
+        match self.mark.get_mut(u.idx()) {
+            Some(m) => std::mem::replace(m, epoch) != epoch,
+            // `begin` sized it for the graph: only a handle from elsewhere gets here
+            None => {
+                self.mark.resize(u.idx() + 1, 0);
+                self.mark[u.idx()] = epoch;
+                true
+            }
+        }
+    }
+    #[inline]
+    fn memo_get(&self, u: UOp) -> Option<UOp> {
+        match self.memo.get(u.idx()) {
+            Some(&(e, v)) if e == self.epoch => Some(v),
+            _ => None,
+        }
+    }
+    fn memo_set(&mut self, u: UOp, v: UOp) {
+        if u.idx() >= self.memo.len() {
+            self.memo.resize(u.idx() + 1, (0, UOp(0)));
+        }
+        self.memo[u.idx()] = (self.epoch, v);
+    }
+}
+
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::new()),
+    })
+}
+
+/// `x in u.backward_slice_with_self`. Every src has a smaller handle than its user (it existed
+/// first), so the walk skips handles below `x`'s: they cannot reach it.
+pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
+    if x == u {
+        return true;
+    }
+    if x.idx() > u.idx() {
+        return false;
+    }
+    // the srcs of `u` first: a hit, or no src above `x` (nothing below to walk)
+    let mut deeper = false;
+    for &c in g.src(u) {
+        if c == x {
+            return true;
+        }
+        deeper |= c.idx() > x.idx();
+    }
+    if !deeper {
+        return false;
+    }
+    with_scratch(|s| {
+        s.begin(g.len());
+        s.stack.push(u);
+        while let Some(n) = s.stack.pop() {
+            for &c in g.src(n) {
+                if c == x {
+                    return true;
+                }
+                if c.idx() > x.idx() && s.visit(c) {
+                    s.stack.push(c);
+                }
+            }
+        }
+        false
+    })
+}
+
+/// `u.op_in_backward_slice_with_self(*ops)`. The lowest handle with one of `ops` bounds the walk
+/// (a node below it has none in its slice); without one up to `u` there is no walk.
 fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
-    g.toposort(&[u]).iter().any(|x| ops.contains(&g.op(*x)))
+    if ops.contains(&g.op(u)) {
+        return true;
+    }
+    let Some(lo) = (0..u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
+        return false;
+    };
+    with_scratch(|s| {
+        s.begin(g.len());
+        s.stack.push(u);
+        while let Some(n) = s.stack.pop() {
+            for &c in g.src(n) {
+                if c.0 < lo {
+                    continue;
+                }
+                if ops.contains(&g.op(c)) {
+                    return true;
+                }
+                if s.visit(c) {
+                    s.stack.push(c);
+                }
+            }
+        }
+        false
+    })
 }
 
 /// `_rebuild_dtype` as `graph_rewrite` uses it: keep the dtype unless a src dtype changed.
 fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
-    let node = g.node(n).clone();
-    let same = node
-        .src
+    let same = g
+        .src(n)
         .iter()
         .zip(new_src)
         .all(|(a, b)| g.dtype(*a) == g.dtype(*b));
+    let (op, dtype, arg) = (g.op(n), g.dtype(n), g.arg(n).clone());
     let dt = if same {
-        node.dtype
+        dtype
     } else {
-        g.infer_dtype(node.op, new_src, &node.arg)
-            .unwrap_or(node.dtype)
+        g.infer_dtype(op, new_src, &arg).unwrap_or(dtype)
     };
-    g.mk(node.op, dt, new_src, node.arg)
+    g.mk(op, dt, new_src, arg)
 }
+
+const MAX_SUBST_DEPTH: u32 = 10_000;
 
 /// `u.substitute(dvars)` (uop/ops.py:529): a bottom-up `graph_rewrite` with `_substitute`: a node
 /// found in `dvars` is replaced (to a fixpoint) before its srcs are visited; a node whose srcs
 /// changed is rebuilt and looked up again.
+///
+/// The recursion `subst_rec(u, depth)` runs on an explicit stack (same visiting and building
+/// order, same first error): memo hit; `depth > 10_000` raises; follow the map from `u` to `n`;
+/// substitute `n`'s srcs in order; `n` if none changed, else `subst_rec` of the rebuilt node;
+/// memoize under `u`.
 pub fn substitute(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, RuleError> {
-    let map: HashMap<UOp, UOp> = dvars
-        .iter()
-        .filter(|(k, v)| k != v)
-        .map(|(k, v)| (*k, *v))
-        .collect();
-    if map.is_empty() {
+    // `{k: v for k, v in dvars if k is not v}` (a later pair wins): a reverse search of `dvars`
+    let nkeys = dvars.iter().filter(|(k, v)| k != v).count();
+    if nkeys == 0 {
         return Ok(u);
     }
-    let mut memo: HashMap<UOp, UOp> = HashMap::new();
-    subst_rec(g, u, &map, &mut memo, 0)
-}
-
-fn subst_rec(
-    g: &mut Graph,
-    u: UOp,
-    map: &HashMap<UOp, UOp>,
-    memo: &mut HashMap<UOp, UOp>,
-    depth: usize,
-) -> Result<UOp, RuleError> {
-    if let Some(r) = memo.get(&u) {
-        return Ok(*r);
-    }
-    if depth > 10_000 {
-        return Err(runtime("substitute: graph too deep"));
-    }
-    // bpm to a fixpoint (tinygrad: "infinite loop in fixed_point_rewrite" on a cycle)
-    let mut n = u;
-    let mut seen = vec![u];
-    while let Some(r) = map.get(&n) {
-        if seen.contains(r) {
-            return Err(runtime("infinite loop in fixed_point_rewrite"));
-        }
-        n = *r;
-        seen.push(n);
-    }
-    let srcs = g.src(n).to_vec();
-    let mut new_src = Vec::with_capacity(srcs.len());
-    for s in &srcs {
-        new_src.push(subst_rec(g, *s, map, memo, depth + 1)?);
-    }
-    let out = if new_src == srcs {
-        n
-    } else {
-        let nn = rebuild(g, n, &new_src);
-        subst_rec(g, nn, map, memo, depth + 1)?
+    let lookup = |n: UOp| {
+        dvars
+            .iter()
+            .rev()
+            .find(|(k, v)| *k == n && k != v)
+            .map(|(_, v)| *v)
     };
-    memo.insert(u, out);
-    Ok(out)
+    // A node below every key has none in its slice: `subst_rec` returns it unchanged, building
+    // nothing, and raises nothing when its height (at most its handle) keeps the depth in bounds.
+    let min_key = dvars
+        .iter()
+        .filter(|(k, v)| k != v)
+        .map(|(k, _)| k.0)
+        .min()
+        .unwrap_or(0);
+    with_scratch(|s| {
+        s.begin(0);
+        s.frames.clear();
+        s.buf.clear();
+        // `subst_rec`'s entry: Some(value) when it returns at once, else a frame is pushed
+        let enter = |s: &mut Scratch, t: UOp, depth: u32| -> Result<Option<UOp>, RuleError> {
+            if t.0 < min_key && depth.saturating_add(t.0) <= MAX_SUBST_DEPTH {
+                return Ok(Some(t));
+            }
+            if let Some(r) = s.memo_get(t) {
+                return Ok(Some(r));
+            }
+            if depth > MAX_SUBST_DEPTH {
+                return Err(runtime("substitute: graph too deep"));
+            }
+            // the map to a fixpoint (tinygrad: "infinite loop in fixed_point_rewrite" on a
+            // cycle); a chain that repeats no node uses each key at most once
+            let mut n = t;
+            let mut steps = 0;
+            while let Some(r) = lookup(n) {
+                steps += 1;
+                if steps > nkeys {
+                    return Err(runtime("infinite loop in fixed_point_rewrite"));
+                }
+                n = r;
+            }
+            s.frames.push(Frame {
+                u: t,
+                n,
+                i: 0,
+                base: s.buf.len() as u32,
+                depth,
+                rebuilt: false,
+            });
+            Ok(None)
+        };
+        let mut ret = match enter(s, u, 0)? {
+            Some(r) => return Ok(r),
+            None => None,
+        };
+        loop {
+            let Some(top) = s.frames.last_mut() else {
+                return Err(runtime("substitute: empty stack"));
+            };
+            // a finished call's value: the next new src, or the rebuilt node's value
+            let done = match ret.take() {
+                Some(v) if top.rebuilt => Some(v),
+                Some(v) => {
+                    s.buf.push(v);
+                    None
+                }
+                None => None,
+            };
+            let out = match done {
+                Some(v) => v,
+                None => {
+                    let (n, i, depth) = (top.n, top.i as usize, top.depth);
+                    let srcs = g.src(n);
+                    if i < srcs.len() {
+                        let c = srcs[i];
+                        top.i += 1;
+                        ret = enter(s, c, depth + 1)?;
+                        continue;
+                    }
+                    let base = top.base as usize;
+                    if s.buf[base..] == *srcs {
+                        s.buf.truncate(base);
+                        n
+                    } else {
+                        top.rebuilt = true;
+                        let nn = rebuild(g, n, &s.buf[base..]);
+                        s.buf.truncate(base);
+                        ret = enter(s, nn, depth + 1)?;
+                        continue;
+                    }
+                }
+            };
+            let Some(f) = s.frames.pop() else {
+                return Err(runtime("substitute: empty stack"));
+            };
+            s.memo_set(f.u, out);
+            if s.frames.is_empty() {
+                return Ok(out);
+            }
+            ret = Some(out);
+        }
+    })
 }
 
 /// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
@@ -117,6 +332,17 @@ fn fake_variable(g: &mut Graph, name: &str, lo: i128, hi: i128, dt: DType) -> UO
     )
 }
 
+/// `f"fake{i}"`, without formatting for the usual few bounds.
+fn fake_name(i: usize) -> std::borrow::Cow<'static, str> {
+    const NAMES: [&str; 8] = [
+        "fake0", "fake1", "fake2", "fake3", "fake4", "fake5", "fake6", "fake7",
+    ];
+    match NAMES.get(i) {
+        Some(n) => std::borrow::Cow::Borrowed(n),
+        None => std::borrow::Cow::Owned(format!("fake{i}")),
+    }
+}
+
 fn int_of(v: ConstVal) -> Result<i128, RuleError> {
     match v {
         ConstVal::Float(f) if f.is_finite() => Ok(crate::ir::graph::py_int_of_float(f)),
@@ -130,28 +356,33 @@ fn int_of(v: ConstVal) -> Result<i128, RuleError> {
 pub fn parse_valid(cx: &mut Cx, v: UOp) -> Result<Option<(UOp, bool, i128)>, RuleError> {
     let g = &*cx.g;
     let op = g.op(v);
-    let src = g.src(v).to_vec();
+    if op != Ops::CMPNE && op != Ops::CMPLT {
+        return Ok(None);
+    }
+    let (s0, s1) = match g.src(v) {
+        [a, b, ..] => (*a, *b),
+        _ => return Ok(None),
+    };
     if op == Ops::CMPNE
-        && g.op(src[1]) == Ops::CONST
-        && g.const_val(src[1])
-            .is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
-        && g.op(src[0]) == Ops::CMPLT
-        && g.dtype(g.src(src[0])[0]).is_int()
+        && g.op(s1) == Ops::CONST
+        && g.const_val(s1).is_some_and(|c| c.py_eq(&ConstVal::Int(1)))
+        && g.op(s0) == Ops::CMPLT
+        && g.dtype(g.src(s0)[0]).is_int()
     {
         // (X < c).ne(True) -> X >= c
-        let s0 = g.src(src[0]).to_vec();
-        let c = int_of(cx.vmin(s0[1]))?;
-        return Ok(Some((s0[0], false, c)));
+        let (x, c) = (g.src(s0)[0], g.src(s0)[1]);
+        let c = int_of(cx.vmin(c))?;
+        return Ok(Some((x, false, c)));
     }
-    if op == Ops::CMPLT && g.dtype(src[0]).is_int() {
+    if op == Ops::CMPLT && g.dtype(s0).is_int() {
         // c < X -> X >= c+1
-        if g.op(src[0]) == Ops::CONST {
-            let c = int_of(g.const_val(src[0]).unwrap_or(ConstVal::Invalid))?;
-            return Ok(Some((src[1], false, c.checked_add(1).ok_or_else(ov)?)));
+        if g.op(s0) == Ops::CONST {
+            let c = int_of(g.const_val(s0).unwrap_or(ConstVal::Invalid))?;
+            return Ok(Some((s1, false, c.checked_add(1).ok_or_else(ov)?)));
         }
         // X < c -> X <= c-1
-        let c = int_of(cx.vmax(src[1]))?;
-        return Ok(Some((src[0], true, c.checked_sub(1).ok_or_else(ov)?)));
+        let c = int_of(cx.vmax(s1))?;
+        return Ok(Some((s0, true, c.checked_sub(1).ok_or_else(ov)?)));
     }
     Ok(None)
 }
@@ -174,22 +405,30 @@ pub fn uop_given_valid(
     let mut uop = uop;
     // bounds: {expr: [lower, upper]} in insertion order (a defaultdict)
     let mut bounds: Vec<(UOp, [Option<i128>; 2])> = Vec::new();
-    for stmt in cx.split_uop(valid, Ops::AND) {
-        let Some((expr, is_upper, c)) = parse_valid(cx, stmt)? else {
-            continue;
-        };
-        let i = match bounds.iter().position(|(e, _)| *e == expr) {
-            Some(i) => i,
-            None => {
-                bounds.push((expr, [None, None]));
-                bounds.len() - 1
-            }
-        };
-        bounds[i].1[is_upper as usize] = Some(c);
-    }
+    // `valid.split_uop(Ops.AND)` into a reused buffer
+    let mut stmts = SPLIT.take();
+    split_uop_into(cx.g, valid, Ops::AND, &mut stmts);
+    let parsed = (|| {
+        for &stmt in &stmts {
+            let Some((expr, is_upper, c)) = parse_valid(cx, stmt)? else {
+                continue;
+            };
+            let i = match bounds.iter().position(|(e, _)| *e == expr) {
+                Some(i) => i,
+                None => {
+                    bounds.push((expr, [None, None]));
+                    bounds.len() - 1
+                }
+            };
+            bounds[i].1[is_upper as usize] = Some(c);
+        }
+        Ok(())
+    })();
+    SPLIT.set(stmts);
+    parsed?;
     let mut all_candidates: Vec<(UOp, UOp)> = Vec::new();
-    for (i, (expr, v)) in bounds.iter().enumerate() {
-        let (expr, v) = (*expr, *v);
+    for (i, entry) in bounds.iter_mut().enumerate() {
+        let (expr, v) = *entry;
         let v0 = match v[0] {
             Some(c) => c,
             None => int_of(cx.vmin(expr))?,
@@ -198,10 +437,18 @@ pub fn uop_given_valid(
             Some(c) => c,
             None => int_of(cx.vmax(expr))?,
         };
+        if !try_simplex {
+            // Without the simplex tries the fakes serve only the final substitution, which
+            // leaves a `uop` with no bounded expr in its slice as it is: they are made once one
+            // is there (a fake no rule sees is no result; tinygrad's `UOp.variable` has no
+            // effect either). Until then the bounds keep `v0, v1`.
+            entry.1 = [Some(v0), Some(v1)];
+            continue;
+        }
         let dt = cx.g.dtype(expr);
-        let fake = fake_variable(cx.g, &format!("fake{i}"), v0, v1, dt);
+        let fake = fake_variable(cx.g, &fake_name(i), v0, v1, dt);
         all_candidates.push((expr, fake));
-        if try_simplex {
+        {
             let mut candidates: Vec<Vec<(UOp, UOp)>> = vec![vec![(expr, fake)]];
             if cx.g.op(expr) == Ops::ADD && v0 == 1 {
                 let terms = cx.split_uop(expr, Ops::ADD);
@@ -210,7 +457,7 @@ pub fn uop_given_valid(
                     for xi in terms {
                         let hi = int_of(cx.vmax(xi))?;
                         let xdt = cx.g.dtype(xi);
-                        cand.push((xi, fake_variable(cx.g, &format!("fake{i}"), 1, hi, xdt)));
+                        cand.push((xi, fake_variable(cx.g, &fake_name(i), 1, hi, xdt)));
                     }
                     candidates.push(cand);
                 }
@@ -241,6 +488,19 @@ pub fn uop_given_valid(
                     }
                 }
             }
+        }
+    }
+    if !try_simplex {
+        if !bounds.iter().any(|(e, _)| in_slice(cx.g, *e, uop)) {
+            return Ok(uop);
+        }
+        all_candidates.reserve_exact(bounds.len());
+        for (i, (expr, v)) in bounds.iter().enumerate() {
+            // both set above
+            let (v0, v1) = (v[0].unwrap_or(0), v[1].unwrap_or(0));
+            let dt = cx.g.dtype(*expr);
+            let fake = fake_variable(cx.g, &fake_name(i), v0, v1, dt);
+            all_candidates.push((*expr, fake));
         }
     }
     // try all the valids together (but only the whole expressions)
@@ -281,14 +541,12 @@ pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError>
     // `sorted` is stable
     keyed.sort_by_key(|(k, _)| *k);
     let valids: Vec<UOp> = keyed.into_iter().map(|(_, v)| v).collect();
-    let mut deduped: Vec<UOp> = Vec::new();
-    for v in &valids {
-        if !deduped.contains(v) {
-            deduped.push(*v);
+    let mut ret: Vec<UOp> = Vec::with_capacity(valids.len());
+    for (j, &stmt) in valids.iter().enumerate() {
+        // `dedup(valids)`: the first of equal valids
+        if valids[..j].contains(&stmt) {
+            continue;
         }
-    }
-    let mut ret: Vec<UOp> = Vec::new();
-    for stmt in deduped {
         let stmt = if ret.is_empty() {
             stmt
         } else {
@@ -385,13 +643,9 @@ pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
     }
     let (mut inside, mut outside) = (Vec::new(), Vec::new());
     for m in cx.split_uop(src[0], Ops::MUL) {
-        let parents: Vec<UOp> = {
-            let mut t = cx.g.toposort(&[m]);
-            t.retain(|x| *x != m);
-            t
-        };
+        // `m.backward_slice` (without `m`, which the first test rules out)
         let ok = !src[1..].contains(&m)
-            && src[1..].iter().all(|rr| !parents.contains(rr))
+            && src[1..].iter().all(|rr| !in_slice(cx.g, *rr, m))
             && (rop != max || {
                 // `m.vmin >= 0` (False for a nan bound)
                 let v = cx.vmin(m);
@@ -772,6 +1026,7 @@ pub fn pm_clean_up_group_sink() -> RuleSet {
 mod tests {
     use super::*;
     use crate::rewrite::engine::{Limits, Stop, graph_rewrite};
+    use std::collections::HashMap;
 
     #[test]
     fn rule_counts() {
@@ -799,6 +1054,150 @@ mod tests {
         assert_eq!(substitute(&mut g, m, &[(x, x)]), Ok(m));
         // a cycle is tinygrad's "infinite loop in fixed_point_rewrite"
         assert!(substitute(&mut g, m, &[(x, y), (y, x)]).is_err());
+    }
+
+    /// The recursive `substitute` the explicit stack replaced (a `dict` memo, a `seen` list).
+    fn substitute_ref(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, RuleError> {
+        fn rec(
+            g: &mut Graph,
+            u: UOp,
+            map: &HashMap<UOp, UOp>,
+            memo: &mut HashMap<UOp, UOp>,
+            depth: u32,
+        ) -> Result<UOp, RuleError> {
+            if let Some(r) = memo.get(&u) {
+                return Ok(*r);
+            }
+            if depth > MAX_SUBST_DEPTH {
+                return Err(runtime("substitute: graph too deep"));
+            }
+            let (mut n, mut seen) = (u, vec![u]);
+            while let Some(r) = map.get(&n) {
+                if seen.contains(r) {
+                    return Err(runtime("infinite loop in fixed_point_rewrite"));
+                }
+                n = *r;
+                seen.push(n);
+            }
+            let srcs = g.src(n).to_vec();
+            let mut new_src = Vec::new();
+            for s in &srcs {
+                new_src.push(rec(g, *s, map, memo, depth + 1)?);
+            }
+            let out = if new_src == srcs {
+                n
+            } else {
+                let nn = rebuild(g, n, &new_src);
+                rec(g, nn, map, memo, depth + 1)?
+            };
+            memo.insert(u, out);
+            Ok(out)
+        }
+        let map: HashMap<UOp, UOp> = dvars.iter().filter(|(k, v)| k != v).copied().collect();
+        if map.is_empty() {
+            return Ok(u);
+        }
+        rec(g, u, &map, &mut HashMap::new(), 0)
+    }
+
+    /// A random DAG of weakint/int32 ALU nodes over a few variables (xorshift, fixed seeds).
+    fn random_graph(seed: u64, n: usize) -> (Graph, Vec<UOp>) {
+        let mut st = seed | 1;
+        let mut next = move || {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            st
+        };
+        let mut g = Graph::new();
+        let mut nodes = vec![
+            g.variable("a", 0, 9, DType::WeakInt),
+            g.variable("b", 0, 9, DType::WeakInt),
+            g.variable("c", -4, 4, DType::Int32),
+            g.cint(DType::WeakInt, 3),
+        ];
+        while nodes.len() < n {
+            let len = nodes.len();
+            let (x, y) = (
+                nodes[(next() as usize) % len],
+                nodes[(next() as usize) % len],
+            );
+            let op = [Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPLT][(next() % 4) as usize];
+            if let Ok(u) = g.alu(op, &[x, y]) {
+                nodes.push(u);
+            }
+            if next() % 5 == 0 {
+                let c = nodes[(next() as usize) % nodes.len()];
+                let len = nodes.len();
+                let (t, f) = (
+                    nodes[(next() as usize) % len],
+                    nodes[(next() as usize) % len],
+                );
+                if g.dtype(c) == DType::Bool
+                    && let Ok(w) = g.alu(Ops::WHERE, &[c, t, f])
+                {
+                    nodes.push(w);
+                }
+            }
+        }
+        (g, nodes)
+    }
+
+    #[test]
+    fn substitute_matches_the_recursive_form() {
+        let mut seen_err = [false; 2];
+        for seed in 1..400u64 {
+            let (g0, nodes) = random_graph(seed, 40);
+            let pick = |k: u64| nodes[((seed * 7919 + k * 104_729) as usize) % nodes.len()];
+            let root = *nodes.last().unwrap();
+            // plain maps, maps into other nodes (some cyclic), int32 replacements (dtype change)
+            let mut dvars = vec![(pick(1), pick(2))];
+            if seed % 3 == 0 {
+                dvars.push((pick(2), pick(1)));
+            }
+            if seed % 4 == 0 {
+                dvars.push((pick(3), nodes[2]));
+            }
+            if seed % 5 == 0 {
+                dvars.push((pick(4), pick(4)));
+            }
+            let (mut ga, mut gb) = (g0.clone(), g0.clone());
+            let want = substitute_ref(&mut ga, root, &dvars);
+            let got = substitute(&mut gb, root, &dvars);
+            assert_eq!(got, want, "seed {seed}");
+            assert_eq!(ga.len(), gb.len(), "seed {seed}: same nodes built");
+            if let Err(e) = &want {
+                seen_err[e.to_string().contains("infinite") as usize] = true;
+            }
+            for &u in &nodes {
+                let x = pick(5);
+                assert_eq!(in_slice(&g0, x, u), g0.toposort(&[u]).contains(&x));
+                let any = g0.toposort(&[u]).iter().any(|n| g0.op(*n) == Ops::WHERE);
+                assert_eq!(op_in_slice(&g0, u, &[Ops::WHERE]), any);
+            }
+        }
+        assert!(seen_err[1], "some map had a cycle");
+    }
+
+    #[test]
+    fn substitute_depth_limit_as_the_recursive_form() {
+        // a chain deeper than the limit: the same error, also where the map only touches the top
+        let mut g = Graph::new();
+        let mut u = g.variable("a", 0, 9, DType::WeakInt);
+        let one = g.cint(DType::WeakInt, 1);
+        let base = u;
+        for _ in 0..10_050 {
+            u = g.alu(Ops::ADD, &[u, one]).unwrap();
+        }
+        let top = g.alu(Ops::MUL, &[u, one]).unwrap();
+        let z = g.variable("z", 0, 3, DType::WeakInt);
+        for dv in [[(base, z)], [(u, z)], [(one, z)]] {
+            let (mut ga, mut gb) = (g.clone(), g.clone());
+            assert_eq!(
+                substitute(&mut gb, top, &dv),
+                substitute_ref(&mut ga, top, &dv)
+            );
+        }
     }
 
     #[test]

@@ -334,22 +334,10 @@ fn index_reachable(g: &Graph, roots: &[UOp]) -> bool {
 }
 
 /// Whether `target` is in the backward slice of `u` (incl. `u`): a depth-first search that stops
-/// at the first hit, where most WHERE nodes never reach their condition from an arm.
+/// at the first hit and skips the handles below `target`'s (they cannot reach it), where most
+/// WHERE nodes never reach their condition from an arm.
 fn reaches(g: &Graph, u: UOp, target: UOp) -> bool {
-    // every node below `u` has a smaller handle (srcs exist before their user): a bit per
-    // handle up to `u` instead of a hash set (it grows for any other)
-    let mut seen = crate::rewrite::analysis::NodeSet::with_capacity(u.idx() + 1);
-    let mut stack = Vec::with_capacity(16);
-    stack.push(u);
-    while let Some(n) = stack.pop() {
-        if n == target {
-            return true;
-        }
-        if seen.insert(n) {
-            stack.extend_from_slice(g.src(n));
-        }
-    }
-    false
+    super::sym::in_slice(g, target, u)
 }
 
 /// `u.substitute({k: v})` (uop/ops.py:529): a bottom-up `_substitute` rewrite, i.e. a structural
