@@ -261,9 +261,13 @@ fn floordiv_not_const(cx: &mut Cx, x: UOp, y: UOp) -> bool {
 /// `rem` the loop builds (divandmod.py:46) follow from them exactly: all terms present (a None
 /// raises in the loop) and weakint (so `r*v` is `MUL(CONST r, v)` and the sum `ADD`s, all
 /// weakint: no casts, no promotion errors), `c` small. `None`: build every `rem`.
+/// A [`Term::Mul1`] `MUL(a, CONST 1)` (weakint, `a` weakint) has `a`'s bounds: Python's MUL
+/// bounds are the corner products (ops.py:1058), here `a0*1, a1*1`, and where `a`'s are exact
+/// ordinary ints the port computes the same ones and classifies them exact (no saturation, no
+/// raise); where `a`'s are not, neither would the product's be, and `false` builds everything.
 fn congruence_term_bounds(
     cx: &mut Cx,
-    terms: &[Option<UOp>],
+    terms: &[Term],
     c: i128,
     out: &mut Vec<(i128, i128)>,
 ) -> bool {
@@ -272,7 +276,11 @@ fn congruence_term_bounds(
         return false;
     }
     for t in terms {
-        let Some(t) = *t else { return false };
+        let t = match *t {
+            Term::Built(Some(t)) => t,
+            Term::Built(None) => return false,
+            Term::Mul1(a) => a,
+        };
         if cx.g.dtype(t) != DType::WeakInt {
             return false;
         }
@@ -282,6 +290,31 @@ fn congruence_term_bounds(
         out.push(b);
     }
     true
+}
+
+/// `rem_may_fold` where every term bound, every remainder choice and `km` is below `SMALL`
+/// in magnitude and there are at most `SMALL_TERMS` terms (`fast`): each product is below
+/// 2^56 and the sum below 2^62, so the i64 sums are Python's ints exactly, never near i128's
+/// ends (which `rem_may_fold` would call not ordinary), and `floordiv` by `c > 0` is
+/// `div_euclid`. The same answer as [`rem_may_fold`], without its i128 steps.
+const SMALL: i64 = 1 << 28;
+const SMALL_TERMS: usize = 64;
+fn small(v: i128) -> bool {
+    -(SMALL as i128) < v && v < SMALL as i128
+}
+fn rem_may_fold_small(tb: &[(i64, i64)], rems: &[i64], km: i64, c: i64) -> bool {
+    let (mut lo, mut hi) = (km, km);
+    for (&(t0, t1), &r) in tb.iter().zip(rems) {
+        let (p0, p1) = (r * t0, r * t1);
+        if p0 <= p1 {
+            lo += p0;
+            hi += p1;
+        } else {
+            lo += p1;
+            hi += p0;
+        }
+    }
+    lo.div_euclid(c) == hi.div_euclid(c)
 }
 
 /// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
@@ -325,13 +358,68 @@ fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
 #[derive(Default)]
 struct Scratch {
     uops: Vec<UOp>,
-    terms: Vec<Option<UOp>>,
+    terms: Vec<Term>,
     factors: Vec<i128>,
     rem_choices: Vec<([i128; 2], usize)>,
     idx: Vec<usize>,
     rems: Vec<i128>,
     prods: Vec<UOp>,
     term_bounds: Vec<(i128, i128)>,
+    term_bounds64: Vec<(i64, i64)>,
+    rems64: Vec<i64>,
+}
+
+/// One `u.divides(f)` of the decomposition (divandmod.py:38): built, or certain to be
+/// `MUL(a, CONST 1)` (weakint) and not built until a rule needs the node ([`mul1_term`]).
+#[derive(Clone, Copy)]
+enum Term {
+    Built(Option<UOp>),
+    Mul1(UOp),
+}
+
+/// `a` where `u.divides(f)` (ops.py:1016) is certainly `MUL(a, CONST 1)`, built by
+/// [`Term::node`] without error: `u = MUL(a, CONST f)` weakint, `a` no CONST (so
+/// `const_factor(u) == f`, ops.py:1013) and weakint, `f` not 0 or 1, and `a.divides(f)` certainly
+/// None without raising ([`divides_some`]): then `divides` takes the CONST src, `CONST(f//f)` of
+/// its dtype, times `a` (`binop_uops`' direct case: same dtypes, a canonical CONST).
+fn mul1_term(g: &crate::ir::Graph, u: UOp, f: i128) -> Option<UOp> {
+    if f == 0 || f == 1 || g.op(u) != Ops::MUL || g.dtype(u) != DType::WeakInt {
+        return None;
+    }
+    let [a, b] = *g.src(u) else {
+        return None;
+    };
+    if g.op(a) == Ops::CONST
+        || g.dtype(a) != DType::WeakInt
+        || g.op(b) != Ops::CONST
+        || g.dtype(b) != DType::WeakInt
+        || !g.src(b).is_empty()
+        || g.const_val(b) != Some(ConstVal::Int(f))
+        || divides_some(g, a, f, 0) != Some(false)
+    {
+        return None;
+    }
+    Some(a)
+}
+
+impl Term {
+    /// The node `divides` returns (built now for a [`Term::Mul1`]: the same calls it makes).
+    fn node(self, cx: &mut Cx) -> Result<Option<UOp>, RuleError> {
+        match self {
+            Term::Built(t) => Ok(t),
+            Term::Mul1(a) => {
+                let one = cx.g.cnst(DType::WeakInt, ConstVal::Int(1));
+                Ok(Some(cx.binop_uops(Ops::MUL, a, one)?))
+            }
+        }
+    }
+    /// Whether the node is a scalar tree (`MUL` of `a` and a CONST: `a`'s flag).
+    fn scalar_tree(self, g: &crate::ir::Graph) -> bool {
+        match self {
+            Term::Built(t) => t.is_some_and(|t| g.node(t).scalar_tree),
+            Term::Mul1(a) => g.node(a).scalar_tree,
+        }
+    }
 }
 
 thread_local! {
@@ -414,7 +502,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
 
     // the constant-denominator rules fell through with `math.gcd(*factors, c) == 1`: then
     // `UOp.gcd(*all_uops, y)` below is provably 1 (see `unit_gcd`)
-    let mut unit_gcd_terms0: Option<UOp> = None;
+    let mut unit_gcd_terms0: Option<Term> = None;
 
     // ** Constant Denominator Rules **
     if cx.g.op(y) == Ops::CONST && ival(cx.g, y)? > 0 {
@@ -461,7 +549,10 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         factors.clear();
         for &u in uops_no_const.iter() {
             let f = cx.const_factor(u)?;
-            terms.push(cx.divides(u, f)?);
+            terms.push(match mul1_term(cx.g, u, f) {
+                Some(a) => Term::Mul1(a),
+                None => Term::Built(cx.divides(u, f)?),
+            });
             factors.push(f);
         }
 
@@ -490,14 +581,35 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         let km = floormod(konst, c).unwrap();
         let have_bounds = congruence_term_bounds(cx, terms, c, &mut s.term_bounds);
         let term_bounds = &s.term_bounds;
+        // the i64 form of `rem_may_fold` (`rem_may_fold_small`) where every value is small
+        let tb64 = &mut s.term_bounds64;
+        tb64.clear();
+        let fast = have_bounds
+            && n <= SMALL_TERMS
+            && small(km)
+            && term_bounds.iter().all(|&(a, b)| small(a) && small(b))
+            && rem_choices.iter().all(|ch| ch.0.iter().all(|r| small(*r)));
+        if fast {
+            tb64.extend(term_bounds.iter().map(|&(a, b)| (a as i64, b as i64)));
+        }
+        let rems64 = &mut s.rems64;
         'product: loop {
+            let may_fold = if fast {
+                rems64.clear();
+                rems64.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i] as i64));
+                rem_may_fold_small(tb64, rems64, km as i64, c as i64)
+            } else {
+                true
+            };
             rems.clear();
-            rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
-            if !have_bounds || rem_may_fold(term_bounds, rems, km, c) {
+            if may_fold {
+                rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
+            }
+            if may_fold && (fast || !have_bounds || rem_may_fold(term_bounds, rems, km, c)) {
                 // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
                 prods.clear();
                 for (r, t) in rems.iter().zip(terms.iter()) {
-                    let t = t.ok_or_else(type_err_none)?;
+                    let t = t.node(cx)?.ok_or_else(type_err_none)?;
                     prods.push(cx.rmul(t, *r)?);
                 }
                 let s = uop(py_sum(cx, prods)?)?;
@@ -511,7 +623,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
                     }
                     let mut parts = Vec::new();
                     for ((f, r), t) in factors.iter().zip(rems.iter()).zip(terms.iter()) {
-                        let t = t.ok_or_else(type_err_none)?;
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
                         let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
                         parts.push(cx.rmul(t, q)?);
                     }
@@ -578,7 +690,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
                 for (f, t) in factors.iter().zip(terms.iter()) {
                     let fm = floormod(*f, div).unwrap();
                     if fm != 0 {
-                        let t = t.ok_or_else(type_err_none)?;
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
                         b_parts.push(cx.rmul(t, fm)?);
                     }
                 }
@@ -607,7 +719,10 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         }
         if g == 1 {
             // the congruence loop read every term (a None raised there)
-            unit_gcd_terms0 = terms[0];
+            unit_gcd_terms0 = match terms[0] {
+                Term::Built(None) => None,
+                t => Some(t),
+            };
         }
     }
 
@@ -621,7 +736,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
     let (gu, is_one) = if let Some(t0) = unit_gcd_terms0
-        && unit_gcd(cx, x, y, t0)
+        && unit_gcd(cx, x, y, t0)?
     {
         // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
@@ -744,25 +859,38 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
 /// CONST 0: left to the general path) and of `y` (a CONST: `const_like` never raises), the
 /// final `t0.const_like(1)` (called here: it may record a raise and must be a CONST). Mixed
 /// dtypes (promotion in `math.prod`) go the general path too.
-fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
+fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: Term) -> Result<bool, RuleError> {
     let g = &*cx.g;
-    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || g.dtype(t0) != DType::WeakInt {
-        return false;
+    let t0_weak = match t0 {
+        Term::Built(Some(t)) => g.dtype(t) == DType::WeakInt,
+        Term::Built(None) => false,
+        Term::Mul1(_) => true,
+    };
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || !t0_weak {
+        return Ok(false);
     }
     if g.op(x) == Ops::ADD {
         let k = g.src(x)[1];
         if g.op(k) == Ops::CONST
             && (!g.src(k).is_empty() || !matches!(g.const_val(k), Some(ConstVal::Int(v)) if v != 0))
         {
-            return false;
+            return Ok(false);
         }
     }
+    // a scalar tree's `_shape` is `()` (`expand_like`'s first case): `const_like` is the bare
+    // weakint CONST 1 and records nothing, whether or not `t0` is built yet
+    if t0.scalar_tree(cx.g) {
+        return Ok(true);
+    }
+    let Some(t0) = t0.node(cx)? else {
+        return Ok(false);
+    };
     // a cached `()` shape: `const_like` is the bare CONST 1 and records nothing
     if cx.cache.shape.is_scalar(&t0) {
-        return true;
+        return Ok(true);
     }
     let last = cx.const_like(t0, 1);
-    cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
+    Ok(cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1)))
 }
 
 /// Whether `u.divides(v)` (uop/ops.py:1016) returns a UOp without raising, read off the graph
@@ -835,10 +963,17 @@ fn const_divisor_unit_gcd(cx: &mut Cx, all_uops: &[UOp], y: UOp) -> Result<bool,
         return Ok(false);
     }
     let f0 = cx.const_factor(all_uops[0])?;
+    // `divides` certain to give `MUL(a, CONST 1)` of a scalar tree `a`: a scalar tree too,
+    // `const_like` below the bare CONST 1 (nothing built is needed)
+    if let Some(a) = mul1_term(cx.g, all_uops[0], f0)
+        && cx.g.node(a).scalar_tree
+    {
+        return Ok(true);
+    }
     let Some(t0) = cx.divides(all_uops[0], f0)? else {
         return Ok(false);
     };
-    if cx.cache.shape.is_scalar(&t0) {
+    if cx.g.node(t0).scalar_tree || cx.cache.shape.is_scalar(&t0) {
         return Ok(true);
     }
     let last = cx.const_like(t0, 1);
