@@ -429,8 +429,16 @@ thread_local! {
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
+    fold_divmod_general_need(cx, d, true)
+}
+
+/// [`fold_divmod_general`]; with `need == false` the caller reads nothing of a `Some` result
+/// but that it is one (`nest_by_factor` of a FLOORMOD whose `x.vmin < 0`, exactly: the
+/// result is dropped unread), so a result whose building can neither raise nor record
+/// anything is not built: `Some(d)` stands for it. Errors and recorded bounds are the same.
+fn fold_divmod_general_need(cx: &mut Cx, d: UOp, need: bool) -> Result<Option<UOp>, RuleError> {
     let mut s = SCRATCH.with(|p| p.borrow_mut().pop()).unwrap_or_default();
-    let out = fold_divmod_general_in(cx, d, &mut s);
+    let out = fold_divmod_general_in(cx, d, &mut s, need);
     let _ = SCRATCH.try_with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 8 {
@@ -440,7 +448,12 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     out
 }
 
-fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option<UOp>, RuleError> {
+fn fold_divmod_general_in(
+    cx: &mut Cx,
+    d: UOp,
+    s: &mut Scratch,
+    need: bool,
+) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
     let (x, y) = match cx.g.src(d) {
         [x, y] => (*x, *y),
@@ -605,6 +618,15 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
             if may_fold {
                 rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
             }
+            if may_fold && fast && !need && !is_mod {
+                // the rem folds: its bounds are `rem_may_fold_small`'s, exact (reading them
+                // records nothing), and building it and the FLOORDIV result over weakint terms
+                // raises nothing but the `f-r` overflow checks, made here
+                for (f, r) in factors.iter().zip(rems.iter()) {
+                    ck(f.checked_sub(*r), "f-r")?;
+                }
+                return Ok(Some(d));
+            }
             if may_fold && (fast || !have_bounds || rem_may_fold(term_bounds, rems, km, c)) {
                 // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
                 prods.clear();
@@ -676,12 +698,25 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
             }
         }
         let mut results: Vec<(usize, UOp)> = Vec::new();
+        // a FLOORMOD's `x.vmin >= 0` below fails for an exact `x.vmin < 0` (reading it records
+        // nothing), and a FLOORDIV's results are this call's own: then only whether each
+        // recursive call is None, its errors and its recorded bounds count
+        let child_need = if is_mod {
+            !matches!(exact_int_bounds(cx, x), Some((lo, _)) if lo < 0)
+        } else {
+            need
+        };
         for div in cpython_int_set_order(&divs) {
             let xd = cx.floordiv(x, div)?;
-            let Some(newxs) = fold_divmod_general(cx, xd)? else {
+            let Some(newxs) = fold_divmod_general_need(cx, xd, child_need)? else {
                 continue;
             };
             if !is_mod {
+                if !need {
+                    // a weakint `newxs // int` (a FLOORDIV of weakint x) raises nothing
+                    results.push((0, d));
+                    continue;
+                }
                 let r = cx.floordiv(newxs, floordiv(c, div).unwrap())?;
                 results.push((backward_slice_len(cx, newxs), r));
             } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs))
