@@ -292,17 +292,18 @@ fn congruence_term_bounds(
     true
 }
 
-/// `rem_may_fold` where every term bound, every remainder choice and `km` is below `SMALL`
+/// `rem`'s bounds (what `rem_may_fold` computes) where every term bound, every remainder choice and `km` is below `SMALL`
 /// in magnitude and there are at most `SMALL_TERMS` terms (`fast`): each product is below
 /// 2^56 and the sum below 2^62, so the i64 sums are Python's ints exactly, never near i128's
 /// ends (which `rem_may_fold` would call not ordinary), and `floordiv` by `c > 0` is
-/// `div_euclid`. The same answer as [`rem_may_fold`], without its i128 steps.
+/// `div_euclid`: Python's bounds of the `rem` node, which the port computes the same and
+/// classifies exact (reading them records nothing), without its i128 steps.
 const SMALL: i64 = 1 << 28;
 const SMALL_TERMS: usize = 64;
 fn small(v: i128) -> bool {
     -(SMALL as i128) < v && v < SMALL as i128
 }
-fn rem_may_fold_small(tb: &[(i64, i64)], rems: &[i64], km: i64, c: i64) -> bool {
+fn rem_bounds_small(tb: &[(i64, i64)], rems: &[i64], km: i64) -> (i64, i64) {
     let (mut lo, mut hi) = (km, km);
     for (&(t0, t1), &r) in tb.iter().zip(rems) {
         let (p0, p1) = (r * t0, r * t1);
@@ -314,7 +315,7 @@ fn rem_may_fold_small(tb: &[(i64, i64)], rems: &[i64], km: i64, c: i64) -> bool 
             hi += p0;
         }
     }
-    lo.div_euclid(c) == hi.div_euclid(c)
+    (lo, hi)
 }
 
 /// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
@@ -594,7 +595,7 @@ fn fold_divmod_general_in(
         let km = floormod(konst, c).unwrap();
         let have_bounds = congruence_term_bounds(cx, terms, c, &mut s.term_bounds);
         let term_bounds = &s.term_bounds;
-        // the i64 form of `rem_may_fold` (`rem_may_fold_small`) where every value is small
+        // the i64 form of `rem_may_fold` (`rem_bounds_small`) where every value is small
         let tb64 = &mut s.term_bounds64;
         tb64.clear();
         let fast = have_bounds
@@ -607,10 +608,14 @@ fn fold_divmod_general_in(
         }
         let rems64 = &mut s.rems64;
         'product: loop {
+            // fast: `rem`'s bounds, its quotients by `c`
+            let mut q_fast = (0, 0);
             let may_fold = if fast {
                 rems64.clear();
                 rems64.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i] as i64));
-                rem_may_fold_small(tb64, rems64, km as i64, c as i64)
+                let (lo, hi) = rem_bounds_small(tb64, rems64, km as i64);
+                q_fast = (lo.div_euclid(c as i64), hi.div_euclid(c as i64));
+                q_fast.0 == q_fast.1
             } else {
                 true
             };
@@ -619,7 +624,7 @@ fn fold_divmod_general_in(
                 rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
             }
             if may_fold && fast && !need && !is_mod {
-                // the rem folds: its bounds are `rem_may_fold_small`'s, exact (reading them
+                // the rem folds: its bounds are `rem_bounds_small`'s, exact (reading them
                 // records nothing), and building it and the FLOORDIV result over weakint terms
                 // raises nothing but the `f-r` overflow checks, made here
                 for (f, r) in factors.iter().zip(rems.iter()) {
@@ -628,19 +633,32 @@ fn fold_divmod_general_in(
                 return Ok(Some(d));
             }
             if may_fold && (fast || !have_bounds || rem_may_fold(term_bounds, rems, km, c)) {
-                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-                prods.clear();
-                for (r, t) in rems.iter().zip(terms.iter()) {
-                    let t = t.node(cx)?.ok_or_else(type_err_none)?;
-                    prods.push(cx.rmul(t, *r)?);
-                }
-                let s = uop(py_sum(cx, prods)?)?;
-                let rem = cx.add(s, floormod(konst, c).unwrap())?;
-                let (r0, r1) = cx.min_max(rem);
-                let (r0, r1) = (vint(r0)?, vint(r1)?);
-                let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
+                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c; fast: its bounds are
+                // known (read from the node they record nothing), and a FLOORDIV's result does
+                // not hold the node (building it over weakint terms raises nothing)
+                let rem = if fast && !is_mod {
+                    None
+                } else {
+                    prods.clear();
+                    for (r, t) in rems.iter().zip(terms.iter()) {
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
+                        prods.push(cx.rmul(t, *r)?);
+                    }
+                    let s = uop(py_sum(cx, prods)?)?;
+                    Some(cx.add(s, floormod(konst, c).unwrap())?)
+                };
+                let (q0, q1) = match rem {
+                    Some(rem) if !fast => {
+                        let (r0, r1) = cx.min_max(rem);
+                        let (r0, r1) = (vint(r0)?, vint(r1)?);
+                        (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap())
+                    }
+                    _ => (q_fast.0 as i128, q_fast.1 as i128),
+                };
                 if q0 == q1 {
-                    if is_mod {
+                    if let Some(rem) = rem
+                        && is_mod
+                    {
                         return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
                     }
                     let mut parts = Vec::new();
@@ -874,6 +892,15 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             // is its recursion-depth check, kept here
             drop(DepthGuard::enter()?);
             (gu, true)
+        } else if let Some(p) = weakint_const_product(cx.g, gu, 0)
+            && small(p)
+        {
+            // a product of weakint int CONSTs (a gcd above 1): `.simplify()` folds the tree of
+            // small weakint CONSTs to the weakint CONST of their product whichever rules fire
+            // (every rewrite of a CONST-only tree keeps its value, and its fixpoint is a CONST;
+            // small: nothing wraps), reading only CONST bounds. The depth check is kept
+            drop(DepthGuard::enter()?);
+            (cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), p == 1)
         } else {
             let gu = simplify(cx, gu)?;
             let is_one =
@@ -881,6 +908,26 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             (gu, is_one)
         },
     )
+}
+
+/// The product of a tree of weakint MULs over weakint int CONSTs without srcs, at most 8 deep;
+/// `None` for anything else or a product beyond i128.
+fn weakint_const_product(g: &crate::ir::Graph, u: UOp, depth: usize) -> Option<i128> {
+    if g.dtype(u) != DType::WeakInt {
+        return None;
+    }
+    match g.op(u) {
+        Ops::MUL if depth < 8 => match g.src(u) {
+            [a, b] => weakint_const_product(g, *a, depth + 1)?
+                .checked_mul(weakint_const_product(g, *b, depth + 1)?),
+            _ => None,
+        },
+        Ops::CONST if g.src(u).is_empty() => match g.const_val(u)? {
+            ConstVal::Int(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether `UOp.gcd(*x.split_uop(ADD), y)` (ops.py:1032) is a product of int CONSTs 1 (so
@@ -1148,6 +1195,54 @@ mod tests {
             let p3 = cx.mul(one, two).unwrap();
             assert_eq!(int_const_product(&cx, p3), Some(2));
         }
+    }
+
+    /// The premise of `divide_by_gcd_gcd`'s weakint shortcut: `.simplify()` of the products
+    /// `math.prod` builds over small weakint CONSTs (any values, signs, lengths up to 7, a
+    /// zero) is the weakint CONST of their product, the node `Graph::cnst` gives.
+    #[test]
+    fn simplify_of_a_weakint_const_product_is_its_const() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let lists: [&[i128]; 9] = [
+            &[2],
+            &[1, 2],
+            &[-1, 3],
+            &[1, 1, 6],
+            &[3, -4, 5],
+            &[0, 7],
+            &[-2, -2, -2, -2, -2, -2, -2],
+            &[1 << 13, 1 << 13],
+            &[12345, -3],
+        ];
+        let mut checked = 0;
+        for l in lists {
+            let elems: Vec<UOp> = l.iter().map(|v| cx.g.cint(DType::WeakInt, *v)).collect();
+            let gu = match cx.prod(Py::I(1), &elems).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            let Some(p) = weakint_const_product(cx.g, gu, 0) else {
+                panic!("{l:?}");
+            };
+            assert_eq!(p, l.iter().product::<i128>());
+            assert!(small(p));
+            let s = simplify(&mut cx, gu).unwrap();
+            assert_eq!(s, cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), "{l:?}");
+            assert!(cx.cache.bounds_error.is_none());
+            checked += 1;
+        }
+        assert_eq!(checked, 9);
+        // not weakint: no claim
+        let a = cx.g.cint(DType::Int32, 2);
+        let b = cx.g.cint(DType::Int32, 3);
+        let m = cx.mul(a, b).unwrap();
+        assert_eq!(weakint_const_product(cx.g, m, 0), None);
     }
 
     /// `split_uop` gives the leaves left to right on shallow trees (recursion) and on deep
