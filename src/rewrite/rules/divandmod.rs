@@ -425,7 +425,8 @@ impl Term {
 
 thread_local! {
     /// Free [`Scratch`]es: one per nesting level (`nest_by_factor` and `.simplify()` recurse).
-    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Boxed: taking and returning one moves a pointer, not the lists' headers.
+    static SCRATCH: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
