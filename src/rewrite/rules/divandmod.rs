@@ -867,6 +867,10 @@ fn fold_divmod_general_in(
 
 /// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
 fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
+    if unit_factor_gcd(cx, uops)? {
+        drop(DepthGuard::enter()?);
+        return Ok((uops[0], true));
+    }
     let (mut elems, last) = cx.uop_gcd_parts(uops)?;
     // `math.prod` of int CONSTs 1 of one int dtype: MULs of CONSTs (no casts, no promotion
     // error), at most 8 deep, their product 1: what the shortcut below recognises once built
@@ -909,6 +913,49 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             (gu, is_one)
         },
     )
+}
+
+/// Whether `UOp.gcd(*uops)` (ops.py:1032, `Cx::uop_gcd_parts`) is certainly the empty
+/// Counter times `terms[0].const_like(1)`, a bare int CONST 1 (what the shortcut after it
+/// recognises): every `const_factor` is 1 (computed in the same order, so the same errors;
+/// then each `divides(u, 1)` is `u`, nothing built or raised), `uops[0]` is no MUL (its MUL
+/// split is itself) of an int dtype and a scalar tree (`const_like` records nothing), and some
+/// other uop's MUL split lacks it (an empty intersection). `false`: the general path.
+fn unit_factor_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<bool, RuleError> {
+    let Some((&t0, rest)) = uops.split_first() else {
+        return Ok(false);
+    };
+    for &u in uops {
+        if cx.const_factor(u)? != 1 {
+            return Ok(false);
+        }
+    }
+    let g = &*cx.g;
+    if g.op(t0) == Ops::MUL || !g.dtype(t0).is_int() || !g.node(t0).scalar_tree {
+        return Ok(false);
+    }
+    fn has_leaf(g: &crate::ir::Graph, u: UOp, leaf: UOp, depth: usize) -> Option<bool> {
+        if g.op(u) != Ops::MUL {
+            return Some(u == leaf);
+        }
+        if depth > 32 {
+            return None;
+        }
+        for s in g.src(u) {
+            if has_leaf(g, *s, leaf, depth + 1)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+    for &u in rest {
+        match has_leaf(g, u, t0, 0) {
+            Some(false) => return Ok(true),
+            Some(true) => {}
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
 }
 
 /// The product of a tree of weakint MULs over weakint int CONSTs without srcs, at most 8 deep;
