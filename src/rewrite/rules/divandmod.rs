@@ -613,7 +613,11 @@ fn fold_divmod_general_in(
             let mut q_fast = (0, 0);
             let may_fold = if fast {
                 rems64.clear();
-                rems64.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i] as i64));
+                rems64.extend(
+                    idx.iter()
+                        .zip(rem_choices.iter())
+                        .map(|(i, ch)| ch.0[*i] as i64),
+                );
                 let (lo, hi) = rem_bounds_small(tb64, rems64, km as i64);
                 q_fast = (lo.div_euclid(c as i64), hi.div_euclid(c as i64));
                 q_fast.0 == q_fast.1
@@ -965,11 +969,13 @@ fn weakint_const_product(g: &crate::ir::Graph, u: UOp, depth: usize) -> Option<i
         return None;
     }
     match g.op(u) {
-        Ops::MUL if depth < 8 => match g.src(u) {
-            [a, b] => weakint_const_product(g, *a, depth + 1)?
-                .checked_mul(weakint_const_product(g, *b, depth + 1)?),
-            _ => None,
-        },
+        Ops::MUL if depth < 8 => {
+            match g.src(u) {
+                [a, b] => weakint_const_product(g, *a, depth + 1)?
+                    .checked_mul(weakint_const_product(g, *b, depth + 1)?),
+                _ => None,
+            }
+        }
         Ops::CONST if g.src(u).is_empty() => match g.const_val(u)? {
             ConstVal::Int(v) => Some(v),
             _ => None,
@@ -1430,6 +1436,147 @@ mod tests {
             }
         }
         assert!(known > 100, "{known}");
+    }
+
+    /// Nodes for the shortcut tests: variables (one with `multiple_of`), CONSTs, sums and
+    /// products of them both ways round, one int32 variable.
+    fn shortcut_nodes(cx: &mut Cx) -> Vec<UOp> {
+        use crate::ir::{Arg, ParamArg};
+        let a = cx.g.variable("a", 0, 9, DType::WeakInt);
+        let n = cx.g.variable("n", -5, 3, DType::WeakInt);
+        let shape = cx.g.src(a)[0];
+        let mut pa = ParamArg::variable("b", 0, 99, DType::WeakInt);
+        pa.multiple_of = Some(6);
+        let b = cx.g.mk(
+            Ops::BUFFER,
+            DType::WeakInt,
+            &[shape],
+            Arg::Param(Box::new(pa)),
+        );
+        let i = cx.g.variable("i", 0, 7, DType::Int32);
+        let mut nodes = vec![a, n, b, i];
+        for k in [-3, -1, 2, 4, 6, 1] {
+            let c = cx.g.cint(DType::WeakInt, k);
+            nodes.push(c);
+            for v in [a, n, b] {
+                nodes.push(cx.mul(v, c).unwrap());
+                nodes.push(cx.g.mk(Ops::MUL, DType::WeakInt, &[c, v], Arg::None));
+                let s = cx.add(v, a).unwrap();
+                nodes.push(cx.mul(s, c).unwrap());
+            }
+            let ci = cx.g.cint(DType::Int32, k);
+            nodes.push(cx.mul(i, ci).unwrap());
+        }
+        let an = cx.mul(a, n).unwrap();
+        nodes.push(an);
+        nodes.push(cx.mul(an, a).unwrap());
+        nodes
+    }
+
+    /// `mul1_term` claims only what `Cx::divides` builds (`MUL(a, CONST 1)`, no error), and the
+    /// bounds the congruence reads off `a` are the built node's.
+    #[test]
+    fn mul1_term_is_divides() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let nodes = shortcut_nodes(&mut cx);
+        let (mut claimed, mut declined) = (0, 0);
+        for &u in &nodes {
+            let f = cx.const_factor(u).unwrap();
+            let Some(a) = mul1_term(cx.g, u, f) else {
+                declined += 1;
+                continue;
+            };
+            claimed += 1;
+            let want = cx.divides(u, f).unwrap();
+            assert_eq!(Term::Mul1(a).node(&mut cx).unwrap(), want, "{u:?}");
+            let built = want.unwrap();
+            assert_eq!(
+                Term::Mul1(a).scalar_tree(cx.g),
+                cx.g.node(built).scalar_tree
+            );
+            assert_eq!(
+                exact_int_bounds(&mut cx, a),
+                exact_int_bounds(&mut cx, built)
+            );
+            assert!(exact_int_bounds(&mut cx, a).is_some());
+        }
+        assert!(claimed >= 20 && declined >= 10, "{claimed} {declined}");
+    }
+
+    /// `unit_factor_gcd` claims only lists whose `uop_gcd_parts` is an empty Counter and a
+    /// bare int CONST 1 (what `divide_by_gcd_gcd` then takes for a unit gcd).
+    #[test]
+    fn unit_factor_gcd_agrees_with_uop_gcd_parts() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let nodes = shortcut_nodes(&mut cx);
+        let (mut claimed, mut declined) = (0, 0);
+        for &u in &nodes {
+            for &v in &nodes {
+                for list in [vec![u, v], vec![u, v, u]] {
+                    if !unit_factor_gcd(&mut cx, &list).unwrap() {
+                        declined += 1;
+                        continue;
+                    }
+                    claimed += 1;
+                    let (elems, last) = cx.uop_gcd_parts(&list).unwrap();
+                    assert!(elems.is_empty(), "{list:?}");
+                    assert_eq!(cx.g.op(last), Ops::CONST);
+                    assert_eq!(cx.g.const_val(last), Some(ConstVal::Int(1)));
+                    assert!(cx.g.dtype(last).is_int());
+                }
+            }
+        }
+        assert!(claimed >= 50 && declined >= 50, "{claimed} {declined}");
+    }
+
+    /// The fast congruence check (`rem_bounds_small` and `div_euclid`) decides as
+    /// `rem_may_fold` does on small values, both ways.
+    #[test]
+    fn rem_bounds_small_agrees_with_rem_may_fold() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: i64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as i64).rem_euclid(2 * m + 1) - m
+        };
+        let (mut folds, mut not) = (0, 0);
+        for _ in 0..4000 {
+            let n = 1 + next(2).unsigned_abs() as usize;
+            let c = 1 + next(40).abs();
+            let tb: Vec<(i64, i64)> = (0..n)
+                .map(|_| {
+                    let lo = next(50);
+                    (lo, lo + next(20).abs())
+                })
+                .collect();
+            let rems: Vec<i64> = (0..n).map(|_| next(c)).collect();
+            let km = next(c).abs();
+            let (lo, hi) = rem_bounds_small(&tb, &rems, km);
+            let fast = lo.div_euclid(c) == hi.div_euclid(c);
+            let tb128: Vec<(i128, i128)> =
+                tb.iter().map(|&(a, b)| (a as i128, b as i128)).collect();
+            let r128: Vec<i128> = rems.iter().map(|&r| r as i128).collect();
+            assert_eq!(
+                fast,
+                rem_may_fold(&tb128, &r128, km as i128, c as i128),
+                "{tb:?} {rems:?} {km} {c}"
+            );
+            if fast { folds += 1 } else { not += 1 }
+        }
+        assert!(folds > 100 && not > 100, "{folds} {not}");
     }
 
     #[test]
