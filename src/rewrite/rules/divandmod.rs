@@ -261,9 +261,13 @@ fn floordiv_not_const(cx: &mut Cx, x: UOp, y: UOp) -> bool {
 /// `rem` the loop builds (divandmod.py:46) follow from them exactly: all terms present (a None
 /// raises in the loop) and weakint (so `r*v` is `MUL(CONST r, v)` and the sum `ADD`s, all
 /// weakint: no casts, no promotion errors), `c` small. `None`: build every `rem`.
+/// A [`Term::Mul1`] `MUL(a, CONST 1)` (weakint, `a` weakint) has `a`'s bounds: Python's MUL
+/// bounds are the corner products (ops.py:1058), here `a0*1, a1*1`, and where `a`'s are exact
+/// ordinary ints the port computes the same ones and classifies them exact (no saturation, no
+/// raise); where `a`'s are not, neither would the product's be, and `false` builds everything.
 fn congruence_term_bounds(
     cx: &mut Cx,
-    terms: &[Option<UOp>],
+    terms: &[Term],
     c: i128,
     out: &mut Vec<(i128, i128)>,
 ) -> bool {
@@ -272,7 +276,11 @@ fn congruence_term_bounds(
         return false;
     }
     for t in terms {
-        let Some(t) = *t else { return false };
+        let t = match *t {
+            Term::Built(Some(t)) => t,
+            Term::Built(None) => return false,
+            Term::Mul1(a) => a,
+        };
         if cx.g.dtype(t) != DType::WeakInt {
             return false;
         }
@@ -282,6 +290,32 @@ fn congruence_term_bounds(
         out.push(b);
     }
     true
+}
+
+/// `rem`'s bounds (what `rem_may_fold` computes) where every term bound, every remainder choice and `km` is below `SMALL`
+/// in magnitude and there are at most `SMALL_TERMS` terms (`fast`): each product is below
+/// 2^56 and the sum below 2^62, so the i64 sums are Python's ints exactly, never near i128's
+/// ends (which `rem_may_fold` would call not ordinary), and `floordiv` by `c > 0` is
+/// `div_euclid`: Python's bounds of the `rem` node, which the port computes the same and
+/// classifies exact (reading them records nothing), without its i128 steps.
+const SMALL: i64 = 1 << 28;
+const SMALL_TERMS: usize = 64;
+fn small(v: i128) -> bool {
+    -(SMALL as i128) < v && v < SMALL as i128
+}
+fn rem_bounds_small(tb: &[(i64, i64)], rems: &[i64], km: i64) -> (i64, i64) {
+    let (mut lo, mut hi) = (km, km);
+    for (&(t0, t1), &r) in tb.iter().zip(rems) {
+        let (p0, p1) = (r * t0, r * t1);
+        if p0 <= p1 {
+            lo += p0;
+            hi += p1;
+        } else {
+            lo += p1;
+            hi += p0;
+        }
+    }
+    (lo, hi)
 }
 
 /// `False` when `rem.vmin//c == rem.vmax//c` (divandmod.py:46) certainly fails for
@@ -325,24 +359,90 @@ fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
 #[derive(Default)]
 struct Scratch {
     uops: Vec<UOp>,
-    terms: Vec<Option<UOp>>,
+    terms: Vec<Term>,
     factors: Vec<i128>,
     rem_choices: Vec<([i128; 2], usize)>,
     idx: Vec<usize>,
     rems: Vec<i128>,
     prods: Vec<UOp>,
     term_bounds: Vec<(i128, i128)>,
+    term_bounds64: Vec<(i64, i64)>,
+    rems64: Vec<i64>,
+}
+
+/// One `u.divides(f)` of the decomposition (divandmod.py:38): built, or certain to be
+/// `MUL(a, CONST 1)` (weakint) and not built until a rule needs the node ([`mul1_term`]).
+#[derive(Clone, Copy)]
+enum Term {
+    Built(Option<UOp>),
+    Mul1(UOp),
+}
+
+/// `a` where `u.divides(f)` (ops.py:1016) is certainly `MUL(a, CONST 1)`, built by
+/// [`Term::node`] without error: `u = MUL(a, CONST f)` weakint, `a` no CONST (so
+/// `const_factor(u) == f`, ops.py:1013) and weakint, `f` not 0 or 1, and `a.divides(f)` certainly
+/// None without raising ([`divides_some`]): then `divides` takes the CONST src, `CONST(f//f)` of
+/// its dtype, times `a` (`binop_uops`' direct case: same dtypes, a canonical CONST).
+fn mul1_term(g: &crate::ir::Graph, u: UOp, f: i128) -> Option<UOp> {
+    if f == 0 || f == 1 || g.op(u) != Ops::MUL || g.dtype(u) != DType::WeakInt {
+        return None;
+    }
+    let [a, b] = *g.src(u) else {
+        return None;
+    };
+    if g.op(a) == Ops::CONST
+        || g.dtype(a) != DType::WeakInt
+        || g.op(b) != Ops::CONST
+        || g.dtype(b) != DType::WeakInt
+        || !g.src(b).is_empty()
+        || g.const_val(b) != Some(ConstVal::Int(f))
+        || divides_some(g, a, f, 0) != Some(false)
+    {
+        return None;
+    }
+    Some(a)
+}
+
+impl Term {
+    /// The node `divides` returns (built now for a [`Term::Mul1`]: the same calls it makes).
+    fn node(self, cx: &mut Cx) -> Result<Option<UOp>, RuleError> {
+        match self {
+            Term::Built(t) => Ok(t),
+            Term::Mul1(a) => {
+                let one = cx.g.cnst(DType::WeakInt, ConstVal::Int(1));
+                Ok(Some(cx.binop_uops(Ops::MUL, a, one)?))
+            }
+        }
+    }
+    /// Whether the node is a scalar tree (`MUL` of `a` and a CONST: `a`'s flag).
+    fn scalar_tree(self, g: &crate::ir::Graph) -> bool {
+        match self {
+            Term::Built(t) => t.is_some_and(|t| g.node(t).scalar_tree),
+            Term::Mul1(a) => g.node(a).scalar_tree,
+        }
+    }
 }
 
 thread_local! {
     /// Free [`Scratch`]es: one per nesting level (`nest_by_factor` and `.simplify()` recurse).
-    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Boxed: taking and returning one moves a pointer, not the lists' headers (measured:
+    /// the unboxed pool spent ~50k Ir of seed 2's bench in the moves).
+    #[allow(clippy::vec_box)]
+    static SCRATCH: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
+    fold_divmod_general_need(cx, d, true)
+}
+
+/// [`fold_divmod_general`]; with `need == false` the caller reads nothing of a `Some` result
+/// but that it is one (`nest_by_factor` of a FLOORMOD whose `x.vmin < 0`, exactly: the
+/// result is dropped unread), so a result whose building can neither raise nor record
+/// anything is not built: `Some(d)` stands for it. Errors and recorded bounds are the same.
+fn fold_divmod_general_need(cx: &mut Cx, d: UOp, need: bool) -> Result<Option<UOp>, RuleError> {
     let mut s = SCRATCH.with(|p| p.borrow_mut().pop()).unwrap_or_default();
-    let out = fold_divmod_general_in(cx, d, &mut s);
+    let out = fold_divmod_general_in(cx, d, &mut s, need);
     let _ = SCRATCH.try_with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 8 {
@@ -352,7 +452,12 @@ pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError
     out
 }
 
-fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option<UOp>, RuleError> {
+fn fold_divmod_general_in(
+    cx: &mut Cx,
+    d: UOp,
+    s: &mut Scratch,
+    need: bool,
+) -> Result<Option<UOp>, RuleError> {
     let _g = DepthGuard::enter()?;
     let (x, y) = match cx.g.src(d) {
         [x, y] => (*x, *y),
@@ -414,7 +519,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
 
     // the constant-denominator rules fell through with `math.gcd(*factors, c) == 1`: then
     // `UOp.gcd(*all_uops, y)` below is provably 1 (see `unit_gcd`)
-    let mut unit_gcd_terms0: Option<UOp> = None;
+    let mut unit_gcd_terms0: Option<Term> = None;
 
     // ** Constant Denominator Rules **
     if cx.g.op(y) == Ops::CONST && ival(cx.g, y)? > 0 {
@@ -461,7 +566,10 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         factors.clear();
         for &u in uops_no_const.iter() {
             let f = cx.const_factor(u)?;
-            terms.push(cx.divides(u, f)?);
+            terms.push(match mul1_term(cx.g, u, f) {
+                Some(a) => Term::Mul1(a),
+                None => Term::Built(cx.divides(u, f)?),
+            });
             factors.push(f);
         }
 
@@ -490,28 +598,79 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         let km = floormod(konst, c).unwrap();
         let have_bounds = congruence_term_bounds(cx, terms, c, &mut s.term_bounds);
         let term_bounds = &s.term_bounds;
+        // the i64 form of `rem_may_fold` (`rem_bounds_small`) where every value is small
+        let tb64 = &mut s.term_bounds64;
+        tb64.clear();
+        let fast = have_bounds
+            && n <= SMALL_TERMS
+            && small(km)
+            && term_bounds.iter().all(|&(a, b)| small(a) && small(b))
+            && rem_choices.iter().all(|ch| ch.0.iter().all(|r| small(*r)));
+        if fast {
+            tb64.extend(term_bounds.iter().map(|&(a, b)| (a as i64, b as i64)));
+        }
+        let rems64 = &mut s.rems64;
         'product: loop {
+            // fast: `rem`'s bounds, its quotients by `c`
+            let mut q_fast = (0, 0);
+            let may_fold = if fast {
+                rems64.clear();
+                rems64.extend(
+                    idx.iter()
+                        .zip(rem_choices.iter())
+                        .map(|(i, ch)| ch.0[*i] as i64),
+                );
+                let (lo, hi) = rem_bounds_small(tb64, rems64, km as i64);
+                q_fast = (lo.div_euclid(c as i64), hi.div_euclid(c as i64));
+                q_fast.0 == q_fast.1
+            } else {
+                true
+            };
             rems.clear();
-            rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
-            if !have_bounds || rem_may_fold(term_bounds, rems, km, c) {
-                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c
-                prods.clear();
-                for (r, t) in rems.iter().zip(terms.iter()) {
-                    let t = t.ok_or_else(type_err_none)?;
-                    prods.push(cx.rmul(t, *r)?);
+            if may_fold {
+                rems.extend(idx.iter().zip(rem_choices.iter()).map(|(i, ch)| ch.0[*i]));
+            }
+            if may_fold && fast && !need && !is_mod {
+                // the rem folds: its bounds are `rem_bounds_small`'s, exact (reading them
+                // records nothing), and building it and the FLOORDIV result over weakint terms
+                // raises nothing but the `f-r` overflow checks, made here
+                for (f, r) in factors.iter().zip(rems.iter()) {
+                    ck(f.checked_sub(*r), "f-r")?;
                 }
-                let s = uop(py_sum(cx, prods)?)?;
-                let rem = cx.add(s, floormod(konst, c).unwrap())?;
-                let (r0, r1) = cx.min_max(rem);
-                let (r0, r1) = (vint(r0)?, vint(r1)?);
-                let (q0, q1) = (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap());
+                return Ok(Some(d));
+            }
+            if may_fold && (fast || !have_bounds || rem_may_fold(term_bounds, rems, km, c)) {
+                // rem = sum(r*v for r,v in zip(rems,terms)) + const%c; fast: its bounds are
+                // known (read from the node they record nothing), and a FLOORDIV's result does
+                // not hold the node (building it over weakint terms raises nothing)
+                let rem = if fast && !is_mod {
+                    None
+                } else {
+                    prods.clear();
+                    for (r, t) in rems.iter().zip(terms.iter()) {
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
+                        prods.push(cx.rmul(t, *r)?);
+                    }
+                    let s = uop(py_sum(cx, prods)?)?;
+                    Some(cx.add(s, floormod(konst, c).unwrap())?)
+                };
+                let (q0, q1) = match rem {
+                    Some(rem) if !fast => {
+                        let (r0, r1) = cx.min_max(rem);
+                        let (r0, r1) = (vint(r0)?, vint(r1)?);
+                        (floordiv(r0, c).unwrap(), floordiv(r1, c).unwrap())
+                    }
+                    _ => (q_fast.0 as i128, q_fast.1 as i128),
+                };
                 if q0 == q1 {
-                    if is_mod {
+                    if let Some(rem) = rem
+                        && is_mod
+                    {
                         return Ok(Some(cx.sub(rem, ck(q0.checked_mul(c), "q*c")?)?));
                     }
                     let mut parts = Vec::new();
                     for ((f, r), t) in factors.iter().zip(rems.iter()).zip(terms.iter()) {
-                        let t = t.ok_or_else(type_err_none)?;
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
                         let q = floordiv(ck(f.checked_sub(*r), "f-r")?, c).unwrap();
                         parts.push(cx.rmul(t, q)?);
                     }
@@ -564,12 +723,25 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
             }
         }
         let mut results: Vec<(usize, UOp)> = Vec::new();
+        // a FLOORMOD's `x.vmin >= 0` below fails for an exact `x.vmin < 0` (reading it records
+        // nothing), and a FLOORDIV's results are this call's own: then only whether each
+        // recursive call is None, its errors and its recorded bounds count
+        let child_need = if is_mod {
+            !matches!(exact_int_bounds(cx, x), Some((lo, _)) if lo < 0)
+        } else {
+            need
+        };
         for div in cpython_int_set_order(&divs) {
             let xd = cx.floordiv(x, div)?;
-            let Some(newxs) = fold_divmod_general(cx, xd)? else {
+            let Some(newxs) = fold_divmod_general_need(cx, xd, child_need)? else {
                 continue;
             };
             if !is_mod {
+                if !need {
+                    // a weakint `newxs // int` (a FLOORDIV of weakint x) raises nothing
+                    results.push((0, d));
+                    continue;
+                }
                 let r = cx.floordiv(newxs, floordiv(c, div).unwrap())?;
                 results.push((backward_slice_len(cx, newxs), r));
             } else if py_le(ConstVal::Int(0), cx.vmin(x)) && py_le(ConstVal::Int(0), cx.vmin(newxs))
@@ -578,7 +750,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
                 for (f, t) in factors.iter().zip(terms.iter()) {
                     let fm = floormod(*f, div).unwrap();
                     if fm != 0 {
-                        let t = t.ok_or_else(type_err_none)?;
+                        let t = t.node(cx)?.ok_or_else(type_err_none)?;
                         b_parts.push(cx.rmul(t, fm)?);
                     }
                 }
@@ -607,7 +779,10 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
         }
         if g == 1 {
             // the congruence loop read every term (a None raised there)
-            unit_gcd_terms0 = terms[0];
+            unit_gcd_terms0 = match terms[0] {
+                Term::Built(None) => None,
+                t => Some(t),
+            };
         }
     }
 
@@ -621,7 +796,7 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
 
     // divide_by_gcd: x//y -> (x//gcd)//(y//gcd)
     let (gu, is_one) = if let Some(t0) = unit_gcd_terms0
-        && unit_gcd(cx, x, y, t0)
+        && unit_gcd(cx, x, y, t0)?
     {
         // as the shortcut below: `.simplify()` of a product of int CONSTs 1 is CONST 1
         drop(DepthGuard::enter()?);
@@ -698,6 +873,10 @@ fn fold_divmod_general_in(cx: &mut Cx, d: UOp, s: &mut Scratch) -> Result<Option
 
 /// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
 fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
+    if unit_factor_gcd(cx, uops)? {
+        drop(DepthGuard::enter()?);
+        return Ok((uops[0], true));
+    }
     let (mut elems, last) = cx.uop_gcd_parts(uops)?;
     // `math.prod` of int CONSTs 1 of one int dtype: MULs of CONSTs (no casts, no promotion
     // error), at most 8 deep, their product 1: what the shortcut below recognises once built
@@ -724,6 +903,15 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             // is its recursion-depth check, kept here
             drop(DepthGuard::enter()?);
             (gu, true)
+        } else if let Some(p) = weakint_const_product(cx.g, gu, 0)
+            && small(p)
+        {
+            // a product of weakint int CONSTs (a gcd above 1): `.simplify()` folds the tree of
+            // small weakint CONSTs to the weakint CONST of their product whichever rules fire
+            // (every rewrite of a CONST-only tree keeps its value, and its fixpoint is a CONST;
+            // small: nothing wraps), reading only CONST bounds. The depth check is kept
+            drop(DepthGuard::enter()?);
+            (cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), p == 1)
         } else {
             let gu = simplify(cx, gu)?;
             let is_one =
@@ -731,6 +919,71 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             (gu, is_one)
         },
     )
+}
+
+/// Whether `UOp.gcd(*uops)` (ops.py:1032, `Cx::uop_gcd_parts`) is certainly the empty
+/// Counter times `terms[0].const_like(1)`, a bare int CONST 1 (what the shortcut after it
+/// recognises): every `const_factor` is 1 (computed in the same order, so the same errors;
+/// then each `divides(u, 1)` is `u`, nothing built or raised), `uops[0]` is no MUL (its MUL
+/// split is itself) of an int dtype and a scalar tree (`const_like` records nothing), and some
+/// other uop's MUL split lacks it (an empty intersection). `false`: the general path.
+fn unit_factor_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<bool, RuleError> {
+    let Some((&t0, rest)) = uops.split_first() else {
+        return Ok(false);
+    };
+    for &u in uops {
+        if cx.const_factor(u)? != 1 {
+            return Ok(false);
+        }
+    }
+    let g = &*cx.g;
+    if g.op(t0) == Ops::MUL || !g.dtype(t0).is_int() || !g.node(t0).scalar_tree {
+        return Ok(false);
+    }
+    fn has_leaf(g: &crate::ir::Graph, u: UOp, leaf: UOp, depth: usize) -> Option<bool> {
+        if g.op(u) != Ops::MUL {
+            return Some(u == leaf);
+        }
+        if depth > 32 {
+            return None;
+        }
+        for s in g.src(u) {
+            if has_leaf(g, *s, leaf, depth + 1)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+    for &u in rest {
+        match has_leaf(g, u, t0, 0) {
+            Some(false) => return Ok(true),
+            Some(true) => {}
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
+}
+
+/// The product of a tree of weakint MULs over weakint int CONSTs without srcs, at most 8 deep;
+/// `None` for anything else or a product beyond i128.
+fn weakint_const_product(g: &crate::ir::Graph, u: UOp, depth: usize) -> Option<i128> {
+    if g.dtype(u) != DType::WeakInt {
+        return None;
+    }
+    match g.op(u) {
+        Ops::MUL if depth < 8 => {
+            match g.src(u) {
+                [a, b] => weakint_const_product(g, *a, depth + 1)?
+                    .checked_mul(weakint_const_product(g, *b, depth + 1)?),
+                _ => None,
+            }
+        }
+        Ops::CONST if g.src(u).is_empty() => match g.const_val(u)? {
+            ConstVal::Int(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether `UOp.gcd(*x.split_uop(ADD), y)` (ops.py:1032) is a product of int CONSTs 1 (so
@@ -744,25 +997,38 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
 /// CONST 0: left to the general path) and of `y` (a CONST: `const_like` never raises), the
 /// final `t0.const_like(1)` (called here: it may record a raise and must be a CONST). Mixed
 /// dtypes (promotion in `math.prod`) go the general path too.
-fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: UOp) -> bool {
+fn unit_gcd(cx: &mut Cx, x: UOp, y: UOp, t0: Term) -> Result<bool, RuleError> {
     let g = &*cx.g;
-    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || g.dtype(t0) != DType::WeakInt {
-        return false;
+    let t0_weak = match t0 {
+        Term::Built(Some(t)) => g.dtype(t) == DType::WeakInt,
+        Term::Built(None) => false,
+        Term::Mul1(_) => true,
+    };
+    if g.dtype(y) != DType::WeakInt || !g.src(y).is_empty() || !t0_weak {
+        return Ok(false);
     }
     if g.op(x) == Ops::ADD {
         let k = g.src(x)[1];
         if g.op(k) == Ops::CONST
             && (!g.src(k).is_empty() || !matches!(g.const_val(k), Some(ConstVal::Int(v)) if v != 0))
         {
-            return false;
+            return Ok(false);
         }
     }
+    // a scalar tree's `_shape` is `()` (`expand_like`'s first case): `const_like` is the bare
+    // weakint CONST 1 and records nothing, whether or not `t0` is built yet
+    if t0.scalar_tree(cx.g) {
+        return Ok(true);
+    }
+    let Some(t0) = t0.node(cx)? else {
+        return Ok(false);
+    };
     // a cached `()` shape: `const_like` is the bare CONST 1 and records nothing
     if cx.cache.shape.is_scalar(&t0) {
-        return true;
+        return Ok(true);
     }
     let last = cx.const_like(t0, 1);
-    cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1))
+    Ok(cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1)))
 }
 
 /// Whether `u.divides(v)` (uop/ops.py:1016) returns a UOp without raising, read off the graph
@@ -835,10 +1101,17 @@ fn const_divisor_unit_gcd(cx: &mut Cx, all_uops: &[UOp], y: UOp) -> Result<bool,
         return Ok(false);
     }
     let f0 = cx.const_factor(all_uops[0])?;
+    // `divides` certain to give `MUL(a, CONST 1)` of a scalar tree `a`: a scalar tree too,
+    // `const_like` below the bare CONST 1 (nothing built is needed)
+    if let Some(a) = mul1_term(cx.g, all_uops[0], f0)
+        && cx.g.node(a).scalar_tree
+    {
+        return Ok(true);
+    }
     let Some(t0) = cx.divides(all_uops[0], f0)? else {
         return Ok(false);
     };
-    if cx.cache.shape.is_scalar(&t0) {
+    if cx.g.node(t0).scalar_tree || cx.cache.shape.is_scalar(&t0) {
         return Ok(true);
     }
     let last = cx.const_like(t0, 1);
@@ -980,6 +1253,54 @@ mod tests {
         }
     }
 
+    /// The premise of `divide_by_gcd_gcd`'s weakint shortcut: `.simplify()` of the products
+    /// `math.prod` builds over small weakint CONSTs (any values, signs, lengths up to 7, a
+    /// zero) is the weakint CONST of their product, the node `Graph::cnst` gives.
+    #[test]
+    fn simplify_of_a_weakint_const_product_is_its_const() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let lists: [&[i128]; 9] = [
+            &[2],
+            &[1, 2],
+            &[-1, 3],
+            &[1, 1, 6],
+            &[3, -4, 5],
+            &[0, 7],
+            &[-2, -2, -2, -2, -2, -2, -2],
+            &[1 << 13, 1 << 13],
+            &[12345, -3],
+        ];
+        let mut checked = 0;
+        for l in lists {
+            let elems: Vec<UOp> = l.iter().map(|v| cx.g.cint(DType::WeakInt, *v)).collect();
+            let gu = match cx.prod(Py::I(1), &elems).unwrap() {
+                Py::U(u) => u,
+                _ => unreachable!(),
+            };
+            let Some(p) = weakint_const_product(cx.g, gu, 0) else {
+                panic!("{l:?}");
+            };
+            assert_eq!(p, l.iter().product::<i128>());
+            assert!(small(p));
+            let s = simplify(&mut cx, gu).unwrap();
+            assert_eq!(s, cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), "{l:?}");
+            assert!(cx.cache.bounds_error.is_none());
+            checked += 1;
+        }
+        assert_eq!(checked, 9);
+        // not weakint: no claim
+        let a = cx.g.cint(DType::Int32, 2);
+        let b = cx.g.cint(DType::Int32, 3);
+        let m = cx.mul(a, b).unwrap();
+        assert_eq!(weakint_const_product(cx.g, m, 0), None);
+    }
+
     /// `split_uop` gives the leaves left to right on shallow trees (recursion) and on deep
     /// ones (its worklist), as tinygrad's recursive generator does (ops.py:660).
     #[test]
@@ -1117,6 +1438,147 @@ mod tests {
             }
         }
         assert!(known > 100, "{known}");
+    }
+
+    /// Nodes for the shortcut tests: variables (one with `multiple_of`), CONSTs, sums and
+    /// products of them both ways round, one int32 variable.
+    fn shortcut_nodes(cx: &mut Cx) -> Vec<UOp> {
+        use crate::ir::{Arg, ParamArg};
+        let a = cx.g.variable("a", 0, 9, DType::WeakInt);
+        let n = cx.g.variable("n", -5, 3, DType::WeakInt);
+        let shape = cx.g.src(a)[0];
+        let mut pa = ParamArg::variable("b", 0, 99, DType::WeakInt);
+        pa.multiple_of = Some(6);
+        let b = cx.g.mk(
+            Ops::BUFFER,
+            DType::WeakInt,
+            &[shape],
+            Arg::Param(Box::new(pa)),
+        );
+        let i = cx.g.variable("i", 0, 7, DType::Int32);
+        let mut nodes = vec![a, n, b, i];
+        for k in [-3, -1, 2, 4, 6, 1] {
+            let c = cx.g.cint(DType::WeakInt, k);
+            nodes.push(c);
+            for v in [a, n, b] {
+                nodes.push(cx.mul(v, c).unwrap());
+                nodes.push(cx.g.mk(Ops::MUL, DType::WeakInt, &[c, v], Arg::None));
+                let s = cx.add(v, a).unwrap();
+                nodes.push(cx.mul(s, c).unwrap());
+            }
+            let ci = cx.g.cint(DType::Int32, k);
+            nodes.push(cx.mul(i, ci).unwrap());
+        }
+        let an = cx.mul(a, n).unwrap();
+        nodes.push(an);
+        nodes.push(cx.mul(an, a).unwrap());
+        nodes
+    }
+
+    /// `mul1_term` claims only what `Cx::divides` builds (`MUL(a, CONST 1)`, no error), and the
+    /// bounds the congruence reads off `a` are the built node's.
+    #[test]
+    fn mul1_term_is_divides() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let nodes = shortcut_nodes(&mut cx);
+        let (mut claimed, mut declined) = (0, 0);
+        for &u in &nodes {
+            let f = cx.const_factor(u).unwrap();
+            let Some(a) = mul1_term(cx.g, u, f) else {
+                declined += 1;
+                continue;
+            };
+            claimed += 1;
+            let want = cx.divides(u, f).unwrap();
+            assert_eq!(Term::Mul1(a).node(&mut cx).unwrap(), want, "{u:?}");
+            let built = want.unwrap();
+            assert_eq!(
+                Term::Mul1(a).scalar_tree(cx.g),
+                cx.g.node(built).scalar_tree
+            );
+            assert_eq!(
+                exact_int_bounds(&mut cx, a),
+                exact_int_bounds(&mut cx, built)
+            );
+            assert!(exact_int_bounds(&mut cx, a).is_some());
+        }
+        assert!(claimed >= 20 && declined >= 10, "{claimed} {declined}");
+    }
+
+    /// `unit_factor_gcd` claims only lists whose `uop_gcd_parts` is an empty Counter and a
+    /// bare int CONST 1 (what `divide_by_gcd_gcd` then takes for a unit gcd).
+    #[test]
+    fn unit_factor_gcd_agrees_with_uop_gcd_parts() {
+        use crate::ir::Graph;
+        use crate::rewrite::analysis::Cache;
+        let (mut g, mut cache) = (Graph::new(), Cache::default());
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        let nodes = shortcut_nodes(&mut cx);
+        let (mut claimed, mut declined) = (0, 0);
+        for &u in &nodes {
+            for &v in &nodes {
+                for list in [vec![u, v], vec![u, v, u]] {
+                    if !unit_factor_gcd(&mut cx, &list).unwrap() {
+                        declined += 1;
+                        continue;
+                    }
+                    claimed += 1;
+                    let (elems, last) = cx.uop_gcd_parts(&list).unwrap();
+                    assert!(elems.is_empty(), "{list:?}");
+                    assert_eq!(cx.g.op(last), Ops::CONST);
+                    assert_eq!(cx.g.const_val(last), Some(ConstVal::Int(1)));
+                    assert!(cx.g.dtype(last).is_int());
+                }
+            }
+        }
+        assert!(claimed >= 50 && declined >= 50, "{claimed} {declined}");
+    }
+
+    /// The fast congruence check (`rem_bounds_small` and `div_euclid`) decides as
+    /// `rem_may_fold` does on small values, both ways.
+    #[test]
+    fn rem_bounds_small_agrees_with_rem_may_fold() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: i64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as i64).rem_euclid(2 * m + 1) - m
+        };
+        let (mut folds, mut not) = (0, 0);
+        for _ in 0..4000 {
+            let n = 1 + next(2).unsigned_abs() as usize;
+            let c = 1 + next(40).abs();
+            let tb: Vec<(i64, i64)> = (0..n)
+                .map(|_| {
+                    let lo = next(50);
+                    (lo, lo + next(20).abs())
+                })
+                .collect();
+            let rems: Vec<i64> = (0..n).map(|_| next(c)).collect();
+            let km = next(c).abs();
+            let (lo, hi) = rem_bounds_small(&tb, &rems, km);
+            let fast = lo.div_euclid(c) == hi.div_euclid(c);
+            let tb128: Vec<(i128, i128)> =
+                tb.iter().map(|&(a, b)| (a as i128, b as i128)).collect();
+            let r128: Vec<i128> = rems.iter().map(|&r| r as i128).collect();
+            assert_eq!(
+                fast,
+                rem_may_fold(&tb128, &r128, km as i128, c as i128),
+                "{tb:?} {rems:?} {km} {c}"
+            );
+            if fast { folds += 1 } else { not += 1 }
+        }
+        assert!(folds > 100 && not > 100, "{folds} {not}");
     }
 
     #[test]
