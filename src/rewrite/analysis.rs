@@ -1075,6 +1075,11 @@ pub fn min_max_ref<'c>(g: &Graph, cache: &'c mut Cache, u: UOp) -> &'c (ConstVal
 #[inline(never)]
 fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) {
     cache.min_max.reserve_nodes(g.len());
+    // a leaf asked itself (a variable, most often: `vmin_eq_vmax` matches PARAM): its entry
+    // without the src walk and [`min_max_quick`]'s dispatch
+    if fill_leaf(g, cache, u) {
+        return;
+    }
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
     // worklist) changes no entry. `u`'s own level is [`min_max_rec`]'s unrolled here: most
