@@ -490,6 +490,28 @@ fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
         q
     })
 }
+/// [`floordiv`] of i64 operands, as [`min_max_quick`] reads them from the slots' lanes
+/// (`i64::MIN // -1` is 2^63, hence the i128).
+#[inline(always)]
+fn floordiv64(x: i64, y: i64) -> Option<i128> {
+    if y == 0 {
+        return None;
+    }
+    if y == -1 {
+        return Some(-(x as i128));
+    }
+    let q = x / y;
+    Some((q - i64::from((x % y != 0) & ((x < 0) != (y < 0)))) as i128)
+}
+/// [`floormod`] of i64 operands, `y != 0`.
+#[inline(always)]
+fn floormod64(x: i64, y: i64) -> i128 {
+    if y == -1 {
+        return 0;
+    }
+    let r = x % y;
+    (if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }) as i128
+}
 /// Python `%` on ints (sign of the divisor).
 #[inline]
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
@@ -1211,11 +1233,12 @@ fn floormod_range(
     a1: i128,
     b0: i128,
     b1: i128,
+    div: impl Fn(i128, i128) -> Option<i128>,
     rem: impl Fn(i128, i128, i128) -> Option<i128>,
 ) -> Option<(i128, i128)> {
     let c = b0;
     Some(if c == b1 && c != 0 {
-        let (q0, q1) = (floordiv(a0, c)?, floordiv(a1, c)?);
+        let (q0, q1) = (div(a0, c)?, div(a1, c)?);
         if q0 == q1 {
             (rem(a0, q0, c)?, rem(a1, q1, c)?)
         } else if c > 0 {
@@ -1240,6 +1263,17 @@ enum Qv {
     Int(i128, i128),
     Bool(bool, bool),
     Any((ConstVal, ConstVal)),
+}
+
+#[cfg(test)]
+impl Qv {
+    fn pair(self) -> (ConstVal, ConstVal) {
+        match self {
+            Qv::Int(lo, hi) => (I(lo), I(hi)),
+            Qv::Bool(lo, hi) => (B(lo), B(hi)),
+            Qv::Any(v) => v,
+        }
+    }
 }
 
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
@@ -1353,7 +1387,8 @@ fn min_max_quick(
                 if b0.signum() * b1.signum() <= 0 {
                     return None;
                 }
-                let f = |a: i128, b: i128| floordiv(a, b).unwrap_or(0);
+                // i64 operands (the slots' lanes): no width test
+                let f = |a: i128, b: i128| floordiv64(a as i64, b as i64).unwrap_or(0);
                 if b0 == b1 {
                     // one divisor: `a // c` is monotone in `a` (rising for c > 0, falling for
                     // c < 0) and a0 <= a1, so the four quotients' min and max are these two
@@ -1373,7 +1408,9 @@ fn min_max_quick(
                     return Some(Qv::Int(0, 0));
                 }
                 // `a % c` is `a - (a // c) * c` (|q*c| <= 2^64 here)
-                let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, q, c| Some(a - q * c))?;
+                let div = |a: i128, c: i128| floordiv64(a as i64, c as i64);
+                let rem = |a: i128, _, c: i128| Some(floormod64(a as i64, c as i64));
+                let (lo, hi) = floormod_range(a0, a1, b0, b1, div, rem)?;
                 Qv::Int(lo, hi)
             }
             // ops.py:1057: `s1_vmin == s1_vmax >= 0` masks to [0, mask] (its min with s0's
@@ -1508,7 +1545,7 @@ fn min_max_quick(
             if a0 > a1 {
                 return Some(Qv::Int(0, 0));
             }
-            let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, _, c| floormod(a, c))?;
+            let (lo, hi) = floormod_range(a0, a1, b0, b1, floordiv, |a, _, c| floormod(a, c))?;
             Qv::Int(lo, hi)
         }
         Ops::CMPLT => return Some(Qv::Bool(a1 < b0, a0 < b1)),
@@ -2041,10 +2078,63 @@ mod tests {
                 }
                 assert_eq!(floordiv(a, b), Some(slow_div(a, b)), "{a} // {b}");
                 assert_eq!(floormod(a, b), Some(slow_mod(a, b)), "{a} % {b}");
+                // the i64-lane versions [`min_max_quick`] uses agree on i64 operands
+                if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
+                    assert_eq!(floordiv64(x, y), Some(slow_div(a, b)), "{a} // {b} (i64)");
+                    assert_eq!(floormod64(x, y), slow_mod(a, b), "{a} % {b} (i64)");
+                }
             }
         }
+        assert_eq!(floordiv64(5, 0), None);
         assert_eq!((floordiv(-7, 2), floormod(-7, 2)), (Some(-4), Some(1)));
         assert_eq!((floordiv(7, -2), floormod(7, -2)), (Some(-4), Some(-1)));
+    }
+    #[test]
+    fn bounds_map_keeps_each_pair_and_forgets_a_dropped_maps() {
+        let big = 1i128 << 100;
+        let pairs = [
+            (I(-3), I(7)),
+            (I(i64::MIN as i128), I(i64::MAX as i128)),
+            (I(i64::MAX as i128 + 1), I(big)),
+            (I(-big), I(0)),
+            (B(false), B(true)),
+            (F(-0.0), F(f64::INFINITY)),
+            (I(0), B(true)),
+            (ConstVal::Invalid, ConstVal::Invalid),
+        ];
+        let same = |a: &(ConstVal, ConstVal), b: &(ConstVal, ConstVal)| {
+            a == b
+                && std::mem::discriminant(&a.0) == std::mem::discriminant(&b.0)
+                && std::mem::discriminant(&a.1) == std::mem::discriminant(&b.1)
+        };
+        for round in 0..3 {
+            // a fresh map (each reuses the table the last one left in the pool)
+            let mut m = BoundsMap::default();
+            assert!(m.get(&UOp(5)).is_none() && m.is_empty(), "round {round}: stale entry");
+            for (i, v) in pairs.iter().enumerate() {
+                let u = UOp((i * 7 + round) as u32);
+                assert!(!m.contains_key(&u));
+                m.set(u, *v);
+                assert!(m.contains_key(&u));
+                assert!(same(m.get(&u).unwrap(), v), "{v:?}");
+                let lane = match *v {
+                    (I(lo), I(hi)) => i64::try_from(lo).ok().zip(i64::try_from(hi).ok()),
+                    _ => None,
+                };
+                assert_eq!(m.get_int(&u), lane, "{v:?}");
+            }
+            assert_eq!(m.len(), pairs.len());
+            // a second set replaces the entry, of any kind
+            m.set(UOp(round as u32), (B(true), B(true)));
+            assert!(same(m.get(&UOp(round as u32)).unwrap(), &(B(true), B(true))));
+            assert_eq!(m.get_int(&UOp(round as u32)), None);
+            m.set_i128(UOp(1000), -5, big);
+            assert_eq!(m.get_int(&UOp(1000)), None);
+            assert!(same(m.get(&UOp(1000)).unwrap(), &(I(-5), I(big))));
+            m.set_small(UOp(1001), -5, 9);
+            assert_eq!(m.get_int(&UOp(1001)), Some((-5, 9)));
+            assert!(same(m.get(&UOp(1001)).unwrap(), &(I(-5), I(9))));
+        }
     }
     #[test]
     fn is_binary_is_the_groups() {
@@ -2178,7 +2268,7 @@ mod tests {
                 a == b && std::mem::discriminant(&a) == std::mem::discriminant(&b)
             };
             assert!(
-                same(q.0, v.0) && same(q.1, v.1),
+                same(q.pair().0, v.0) && same(q.pair().1, v.1),
                 "{:?} {:?}: quick {q:?}, general {v:?}",
                 nd.op,
                 nd.dtype
