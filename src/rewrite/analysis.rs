@@ -1096,7 +1096,6 @@ pub fn min_max_ref<'c>(g: &Graph, cache: &'c mut Cache, u: UOp) -> &'c (ConstVal
 /// frame.
 #[inline(never)]
 fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) {
-    cache.min_max.reserve_nodes(g.len());
     // a leaf asked itself (a variable, most often: `vmin_eq_vmax` matches PARAM): its entry
     // without the src walk and [`min_max_quick`]'s dispatch
     if fill_leaf(g, cache, u) {
@@ -1311,62 +1310,13 @@ fn min_max_quick(
     if cache.any_inexact || cache.any_raises {
         return None;
     }
-    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
-        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
-        // saturated (`classify_bounds`)
-        let &(lo, hi) = cache.min_max.get(s0)?;
-        return (!saturated(lo) && !saturated(hi)).then_some(Qv::Any((lo, hi)));
-    }
-    if n.dtype.is_float() {
-        return None;
-    }
-    let int_of = |s: &UOp| match cache.min_max.get(s) {
-        Some(&(I(lo), I(hi))) => Some((lo, hi)),
-        _ => None,
-    };
-    match (n.op, reads) {
-        // `(0, (src[0]-1).vmax)` (ops.py:1095)
-        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
-            let (lo, hi) = int_of(s0)?;
-            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some(Qv::Int(0, hi - 1));
-        }
-        // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
-        // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
-        // into a signed one (or weakint), the dtype's bounds otherwise
-        (Ops::CAST, [s0]) if n.dtype.is_int() => {
-            let (lo, hi) = match cache.min_max.get(s0) {
-                Some(&(a @ (I(_) | B(_)), b @ (I(_) | B(_)))) => (int(a)?, int(b)?),
-                _ => return None,
-            };
-            if !(ordinary(lo) && ordinary(hi)) {
-                return None;
-            }
-            let (dmin, dmax) = n.dtype.int_bounds()?;
-            if n.dtype.is_unsigned() && lo >= 0 && hi <= dmax {
-                return Some(Qv::Int(lo, hi));
-            }
-            if n.dtype.is_signed_fixed() || n.dtype == DType::WeakInt {
-                return Some(Qv::Int(dmin.max(lo), hi.min(dmax)));
-            }
-            return Some(Qv::Int(dmin, dmax));
-        }
-        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
-        (Ops::WHERE, [t, f]) => {
-            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
-            return [t0, t1, f0, f1]
-                .into_iter()
-                .all(ordinary)
-                .then_some(Qv::Int(t0.min(f0), t1.max(f1)));
-        }
-        _ => {}
-    }
-    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
-    let ([s0, s1], 2) = (reads, n.src.len()) else {
-        return None;
-    };
-    // bounds in i64 range (nearly all, read from the slots as they are): sums and products stay
+    // a binary node (`_min_max` wants exactly two srcs, ops.py:1053; a float one reads none, a
+    // WHERE has three) of bounds in i64 range, first: nearly all of them, read from the slots as
+    // they are: sums and products stay
     // far inside i128 (|a*b| <= 2^126), so no overflow check and no saturated result
-    if let (Some((a0, a1)), Some((b0, b1))) = (cache.min_max.get_int(s0), cache.min_max.get_int(s1))
+    if let ([s0, s1], 2) = (reads, n.src.len())
+        && let (Some((a0, a1)), Some((b0, b1))) =
+            (cache.min_max.get_int(s0), cache.min_max.get_int(s1))
     {
         let (a0, a1, b0, b1) = (a0 as i128, a1 as i128, b0 as i128, b1 as i128);
         return Some(match n.op {
@@ -1504,6 +1454,59 @@ fn min_max_quick(
             _ => return None,
         });
     }
+    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
+        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
+        // saturated (`classify_bounds`)
+        let &(lo, hi) = cache.min_max.get(s0)?;
+        return (!saturated(lo) && !saturated(hi)).then_some(Qv::Any((lo, hi)));
+    }
+    if n.dtype.is_float() {
+        return None;
+    }
+    let int_of = |s: &UOp| match cache.min_max.get(s) {
+        Some(&(I(lo), I(hi))) => Some((lo, hi)),
+        _ => None,
+    };
+    match (n.op, reads) {
+        // `(0, (src[0]-1).vmax)` (ops.py:1095)
+        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some(Qv::Int(0, hi - 1));
+        }
+        // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
+        // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
+        // into a signed one (or weakint), the dtype's bounds otherwise
+        (Ops::CAST, [s0]) if n.dtype.is_int() => {
+            let (lo, hi) = match cache.min_max.get(s0) {
+                Some(&(a @ (I(_) | B(_)), b @ (I(_) | B(_)))) => (int(a)?, int(b)?),
+                _ => return None,
+            };
+            if !(ordinary(lo) && ordinary(hi)) {
+                return None;
+            }
+            let (dmin, dmax) = n.dtype.int_bounds()?;
+            if n.dtype.is_unsigned() && lo >= 0 && hi <= dmax {
+                return Some(Qv::Int(lo, hi));
+            }
+            if n.dtype.is_signed_fixed() || n.dtype == DType::WeakInt {
+                return Some(Qv::Int(dmin.max(lo), hi.min(dmax)));
+            }
+            return Some(Qv::Int(dmin, dmax));
+        }
+        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
+        (Ops::WHERE, [t, f]) => {
+            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
+            return [t0, t1, f0, f1]
+                .into_iter()
+                .all(ordinary)
+                .then_some(Qv::Int(t0.min(f0), t1.max(f1)));
+        }
+        _ => {}
+    }
+    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
+    let ([s0, s1], 2) = (reads, n.src.len()) else {
+        return None;
+    };
     let (Some((a0, a1)), Some((b0, b1))) = (int_of(s0), int_of(s1)) else {
         return bool_quick(cache, n.op, n.dtype, s0, s1);
     };
