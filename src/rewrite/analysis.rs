@@ -510,7 +510,11 @@ fn floormod64(x: i64, y: i64) -> i128 {
         return 0;
     }
     let r = x % y;
-    (if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }) as i128
+    (if r != 0 && ((r < 0) != (y < 0)) {
+        r + y
+    } else {
+        r
+    }) as i128
 }
 /// Python `%` on ints (sign of the divisor).
 #[inline]
@@ -1283,11 +1287,7 @@ impl Qv {
 /// inexact (`any_inexact`), none of these ops raises itself on int bounds (`bounds_raise`), and
 /// nothing is saturated (`classify_bounds`). `None`: the general path.
 #[inline]
-fn min_max_quick(
-    cache: &Cache,
-    n: &crate::ir::Node,
-    reads: &[UOp],
-) -> Option<Qv> {
+fn min_max_quick(cache: &Cache, n: &crate::ir::Node, reads: &[UOp]) -> Option<Qv> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
     if reads.is_empty() {
         if let Some(v) = leaf_quick(n) {
@@ -1311,9 +1311,9 @@ fn min_max_quick(
         return None;
     }
     // a binary node (`_min_max` wants exactly two srcs, ops.py:1053; a float one reads none, a
-    // WHERE has three) of bounds in i64 range, first: nearly all of them, read from the slots as
-    // they are: sums and products stay
-    // far inside i128 (|a*b| <= 2^126), so no overflow check and no saturated result
+    // WHERE has three) of bounds in i64 range, first: nearly all of them, read from the slots'
+    // lanes. Sums and products stay far inside i128 (|a*b| <= 2^126), so no overflow check and
+    // no saturated result
     if let ([s0, s1], 2) = (reads, n.src.len())
         && let (Some((a0, a1)), Some((b0, b1))) =
             (cache.min_max.get_int(s0), cache.min_max.get_int(s1))
@@ -1324,7 +1324,10 @@ fn min_max_quick(
             Ops::SUB => Qv::Int(a0 - b1, a1 - b0),
             Ops::MUL => {
                 let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
-                Qv::Int(p[0].min(p[1]).min(p[2]).min(p[3]), p[0].max(p[1]).max(p[2]).max(p[3]))
+                Qv::Int(
+                    p[0].min(p[1]).min(p[2]).min(p[3]),
+                    p[0].max(p[1]).max(p[2]).max(p[3]),
+                )
             }
             Ops::MAX => Qv::Int(a0.max(b0), a1.max(b1)),
             Ops::CMPLT => Qv::Bool(a1 < b0, a0 < b1),
@@ -1350,7 +1353,10 @@ fn min_max_quick(
                     });
                 }
                 let q = [f(a0, b0), f(a0, b1), f(a1, b0), f(a1, b1)];
-                Qv::Int(q[0].min(q[1]).min(q[2]).min(q[3]), q[0].max(q[1]).max(q[2]).max(q[3]))
+                Qv::Int(
+                    q[0].min(q[1]).min(q[2]).min(q[3]),
+                    q[0].max(q[1]).max(q[2]).max(q[3]),
+                )
             }
             // ops.py:1075-1079
             Ops::FLOORMOD if n.dtype.is_int() => {
@@ -1446,7 +1452,10 @@ fn min_max_quick(
             Ops::CDIV if n.dtype.is_int() => {
                 if b0.signum() * b1.signum() > 0 {
                     let q = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)];
-                    Qv::Int(q[0].min(q[1]).min(q[2]).min(q[3]), q[0].max(q[1]).max(q[2]).max(q[3]))
+                    Qv::Int(
+                        q[0].min(q[1]).min(q[2]).min(q[3]),
+                        q[0].max(q[1]).max(q[2]).max(q[3]),
+                    )
                 } else {
                     Qv::Any(dtype_bounds(n.dtype))
                 }
@@ -1471,7 +1480,8 @@ fn min_max_quick(
         // `(0, (src[0]-1).vmax)` (ops.py:1095)
         (Ops::RANGE | Ops::SPECIAL, [s0]) => {
             let (lo, hi) = int_of(s0)?;
-            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some(Qv::Int(0, hi - 1));
+            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1))
+                .then_some(Qv::Int(0, hi - 1));
         }
         // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
         // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
@@ -1553,7 +1563,10 @@ fn min_max_quick(
         }
         Ops::CMPLT => return Some(Qv::Bool(a1 < b0, a0 < b1)),
         Ops::CMPNE => {
-            return Some(Qv::Bool(a1 < b0 || b1 < a0, !(a0 == a1 && a1 == b0 && b0 == b1)));
+            return Some(Qv::Bool(
+                a1 < b0 || b1 < a0,
+                !(a0 == a1 && a1 == b0 && b0 == b1),
+            ));
         }
         _ => return None,
     };
@@ -1568,13 +1581,7 @@ fn min_max_quick(
 /// `or` / `and` of a bool dtype on bool bounds (:1091-1092, on bools these). Exact for the same
 /// reasons as [`min_max_quick`]'s (bool and float bounds are never saturated).
 #[inline(never)]
-fn bool_quick(
-    cache: &Cache,
-    op: Ops,
-    dt: DType,
-    s0: &UOp,
-    s1: &UOp,
-) -> Option<Qv> {
+fn bool_quick(cache: &Cache, op: Ops, dt: DType, s0: &UOp, s1: &UOp) -> Option<Qv> {
     let (&(a0, a1), &(b0, b1)) = (cache.min_max.get(s0)?, cache.min_max.get(s1)?);
     if matches!(op, Ops::CMPLT | Ops::CMPNE) {
         // ops.py:1086-1088 on Python numbers (`min_max_node`'s very expressions); a saturated
@@ -1586,7 +1593,10 @@ fn bool_quick(
         return Some(if op == Ops::CMPLT {
             Qv::Bool(py_lt(a1, b0), py_lt(a0, b1))
         } else {
-            Qv::Bool(py_lt(a1, b0) || py_lt(b1, a0), !(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1)))
+            Qv::Bool(
+                py_lt(a1, b0) || py_lt(b1, a0),
+                !(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1)),
+            )
         });
     }
     if let (B(a0), B(a1), B(b0), B(b1)) = (a0, a1, b0, b1) {
@@ -2113,7 +2123,10 @@ mod tests {
         for round in 0..3 {
             // a fresh map (each reuses the table the last one left in the pool)
             let mut m = BoundsMap::default();
-            assert!(m.get(&UOp(5)).is_none() && m.is_empty(), "round {round}: stale entry");
+            assert!(
+                m.get(&UOp(5)).is_none() && m.is_empty(),
+                "round {round}: stale entry"
+            );
             for (i, v) in pairs.iter().enumerate() {
                 let u = UOp((i * 7 + round) as u32);
                 assert!(!m.contains_key(&u));
@@ -2129,7 +2142,10 @@ mod tests {
             assert_eq!(m.len(), pairs.len());
             // a second set replaces the entry, of any kind
             m.set(UOp(round as u32), (B(true), B(true)));
-            assert!(same(m.get(&UOp(round as u32)).unwrap(), &(B(true), B(true))));
+            assert!(same(
+                m.get(&UOp(round as u32)).unwrap(),
+                &(B(true), B(true))
+            ));
             assert_eq!(m.get_int(&UOp(round as u32)), None);
             m.set_i128(UOp(1000), -5, big);
             assert_eq!(m.get_int(&UOp(1000)), None);
