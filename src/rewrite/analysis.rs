@@ -112,102 +112,152 @@ impl NodeSet {
     }
 }
 
-/// The bounds cache ([`Cache::min_max`]): one `u32` per node handle indexing a dense table of
-/// the bounds set so far, so growing it with the graph is a memset of 4 bytes a node instead of
-/// writing a 64-byte `Option<(ConstVal, ConstVal)>` slot per node (most nodes never have their
-/// bounds read). 0 = not computed, k = `vals[k - 1]`. The map-like methods are [`NodeMap`]'s.
+/// One node's entry in [`BoundsMap`]: `tag` = the map's epoch `<< 2` | the kind (0: none,
+/// [`K_INT`]: `v` is two ints that fit an i64, also held as `lo`/`hi`; [`K_ANY`]: any other pair).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tag: u64,
+    lo: i64,
+    hi: i64,
+    v: (ConstVal, ConstVal),
+}
+const K_INT: u64 = 1;
+const K_ANY: u64 = 2;
+const NO_SLOT: Slot = Slot {
+    tag: 0,
+    lo: 0,
+    hi: 0,
+    v: (ConstVal::Invalid, ConstVal::Invalid),
+};
+
+/// The epochs [`BoundsMap`]s take (global, not per thread: a map dropped on another thread
+/// gives its table to that thread's pool, and no later map may share its epoch).
+static BOUNDS_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The bounds cache ([`Cache::min_max`]): a dense per-handle table of [`Slot`]s holding each
+/// node's pair in place (no index to chase), and, for the pairs nearly every node has (two ints
+/// inside i64), the same two ints as i64s, so [`min_max_quick`] reads them with one tag compare
+/// and no `ConstVal` match. Each map takes a fresh epoch and an entry counts only where its tag
+/// carries it: the table a dropped map left (pooled) is reused as it is, stale tags and all, so
+/// a new graph's cache costs no clearing (most nodes never have their bounds read).
 #[derive(Clone, Debug, Default)]
 pub struct BoundsMap {
-    code: Vec<u32>,
-    vals: Vec<(ConstVal, ConstVal)>,
+    slots: Vec<Slot>,
+    /// this map's epoch `<< 2` (0 until its first [`BoundsMap::grow`], while `slots` is empty)
+    base: u64,
 }
 
 impl BoundsMap {
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, u: &UOp) -> Option<&(ConstVal, ConstVal)> {
-        let k = *self.code.get(u.idx())? as usize;
-        // k = 0 wraps to usize::MAX: no entry, without a second branch
-        self.vals.get(k.wrapping_sub(1))
+        let s = self.slots.get(u.idx())?;
+        (s.tag & !3 == self.base).then_some(&s.v)
     }
-    #[inline]
+    /// `u`'s bounds where they are two ints inside i64 (`None`: none cached, or another kind).
+    #[inline(always)]
+    pub fn get_int(&self, u: &UOp) -> Option<(i64, i64)> {
+        let s = self.slots.get(u.idx())?;
+        (s.tag == self.base | K_INT).then_some((s.lo, s.hi))
+    }
+    #[inline(always)]
     pub fn contains_key(&self, u: &UOp) -> bool {
-        self.code.get(u.idx()).is_some_and(|k| *k != 0)
+        self.slots
+            .get(u.idx())
+            .is_some_and(|s| s.tag & !3 == self.base)
     }
     /// Sets `u`'s entry (nodes are immutable: the hot caches set each entry once; a second set
-    /// replaces the value in place).
+    /// replaces it).
     #[inline(always)]
     pub fn set(&mut self, u: UOp, v: (ConstVal, ConstVal)) {
-        self.room_for(u.idx());
-        match self.code[u.idx()] as usize {
-            0 => {
-                self.vals.push(v);
-                self.code[u.idx()] = self.vals.len() as u32;
-            }
-            k => self.vals[k - 1] = v,
+        match v {
+            (I(lo), I(hi)) => self.set_i128(u, lo, hi),
+            _ => self.put(u, K_ANY, 0, 0, v),
         }
+    }
+    /// Sets `u`'s entry to the ints `lo`, `hi`.
+    #[inline(always)]
+    pub fn set_i128(&mut self, u: UOp, lo: i128, hi: i128) {
+        // `&`, not `&&`: two compares and no branch
+        let small = (lo as i64 as i128 == lo) & (hi as i64 as i128 == hi);
+        let kind = if small { K_INT } else { K_ANY };
+        self.put(u, kind, lo as i64, hi as i64, (I(lo), I(hi)));
+    }
+    /// Sets `u`'s entry to the ints `lo`, `hi` (known to fit an i64).
+    #[inline(always)]
+    pub fn set_small(&mut self, u: UOp, lo: i64, hi: i64) {
+        self.put(u, K_INT, lo, hi, (I(lo as i128), I(hi as i128)));
+    }
+    #[inline(always)]
+    fn put(&mut self, u: UOp, kind: u64, lo: i64, hi: i64, v: (ConstVal, ConstVal)) {
+        self.room_for(u.idx());
+        let s = &mut self.slots[u.idx()];
+        s.tag = self.base | kind;
+        s.lo = lo;
+        s.hi = hi;
+        s.v = v;
     }
     /// Makes room for the handles below `n` (see [`NodeMap::reserve_nodes`]).
     #[inline]
     pub fn reserve_nodes(&mut self, n: usize) {
-        if n > self.code.len() {
+        if n > self.slots.len() {
             self.grow(n - 1);
         }
     }
     #[inline]
     fn room_for(&mut self, i: usize) {
-        if i >= self.code.len() {
+        if i >= self.slots.len() {
             self.grow(i);
         }
     }
     #[cold]
     fn grow(&mut self, i: usize) {
-        if self.code.capacity() == 0 {
-            // a fresh cache (one per graph): the buffers a dropped one left, instead of two
-            // allocations (glibc's malloc of them cost more than everything else here)
-            if let Some((code, vals)) = BOUNDS_POOL.with(|p| p.borrow_mut().pop()) {
-                (self.code, self.vals) = (code, vals);
+        if self.base == 0 {
+            // a fresh cache (one per graph): the table a dropped one left, instead of an
+            // allocation (glibc's malloc cost more than everything else here), and an epoch no
+            // map had, which none of its stale tags carries
+            if let Some(slots) = BOUNDS_POOL.with(|p| p.borrow_mut().pop()) {
+                self.slots = slots;
+            }
+            let epoch = BOUNDS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.base = epoch << 2;
+            if i < self.slots.len() {
+                return;
             }
         }
         // the graph grows while it is rewritten: leave room instead of growing one by one
-        let n = ((i + 1) * 3 / 2).max(self.code.len() * 2).max(64);
-        self.code.resize(n, 0);
-        // room for an entry per handle (uninitialised, so one allocation and no writes): the
-        // pushes never regrow while the graph stays below `n`
-        self.vals.reserve(n - self.vals.len());
+        let n = ((i + 1) * 3 / 2).max(self.slots.len() * 2).max(64);
+        self.slots.resize(n, NO_SLOT);
     }
     pub fn len(&self) -> usize {
-        self.vals.len()
+        self.slots
+            .iter()
+            .filter(|s| self.base != 0 && s.tag & !3 == self.base)
+            .count()
     }
     pub fn is_empty(&self) -> bool {
-        self.vals.is_empty()
+        self.len() == 0
     }
 }
 
-type BoundsBuffers = (Vec<u32>, Vec<(ConstVal, ConstVal)>);
-
 thread_local! {
-    /// The buffers of dropped [`BoundsMap`]s, emptied (allocations only: no entry outlives its
-    /// cache, so nothing computed for one graph is seen by another).
-    static BOUNDS_POOL: std::cell::RefCell<Vec<BoundsBuffers>> =
+    /// The tables of dropped [`BoundsMap`]s (allocations only: their entries carry the dropped
+    /// maps' epochs, which no later map takes, so nothing computed for one graph is seen by
+    /// another).
+    static BOUNDS_POOL: std::cell::RefCell<Vec<Vec<Slot>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Drop for BoundsMap {
     fn drop(&mut self) {
-        if self.code.capacity() == 0 {
+        if self.slots.capacity() == 0 {
             return;
         }
-        let (mut code, mut vals) = (
-            std::mem::take(&mut self.code),
-            std::mem::take(&mut self.vals),
-        );
-        code.clear();
-        vals.clear();
+        let slots = std::mem::take(&mut self.slots);
         // a few (nested rewrites each hold a cache); `try_with`: nothing to give at thread exit
         let _ = BOUNDS_POOL.try_with(|p| {
             let mut p = p.borrow_mut();
             if p.len() < 4 {
-                p.push((code, vals));
+                p.push(slots);
             }
         });
     }
@@ -217,6 +267,14 @@ impl std::ops::Index<&UOp> for BoundsMap {
     type Output = (ConstVal, ConstVal);
     fn index(&self, u: &UOp) -> &(ConstVal, ConstVal) {
         self.get(u).expect("no entry for this node")
+    }
+}
+
+impl BoundsMap {
+    /// `u`'s bounds, which are cached (every read src's are, once its reader is filled).
+    #[inline]
+    fn at(&self, u: &UOp) -> (ConstVal, ConstVal) {
+        self[u]
     }
 }
 
@@ -432,6 +490,32 @@ fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
         q
     })
 }
+/// [`floordiv`] of i64 operands, as [`min_max_quick`] reads them from the slots' lanes
+/// (`i64::MIN // -1` is 2^63, hence the i128).
+#[inline(always)]
+fn floordiv64(x: i64, y: i64) -> Option<i128> {
+    if y == 0 {
+        return None;
+    }
+    if y == -1 {
+        return Some(-(x as i128));
+    }
+    let q = x / y;
+    Some((q - i64::from((x % y != 0) & ((x < 0) != (y < 0)))) as i128)
+}
+/// [`floormod`] of i64 operands, `y != 0`.
+#[inline(always)]
+fn floormod64(x: i64, y: i64) -> i128 {
+    if y == -1 {
+        return 0;
+    }
+    let r = x % y;
+    (if r != 0 && ((r < 0) != (y < 0)) {
+        r + y
+    } else {
+        r
+    }) as i128
+}
 /// Python `%` on ints (sign of the divisor).
 #[inline]
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
@@ -510,7 +594,7 @@ fn trunc_bound(v: ConstVal, dt: DType) -> ConstVal {
 /// `UOp._min_max` of one node given its srcs' bounds.
 fn min_max_node(g: &Graph, cache: &Cache, u: UOp) -> (ConstVal, ConstVal) {
     let n = g.node(u);
-    let mm = |s: UOp| cache.min_max[&s];
+    let mm = |s: UOp| cache.min_max.at(&s);
     let dt = n.dtype;
     if is_binary(n.op) && !dt.is_float() && n.src.len() == 2 {
         let ((a0, a1), (b0, b1)) = (mm(n.src[0]), mm(n.src[1]));
@@ -998,13 +1082,29 @@ pub fn min_max(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     if let Some(v) = cache.min_max.get(&u) {
         return *v;
     }
-    min_max_below(g, cache, u)
+    min_max_below(g, cache, u);
+    cache.min_max.at(&u)
 }
 
-/// [`min_max`] of an uncached `u`: apart, so a cached read does not pay its frame.
+/// [`min_max`] by reference: no copy of the pair out of the cache (for a caller that reads a
+/// part of it).
+#[inline]
+pub fn min_max_ref<'c>(g: &Graph, cache: &'c mut Cache, u: UOp) -> &'c (ConstVal, ConstVal) {
+    if !cache.min_max.contains_key(&u) {
+        min_max_below(g, cache, u);
+    }
+    &cache.min_max[&u]
+}
+
+/// Fills the bounds of an uncached `u` ([`min_max`]): apart, so a cached read does not pay its
+/// frame.
 #[inline(never)]
-fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
-    cache.min_max.reserve_nodes(g.len());
+fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) {
+    // a leaf asked itself (a variable, most often: `vmin_eq_vmax` matches PARAM): its entry
+    // without the src walk and [`min_max_quick`]'s dispatch
+    if fill_leaf(g, cache, u) {
+        return;
+    }
     // the common case (a shallow subgraph): recursion, no worklist. Each node's bounds depend
     // only on its srcs' entries, so the fill order (srcs in order here, reversed on the
     // worklist) changes no entry. `u`'s own level is [`min_max_rec`]'s unrolled here: most
@@ -1023,7 +1123,7 @@ fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
     }
     if shallow {
         fill_node(g, cache, u, nd, reads);
-        return cache.min_max[&u];
+        return;
     }
     min_max_deep(g, cache, u)
 }
@@ -1032,7 +1132,7 @@ fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
 /// overflow). Apart and cold, so the common shallow call does not pay its frame.
 #[cold]
 #[inline(never)]
-fn min_max_deep(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
+fn min_max_deep(g: &Graph, cache: &mut Cache, u: UOp) {
     let mut stack = std::mem::take(&mut cache.mm_stack);
     stack.clear();
     if stack.capacity() == 0 {
@@ -1056,7 +1156,6 @@ fn min_max_deep(g: &Graph, cache: &mut Cache, u: UOp) -> (ConstVal, ConstVal) {
         }
     }
     cache.mm_stack = stack;
-    cache.min_max[&u]
 }
 
 /// Fills the bounds of `x` and its uncached read srcs, recursing at most [`MIN_MAX_REC_DEPTH`]
@@ -1086,6 +1185,10 @@ fn fill_leaf(g: &Graph, cache: &mut Cache, s: UOp) -> bool {
     let sn = g.node(s);
     if let (Ops::CONST, crate::ir::Arg::Const(c)) = (sn.op, &sn.arg) {
         let v = match *c {
+            I(i) if i as i64 as i128 == i => {
+                cache.min_max.set_small(s, i as i64, i as i64);
+                return true;
+            }
             I(i) if i != i128::MAX && i != i128::MIN => Some((I(i), I(i))),
             B(b) => Some((B(b), B(b))),
             F(f) => Some((F(f), F(f))),
@@ -1133,11 +1236,12 @@ fn floormod_range(
     a1: i128,
     b0: i128,
     b1: i128,
+    div: impl Fn(i128, i128) -> Option<i128>,
     rem: impl Fn(i128, i128, i128) -> Option<i128>,
 ) -> Option<(i128, i128)> {
     let c = b0;
     Some(if c == b1 && c != 0 {
-        let (q0, q1) = (floordiv(a0, c)?, floordiv(a1, c)?);
+        let (q0, q1) = (div(a0, c)?, div(a1, c)?);
         if q0 == q1 {
             (rem(a0, q0, c)?, rem(a1, q1, c)?)
         } else if c > 0 {
@@ -1154,6 +1258,27 @@ fn floormod_range(
     })
 }
 
+/// A bounds pair as [`min_max_quick`] computes it: ints (stored in the slot where they fit an
+/// i64, [`BoundsMap::set_i128`]) and bools kept apart from the general pair, so storing them does
+/// not match on a `ConstVal` pair built just before.
+#[derive(Clone, Copy, Debug)]
+enum Qv {
+    Int(i128, i128),
+    Bool(bool, bool),
+    Any((ConstVal, ConstVal)),
+}
+
+#[cfg(test)]
+impl Qv {
+    fn pair(self) -> (ConstVal, ConstVal) {
+        match self {
+            Qv::Int(lo, hi) => (I(lo), I(hi)),
+            Qv::Bool(lo, hi) => (B(lo), B(hi)),
+            Qv::Any(v) => v,
+        }
+    }
+}
+
 /// [`min_max_fill`]'s result for the nodes ordinary graphs are mostly made of, where it is cheap
 /// to see: a CONST or variable ([`leaf_quick`]), and ADD/SUB/MUL/MAX/CMPLT/CMPNE/FLOORDIV/
 /// FLOORMOD, RANGE/SPECIAL, AFTER/INDEX and int WHERE of int bounds while no node's bounds are
@@ -1162,15 +1287,11 @@ fn floormod_range(
 /// inexact (`any_inexact`), none of these ops raises itself on int bounds (`bounds_raise`), and
 /// nothing is saturated (`classify_bounds`). `None`: the general path.
 #[inline]
-fn min_max_quick(
-    cache: &Cache,
-    n: &crate::ir::Node,
-    reads: &[UOp],
-) -> Option<(ConstVal, ConstVal)> {
+fn min_max_quick(cache: &Cache, n: &crate::ir::Node, reads: &[UOp]) -> Option<Qv> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
     if reads.is_empty() {
         if let Some(v) = leaf_quick(n) {
-            return Some(v);
+            return Some(Qv::Any(v));
         }
         // a node that reads no src and has no case of its own in `_min_max` (a LOAD, a BITCAST,
         // a float ALU node, ...) falls through to the dtype's bounds (ops.py:1110): nothing
@@ -1184,144 +1305,93 @@ fn min_max_quick(
             Ops::RANGE | Ops::SPECIAL => n.dtype != DType::Void,
             _ => false,
         };
-        return (!own_case).then(|| dtype_bounds(n.dtype));
+        return (!own_case).then(|| Qv::Any(dtype_bounds(n.dtype)));
     }
     if cache.any_inexact || cache.any_raises {
         return None;
     }
-    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
-        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
-        // saturated (`classify_bounds`)
-        let &(lo, hi) = cache.min_max.get(s0)?;
-        return (!saturated(lo) && !saturated(hi)).then_some((lo, hi));
-    }
-    if n.dtype.is_float() {
-        return None;
-    }
-    let int_of = |s: &UOp| match cache.min_max.get(s) {
-        Some(&(I(lo), I(hi))) => Some((lo, hi)),
-        _ => None,
-    };
-    match (n.op, reads) {
-        // `(0, (src[0]-1).vmax)` (ops.py:1095)
-        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
-            let (lo, hi) = int_of(s0)?;
-            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1)).then_some((I(0), I(hi - 1)));
-        }
-        // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
-        // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
-        // into a signed one (or weakint), the dtype's bounds otherwise
-        (Ops::CAST, [s0]) if n.dtype.is_int() => {
-            let (lo, hi) = match cache.min_max.get(s0) {
-                Some(&(a @ (I(_) | B(_)), b @ (I(_) | B(_)))) => (int(a)?, int(b)?),
-                _ => return None,
-            };
-            if !(ordinary(lo) && ordinary(hi)) {
-                return None;
-            }
-            let (dmin, dmax) = n.dtype.int_bounds()?;
-            if n.dtype.is_unsigned() && lo >= 0 && hi <= dmax {
-                return Some((I(lo), I(hi)));
-            }
-            if n.dtype.is_signed_fixed() || n.dtype == DType::WeakInt {
-                return Some((I(dmin.max(lo)), I(hi.min(dmax))));
-            }
-            return Some((I(dmin), I(dmax)));
-        }
-        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
-        (Ops::WHERE, [t, f]) => {
-            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
-            return [t0, t1, f0, f1]
-                .into_iter()
-                .all(ordinary)
-                .then_some((I(t0.min(f0)), I(t1.max(f1))));
-        }
-        _ => {}
-    }
-    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
-    let ([s0, s1], 2) = (reads, n.src.len()) else {
-        return None;
-    };
-    let (Some((a0, a1)), Some((b0, b1))) = (int_of(s0), int_of(s1)) else {
-        return bool_quick(cache, n.op, n.dtype, s0, s1);
-    };
-    // bounds in i64 range (nearly all): sums and products stay far inside i128 (|a*b| <= 2^126),
-    // so no overflow check and no saturated result
-    let small = |i: i128| i as i64 as i128 == i;
-    if small(a0) && small(a1) && small(b0) && small(b1) {
+    // a binary node (`_min_max` wants exactly two srcs, ops.py:1053; a float one reads none, a
+    // WHERE has three) of bounds in i64 range, first: nearly all of them, read from the slots'
+    // lanes. Sums and products stay far inside i128 (|a*b| <= 2^126), so no overflow check and
+    // no saturated result
+    if let ([s0, s1], 2) = (reads, n.src.len())
+        && let (Some((a0, a1)), Some((b0, b1))) =
+            (cache.min_max.get_int(s0), cache.min_max.get_int(s1))
+    {
+        let (a0, a1, b0, b1) = (a0 as i128, a1 as i128, b0 as i128, b1 as i128);
         return Some(match n.op {
-            Ops::ADD => (I(a0 + b0), I(a1 + b1)),
-            Ops::SUB => (I(a0 - b1), I(a1 - b0)),
+            Ops::ADD => Qv::Int(a0 + b0, a1 + b1),
+            Ops::SUB => Qv::Int(a0 - b1, a1 - b0),
             Ops::MUL => {
                 let p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1];
-                (
-                    I(p[0].min(p[1]).min(p[2]).min(p[3])),
-                    I(p[0].max(p[1]).max(p[2]).max(p[3])),
+                Qv::Int(
+                    p[0].min(p[1]).min(p[2]).min(p[3]),
+                    p[0].max(p[1]).max(p[2]).max(p[3]),
                 )
             }
-            Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
-            Ops::CMPLT => (B(a1 < b0), B(a0 < b1)),
-            Ops::CMPNE => (
-                B(a1 < b0 || b1 < a0),
-                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
-            ),
+            Ops::MAX => Qv::Int(a0.max(b0), a1.max(b1)),
+            Ops::CMPLT => Qv::Bool(a1 < b0, a0 < b1),
+            Ops::CMPNE => Qv::Bool(a1 < b0 || b1 < a0, !(a0 == a1 && a1 == b0 && b0 == b1)),
             // ops.py:1070-1074: quotients of i64 values by a divisor range of one sign
             Ops::FLOORDIV if n.dtype.is_int() => {
                 if a0 > a1 {
-                    return Some((I(0), I(0)));
+                    return Some(Qv::Int(0, 0));
                 }
                 if b0.signum() * b1.signum() <= 0 {
                     return None;
                 }
-                let f = |a: i128, b: i128| floordiv(a, b).unwrap_or(0);
+                // i64 operands (the slots' lanes): no width test
+                let f = |a: i128, b: i128| floordiv64(a as i64, b as i64).unwrap_or(0);
                 if b0 == b1 {
                     // one divisor: `a // c` is monotone in `a` (rising for c > 0, falling for
                     // c < 0) and a0 <= a1, so the four quotients' min and max are these two
                     let (q0, q1) = (f(a0, b0), f(a1, b0));
                     return Some(if b0 > 0 {
-                        (I(q0), I(q1))
+                        Qv::Int(q0, q1)
                     } else {
-                        (I(q1), I(q0))
+                        Qv::Int(q1, q0)
                     });
                 }
                 let q = [f(a0, b0), f(a0, b1), f(a1, b0), f(a1, b1)];
-                (
-                    I(q[0].min(q[1]).min(q[2]).min(q[3])),
-                    I(q[0].max(q[1]).max(q[2]).max(q[3])),
+                Qv::Int(
+                    q[0].min(q[1]).min(q[2]).min(q[3]),
+                    q[0].max(q[1]).max(q[2]).max(q[3]),
                 )
             }
             // ops.py:1075-1079
             Ops::FLOORMOD if n.dtype.is_int() => {
                 if a0 > a1 {
-                    return Some((I(0), I(0)));
+                    return Some(Qv::Int(0, 0));
                 }
                 // `a % c` is `a - (a // c) * c` (|q*c| <= 2^64 here)
-                let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, q, c| Some(a - q * c))?;
-                (I(lo), I(hi))
+                let div = |a: i128, c: i128| floordiv64(a as i64, c as i64);
+                let rem = |a: i128, _, c: i128| Some(floormod64(a as i64, c as i64));
+                let (lo, hi) = floormod_range(a0, a1, b0, b1, div, rem)?;
+                Qv::Int(lo, hi)
             }
             // ops.py:1057: `s1_vmin == s1_vmax >= 0` masks to [0, mask] (its min with s0's
             // vmax unless s0 may be negative), else the dtype's bounds
             Ops::AND if n.dtype.is_int() => {
                 if b0 == b1 && b1 >= 0 {
-                    (I(0), I(if a0 < 0 { b1 } else { a1.min(b1) }))
+                    Qv::Int(0, if a0 < 0 { b1 } else { a1.min(b1) })
                 } else {
-                    dtype_bounds(n.dtype)
+                    Qv::Any(dtype_bounds(n.dtype))
                 }
             }
             // ops.py:1080: XOR with -1 flips the bounds; int OR always takes the dtype's
             Ops::XOR if n.dtype.is_int() => {
                 if b0 == -1 && b1 == -1 {
-                    (I(!a1), I(!a0))
+                    Qv::Int(!a1, !a0)
                 } else {
-                    dtype_bounds(n.dtype)
+                    Qv::Any(dtype_bounds(n.dtype))
                 }
             }
-            Ops::OR if n.dtype.is_int() => dtype_bounds(n.dtype),
+            Ops::OR if n.dtype.is_int() => Qv::Any(dtype_bounds(n.dtype)),
             // ops.py:1061-1062 with one shift count k >= 0: a right shift (k >= 127 leaves the
             // sign), a left shift that stays inside i128 (the others saturate: general path)
             Ops::SHL | Ops::SHR if n.dtype.is_int() => {
                 if b0 != b1 || b0 < 0 {
-                    dtype_bounds(n.dtype)
+                    Qv::Any(dtype_bounds(n.dtype))
                 } else if n.op == Ops::SHR {
                     let sh = |x: i128| {
                         if b0 >= 127 {
@@ -1330,13 +1400,13 @@ fn min_max_quick(
                             x >> b0
                         }
                     };
-                    (I(sh(a0)), I(sh(a1)))
+                    Qv::Int(sh(a0), sh(a1))
                 } else {
                     let fits = |x: i128| x.unsigned_abs().leading_zeros() > b0 as u32;
                     if b0 >= 127 || !fits(a0) || !fits(a1) {
                         return None;
                     }
-                    (I(a0 << b0), I(a1 << b0))
+                    Qv::Int(a0 << b0, a1 << b0)
                 }
             }
             // ops.py:1063-1069
@@ -1357,48 +1427,105 @@ fn min_max_quick(
                     } else {
                         c - 1
                     };
-                    (I(lo), I(hi))
+                    Qv::Int(lo, hi)
                 } else if b0 > 0 {
                     if a0 >= 0 {
-                        (I(0), I(b1 - 1))
+                        Qv::Int(0, b1 - 1)
                     } else if a1 <= 0 {
-                        (I(-(b1 - 1)), I(0))
+                        Qv::Int(-(b1 - 1), 0)
                     } else {
-                        (I(-(b1 - 1)), I(b1 - 1))
+                        Qv::Int(-(b1 - 1), b1 - 1)
                     }
                 } else if b1 < 0 {
                     if a0 >= 0 {
-                        (I(0), I(-b0 - 1))
+                        Qv::Int(0, -b0 - 1)
                     } else if a1 <= 0 {
-                        (I(-(-b0 - 1)), I(0))
+                        Qv::Int(-(-b0 - 1), 0)
                     } else {
-                        (I(-(-b0 - 1)), I(-b0 - 1))
+                        Qv::Int(-(-b0 - 1), -b0 - 1)
                     }
                 } else {
-                    dtype_bounds(n.dtype)
+                    Qv::Any(dtype_bounds(n.dtype))
                 }
             }
             // ops.py:1066-1067: truncating quotients by a divisor range of one sign
             Ops::CDIV if n.dtype.is_int() => {
                 if b0.signum() * b1.signum() > 0 {
                     let q = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)];
-                    (
-                        I(q[0].min(q[1]).min(q[2]).min(q[3])),
-                        I(q[0].max(q[1]).max(q[2]).max(q[3])),
+                    Qv::Int(
+                        q[0].min(q[1]).min(q[2]).min(q[3]),
+                        q[0].max(q[1]).max(q[2]).max(q[3]),
                     )
                 } else {
-                    dtype_bounds(n.dtype)
+                    Qv::Any(dtype_bounds(n.dtype))
                 }
             }
             _ => return None,
         });
     }
+    if let (Ops::AFTER | Ops::INDEX, [s0]) = (n.op, reads) {
+        // the src's bounds as they are, of any dtype (ops.py:1097); exact unless one is
+        // saturated (`classify_bounds`)
+        let &(lo, hi) = cache.min_max.get(s0)?;
+        return (!saturated(lo) && !saturated(hi)).then_some(Qv::Any((lo, hi)));
+    }
+    if n.dtype.is_float() {
+        return None;
+    }
+    let int_of = |s: &UOp| match cache.min_max.get(s) {
+        Some(&(I(lo), I(hi))) => Some((lo, hi)),
+        _ => None,
+    };
+    match (n.op, reads) {
+        // `(0, (src[0]-1).vmax)` (ops.py:1095)
+        (Ops::RANGE | Ops::SPECIAL, [s0]) => {
+            let (lo, hi) = int_of(s0)?;
+            return (ordinary(lo) && ordinary(hi) && ordinary(hi - 1))
+                .then_some(Qv::Int(0, hi - 1));
+        }
+        // a CAST to an int dtype of int or bool bounds (ops.py:1102-1108): each bound truncated
+        // to an int (a bool one is its int), then kept when an unsigned dtype holds both, clamped
+        // into a signed one (or weakint), the dtype's bounds otherwise
+        (Ops::CAST, [s0]) if n.dtype.is_int() => {
+            let (lo, hi) = match cache.min_max.get(s0) {
+                Some(&(a @ (I(_) | B(_)), b @ (I(_) | B(_)))) => (int(a)?, int(b)?),
+                _ => return None,
+            };
+            if !(ordinary(lo) && ordinary(hi)) {
+                return None;
+            }
+            let (dmin, dmax) = n.dtype.int_bounds()?;
+            if n.dtype.is_unsigned() && lo >= 0 && hi <= dmax {
+                return Some(Qv::Int(lo, hi));
+            }
+            if n.dtype.is_signed_fixed() || n.dtype == DType::WeakInt {
+                return Some(Qv::Int(dmin.max(lo), hi.min(dmax)));
+            }
+            return Some(Qv::Int(dmin, dmax));
+        }
+        // `min(t.vmin, f.vmin), max(t.vmax, f.vmax)` (ops.py:1094)
+        (Ops::WHERE, [t, f]) => {
+            let ((t0, t1), (f0, f1)) = (int_of(t)?, int_of(f)?);
+            return [t0, t1, f0, f1]
+                .into_iter()
+                .all(ordinary)
+                .then_some(Qv::Int(t0.min(f0), t1.max(f1)));
+        }
+        _ => {}
+    }
+    // `_min_max`'s binary case wants exactly two srcs (ops.py:1053)
+    let ([s0, s1], 2) = (reads, n.src.len()) else {
+        return None;
+    };
+    let (Some((a0, a1)), Some((b0, b1))) = (int_of(s0), int_of(s1)) else {
+        return bool_quick(cache, n.op, n.dtype, s0, s1);
+    };
     if !(ordinary(a0) && ordinary(a1) && ordinary(b0) && ordinary(b1)) {
         return None;
     }
     let v = match n.op {
-        Ops::ADD => (I(a0.checked_add(b0)?), I(a1.checked_add(b1)?)),
-        Ops::SUB => (I(a0.checked_sub(b1)?), I(a1.checked_sub(b0)?)),
+        Ops::ADD => Qv::Int(a0.checked_add(b0)?, a1.checked_add(b1)?),
+        Ops::SUB => Qv::Int(a0.checked_sub(b1)?, a1.checked_sub(b0)?),
         Ops::MUL => {
             let p = [
                 a0.checked_mul(b0)?,
@@ -1406,14 +1533,14 @@ fn min_max_quick(
                 a1.checked_mul(b0)?,
                 a1.checked_mul(b1)?,
             ];
-            (I(*p.iter().min()?), I(*p.iter().max()?))
+            Qv::Int(*p.iter().min()?, *p.iter().max()?)
         }
-        Ops::MAX => (I(a0.max(b0)), I(a1.max(b1))),
+        Ops::MAX => Qv::Int(a0.max(b0), a1.max(b1)),
         // ops.py:1070-1074 beyond i64 (weakint bounds): quotients of ordinary values by a
         // nonzero divisor never overflow, and stay ordinary (|q| <= |a|)
         Ops::FLOORDIV if n.dtype.is_int() => {
             if a0 > a1 {
-                return Some((I(0), I(0)));
+                return Some(Qv::Int(0, 0));
             }
             if b0.signum() * b1.signum() <= 0 {
                 return None;
@@ -1424,27 +1551,27 @@ fn min_max_quick(
                 floordiv(a1, b0)?,
                 floordiv(a1, b1)?,
             ];
-            (I(*q.iter().min()?), I(*q.iter().max()?))
+            Qv::Int(*q.iter().min()?, *q.iter().max()?)
         }
         // ops.py:1075-1079 beyond i64: remainders and `c -/+ 1` of ordinary values stay ordinary
         Ops::FLOORMOD if n.dtype.is_int() => {
             if a0 > a1 {
-                return Some((I(0), I(0)));
+                return Some(Qv::Int(0, 0));
             }
-            let (lo, hi) = floormod_range(a0, a1, b0, b1, |a, _, c| floormod(a, c))?;
-            (I(lo), I(hi))
+            let (lo, hi) = floormod_range(a0, a1, b0, b1, floordiv, |a, _, c| floormod(a, c))?;
+            Qv::Int(lo, hi)
         }
-        Ops::CMPLT => return Some((B(a1 < b0), B(a0 < b1))),
+        Ops::CMPLT => return Some(Qv::Bool(a1 < b0, a0 < b1)),
         Ops::CMPNE => {
-            return Some((
-                B(a1 < b0 || b1 < a0),
-                B(!(a0 == a1 && a1 == b0 && b0 == b1)),
+            return Some(Qv::Bool(
+                a1 < b0 || b1 < a0,
+                !(a0 == a1 && a1 == b0 && b0 == b1),
             ));
         }
         _ => return None,
     };
     match v {
-        (I(lo), I(hi)) if ordinary(lo) && ordinary(hi) => Some(v),
+        Qv::Int(lo, hi) if ordinary(lo) && ordinary(hi) => Some(v),
         _ => None,
     }
 }
@@ -1454,13 +1581,7 @@ fn min_max_quick(
 /// `or` / `and` of a bool dtype on bool bounds (:1091-1092, on bools these). Exact for the same
 /// reasons as [`min_max_quick`]'s (bool and float bounds are never saturated).
 #[inline(never)]
-fn bool_quick(
-    cache: &Cache,
-    op: Ops,
-    dt: DType,
-    s0: &UOp,
-    s1: &UOp,
-) -> Option<(ConstVal, ConstVal)> {
+fn bool_quick(cache: &Cache, op: Ops, dt: DType, s0: &UOp, s1: &UOp) -> Option<Qv> {
     let (&(a0, a1), &(b0, b1)) = (cache.min_max.get(s0)?, cache.min_max.get(s1)?);
     if matches!(op, Ops::CMPLT | Ops::CMPNE) {
         // ops.py:1086-1088 on Python numbers (`min_max_node`'s very expressions); a saturated
@@ -1470,18 +1591,18 @@ fn bool_quick(
             return None;
         }
         return Some(if op == Ops::CMPLT {
-            (B(py_lt(a1, b0)), B(py_lt(a0, b1)))
+            Qv::Bool(py_lt(a1, b0), py_lt(a0, b1))
         } else {
-            (
-                B(py_lt(a1, b0) || py_lt(b1, a0)),
-                B(!(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1))),
+            Qv::Bool(
+                py_lt(a1, b0) || py_lt(b1, a0),
+                !(py_eq(a0, a1) && py_eq(a1, b0) && py_eq(b0, b1)),
             )
         });
     }
     if let (B(a0), B(a1), B(b0), B(b1)) = (a0, a1, b0, b1) {
         return match op {
-            Ops::OR if dt == DType::Bool => Some((B(a0 || b0), B(a1 || b1))),
-            Ops::AND if dt == DType::Bool => Some((B(a0 && b0), B(a1 && b1))),
+            Ops::OR if dt == DType::Bool => Some(Qv::Bool(a0 || b0, a1 || b1)),
+            Ops::AND if dt == DType::Bool => Some(Qv::Bool(a0 && b0, a1 && b1)),
             _ => None,
         };
     }
@@ -1495,13 +1616,14 @@ fn min_max_fill(g: &Graph, cache: &mut Cache, x: UOp) {
 }
 
 /// [`min_max_fill`] of `x` = `nd`, whose read srcs are `reads`.
-#[inline]
+#[inline(always)]
 fn fill_node(g: &Graph, cache: &mut Cache, x: UOp, nd: &crate::ir::Node, reads: &[UOp]) {
-    if let Some(v) = min_max_quick(cache, nd, reads) {
-        cache.min_max.set(x, v);
-        return;
+    match min_max_quick(cache, nd, reads) {
+        Some(Qv::Int(lo, hi)) => cache.min_max.set_i128(x, lo, hi),
+        Some(Qv::Bool(lo, hi)) => cache.min_max.set(x, (B(lo), B(hi))),
+        Some(Qv::Any(v)) => cache.min_max.set(x, v),
+        None => fill_general(g, cache, x, reads),
     }
-    fill_general(g, cache, x, reads);
 }
 
 /// [`fill_node`] past the quick cases: `_min_max` in full, the raise it inherits or raises and
@@ -1621,10 +1743,30 @@ impl Cx<'_> {
     }
     pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
         let v = min_max(self.g, self.cache, u);
+        self.note_bounds_read(u);
+        v
+    }
+    /// [`Cx::min_max`] by reference (no copy of the pair out of the cache), for a rule that
+    /// reads a part of it; records the same bounds error.
+    #[inline]
+    pub fn min_max_ref(&mut self, u: UOp) -> &(ConstVal, ConstVal) {
+        if !self.cache.min_max.contains_key(&u) {
+            min_max_below(self.g, self.cache, u);
+        }
+        self.note_bounds_read(u);
+        &self.cache.min_max[&u]
+    }
+    /// What reading `u`'s (cached) bounds means for the rewrite (`Cache::bounds_error`).
+    #[inline(always)]
+    fn note_bounds_read(&mut self, u: UOp) {
         // `raises` / `inexact` are filled only where `any_raises` / `any_inexact` is set
         if !(self.cache.any_raises || self.cache.any_inexact) {
-            return v;
+            return;
         }
+        self.note_bounds_read_slow(u);
+    }
+    #[inline(never)]
+    fn note_bounds_read_slow(&mut self, u: UOp) {
         if let Some(msg) = self.cache.raises.get(&u) {
             if !matches!(self.cache.bounds_error, Some(RuleError::Runtime(_))) {
                 self.cache.bounds_error = Some(RuleError::Runtime(msg.clone()));
@@ -1634,7 +1776,6 @@ impl Cx<'_> {
                 "a rule read vmin/vmax beyond the port's i128 range".into(),
             ));
         }
-        v
     }
     pub fn split_uop(&self, u: UOp, sep: Ops) -> Vec<UOp> {
         split_uop(self.g, u, sep)
@@ -1950,10 +2091,69 @@ mod tests {
                 }
                 assert_eq!(floordiv(a, b), Some(slow_div(a, b)), "{a} // {b}");
                 assert_eq!(floormod(a, b), Some(slow_mod(a, b)), "{a} % {b}");
+                // the i64-lane versions [`min_max_quick`] uses agree on i64 operands
+                if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
+                    assert_eq!(floordiv64(x, y), Some(slow_div(a, b)), "{a} // {b} (i64)");
+                    assert_eq!(floormod64(x, y), slow_mod(a, b), "{a} % {b} (i64)");
+                }
             }
         }
+        assert_eq!(floordiv64(5, 0), None);
         assert_eq!((floordiv(-7, 2), floormod(-7, 2)), (Some(-4), Some(1)));
         assert_eq!((floordiv(7, -2), floormod(7, -2)), (Some(-4), Some(-1)));
+    }
+    #[test]
+    fn bounds_map_keeps_each_pair_and_forgets_a_dropped_maps() {
+        let big = 1i128 << 100;
+        let pairs = [
+            (I(-3), I(7)),
+            (I(i64::MIN as i128), I(i64::MAX as i128)),
+            (I(i64::MAX as i128 + 1), I(big)),
+            (I(-big), I(0)),
+            (B(false), B(true)),
+            (F(-0.0), F(f64::INFINITY)),
+            (I(0), B(true)),
+            (ConstVal::Invalid, ConstVal::Invalid),
+        ];
+        let same = |a: &(ConstVal, ConstVal), b: &(ConstVal, ConstVal)| {
+            a == b
+                && std::mem::discriminant(&a.0) == std::mem::discriminant(&b.0)
+                && std::mem::discriminant(&a.1) == std::mem::discriminant(&b.1)
+        };
+        for round in 0..3 {
+            // a fresh map (each reuses the table the last one left in the pool)
+            let mut m = BoundsMap::default();
+            assert!(
+                m.get(&UOp(5)).is_none() && m.is_empty(),
+                "round {round}: stale entry"
+            );
+            for (i, v) in pairs.iter().enumerate() {
+                let u = UOp((i * 7 + round) as u32);
+                assert!(!m.contains_key(&u));
+                m.set(u, *v);
+                assert!(m.contains_key(&u));
+                assert!(same(m.get(&u).unwrap(), v), "{v:?}");
+                let lane = match *v {
+                    (I(lo), I(hi)) => i64::try_from(lo).ok().zip(i64::try_from(hi).ok()),
+                    _ => None,
+                };
+                assert_eq!(m.get_int(&u), lane, "{v:?}");
+            }
+            assert_eq!(m.len(), pairs.len());
+            // a second set replaces the entry, of any kind
+            m.set(UOp(round as u32), (B(true), B(true)));
+            assert!(same(
+                m.get(&UOp(round as u32)).unwrap(),
+                &(B(true), B(true))
+            ));
+            assert_eq!(m.get_int(&UOp(round as u32)), None);
+            m.set_i128(UOp(1000), -5, big);
+            assert_eq!(m.get_int(&UOp(1000)), None);
+            assert!(same(m.get(&UOp(1000)).unwrap(), &(I(-5), I(big))));
+            m.set_small(UOp(1001), -5, 9);
+            assert_eq!(m.get_int(&UOp(1001)), Some((-5, 9)));
+            assert!(same(m.get(&UOp(1001)).unwrap(), &(I(-5), I(9))));
+        }
     }
     #[test]
     fn is_binary_is_the_groups() {
@@ -2087,7 +2287,7 @@ mod tests {
                 a == b && std::mem::discriminant(&a) == std::mem::discriminant(&b)
             };
             assert!(
-                same(q.0, v.0) && same(q.1, v.1),
+                same(q.pair().0, v.0) && same(q.pair().1, v.1),
                 "{:?} {:?}: quick {q:?}, general {v:?}",
                 nd.op,
                 nd.dtype

@@ -1114,17 +1114,19 @@ pub fn symbolic_own() -> RuleSet {
 
 /// `x.const_like(x.vmin) if x.vmin == x.vmax else None`.
 fn fold_vmin_eq_vmax(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
-    let (lo, hi) = cx.min_max(x);
+    // read in place (no copy of the pair): most nodes' bounds differ, and then nothing is built
+    let (lo, hi) = cx.min_max_ref(x);
     // the common int and bool bounds compared as they are (what `py_num_eq` gives them), others
     // by it
     let eq = match (lo, hi) {
         (ConstVal::Int(a), ConstVal::Int(b)) => a == b,
         (ConstVal::Bool(a), ConstVal::Bool(b)) => a == b,
-        _ => py_num_eq(lo, hi),
+        _ => py_num_eq(*lo, *hi),
     };
     if !eq {
         return Ok(None);
     }
+    let lo = *lo;
     Ok(Some(cx.try_const_like(x, lo)?))
 }
 
