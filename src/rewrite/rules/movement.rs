@@ -604,11 +604,18 @@ pub fn shape_of(cx: &mut Cx, u: UOp) -> Result<Option<Vec<i128>>, RuleError> {
 
 /// `DType.const(val)` (dtype.py:77) with Python's exceptions: `int(nan)` raises ValueError,
 /// `int(inf)` OverflowError; an int beyond i128 is out of the port's range.
+#[inline]
 pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
-    // an int of an int dtype is kept as it is (graph.rs `dtype_const`)
+    // an int of an int dtype is kept as it is (graph.rs `dtype_const`): the common case, in line
     if matches!(v, ConstVal::Int(_)) && dt.is_int() {
         return Ok(v);
     }
+    checked_dtype_const_other(dt, v)
+}
+
+/// [`checked_dtype_const`] past an int of an int dtype.
+#[inline(never)]
+fn checked_dtype_const_other(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
     if let ConstVal::Float(f) = v
         && dt.is_int()
     {
