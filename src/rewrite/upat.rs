@@ -475,7 +475,7 @@ impl UPat {
         match &self.arg {
             None => {}
             Some(ArgPat::Const(v)) => match n.arg.as_const() {
-                Some(c) if c.py_eq(v) => {}
+                Some(c) if const_py_eq(&c, v) => {}
                 _ => return false,
             },
             Some(ArgPat::Exact(a)) => {
@@ -550,18 +550,15 @@ impl UPat {
     }
 
     /// A necessary condition for a match of a [`Shape::Deep`] pattern: `deep`'s checks with the
-    /// names left out (each src list in the orders `deep` tries, each alternative).
+    /// names left out (each src list in the orders `deep` tries, each alternative). A pure
+    /// test: its parts may run in any order. In line, so that the root's head is checked
+    /// without a frame.
+    #[inline(always)]
     fn skeleton_ok(&self, g: &Graph, u: UOp) -> bool {
-        if self.is_any {
-            return match &self.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().any(|a| a.skeleton_ok(g, u)),
-                _ => false,
-            };
-        }
-        let n = g.node(u);
-        if !self.head_ok(n) {
-            return false;
-        }
+        self.skeleton_sub(g, u)
+    }
+    /// [`UPat::skeleton_ok`] of a pattern without alternatives on node `n`, past its head.
+    fn skeleton_srcs(&self, g: &Graph, n: &crate::ir::graph::Node) -> bool {
         match &self.src {
             None => true,
             Some(SrcPat::Repeat(q)) => n.src.iter().all(|s| q.skeleton_sub(g, *s)),
@@ -569,23 +566,69 @@ impl UPat {
                 if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
                     return false;
                 }
-                v.iter()
-                    .zip(n.src.iter())
-                    .all(|(p, s)| p.skeleton_sub(g, *s))
-                    || (self.swaps()
-                        && v[1].skeleton_sub(g, n.src[0])
-                        && v[0].skeleton_sub(g, n.src[1]))
+                let mut ok = true;
+                for (p, s) in v.iter().zip(n.src.iter()) {
+                    if !p.skeleton_sub(g, *s) {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok || (self.swaps()
+                    && v[1].skeleton_sub(g, n.src[0])
+                    && v[0].skeleton_sub(g, n.src[1]))
             }
         }
     }
-    /// [`UPat::skeleton_ok`] with a leaf checked in line (no frame).
+    /// [`UPat::skeleton_ok`] with the alternatives of an `any` tried in line.
     #[inline(always)]
     fn skeleton_sub(&self, g: &Graph, u: UOp) -> bool {
-        if self.is_leaf() {
-            self.head_ok(g.node(u))
-        } else {
-            self.skeleton_ok(g, u)
+        if self.is_any {
+            if let Some(SrcPat::Tuple(alts)) = &self.src {
+                for a in alts {
+                    if a.skeleton_one(g, u) {
+                        return true;
+                    }
+                }
+            }
+            return false;
         }
+        self.skeleton_one(g, u)
+    }
+    /// [`UPat::skeleton_ok`] with a leaf, and a pattern whose srcs are leaves
+    /// ([`Shape::LeafSrcs`]), checked in line: a frame only for deeper patterns (or an `any`
+    /// among alternatives).
+    #[inline(always)]
+    fn skeleton_one(&self, g: &Graph, u: UOp) -> bool {
+        if self.is_any {
+            return self.skeleton_any(g, u);
+        }
+        let n = g.node(u);
+        if !self.head_ok(n) {
+            return false;
+        }
+        match (self.shape, &self.src) {
+            (Shape::Leaf, _) => true,
+            (Shape::LeafSrcs, Some(SrcPat::Tuple(v) | SrcPat::Perm(v))) => {
+                if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
+                    return false;
+                }
+                let head = |p: &UPat, s: UOp| p.head_ok(g.node(s));
+                let mut ok = true;
+                for (p, s) in v.iter().zip(n.src.iter()) {
+                    if !head(p, *s) {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok || (self.swaps() && head(&v[1], n.src[0]) && head(&v[0], n.src[1]))
+            }
+            _ => self.skeleton_srcs(g, n),
+        }
+    }
+    /// [`UPat::skeleton_sub`] of an `any` nested in alternatives (out of line: rare).
+    #[inline(never)]
+    fn skeleton_any(&self, g: &Graph, u: UOp) -> bool {
+        self.skeleton_sub(g, u)
     }
 
     /// [`UPat::match_all`] of a [`Shape::Nested`] pattern: for each order of the srcs, the
@@ -731,7 +774,7 @@ impl UPat {
         }
         match &self.arg {
             None => true,
-            Some(ArgPat::Const(v)) => matches!(n.arg.as_const(), Some(c) if c.py_eq(v)),
+            Some(ArgPat::Const(v)) => matches!(&n.arg, Arg::Const(c) if const_py_eq(c, v)),
             Some(ArgPat::Exact(a)) => *a == n.arg,
         }
     }
@@ -769,6 +812,21 @@ pub(crate) fn op_bit(op: Ops) -> u128 {
 #[inline]
 pub(crate) fn dt_bit(dt: DType) -> u32 {
     1u32 << (dt as u8 & 31)
+}
+
+/// [`ConstVal::py_eq`] with the common pairs in line: two ints (or two bools) compare as ints
+/// there, and `Invalid` equals only itself; the rest (floats, mixed kinds) asks `py_eq`, whose
+/// int-to-float conversions are a call each.
+#[inline(always)]
+fn const_py_eq(c: &ConstVal, v: &ConstVal) -> bool {
+    match (c, v) {
+        (ConstVal::Int(a), ConstVal::Int(b)) => a == b,
+        (ConstVal::Bool(a), ConstVal::Bool(b)) => a == b,
+        (ConstVal::Invalid, _) | (_, ConstVal::Invalid) => {
+            matches!((c, v), (ConstVal::Invalid, ConstVal::Invalid))
+        }
+        _ => c.py_eq(v),
+    }
 }
 
 /// Whether every pattern of a src list equals the first (true for fewer than two).
@@ -1083,6 +1141,33 @@ mod tests {
         assert_eq!(permutations(3).len(), 6);
     }
 
+    /// The in-line pairs of `const_py_eq` answer what `ConstVal::py_eq` answers.
+    #[test]
+    fn const_py_eq_is_py_eq() {
+        let vals = [
+            ConstVal::Int(0),
+            ConstVal::Int(1),
+            ConstVal::Int(-1),
+            ConstVal::Int(1 << 70),
+            ConstVal::Bool(false),
+            ConstVal::Bool(true),
+            ConstVal::Float(0.0),
+            ConstVal::Float(-0.0),
+            ConstVal::Float(1.0),
+            ConstVal::Float(f64::NAN),
+            ConstVal::Invalid,
+        ];
+        let mut equal = 0;
+        for a in &vals {
+            for b in &vals {
+                assert_eq!(const_py_eq(a, b), a.py_eq(b), "{a:?} == {b:?}");
+                equal += const_py_eq(a, b) as usize;
+            }
+        }
+        // 0 == False == 0.0 == -0.0, 1 == True == 1.0, nan, -1, 2**70, Invalid
+        assert_eq!(equal, 16 + 9 + 1 + 1 + 1 + 1);
+    }
+
     /// The shortcuts of `match_all` (leaf root, leaf srcs) list what `match_k` lists, in the
     /// same order, for every ported rule on nodes of many shapes.
     #[test]
@@ -1122,6 +1207,18 @@ mod tests {
             }
         }
         let inner: Vec<UOp> = nodes[leaves.len()..].iter().step_by(7).copied().collect();
+        // loads and stores through an INDEX, plain, invalid or cast (the `.or_casted()`
+        // alternatives of `load_invalid_index`/`store_invalid_index`, [`Shape::DeepGuarded`])
+        let buf = g.param(0, DType::Int32, 4);
+        let inv = g.mk_const(DType::Int32, ConstVal::Invalid);
+        for i in [leaves[0], leaves[5], inv] {
+            let idx = g.mk(Ops::INDEX, DType::Int32, &[buf, i], Arg::None);
+            let cast = g.mk(Ops::CAST, DType::Float, &[idx], Arg::DType(DType::Float));
+            for a in [idx, cast] {
+                nodes.push(g.mk(Ops::LOAD, g.dtype(a), &[a], Arg::None));
+                nodes.push(g.mk(Ops::STORE, DType::Void, &[a, leaves[5]], Arg::None));
+            }
+        }
         for (k, &x) in inner.iter().enumerate() {
             let y = leaves[k % leaves.len()];
             let dt = g.dtype(x);
@@ -1150,7 +1247,7 @@ mod tests {
             }
         }
         let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
-        let (mut compared, mut matched, mut nested, mut deep) = (0, 0, 0, 0);
+        let (mut compared, mut matched, mut nested, mut deep, mut guarded) = (0, 0, 0, 0, 0);
         for r in crate::rewrite::rules::all_rules() {
             for &u in &nodes {
                 r.pat.match_all(&g, u, &mut fast);
@@ -1162,14 +1259,15 @@ mod tests {
                 matched += fast.len();
                 match r.pat.shape {
                     Shape::Nested => nested += fast.len(),
-                    Shape::Deep | Shape::DeepGuarded => deep += fast.len(),
+                    Shape::Deep => deep += fast.len(),
+                    Shape::DeepGuarded => guarded += fast.len(),
                     _ => {}
                 }
             }
         }
         assert!(
-            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100,
-            "{compared} {matched} {nested} {deep}"
+            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100 && guarded >= 4,
+            "{compared} {matched} {nested} {deep} {guarded}"
         );
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }
