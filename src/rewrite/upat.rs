@@ -44,7 +44,20 @@ pub struct UPat {
     /// Which path of [`UPat::match_all`] lists this pattern's matches ([`UPat::shape_of`]),
     /// kept in step with `src` by every builder.
     shape: Shape,
+    /// Which equal-node constraints a [`Shape::Nested`] pattern's repeated names impose on a
+    /// node's srcs ([`REP_11`], [`REP_12`], [`REP_22`]; 0 otherwise), kept in step with `src`
+    /// by every builder: [`UPat::rep_ok`] tests them before the matcher binds anything.
+    rep: u8,
 }
+
+/// A name bound at two srcs of the root (`x + x` shapes): two of its srcs are one node.
+const REP_11: u8 = 1;
+/// A name bound at a src of the root and inside another src (`x + x*c`, `(y + x) + x`): a src
+/// of the root is a src of another.
+const REP_12: u8 = 2;
+/// A name bound inside two different srcs of the root (`x*c0 + x*c1`): two srcs of the root
+/// share a src.
+const REP_22: u8 = 4;
 
 /// How deep a pattern's structure goes, for [`UPat::match_all`]'s direct paths.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -110,6 +123,7 @@ impl UPat {
             op_mask: u128::MAX,
             dt_mask: u32::MAX,
             shape: Shape::Leaf,
+            rep: 0,
         }
     }
     /// `self` with [`UPat::op_mask`] and [`UPat::dt_mask`] recomputed from `op` and `dtype`.
@@ -123,6 +137,7 @@ impl UPat {
             .as_ref()
             .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d)));
         self.shape = self.shape_of();
+        self.rep = self.rep_of();
         self
     }
     /// The [`Shape`] of `self`, from its structure.
@@ -153,6 +168,67 @@ impl UPat {
         } else {
             Shape::General
         }
+    }
+    /// [`UPat::rep`] from the names of a [`Shape::Nested`] pattern's srcs (its own name is left
+    /// out: bound to the root, it can bind no node below it).
+    fn rep_of(&self) -> u8 {
+        let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
+            return 0;
+        };
+        if self.shape != Shape::Nested {
+            return 0;
+        }
+        let inner = |p: &UPat| -> Vec<&'static str> {
+            match &p.src {
+                Some(SrcPat::Tuple(c) | SrcPat::Perm(c)) => {
+                    c.iter().filter_map(|q| q.name).collect()
+                }
+                _ => Vec::new(),
+            }
+        };
+        let mut rep = 0;
+        for (a, pa) in v.iter().enumerate() {
+            for (b, pb) in v.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                if pa.name.is_some() && pa.name == pb.name {
+                    rep |= REP_11;
+                }
+                if pa.name.is_some_and(|x| inner(pb).contains(&x)) {
+                    rep |= REP_12;
+                }
+                if inner(pa).iter().any(|x| inner(pb).contains(x)) {
+                    rep |= REP_22;
+                }
+            }
+        }
+        rep
+    }
+    /// A necessary condition for a match of a [`Shape::Nested`] pattern on a node with srcs
+    /// `srcs` (its first `v.len()`): the equal nodes its repeated names ask for ([`UPat::rep`]),
+    /// in whichever order the srcs are matched. Tested for two srcs (every such pattern); true
+    /// otherwise.
+    #[inline(always)]
+    fn rep_ok(&self, g: &Graph, srcs: &[UOp]) -> bool {
+        let rep = self.rep;
+        if rep == 0 {
+            return true;
+        }
+        let [s0, s1] = *srcs else {
+            return true;
+        };
+        if rep & REP_11 != 0 && s0 != s1 {
+            return false;
+        }
+        let (c0, c1) = (g.src(s0), g.src(s1));
+        if rep & REP_12 != 0 && !c1.contains(&s0) && !c0.contains(&s1) {
+            return false;
+        }
+        if rep & REP_22 != 0 && !c0.iter().any(|x| c1.contains(x)) {
+            return false;
+        }
+        true
     }
     /// Whether every src list in `self` (alternatives included) is matched in one order or two.
     fn deep_ok(&self) -> bool {
@@ -642,6 +718,9 @@ impl UPat {
             return;
         };
         let srcs = &n.src[..v.len()];
+        if !self.rep_ok(g, srcs) {
+            return;
+        }
         nest(g, srcs, v, false, 0, stack, out, ends);
         if self.swaps() {
             nest(g, srcs, v, true, 0, stack, out, ends);
@@ -1139,6 +1218,61 @@ mod tests {
         let fa = g.alu(Ops::ADD, &[f, nz]).unwrap();
         assert_eq!(UPat::var("x").add(UPat::cint(0)).matches(&g, fa).len(), 1);
         assert_eq!(permutations(3).len(), 6);
+    }
+
+    /// The equal-node constraints of repeated names ([`UPat::rep`]) and their test.
+    #[test]
+    fn rep_constraints() {
+        let v = UPat::var;
+        let c = UPat::cvar;
+        // `(y + x) + x`, `x + x*c`: a src of the root is a src of the other
+        let yxx = v("y").add(v("x")).add(v("x"));
+        let xxc = v("x").add(v("x").mul(c("c")));
+        // `x*c0 + x*c1`: the two srcs share a src; `x*c0 + y*c1`: no constraint
+        let xcxc = v("x").mul(c("c0")).add(v("x").mul(c("c1")));
+        let xcyc = v("x").mul(c("c0")).add(v("y").mul(c("c1")));
+        for p in [&yxx, &xxc, &xcxc, &xcyc] {
+            assert_eq!(p.shape, Shape::Nested);
+        }
+        assert_eq!(
+            (yxx.rep, xxc.rep, xcxc.rep, xcyc.rep),
+            (REP_12, REP_12, REP_22, 0)
+        );
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::Int32);
+        let y = g.variable("y", 0, 10, DType::Int32);
+        let three = g.cint(DType::Int32, 3);
+        let yx = g.mk(Ops::ADD, DType::Int32, &[y, x], Arg::None);
+        let x3 = g.mk(Ops::MUL, DType::Int32, &[x, three], Arg::None);
+        let y3 = g.mk(Ops::MUL, DType::Int32, &[y, three], Arg::None);
+        // both orders of the root, and a node each pattern's names reject
+        let cases = [
+            (&yxx, [yx, x], true),
+            (&yxx, [x, yx], true),
+            (&yxx, [yx, y], true),
+            (&yxx, [yx, three], false),
+            (&xxc, [x3, x], true),
+            (&xxc, [y, x3], false),
+            (&xcxc, [x3, y3], true),
+            (&xcxc, [x3, yx], true),
+            (&xcxc, [x3, y], false),
+        ];
+        for (p, srcs, ok) in cases {
+            assert_eq!(p.rep_ok(&g, &srcs), ok, "{srcs:?}");
+            let u = g.mk(Ops::ADD, DType::Int32, &srcs, Arg::None);
+            if !ok {
+                assert!(p.matches(&g, u).is_empty());
+            }
+        }
+        assert_eq!(
+            yxx.matches(
+                &g,
+                g.find(Ops::ADD, DType::Int32, &[x, yx], &Arg::None)
+                    .unwrap()
+            )
+            .len(),
+            1
+        );
     }
 
     /// The in-line pairs of `const_py_eq` answer what `ConstVal::py_eq` answers.
