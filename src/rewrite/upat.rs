@@ -44,9 +44,9 @@ pub struct UPat {
     /// Which path of [`UPat::match_all`] lists this pattern's matches ([`UPat::shape_of`]),
     /// kept in step with `src` by every builder.
     shape: Shape,
-    /// Which equal-node constraints a [`Shape::Nested`] pattern's repeated names impose on a
-    /// node's srcs ([`REP_11`], [`REP_12`], [`REP_22`]; 0 otherwise), kept in step with `src`
-    /// by every builder: [`UPat::rep_ok`] tests them before the matcher binds anything.
+    /// Which equal-node constraints the repeated names of a pattern of two srcs impose on a
+    /// node's srcs (`REP_*`; 0 for none or another shape), kept in step with `src` by every
+    /// builder: [`UPat::rep_ok`] tests them before the matcher binds anything.
     rep: u8,
 }
 
@@ -58,6 +58,12 @@ const REP_12: u8 = 2;
 /// A name bound inside two different srcs of the root (`x*c0 + x*c1`): two srcs of the root
 /// share a src.
 const REP_22: u8 = 4;
+/// The same a level deeper (`(y + x*c) + x`: a src of the root is a src of a src of the other).
+const REP_13: u8 = 8;
+const REP_23: u8 = 16;
+const REP_33: u8 = 32;
+/// The constraints [`UPat::rep_deeper_ok`] tests.
+const REP_DEEPER: u8 = REP_13 | REP_23 | REP_33;
 
 /// How deep a pattern's structure goes, for [`UPat::match_all`]'s direct paths.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -169,46 +175,57 @@ impl UPat {
             Shape::General
         }
     }
-    /// [`UPat::rep`] from the names of a [`Shape::Nested`] pattern's srcs (its own name is left
-    /// out: bound to the root, it can bind no node below it).
+    /// [`UPat::rep`] from the names that each of the two srcs of a [`Shape::Nested`] or
+    /// [`Shape::Deep`] pattern binds in every match, to three levels below the root (its own
+    /// name is left out: bound to the root, it can bind no node below it; names under an
+    /// alternative or a repeated src are left out: a match may bind none of them).
     fn rep_of(&self) -> u8 {
         let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
             return 0;
         };
-        if self.shape != Shape::Nested {
+        let shaped = matches!(self.shape, Shape::Nested | Shape::Deep | Shape::DeepGuarded);
+        if self.is_any || v.len() != 2 || !shaped {
             return 0;
         }
-        let inner = |p: &UPat| -> Vec<&'static str> {
-            match &p.src {
-                Some(SrcPat::Tuple(c) | SrcPat::Perm(c)) => {
-                    c.iter().filter_map(|q| q.name).collect()
-                }
-                _ => Vec::new(),
+        /// The names `p` binds in every match, each with its depth (1: the root's src).
+        fn names(p: &UPat, d: u8, out: &mut Vec<(&'static str, u8)>) {
+            if p.is_any {
+                return;
             }
-        };
+            if let Some(n) = p.name {
+                out.push((n, d));
+            }
+            if d < 3
+                && let Some(SrcPat::Tuple(c) | SrcPat::Perm(c)) = &p.src
+            {
+                for q in c {
+                    names(q, d + 1, out);
+                }
+            }
+        }
+        let (mut n0, mut n1) = (Vec::new(), Vec::new());
+        names(&v[0], 1, &mut n0);
+        names(&v[1], 1, &mut n1);
         let mut rep = 0;
-        for (a, pa) in v.iter().enumerate() {
-            for (b, pb) in v.iter().enumerate() {
-                if a == b {
-                    continue;
-                }
-                if pa.name.is_some() && pa.name == pb.name {
-                    rep |= REP_11;
-                }
-                if pa.name.is_some_and(|x| inner(pb).contains(&x)) {
-                    rep |= REP_12;
-                }
-                if inner(pa).iter().any(|x| inner(pb).contains(x)) {
-                    rep |= REP_22;
+        for (x, da) in &n0 {
+            for (y, db) in &n1 {
+                if x == y {
+                    rep |= match (da.min(db), da.max(db)) {
+                        (1, 1) => REP_11,
+                        (1, 2) => REP_12,
+                        (2, 2) => REP_22,
+                        (1, 3) => REP_13,
+                        (2, 3) => REP_23,
+                        _ => REP_33,
+                    };
                 }
             }
         }
         rep
     }
-    /// A necessary condition for a match of a [`Shape::Nested`] pattern on a node with srcs
-    /// `srcs` (its first `v.len()`): the equal nodes its repeated names ask for ([`UPat::rep`]),
-    /// in whichever order the srcs are matched. Tested for two srcs (every such pattern); true
-    /// otherwise.
+    /// A necessary condition for a match of a pattern of two srcs on a node whose first two
+    /// srcs are `srcs`: the equal nodes its repeated names ask for ([`UPat::rep`]), in
+    /// whichever order the srcs are matched. True for other lengths.
     #[inline(always)]
     fn rep_ok(&self, g: &Graph, srcs: &[UOp]) -> bool {
         let rep = self.rep;
@@ -226,6 +243,27 @@ impl UPat {
             return false;
         }
         if rep & REP_22 != 0 && !c0.iter().any(|x| c1.contains(x)) {
+            return false;
+        }
+        rep & REP_DEEPER == 0 || self.rep_deeper_ok(g, s0, s1)
+    }
+    /// [`UPat::rep_ok`]'s constraints three levels down.
+    #[inline(never)]
+    fn rep_deeper_ok(&self, g: &Graph, s0: UOp, s1: UOp) -> bool {
+        let rep = self.rep;
+        let (c0, c1) = (g.src(s0), g.src(s1));
+        // the srcs of the srcs of `s`
+        let grand = |s: UOp| g.src(s).iter().flat_map(|c| g.src(*c).iter().copied());
+        if rep & REP_13 != 0 && !grand(s1).any(|x| x == s0) && !grand(s0).any(|x| x == s1) {
+            return false;
+        }
+        if rep & REP_23 != 0
+            && !grand(s1).any(|x| c0.contains(&x))
+            && !grand(s0).any(|x| c1.contains(&x))
+        {
+            return false;
+        }
+        if rep & REP_33 != 0 && !grand(s0).any(|x| grand(s1).any(|y| x == y)) {
             return false;
         }
         true
@@ -612,6 +650,10 @@ impl UPat {
             Shape::LeafSrcs => self.match_leaf_srcs(g, u, m),
             Shape::Nested => self.match_nested(g, u, m),
             Shape::Deep => {
+                let n = g.node(u);
+                if n.src.len() >= 2 && !self.rep_ok(g, &n.src[..2]) {
+                    return;
+                }
                 let MatchScratch { stack, out, ends } = m;
                 deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
             }
@@ -1238,6 +1280,9 @@ mod tests {
             (yxx.rep, xxc.rep, xcxc.rep, xcyc.rep),
             (REP_12, REP_12, REP_22, 0)
         );
+        // `(y + x*c) + x`: three levels, a src of the root under a src of the other
+        let yxcx = v("y").add(v("x").mul(c("c"))).add(v("x"));
+        assert_eq!((yxcx.shape, yxcx.rep), (Shape::Deep, REP_13));
         let mut g = Graph::new();
         let x = g.variable("x", 0, 10, DType::Int32);
         let y = g.variable("y", 0, 10, DType::Int32);
@@ -1257,6 +1302,14 @@ mod tests {
             (&xcxc, [x3, yx], true),
             (&xcxc, [x3, y], false),
         ];
+        let yx3 = g.mk(Ops::ADD, DType::Int32, &[y, x3], Arg::None);
+        let cases = cases.into_iter().chain([
+            (&yxcx, [yx3, x], true),
+            (&yxcx, [x, yx3], true),
+            (&yxcx, [yx3, three], true),
+            (&yxcx, [yx3, y], false),
+            (&yxcx, [yx, x], false),
+        ]);
         for (p, srcs, ok) in cases {
             assert_eq!(p.rep_ok(&g, &srcs), ok, "{srcs:?}");
             let u = g.mk(Ops::ADD, DType::Int32, &srcs, Arg::None);
