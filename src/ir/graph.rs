@@ -441,6 +441,14 @@ impl Graph {
             }
             return self.push_new(i, h, op, dtype, src, Arg::None);
         }
+        self.mk_like_arg(n, dtype, src)
+    }
+    /// [`Graph::mk_like`] of a node with an arg (apart: its hashing, comparing and cloning of the
+    /// arg kept out of the ALU nodes' path).
+    #[inline(never)]
+    fn mk_like_arg(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
+        let node = &self.nodes[n.idx()];
+        let op = node.op;
         let h = node_hash(op, dtype, src, &node.arg);
         let (i, found) = self.probe(h, op, dtype, src, &node.arg);
         if let Some(u) = found {
