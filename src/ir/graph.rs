@@ -609,8 +609,10 @@ impl Graph {
     /// Post-order toposort of everything reachable from `roots` (srcs before users, each once).
     pub fn toposort(&self, roots: &[UOp]) -> Vec<UOp> {
         let mut seen = vec![false; self.nodes.len()];
-        let mut out = Vec::new();
-        let mut stack: Vec<(UOp, bool)> = roots.iter().rev().map(|r| (*r, false)).collect();
+        // room for a small slice up front: growing from empty is a reallocation per doubling
+        let mut out = Vec::with_capacity(64);
+        let mut stack: Vec<(UOp, bool)> = Vec::with_capacity(64 + roots.len());
+        stack.extend(roots.iter().rev().map(|r| (*r, false)));
         while let Some((u, expanded)) = stack.pop() {
             if expanded {
                 out.push(u);
@@ -644,7 +646,8 @@ impl Graph {
     }
 }
 
-/// `DType.const(val)`.
+/// `DType.const(val)`. In line: `cnst` is hot, and out of line this is a call per const.
+#[inline]
 pub fn dtype_const(dtype: DType, v: ConstVal) -> ConstVal {
     match v {
         ConstVal::Invalid => ConstVal::Invalid,
