@@ -187,9 +187,23 @@ const NIL: u32 = u32::MAX;
 /// Inlined into `mk`/`mk_like`: as a call it cost them a frame each.
 #[inline(always)]
 fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // only `probe` and `grow_table` read these hashes, so any function of the key will do:
-    // op, dtype and src count in one word, the srcs two to a word, and no write for `Arg::None`
+    use std::hash::Hash;
+    let mut h = key_hasher(op, dtype, src);
+    // CONST args by hand (the value's words; no write for `Arg::None`): the derived `Hash` is a
+    // call through two jump tables
+    match arg {
+        Arg::None => {}
+        Arg::Const(c) => hash_const(&mut h, c),
+        _ => arg.hash(&mut h),
+    }
+    std::hash::Hasher::finish(&h)
+}
+
+/// [`node_hash`] before the arg: op, dtype and src count in one word, the srcs two to a word.
+#[inline(always)]
+fn key_hasher(op: Ops, dtype: DType, src: &[UOp]) -> rustc_hash::FxHasher {
+    use std::hash::Hasher;
+    // only `probe` and `grow_table` read these hashes, so any function of the key will do
     let mut h = rustc_hash::FxHasher::default();
     h.write_u64(op as u64 | (dtype as u64) << 8 | (src.len() as u64) << 16);
     let pair = |a: UOp, b: UOp| a.0 as u64 | (b.0 as u64) << 32;
@@ -212,19 +226,24 @@ fn node_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
             }
         }
     }
-    // CONST args by hand (the value's words; no write for `Arg::None`): the derived `Hash` is a
-    // call through two jump tables
-    match arg {
-        Arg::None => {}
-        Arg::Const(ConstVal::Int(i)) => {
+    h
+}
+
+/// [`node_hash`]'s words for an `Arg::Const(c)` (shared with [`Graph::mk_const`], which hashes
+/// without building the `Arg`).
+#[inline(always)]
+fn hash_const(h: &mut rustc_hash::FxHasher, c: &ConstVal) {
+    use std::hash::{Hash, Hasher};
+    match c {
+        ConstVal::Int(i) => {
             h.write_u64(*i as u64);
             h.write_u64((*i >> 64) as u64);
         }
-        Arg::Const(ConstVal::Float(f)) => h.write_u64(f.to_bits()),
-        Arg::Const(ConstVal::Bool(b)) => h.write_u8(*b as u8),
-        _ => arg.hash(&mut h),
+        ConstVal::Float(f) => h.write_u64(f.to_bits()),
+        ConstVal::Bool(b) => h.write_u8(*b as u8),
+        // the derived hash of the whole arg (rare)
+        ConstVal::Invalid => Arg::Const(ConstVal::Invalid).hash(h),
     }
-    h.finish()
 }
 
 /// Nodes are stored once (in `nodes`, their hashes in `hashes`); `table` is an open-addressing
@@ -384,8 +403,11 @@ impl Graph {
     /// probe's comparison inline (the generic one is an out-of-line call per candidate).
     #[inline]
     pub fn mk_const(&mut self, dtype: DType, c: ConstVal) -> UOp {
-        let arg = Arg::Const(c);
-        let h = node_hash(Ops::CONST, dtype, &[], &arg);
+        // `node_hash` of the CONST without an `Arg` value: one made up front is dropped by an
+        // out-of-line `drop_in_place` call when the node exists (most calls)
+        let mut hs = key_hasher(Ops::CONST, dtype, &[]);
+        hash_const(&mut hs, &c);
+        let h = std::hash::Hasher::finish(&hs);
         if (self.nodes.len() + 1) * 2 > self.table.len() {
             self.grow_table();
         }
@@ -398,7 +420,7 @@ impl Graph {
         });
         match found {
             Some(u) => u,
-            None => self.push_new(i, h, Ops::CONST, dtype, &[], arg),
+            None => self.push_new(i, h, Ops::CONST, dtype, &[], Arg::Const(c)),
         }
     }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
@@ -419,6 +441,14 @@ impl Graph {
             }
             return self.push_new(i, h, op, dtype, src, Arg::None);
         }
+        self.mk_like_arg(n, dtype, src)
+    }
+    /// [`Graph::mk_like`] of a node with an arg (apart: its hashing, comparing and cloning of the
+    /// arg kept out of the ALU nodes' path).
+    #[inline(never)]
+    fn mk_like_arg(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
+        let node = &self.nodes[n.idx()];
+        let op = node.op;
         let h = node_hash(op, dtype, src, &node.arg);
         let (i, found) = self.probe(h, op, dtype, src, &node.arg);
         if let Some(u) = found {
@@ -579,8 +609,10 @@ impl Graph {
     /// Post-order toposort of everything reachable from `roots` (srcs before users, each once).
     pub fn toposort(&self, roots: &[UOp]) -> Vec<UOp> {
         let mut seen = vec![false; self.nodes.len()];
-        let mut out = Vec::new();
-        let mut stack: Vec<(UOp, bool)> = roots.iter().rev().map(|r| (*r, false)).collect();
+        // room for a small slice up front: growing from empty is a reallocation per doubling
+        let mut out = Vec::with_capacity(64);
+        let mut stack: Vec<(UOp, bool)> = Vec::with_capacity(64 + roots.len());
+        stack.extend(roots.iter().rev().map(|r| (*r, false)));
         while let Some((u, expanded)) = stack.pop() {
             if expanded {
                 out.push(u);
@@ -614,7 +646,8 @@ impl Graph {
     }
 }
 
-/// `DType.const(val)`.
+/// `DType.const(val)`. In line: `cnst` is hot, and out of line this is a call per const.
+#[inline]
 pub fn dtype_const(dtype: DType, v: ConstVal) -> ConstVal {
     match v {
         ConstVal::Invalid => ConstVal::Invalid,

@@ -44,7 +44,26 @@ pub struct UPat {
     /// Which path of [`UPat::match_all`] lists this pattern's matches ([`UPat::shape_of`]),
     /// kept in step with `src` by every builder.
     shape: Shape,
+    /// Which equal-node constraints the repeated names of a pattern of two srcs impose on a
+    /// node's srcs (`REP_*`; 0 for none or another shape), kept in step with `src` by every
+    /// builder: [`UPat::rep_ok`] tests them before the matcher binds anything.
+    rep: u8,
 }
+
+/// A name bound at two srcs of the root (`x + x` shapes): two of its srcs are one node.
+const REP_11: u8 = 1;
+/// A name bound at a src of the root and inside another src (`x + x*c`, `(y + x) + x`): a src
+/// of the root is a src of another.
+const REP_12: u8 = 2;
+/// A name bound inside two different srcs of the root (`x*c0 + x*c1`): two srcs of the root
+/// share a src.
+const REP_22: u8 = 4;
+/// The same a level deeper (`(y + x*c) + x`: a src of the root is a src of a src of the other).
+const REP_13: u8 = 8;
+const REP_23: u8 = 16;
+const REP_33: u8 = 32;
+/// The constraints [`UPat::rep_deeper_ok`] tests.
+const REP_DEEPER: u8 = REP_13 | REP_23 | REP_33;
 
 /// How deep a pattern's structure goes, for [`UPat::match_all`]'s direct paths.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -110,6 +129,7 @@ impl UPat {
             op_mask: u128::MAX,
             dt_mask: u32::MAX,
             shape: Shape::Leaf,
+            rep: 0,
         }
     }
     /// `self` with [`UPat::op_mask`] and [`UPat::dt_mask`] recomputed from `op` and `dtype`.
@@ -123,6 +143,7 @@ impl UPat {
             .as_ref()
             .map_or(u32::MAX, |v| v.iter().fold(0, |m, d| m | dt_bit(*d)));
         self.shape = self.shape_of();
+        self.rep = self.rep_of();
         self
     }
     /// The [`Shape`] of `self`, from its structure.
@@ -153,6 +174,99 @@ impl UPat {
         } else {
             Shape::General
         }
+    }
+    /// [`UPat::rep`] from the names that each of the two srcs of a [`Shape::Nested`] or
+    /// [`Shape::Deep`] pattern binds in every match, to three levels below the root (its own
+    /// name is left out: bound to the root, it can bind no node below it; names under an
+    /// alternative or a repeated src are left out: a match may bind none of them).
+    fn rep_of(&self) -> u8 {
+        let Some(SrcPat::Tuple(v) | SrcPat::Perm(v)) = &self.src else {
+            return 0;
+        };
+        let shaped = matches!(self.shape, Shape::Nested | Shape::Deep | Shape::DeepGuarded);
+        if self.is_any || v.len() != 2 || !shaped {
+            return 0;
+        }
+        /// The names `p` binds in every match, each with its depth (1: the root's src).
+        fn names(p: &UPat, d: u8, out: &mut Vec<(&'static str, u8)>) {
+            if p.is_any {
+                return;
+            }
+            if let Some(n) = p.name {
+                out.push((n, d));
+            }
+            if d < 3
+                && let Some(SrcPat::Tuple(c) | SrcPat::Perm(c)) = &p.src
+            {
+                for q in c {
+                    names(q, d + 1, out);
+                }
+            }
+        }
+        let (mut n0, mut n1) = (Vec::new(), Vec::new());
+        names(&v[0], 1, &mut n0);
+        names(&v[1], 1, &mut n1);
+        let mut rep = 0;
+        for (x, da) in &n0 {
+            for (y, db) in &n1 {
+                if x == y {
+                    rep |= match (da.min(db), da.max(db)) {
+                        (1, 1) => REP_11,
+                        (1, 2) => REP_12,
+                        (2, 2) => REP_22,
+                        (1, 3) => REP_13,
+                        (2, 3) => REP_23,
+                        _ => REP_33,
+                    };
+                }
+            }
+        }
+        rep
+    }
+    /// A necessary condition for a match of a pattern of two srcs on a node whose first two
+    /// srcs are `srcs`: the equal nodes its repeated names ask for ([`UPat::rep`]), in
+    /// whichever order the srcs are matched. True for other lengths.
+    #[inline(always)]
+    fn rep_ok(&self, g: &Graph, srcs: &[UOp]) -> bool {
+        let rep = self.rep;
+        if rep == 0 {
+            return true;
+        }
+        let [s0, s1] = *srcs else {
+            return true;
+        };
+        if rep & REP_11 != 0 && s0 != s1 {
+            return false;
+        }
+        let (c0, c1) = (g.src(s0), g.src(s1));
+        if rep & REP_12 != 0 && !c1.contains(&s0) && !c0.contains(&s1) {
+            return false;
+        }
+        if rep & REP_22 != 0 && !c0.iter().any(|x| c1.contains(x)) {
+            return false;
+        }
+        rep & REP_DEEPER == 0 || self.rep_deeper_ok(g, s0, s1)
+    }
+    /// [`UPat::rep_ok`]'s constraints three levels down.
+    #[inline(never)]
+    fn rep_deeper_ok(&self, g: &Graph, s0: UOp, s1: UOp) -> bool {
+        let rep = self.rep;
+        let (c0, c1) = (g.src(s0), g.src(s1));
+        // the srcs of the srcs of `s`
+        let grand = |s: UOp| g.src(s).iter().flat_map(|c| g.src(*c).iter().copied());
+        if rep & REP_13 != 0 && !grand(s1).any(|x| x == s0) && !grand(s0).any(|x| x == s1) {
+            return false;
+        }
+        if rep & REP_23 != 0
+            && !grand(s1).any(|x| c0.contains(&x))
+            && !grand(s0).any(|x| c1.contains(&x))
+        {
+            return false;
+        }
+        if rep & REP_33 != 0 && !grand(s0).any(|x| grand(s1).any(|y| x == y)) {
+            return false;
+        }
+        true
     }
     /// Whether every src list in `self` (alternatives included) is matched in one order or two.
     fn deep_ok(&self) -> bool {
@@ -475,7 +589,7 @@ impl UPat {
         match &self.arg {
             None => {}
             Some(ArgPat::Const(v)) => match n.arg.as_const() {
-                Some(c) if c.py_eq(v) => {}
+                Some(c) if const_py_eq(&c, v) => {}
                 _ => return false,
             },
             Some(ArgPat::Exact(a)) => {
@@ -536,6 +650,10 @@ impl UPat {
             Shape::LeafSrcs => self.match_leaf_srcs(g, u, m),
             Shape::Nested => self.match_nested(g, u, m),
             Shape::Deep => {
+                let n = g.node(u);
+                if n.src.len() >= 2 && !self.rep_ok(g, &n.src[..2]) {
+                    return;
+                }
                 let MatchScratch { stack, out, ends } = m;
                 deep(g, self, u, &Rest::Done, stack, &mut (out, ends));
             }
@@ -550,18 +668,15 @@ impl UPat {
     }
 
     /// A necessary condition for a match of a [`Shape::Deep`] pattern: `deep`'s checks with the
-    /// names left out (each src list in the orders `deep` tries, each alternative).
+    /// names left out (each src list in the orders `deep` tries, each alternative). A pure
+    /// test: its parts may run in any order. In line, so that the root's head is checked
+    /// without a frame.
+    #[inline(always)]
     fn skeleton_ok(&self, g: &Graph, u: UOp) -> bool {
-        if self.is_any {
-            return match &self.src {
-                Some(SrcPat::Tuple(alts)) => alts.iter().any(|a| a.skeleton_ok(g, u)),
-                _ => false,
-            };
-        }
-        let n = g.node(u);
-        if !self.head_ok(n) {
-            return false;
-        }
+        self.skeleton_sub(g, u)
+    }
+    /// [`UPat::skeleton_ok`] of a pattern without alternatives on node `n`, past its head.
+    fn skeleton_srcs(&self, g: &Graph, n: &crate::ir::graph::Node) -> bool {
         match &self.src {
             None => true,
             Some(SrcPat::Repeat(q)) => n.src.iter().all(|s| q.skeleton_sub(g, *s)),
@@ -569,23 +684,69 @@ impl UPat {
                 if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
                     return false;
                 }
-                v.iter()
-                    .zip(n.src.iter())
-                    .all(|(p, s)| p.skeleton_sub(g, *s))
-                    || (self.swaps()
-                        && v[1].skeleton_sub(g, n.src[0])
-                        && v[0].skeleton_sub(g, n.src[1]))
+                let mut ok = true;
+                for (p, s) in v.iter().zip(n.src.iter()) {
+                    if !p.skeleton_sub(g, *s) {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok || (self.swaps()
+                    && v[1].skeleton_sub(g, n.src[0])
+                    && v[0].skeleton_sub(g, n.src[1]))
             }
         }
     }
-    /// [`UPat::skeleton_ok`] with a leaf checked in line (no frame).
+    /// [`UPat::skeleton_ok`] with the alternatives of an `any` tried in line.
     #[inline(always)]
     fn skeleton_sub(&self, g: &Graph, u: UOp) -> bool {
-        if self.is_leaf() {
-            self.head_ok(g.node(u))
-        } else {
-            self.skeleton_ok(g, u)
+        if self.is_any {
+            if let Some(SrcPat::Tuple(alts)) = &self.src {
+                for a in alts {
+                    if a.skeleton_one(g, u) {
+                        return true;
+                    }
+                }
+            }
+            return false;
         }
+        self.skeleton_one(g, u)
+    }
+    /// [`UPat::skeleton_ok`] with a leaf, and a pattern whose srcs are leaves
+    /// ([`Shape::LeafSrcs`]), checked in line: a frame only for deeper patterns (or an `any`
+    /// among alternatives).
+    #[inline(always)]
+    fn skeleton_one(&self, g: &Graph, u: UOp) -> bool {
+        if self.is_any {
+            return self.skeleton_any(g, u);
+        }
+        let n = g.node(u);
+        if !self.head_ok(n) {
+            return false;
+        }
+        match (self.shape, &self.src) {
+            (Shape::Leaf, _) => true,
+            (Shape::LeafSrcs, Some(SrcPat::Tuple(v) | SrcPat::Perm(v))) => {
+                if n.src.len() < v.len() || (!self.allow_any_len && n.src.len() != v.len()) {
+                    return false;
+                }
+                let head = |p: &UPat, s: UOp| p.head_ok(g.node(s));
+                let mut ok = true;
+                for (p, s) in v.iter().zip(n.src.iter()) {
+                    if !head(p, *s) {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok || (self.swaps() && head(&v[1], n.src[0]) && head(&v[0], n.src[1]))
+            }
+            _ => self.skeleton_srcs(g, n),
+        }
+    }
+    /// [`UPat::skeleton_sub`] of an `any` nested in alternatives (out of line: rare).
+    #[inline(never)]
+    fn skeleton_any(&self, g: &Graph, u: UOp) -> bool {
+        self.skeleton_sub(g, u)
     }
 
     /// [`UPat::match_all`] of a [`Shape::Nested`] pattern: for each order of the srcs, the
@@ -599,6 +760,9 @@ impl UPat {
             return;
         };
         let srcs = &n.src[..v.len()];
+        if !self.rep_ok(g, srcs) {
+            return;
+        }
         nest(g, srcs, v, false, 0, stack, out, ends);
         if self.swaps() {
             nest(g, srcs, v, true, 0, stack, out, ends);
@@ -731,7 +895,7 @@ impl UPat {
         }
         match &self.arg {
             None => true,
-            Some(ArgPat::Const(v)) => matches!(n.arg.as_const(), Some(c) if c.py_eq(v)),
+            Some(ArgPat::Const(v)) => matches!(&n.arg, Arg::Const(c) if const_py_eq(c, v)),
             Some(ArgPat::Exact(a)) => *a == n.arg,
         }
     }
@@ -769,6 +933,21 @@ pub(crate) fn op_bit(op: Ops) -> u128 {
 #[inline]
 pub(crate) fn dt_bit(dt: DType) -> u32 {
     1u32 << (dt as u8 & 31)
+}
+
+/// [`ConstVal::py_eq`] with the common pairs in line: two ints (or two bools) compare as ints
+/// there, and `Invalid` equals only itself; the rest (floats, mixed kinds) asks `py_eq`, whose
+/// int-to-float conversions are a call each.
+#[inline(always)]
+fn const_py_eq(c: &ConstVal, v: &ConstVal) -> bool {
+    match (c, v) {
+        (ConstVal::Int(a), ConstVal::Int(b)) => a == b,
+        (ConstVal::Bool(a), ConstVal::Bool(b)) => a == b,
+        (ConstVal::Invalid, _) | (_, ConstVal::Invalid) => {
+            matches!((c, v), (ConstVal::Invalid, ConstVal::Invalid))
+        }
+        _ => c.py_eq(v),
+    }
 }
 
 /// Whether every pattern of a src list equals the first (true for fewer than two).
@@ -1083,6 +1262,99 @@ mod tests {
         assert_eq!(permutations(3).len(), 6);
     }
 
+    /// The equal-node constraints of repeated names ([`UPat::rep`]) and their test.
+    #[test]
+    fn rep_constraints() {
+        let v = UPat::var;
+        let c = UPat::cvar;
+        // `(y + x) + x`, `x + x*c`: a src of the root is a src of the other
+        let yxx = v("y").add(v("x")).add(v("x"));
+        let xxc = v("x").add(v("x").mul(c("c")));
+        // `x*c0 + x*c1`: the two srcs share a src; `x*c0 + y*c1`: no constraint
+        let xcxc = v("x").mul(c("c0")).add(v("x").mul(c("c1")));
+        let xcyc = v("x").mul(c("c0")).add(v("y").mul(c("c1")));
+        for p in [&yxx, &xxc, &xcxc, &xcyc] {
+            assert_eq!(p.shape, Shape::Nested);
+        }
+        assert_eq!(
+            (yxx.rep, xxc.rep, xcxc.rep, xcyc.rep),
+            (REP_12, REP_12, REP_22, 0)
+        );
+        // `(y + x*c) + x`: three levels, a src of the root under a src of the other
+        let yxcx = v("y").add(v("x").mul(c("c"))).add(v("x"));
+        assert_eq!((yxcx.shape, yxcx.rep), (Shape::Deep, REP_13));
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::Int32);
+        let y = g.variable("y", 0, 10, DType::Int32);
+        let three = g.cint(DType::Int32, 3);
+        let yx = g.mk(Ops::ADD, DType::Int32, &[y, x], Arg::None);
+        let x3 = g.mk(Ops::MUL, DType::Int32, &[x, three], Arg::None);
+        let y3 = g.mk(Ops::MUL, DType::Int32, &[y, three], Arg::None);
+        // both orders of the root, and a node each pattern's names reject
+        let cases = [
+            (&yxx, [yx, x], true),
+            (&yxx, [x, yx], true),
+            (&yxx, [yx, y], true),
+            (&yxx, [yx, three], false),
+            (&xxc, [x3, x], true),
+            (&xxc, [y, x3], false),
+            (&xcxc, [x3, y3], true),
+            (&xcxc, [x3, yx], true),
+            (&xcxc, [x3, y], false),
+        ];
+        let yx3 = g.mk(Ops::ADD, DType::Int32, &[y, x3], Arg::None);
+        let cases = cases.into_iter().chain([
+            (&yxcx, [yx3, x], true),
+            (&yxcx, [x, yx3], true),
+            (&yxcx, [yx3, three], true),
+            (&yxcx, [yx3, y], false),
+            (&yxcx, [yx, x], false),
+        ]);
+        for (p, srcs, ok) in cases {
+            assert_eq!(p.rep_ok(&g, &srcs), ok, "{srcs:?}");
+            let u = g.mk(Ops::ADD, DType::Int32, &srcs, Arg::None);
+            if !ok {
+                assert!(p.matches(&g, u).is_empty());
+            }
+        }
+        assert_eq!(
+            yxx.matches(
+                &g,
+                g.find(Ops::ADD, DType::Int32, &[x, yx], &Arg::None)
+                    .unwrap()
+            )
+            .len(),
+            1
+        );
+    }
+
+    /// The in-line pairs of `const_py_eq` answer what `ConstVal::py_eq` answers.
+    #[test]
+    fn const_py_eq_is_py_eq() {
+        let vals = [
+            ConstVal::Int(0),
+            ConstVal::Int(1),
+            ConstVal::Int(-1),
+            ConstVal::Int(1 << 70),
+            ConstVal::Bool(false),
+            ConstVal::Bool(true),
+            ConstVal::Float(0.0),
+            ConstVal::Float(-0.0),
+            ConstVal::Float(1.0),
+            ConstVal::Float(f64::NAN),
+            ConstVal::Invalid,
+        ];
+        let mut equal = 0;
+        for a in &vals {
+            for b in &vals {
+                assert_eq!(const_py_eq(a, b), a.py_eq(b), "{a:?} == {b:?}");
+                equal += const_py_eq(a, b) as usize;
+            }
+        }
+        // 0 == False == 0.0 == -0.0, 1 == True == 1.0, nan, -1, 2**70, Invalid
+        assert_eq!(equal, 16 + 9 + 1 + 1 + 1 + 1);
+    }
+
     /// The shortcuts of `match_all` (leaf root, leaf srcs) list what `match_k` lists, in the
     /// same order, for every ported rule on nodes of many shapes.
     #[test]
@@ -1122,6 +1394,18 @@ mod tests {
             }
         }
         let inner: Vec<UOp> = nodes[leaves.len()..].iter().step_by(7).copied().collect();
+        // loads and stores through an INDEX, plain, invalid or cast (the `.or_casted()`
+        // alternatives of `load_invalid_index`/`store_invalid_index`, [`Shape::DeepGuarded`])
+        let buf = g.param(0, DType::Int32, 4);
+        let inv = g.mk_const(DType::Int32, ConstVal::Invalid);
+        for i in [leaves[0], leaves[5], inv] {
+            let idx = g.mk(Ops::INDEX, DType::Int32, &[buf, i], Arg::None);
+            let cast = g.mk(Ops::CAST, DType::Float, &[idx], Arg::DType(DType::Float));
+            for a in [idx, cast] {
+                nodes.push(g.mk(Ops::LOAD, g.dtype(a), &[a], Arg::None));
+                nodes.push(g.mk(Ops::STORE, DType::Void, &[a, leaves[5]], Arg::None));
+            }
+        }
         for (k, &x) in inner.iter().enumerate() {
             let y = leaves[k % leaves.len()];
             let dt = g.dtype(x);
@@ -1150,7 +1434,7 @@ mod tests {
             }
         }
         let (mut fast, mut slow) = (MatchScratch::default(), MatchScratch::default());
-        let (mut compared, mut matched, mut nested, mut deep) = (0, 0, 0, 0);
+        let (mut compared, mut matched, mut nested, mut deep, mut guarded) = (0, 0, 0, 0, 0);
         for r in crate::rewrite::rules::all_rules() {
             for &u in &nodes {
                 r.pat.match_all(&g, u, &mut fast);
@@ -1162,14 +1446,15 @@ mod tests {
                 matched += fast.len();
                 match r.pat.shape {
                     Shape::Nested => nested += fast.len(),
-                    Shape::Deep | Shape::DeepGuarded => deep += fast.len(),
+                    Shape::Deep => deep += fast.len(),
+                    Shape::DeepGuarded => guarded += fast.len(),
                     _ => {}
                 }
             }
         }
         assert!(
-            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100,
-            "{compared} {matched} {nested} {deep}"
+            compared > 10_000 && matched > 1_000 && nested > 200 && deep > 100 && guarded >= 4,
+            "{compared} {matched} {nested} {deep} {guarded}"
         );
         assert_eq!(permutations(3)[1], vec![0, 2, 1]);
     }

@@ -604,11 +604,20 @@ pub fn shape_of(cx: &mut Cx, u: UOp) -> Result<Option<Vec<i128>>, RuleError> {
 
 /// `DType.const(val)` (dtype.py:77) with Python's exceptions: `int(nan)` raises ValueError,
 /// `int(inf)` OverflowError; an int beyond i128 is out of the port's range.
+#[inline]
 pub fn checked_dtype_const(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
-    // an int of an int dtype is kept as it is (graph.rs `dtype_const`)
-    if matches!(v, ConstVal::Int(_)) && dt.is_int() {
-        return Ok(v);
+    // an int of an int dtype, and a bool of bool, are kept as they are (graph.rs
+    // `dtype_const`): the common cases, in line
+    match v {
+        ConstVal::Int(_) if dt.is_int() => Ok(v),
+        ConstVal::Bool(_) if dt == DType::Bool => Ok(v),
+        _ => checked_dtype_const_other(dt, v),
     }
+}
+
+/// [`checked_dtype_const`] past an int of an int dtype.
+#[inline(never)]
+fn checked_dtype_const_other(dt: DType, v: ConstVal) -> Result<ConstVal, RuleError> {
     if let ConstVal::Float(f) = v
         && dt.is_int()
     {
