@@ -214,17 +214,12 @@ fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
 /// bounds as tinygrad does, recording what that means).
 fn exact_int_bounds(cx: &mut Cx, u: UOp) -> Option<(i128, i128)> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
-    match crate::rewrite::analysis::min_max(cx.g, cx.cache, u) {
-        (ConstVal::Int(lo), ConstVal::Int(hi))
-            if ordinary(lo)
-                && ordinary(hi)
-                && !cx.cache.raises.contains_key(&u)
-                && !cx.cache.inexact.contains(&u) =>
-        {
-            Some((lo, hi))
-        }
-        _ => None,
-    }
+    // read in place (no copy of the pair)
+    let (lo, hi) = match *crate::rewrite::analysis::min_max_ref(cx.g, cx.cache, u) {
+        (ConstVal::Int(lo), ConstVal::Int(hi)) if ordinary(lo) && ordinary(hi) => (lo, hi),
+        _ => return None,
+    };
+    (!cx.cache.raises.contains_key(&u) && !cx.cache.inexact.contains(&u)).then_some((lo, hi))
 }
 
 /// Whether `(x//y).vmin != (x//y).vmax` (divandmod.py:13) is certain without building `x//y`:
@@ -244,17 +239,16 @@ fn floordiv_not_const(cx: &mut Cx, x: UOp, y: UOp) -> bool {
     if a0 > a1 || !(b0 > 0 && b1 > 0 || b0 < 0 && b1 < 0) {
         return false;
     }
-    let q = [
+    // the four corner quotients, no list (a `None` quotient: build the node)
+    let (Some(q0), Some(q1), Some(q2), Some(q3)) = (
         floordiv(a0, b0),
         floordiv(a0, b1),
         floordiv(a1, b0),
         floordiv(a1, b1),
-    ];
-    let q: Option<Vec<i128>> = q.into_iter().collect();
-    match q {
-        Some(q) => q.iter().min() != q.iter().max(),
-        None => false,
-    }
+    ) else {
+        return false;
+    };
+    q0.min(q1).min(q2).min(q3) != q0.max(q1).max(q2).max(q3)
 }
 
 /// Each congruence term's exact int bounds ([`exact_int_bounds`]) where the bounds of every
