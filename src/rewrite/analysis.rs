@@ -274,7 +274,15 @@ impl BoundsMap {
     /// `u`'s bounds, which are cached (every read src's are, once its reader is filled).
     #[inline]
     fn at(&self, u: &UOp) -> (ConstVal, ConstVal) {
-        self[u]
+        *self.filled(u)
+    }
+    /// `u`'s bounds by reference, where the caller has just seen them cached (or filled them):
+    /// the slot as it is, without a second tag compare. A slot it did not fill holds a stale
+    /// or empty pair, never another node's (the table is per handle), and no caller asks for one.
+    #[inline(always)]
+    fn filled(&self, u: &UOp) -> &(ConstVal, ConstVal) {
+        debug_assert!(self.contains_key(u), "no entry for this node");
+        &self.slots[u.idx()].v
     }
 }
 
@@ -468,7 +476,7 @@ fn py_max_of(v: &[ConstVal]) -> ConstVal {
     v[1..].iter().fold(v[0], |m, x| py_max(m, *x))
 }
 /// Python `//` on ints (floor); `None` for division by zero.
-#[inline]
+#[inline(always)]
 pub fn floordiv(a: i128, b: i128) -> Option<i128> {
     // i64 operands (nearly all): one hardware division instead of the i128 library routine
     let (x, y) = (a as i64, b as i64);
@@ -517,7 +525,7 @@ fn floormod64(x: i64, y: i64) -> i128 {
     }) as i128
 }
 /// Python `%` on ints (sign of the divisor).
-#[inline]
+#[inline(always)]
 pub fn floormod(a: i128, b: i128) -> Option<i128> {
     // i64 operands (nearly all): one hardware division instead of the i128 library routine
     let (x, y) = (a as i64, b as i64);
@@ -1093,7 +1101,7 @@ pub fn min_max_ref<'c>(g: &Graph, cache: &'c mut Cache, u: UOp) -> &'c (ConstVal
     if !cache.min_max.contains_key(&u) {
         min_max_below(g, cache, u);
     }
-    &cache.min_max[&u]
+    cache.min_max.filled(&u)
 }
 
 /// Fills the bounds of an uncached `u` ([`min_max`]): apart, so a cached read does not pay its
@@ -1735,11 +1743,12 @@ fn identity_element(op: Ops, dt: DType) -> ConstVal {
 }
 
 impl Cx<'_> {
+    /// `u.vmin` (the one bound copied out of the cache, not the pair).
     pub fn vmin(&mut self, u: UOp) -> ConstVal {
-        self.min_max(u).0
+        self.min_max_ref(u).0
     }
     pub fn vmax(&mut self, u: UOp) -> ConstVal {
-        self.min_max(u).1
+        self.min_max_ref(u).1
     }
     pub fn min_max(&mut self, u: UOp) -> (ConstVal, ConstVal) {
         let v = min_max(self.g, self.cache, u);
@@ -1754,7 +1763,7 @@ impl Cx<'_> {
             min_max_below(self.g, self.cache, u);
         }
         self.note_bounds_read(u);
-        &self.cache.min_max[&u]
+        self.cache.min_max.filled(&u)
     }
     /// What reading `u`'s (cached) bounds means for the rewrite (`Cache::bounds_error`).
     #[inline(always)]

@@ -212,6 +212,7 @@ fn int_const_product(cx: &Cx, u: UOp) -> Option<i128> {
 /// or MAX), read without touching `bounds_error`; `None` where `u`'s bounds raise in Python,
 /// are inexact in the port, or are not ints (then the caller builds its nodes and reads their
 /// bounds as tinygrad does, recording what that means).
+#[inline(always)]
 fn exact_int_bounds(cx: &mut Cx, u: UOp) -> Option<(i128, i128)> {
     let ordinary = |i: i128| i != i128::MAX && i != i128::MIN;
     // read in place (no copy of the pair)
@@ -297,9 +298,9 @@ const SMALL_TERMS: usize = 64;
 fn small(v: i128) -> bool {
     -(SMALL as i128) < v && v < SMALL as i128
 }
-fn rem_bounds_small(tb: &[(i64, i64)], rems: &[i64], km: i64) -> (i64, i64) {
+fn rem_bounds_small(tb: &[(i64, i64)], rems: impl Iterator<Item = i64>, km: i64) -> (i64, i64) {
     let (mut lo, mut hi) = (km, km);
-    for (&(t0, t1), &r) in tb.iter().zip(rems) {
+    for (&(t0, t1), r) in tb.iter().zip(rems) {
         let (p0, p1) = (r * t0, r * t1);
         if p0 <= p1 {
             lo += p0;
@@ -361,7 +362,6 @@ struct Scratch {
     prods: Vec<UOp>,
     term_bounds: Vec<(i128, i128)>,
     term_bounds64: Vec<(i64, i64)>,
-    rems64: Vec<i64>,
 }
 
 /// One `u.divides(f)` of the decomposition (divandmod.py:38): built, or certain to be
@@ -603,17 +603,15 @@ fn fold_divmod_general_in(
         if fast {
             tb64.extend(term_bounds.iter().map(|&(a, b)| (a as i64, b as i64)));
         }
-        let rems64 = &mut s.rems64;
         'product: loop {
             // fast: `rem`'s bounds, its quotients by `c`
             let mut q_fast = (0, 0);
             let may_fold = if fast {
-                rems64.clear();
-                rems64.extend(
-                    idx.iter()
-                        .zip(rem_choices.iter())
-                        .map(|(i, ch)| ch.0[*i] as i64),
-                );
+                // each position's choice read in place (no list of them per product entry)
+                let rems64 = idx
+                    .iter()
+                    .zip(rem_choices.iter())
+                    .map(|(i, ch)| ch.0[*i] as i64);
                 let (lo, hi) = rem_bounds_small(tb64, rems64, km as i64);
                 q_fast = (lo.div_euclid(c as i64), hi.div_euclid(c as i64));
                 q_fast.0 == q_fast.1
@@ -1560,7 +1558,7 @@ mod tests {
                 .collect();
             let rems: Vec<i64> = (0..n).map(|_| next(c)).collect();
             let km = next(c).abs();
-            let (lo, hi) = rem_bounds_small(&tb, &rems, km);
+            let (lo, hi) = rem_bounds_small(&tb, rems.iter().copied(), km);
             let fast = lo.div_euclid(c) == hi.div_euclid(c);
             let tb128: Vec<(i128, i128)> =
                 tb.iter().map(|&(a, b)| (a as i128, b as i128)).collect();

@@ -455,9 +455,12 @@ fn beyond_i128_one_side(cx: &mut Cx, u: UOp) -> bool {
 }
 
 fn beyond_one_side_at(cx: &mut Cx, u: UOp, depth: usize) -> bool {
-    let (lo, hi) = crate::rewrite::analysis::min_max(cx.g, cx.cache, u);
-    let sat = |c: ConstVal| matches!(c, ConstVal::Int(i) if i == i128::MAX || i == i128::MIN);
-    if !(sat(lo) && lo == hi && cx.cache.raises.get(&u).is_none()) {
+    // read in place (no copy of the pair): nearly every `u` has ordinary bounds
+    let sat = match *crate::rewrite::analysis::min_max_ref(cx.g, cx.cache, u) {
+        (ConstVal::Int(lo), ConstVal::Int(hi)) => lo == hi && (lo == i128::MAX || lo == i128::MIN),
+        _ => false,
+    };
+    if !(sat && cx.cache.raises.get(&u).is_none()) {
         return false;
     }
     // deep chains: give up (the rule then reads the bounds with the overflow flag)
@@ -468,7 +471,7 @@ fn beyond_one_side_at(cx: &mut Cx, u: UOp, depth: usize) -> bool {
     // `min_max` fills only the srcs `u`'s bounds read: fill every src's before asking whether it
     // is inexact (an unfilled one is not in the set yet)
     src.iter().all(|s| {
-        crate::rewrite::analysis::min_max(cx.g, cx.cache, *s);
+        crate::rewrite::analysis::min_max_ref(cx.g, cx.cache, *s);
         !cx.cache.inexact.contains(s) || beyond_one_side_at(cx, *s, depth + 1)
     })
 }
