@@ -492,7 +492,8 @@ fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
         return None;
     }
     let q = a.checked_div(b)?;
-    Some(if (a % b != 0) && ((a < 0) != (b < 0)) {
+    // the remainder from the quotient (`|q*b| <= |a|`: no overflow), not a second i128 division
+    Some(if (a - q * b != 0) && ((a < 0) != (b < 0)) {
         q - 1
     } else {
         q

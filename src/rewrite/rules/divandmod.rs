@@ -362,6 +362,10 @@ struct Scratch {
     prods: Vec<UOp>,
     term_bounds: Vec<(i128, i128)>,
     term_bounds64: Vec<(i64, i64)>,
+    divs: Vec<i128>,
+    results: Vec<(usize, UOp)>,
+    quo: Vec<UOp>,
+    rem: Vec<UOp>,
 }
 
 /// One `u.divides(f)` of the decomposition (divandmod.py:38): built, or certain to be
@@ -707,14 +711,26 @@ fn fold_divmod_general_in(
         }
 
         // nest_by_factor: x//c -> (x//f)//(c//f), x%c -> (x//f%(c//f))*f + b where b=x%f
-        let mut divs = Vec::new();
+        let divs = &mut s.divs;
+        divs.clear();
         for (u, f) in uops_no_const.iter().zip(factors.iter()) {
             let af = ck(f.checked_abs(), "abs")?;
             if cx.g.op(*u) != Ops::CONST && 1 < af && af < c && floormod(c, *f) == Some(0) {
                 divs.push(af);
             }
         }
-        let mut results: Vec<(usize, UOp)> = Vec::new();
+        // the set's iteration order, in place where it is ascending (`cpython_int_set_order`'s
+        // small-int case: each below 8 in its own slot)
+        if divs.iter().all(|v| (0..8).contains(v)) {
+            divs.sort_unstable();
+            divs.dedup();
+        } else {
+            let order = cpython_int_set_order(divs);
+            divs.clear();
+            divs.extend_from_slice(&order);
+        }
+        let results = &mut s.results;
+        results.clear();
         // a FLOORMOD's `x.vmin >= 0` below fails for an exact `x.vmin < 0` (reading it records
         // nothing), and a FLOORDIV's results are this call's own: then only whether each
         // recursive call is None, its errors and its recorded bounds count
@@ -723,7 +739,8 @@ fn fold_divmod_general_in(
         } else {
             need
         };
-        for div in cpython_int_set_order(&divs) {
+        for k in 0..s.divs.len() {
+            let div = s.divs[k];
             let xd = cx.floordiv(x, div)?;
             let Some(newxs) = fold_divmod_general_need(cx, xd, child_need)? else {
                 continue;
@@ -818,8 +835,10 @@ fn fold_divmod_general_in(
     if py_lt(cx.vmin(y), ConstVal::Int(0)) || py_lt(cx.vmin(x), ConstVal::Int(0)) {
         return Ok(None);
     }
-    let mut quo = Vec::new();
-    let mut rem = Vec::new();
+    let quo = &mut s.quo;
+    let rem = &mut s.rem;
+    quo.clear();
+    rem.clear();
     for &u in all_uops.iter() {
         if let Some(q) = cx.divide_exact(u, y)? {
             quo.push(q);
@@ -848,7 +867,7 @@ fn fold_divmod_general_in(
         return Ok(None);
     }
     let z = cx.const_like(x, 0);
-    let new_x = match py_sum(cx, &rem)? {
+    let new_x = match py_sum(cx, rem)? {
         Py::U(s) => cx.add(s, z)?,
         c => cx.radd(z, c)?,
     };
@@ -859,7 +878,7 @@ fn fold_divmod_general_in(
         return Ok(Some(cx.floormod(new_x, y)?));
     }
     let q = cx.floordiv(new_x, y)?;
-    let s = uop(py_sum(cx, &quo)?)?;
+    let s = uop(py_sum(cx, quo)?)?;
     Ok(Some(cx.add(q, s)?))
 }
 
