@@ -1714,6 +1714,13 @@ pub fn split_uop_into(g: &Graph, u: UOp, sep: Ops, out: &mut Vec<UOp>) {
 /// `math.gcd` (non-negative).
 pub fn gcd(a: i128, b: i128) -> i128 {
     let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    // u64 operands (nearly all): hardware remainders instead of the u128 library routine
+    if let (Ok(mut x), Ok(mut y)) = (u64::try_from(a), u64::try_from(b)) {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        return x as i128;
+    }
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -1791,7 +1798,36 @@ impl Cx<'_> {
         split_uop(self.g, u, sep)
     }
     /// `const_factor`: largest known int dividing `u` (may be negative, as in tinygrad).
+    /// In line for the common leaves (a MUL by a CONST, a CONST, a variable); the recursive
+    /// cases (ADD, STACK) out of line.
+    #[inline]
     pub fn const_factor(&self, u: UOp) -> Result<i128, RuleError> {
+        let g = &*self.g;
+        match g.op(u) {
+            Ops::ADD | Ops::STACK => self.const_factor_rec(u),
+            Ops::CONST => const_int(g, u),
+            Ops::MUL => {
+                let (a, b) = (g.src(u)[0], g.src(u)[1]);
+                if g.op(a) == Ops::CONST {
+                    const_int(g, a)
+                } else if g.op(b) == Ops::CONST {
+                    const_int(g, b)
+                } else {
+                    Ok(1)
+                }
+            }
+            Ops::PARAM | Ops::BUFFER => Ok(g
+                .arg(u)
+                .as_param()
+                .and_then(|p| p.multiple_of)
+                .map(|m| m as i128)
+                .unwrap_or(1)),
+            _ => Ok(1),
+        }
+    }
+    /// [`Cx::const_factor`] in full (ops.py:1010-1014).
+    #[inline(never)]
+    fn const_factor_rec(&self, u: UOp) -> Result<i128, RuleError> {
         let g = &*self.g;
         Ok(match g.op(u) {
             Ops::CONST => const_int(g, u)?,
@@ -1963,9 +1999,12 @@ impl Cx<'_> {
             terms.push(t);
             factors.push(f);
         }
-        // Counter intersection, elements in first-seen order of the first Counter
+        // Counter intersection, elements in first-seen order of the first Counter; every
+        // term's MUL split into one reused list
+        let mut parts: Vec<UOp> = Vec::with_capacity(8);
         let mut count: Vec<(UOp, usize)> = Vec::new();
-        for t in split_uop(self.g, terms[0], Ops::MUL) {
+        split_uop_into(self.g, terms[0], Ops::MUL, &mut parts);
+        for &t in &parts {
             match count.iter_mut().find(|(u, _)| *u == t) {
                 Some(e) => e.1 += 1,
                 None => count.push((t, 1)),
@@ -1976,7 +2015,7 @@ impl Cx<'_> {
             if count.iter().all(|e| e.1 == 0) {
                 break;
             }
-            let parts = split_uop(self.g, *term, Ops::MUL);
+            split_uop_into(self.g, *term, Ops::MUL, &mut parts);
             for e in count.iter_mut() {
                 let c = parts.iter().filter(|p| **p == e.0).count();
                 e.1 = e.1.min(c);

@@ -429,6 +429,15 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// `u.vmin < 0` (the bounds read as `Cx::vmin` reads them): an int bound compared in place.
+#[inline]
+fn vmin_lt0(cx: &mut Cx, u: UOp) -> bool {
+    match cx.min_max_ref(u).0 {
+        ConstVal::Int(i) => i < 0,
+        v => py_lt(v, ConstVal::Int(0)),
+    }
+}
+
 /// `fold_divmod_general` (uop/divandmod.py:8).
 pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
     fold_divmod_general_need(cx, d, true)
@@ -832,7 +841,7 @@ fn fold_divmod_general_in(
     }
 
     // factor_remainder: (d*x+y)//d -> x+y//d
-    if py_lt(cx.vmin(y), ConstVal::Int(0)) || py_lt(cx.vmin(x), ConstVal::Int(0)) {
+    if vmin_lt0(cx, y) || vmin_lt0(cx, x) {
         return Ok(None);
     }
     let quo = &mut s.quo;
@@ -871,7 +880,7 @@ fn fold_divmod_general_in(
         Py::U(s) => cx.add(s, z)?,
         c => cx.radd(z, c)?,
     };
-    if py_lt(cx.vmin(new_x), ConstVal::Int(0)) {
+    if vmin_lt0(cx, new_x) {
         return Ok(None);
     }
     if is_mod {
