@@ -382,18 +382,24 @@ enum Term {
 /// None without raising ([`divides_some`]): then `divides` takes the CONST src, `CONST(f//f)` of
 /// its dtype, times `a` (`binop_uops`' direct case: same dtypes, a canonical CONST).
 fn mul1_term(g: &crate::ir::Graph, u: UOp, f: i128) -> Option<UOp> {
-    if f == 0 || f == 1 || g.op(u) != Ops::MUL || g.dtype(u) != DType::WeakInt {
+    if f == 0 || f == 1 {
         return None;
     }
-    let [a, b] = *g.src(u) else {
+    // each node fetched once
+    let nu = g.node(u);
+    if nu.op != Ops::MUL || nu.dtype != DType::WeakInt {
+        return None;
+    }
+    let [a, b] = nu.src[..] else {
         return None;
     };
-    if g.op(a) == Ops::CONST
-        || g.dtype(a) != DType::WeakInt
-        || g.op(b) != Ops::CONST
-        || g.dtype(b) != DType::WeakInt
-        || !g.src(b).is_empty()
-        || g.const_val(b) != Some(ConstVal::Int(f))
+    let (na, nb) = (g.node(a), g.node(b));
+    if na.op == Ops::CONST
+        || na.dtype != DType::WeakInt
+        || nb.op != Ops::CONST
+        || nb.dtype != DType::WeakInt
+        || !nb.src.is_empty()
+        || nb.arg.as_const() != Some(ConstVal::Int(f))
         || divides_some(g, a, f, 0) != Some(false)
     {
         return None;
@@ -430,7 +436,7 @@ thread_local! {
 }
 
 /// `u.vmin < 0` (the bounds read as `Cx::vmin` reads them): an int bound compared in place.
-#[inline]
+#[inline(always)]
 fn vmin_lt0(cx: &mut Cx, u: UOp) -> bool {
     match cx.min_max_ref(u).0 {
         ConstVal::Int(i) => i < 0,
