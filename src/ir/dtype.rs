@@ -346,8 +346,26 @@ impl DType {
     /// The dtype of enum index `i` (< 20; test `from_index_inverts_index`).
     fn from_index(i: u32) -> DType {
         const BY_INDEX: [DType; 20] = [
-            Void, Bool, WeakInt, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64,
-            WeakFloat, Fp8E4M3, Fp8E5M2, Fp8E4M3Fnuz, Fp8E5M2Fnuz, Half, BFloat16, Float, Double,
+            Void,
+            Bool,
+            WeakInt,
+            Int8,
+            UInt8,
+            Int16,
+            UInt16,
+            Int32,
+            UInt32,
+            Int64,
+            UInt64,
+            WeakFloat,
+            Fp8E4M3,
+            Fp8E5M2,
+            Fp8E4M3Fnuz,
+            Fp8E5M2Fnuz,
+            Half,
+            BFloat16,
+            Float,
+            Double,
         ];
         BY_INDEX[i as usize]
     }
@@ -471,7 +489,11 @@ mod tests {
         let all: Vec<DType> = DType::ALL.iter().copied().chain([Void]).collect();
         for a in &all {
             for b in &all {
-                assert_eq!(least_upper_pair(*a, *b), least_upper_walk(&[*a, *b]), "{a:?} {b:?}");
+                assert_eq!(
+                    least_upper_pair(*a, *b),
+                    least_upper_walk(&[*a, *b]),
+                    "{a:?} {b:?}"
+                );
                 assert_eq!(least_upper_dtype(&[*a, *b]), least_upper_walk(&[*a, *b]));
             }
         }

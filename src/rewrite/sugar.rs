@@ -2,9 +2,9 @@
 //! rule body reads like its Python lambda *and builds the same nodes*: `x + 1` on an int32 `x` is
 //! `ADD(x, CONST weakint 1)` because `_broadcasted` keeps a bare weak CONST weak.
 use super::engine::{Cx, RuleError};
-use crate::ir::dtype::{DType, least_upper_pair};
 #[cfg(test)]
 use crate::ir::dtype::least_upper_dtype;
+use crate::ir::dtype::{DType, least_upper_pair};
 use crate::ir::{Arg, ConstVal, Ops, UOp};
 
 /// A Python operand: a UOp or a Python constant (`ConstType`).
