@@ -91,15 +91,18 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
     if a == b && a != DType::Void {
         return Ok(a);
     }
-    lub_table(a, b)
+    // `least_upper_dtype` of a pair reads a table of the lattice walk's answers (dtype.rs)
+    match least_upper_pair(a, b) {
+        Some(d) => Ok(d),
+        None => Err(no_lub(a, b)),
+    }
 }
 
-/// [`lub`] of two different dtypes (apart: its error stays out of the callers' frames).
+/// [`lub`]'s error (apart: its formatting stays out of the callers' frames).
+#[cold]
 #[inline(never)]
-fn lub_table(a: DType, b: DType) -> Result<DType, RuleError> {
-    // `least_upper_dtype` of a pair reads a table of the lattice walk's answers (dtype.rs)
-    least_upper_pair(a, b)
-        .ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+fn no_lub(a: DType, b: DType) -> RuleError {
+    RuleError::Runtime(format!("no least upper dtype of {a} and {b}"))
 }
 
 /// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
