@@ -343,12 +343,31 @@ impl DType {
     fn index(self) -> u32 {
         self as u32
     }
+    /// The dtype of enum index `i` (< 20; test `from_index_inverts_index`).
     fn from_index(i: u32) -> DType {
-        *DType::ALL
-            .iter()
-            .chain([Void].iter())
-            .find(|d| d.index() == i)
-            .unwrap()
+        const BY_INDEX: [DType; 20] = [
+            Void,
+            Bool,
+            WeakInt,
+            Int8,
+            UInt8,
+            Int16,
+            UInt16,
+            Int32,
+            UInt32,
+            Int64,
+            UInt64,
+            WeakFloat,
+            Fp8E4M3,
+            Fp8E5M2,
+            Fp8E4M3Fnuz,
+            Fp8E5M2Fnuz,
+            Half,
+            BFloat16,
+            Float,
+            Double,
+        ];
+        BY_INDEX[i as usize]
     }
 }
 
@@ -360,6 +379,36 @@ pub const WEAKINT_MAX: i128 = (1i128 << 120) - 1;
 /// `least_upper_dtype(*ds)`: the minimum (by `DType.__lt__`) of the intersection of the upward closures.
 /// `None` when the intersection is empty (tinygrad raises) or for void.
 pub fn least_upper_dtype(ds: &[DType]) -> Option<DType> {
+    // the common call (two dtypes: a binary op's or WHERE's srcs, `_broadcasted`) reads a table
+    // of every pair's answer, computed once by the walk below (test `lub_pair_table_is_the_walk`)
+    if let [a, b] = *ds {
+        return least_upper_pair(a, b);
+    }
+    least_upper_walk(ds)
+}
+
+/// [`least_upper_dtype`] of two dtypes, from a table of the lattice walk's answers. Each pair is
+/// walked on its first use only (the bench meets a handful of pairs; walking all 400 up front
+/// cost more than the walks it saved). A slot is 0 (not yet walked), 1 (`None`) or 2 + the
+/// dtype's index; relaxed atomics suffice, as a race only walks the same pure answer twice.
+#[inline]
+pub fn least_upper_pair(a: DType, b: DType) -> Option<DType> {
+    use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+    static TABLE: [AtomicU8; 400] = [const { AtomicU8::new(0) }; 400];
+    let slot = &TABLE[a.index() as usize * 20 + b.index() as usize];
+    match slot.load(Relaxed) {
+        0 => {
+            let r = least_upper_walk(&[a, b]);
+            slot.store(r.map_or(1, |d| d.index() as u8 + 2), Relaxed);
+            r
+        }
+        1 => None,
+        v => Some(DType::from_index(v as u32 - 2)),
+    }
+}
+
+/// [`least_upper_dtype`] by walking the promotion lattice.
+fn least_upper_walk(ds: &[DType]) -> Option<DType> {
     if let Some(first) = ds.first()
         && ds.iter().all(|d| d == first)
     {
@@ -428,6 +477,29 @@ impl std::fmt::Display for DType {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn from_index_inverts_index() {
+        for d in DType::ALL.iter().chain([Void].iter()) {
+            assert_eq!(DType::from_index(d.index()), *d);
+        }
+    }
+    /// The pair table answers what the lattice walk does, for every pair (void included).
+    #[test]
+    fn lub_pair_table_is_the_walk() {
+        let all: Vec<DType> = DType::ALL.iter().copied().chain([Void]).collect();
+        for a in &all {
+            for b in &all {
+                assert_eq!(
+                    least_upper_pair(*a, *b),
+                    least_upper_walk(&[*a, *b]),
+                    "{a:?} {b:?}"
+                );
+                assert_eq!(least_upper_dtype(&[*a, *b]), least_upper_walk(&[*a, *b]));
+            }
+        }
+        assert_eq!(least_upper_pair(Int8, UInt8), Some(Int16));
+        assert_eq!(least_upper_pair(Bool, Void), None);
+    }
     #[test]
     fn promotion_matches_tinygrad_doc() {
         // Verified against tinygrad 0.14.0 (shared/docs/tinygrad-ir.md §3).

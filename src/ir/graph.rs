@@ -425,6 +425,7 @@ impl Graph {
     }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
     /// node is new (`graph_rewrite`'s rebuild of a node whose srcs were rewritten).
+    #[inline]
     pub fn mk_like(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
         if (self.nodes.len() + 1) * 2 > self.table.len() {
             self.grow_table();

@@ -2,7 +2,9 @@
 //! rule body reads like its Python lambda *and builds the same nodes*: `x + 1` on an int32 `x` is
 //! `ADD(x, CONST weakint 1)` because `_broadcasted` keeps a bare weak CONST weak.
 use super::engine::{Cx, RuleError};
-use crate::ir::dtype::{DType, least_upper_dtype};
+#[cfg(test)]
+use crate::ir::dtype::least_upper_dtype;
+use crate::ir::dtype::{DType, least_upper_pair};
 use crate::ir::{Arg, ConstVal, Ops, UOp};
 
 /// A Python operand: a UOp or a Python constant (`ConstType`).
@@ -89,24 +91,18 @@ fn lub(a: DType, b: DType) -> Result<DType, RuleError> {
     if a == b && a != DType::Void {
         return Ok(a);
     }
-    lub_table(a, b)
+    // `least_upper_dtype` of a pair reads a table of the lattice walk's answers (dtype.rs)
+    match least_upper_pair(a, b) {
+        Some(d) => Ok(d),
+        None => Err(no_lub(a, b)),
+    }
 }
 
-/// [`lub`] of two different dtypes (apart: its table and error stay out of the callers' frames).
+/// [`lub`]'s error (apart: its formatting stays out of the callers' frames).
+#[cold]
 #[inline(never)]
-fn lub_table(a: DType, b: DType) -> Result<DType, RuleError> {
-    // `least_upper_dtype` walks the promotion lattice: remember each pair's answer (a pure
-    // function of the two dtypes) per thread
-    thread_local! {
-        static LUB: std::cell::RefCell<rustc_hash::FxHashMap<(DType, DType), Option<DType>>> =
-            Default::default();
-    }
-    let r = LUB.with(|m| {
-        *m.borrow_mut()
-            .entry((a, b))
-            .or_insert_with(|| least_upper_dtype(&[a, b]))
-    });
-    r.ok_or_else(|| RuleError::Runtime(format!("no least upper dtype of {a} and {b}")))
+fn no_lub(a: DType, b: DType) -> RuleError {
+    RuleError::Runtime(format!("no least upper dtype of {a} and {b}"))
 }
 
 /// `dtype_from_uop` (uop/ops.py:114) of a binary `op` over srcs of dtypes `a`, `b` where it is
@@ -184,6 +180,16 @@ impl Cx<'_> {
     pub fn alu(&mut self, op: Ops, srcs: &[UOp]) -> Result<UOp, RuleError> {
         if let [a, b] = *srcs
             && let Some(dt) = binary_dtype(op, self.g.dtype(a), self.g.dtype(b))
+        {
+            return Ok(self.g.mk(op, dt, srcs, Arg::None));
+        }
+        // WHERE (`c.where(x, y)`, gated_given_valid's and xpow's many): `infer_dtype` takes a
+        // bool gate and the least upper dtype of the two arms, read from the pair table
+        // (test `where_dtype_is_infer_dtype`); anything else (and its error) goes the long way
+        if let [c, a, b] = *srcs
+            && op == Ops::WHERE
+            && self.g.dtype(c) == DType::Bool
+            && let Some(dt) = least_upper_pair(self.g.dtype(a), self.g.dtype(b))
         {
             return Ok(self.g.mk(op, dt, srcs, Arg::None));
         }
@@ -431,6 +437,32 @@ mod tests {
                         Some(dt),
                         "{op:?} {da:?} {db:?}"
                     );
+                }
+            }
+        }
+        assert!(hits > 100);
+    }
+
+    /// `alu`'s WHERE shortcut builds what `infer_dtype` types, for every gate and arm dtype.
+    #[test]
+    fn where_dtype_is_infer_dtype() {
+        let mut g = crate::ir::Graph::new();
+        let mut cache = crate::rewrite::analysis::Cache::default();
+        let mut hits = 0;
+        for dc in DType::ALL {
+            for da in DType::ALL {
+                for db in DType::ALL {
+                    let c = g.variable("c", 0, 1, *dc);
+                    let a = g.variable("a", 0, 1, *da);
+                    let b = g.variable("b", 0, 1, *db);
+                    let want = g.infer_dtype(Ops::WHERE, &[c, a, b], &Arg::None).ok();
+                    let mut cx = Cx {
+                        g: &mut g,
+                        cache: &mut cache,
+                    };
+                    let got = cx.alu(Ops::WHERE, &[c, a, b]).ok().map(|u| cx.g.dtype(u));
+                    assert_eq!(got, want, "{dc:?} {da:?} {db:?}");
+                    hits += want.is_some() as usize;
                 }
             }
         }

@@ -628,8 +628,9 @@ pub fn xpow(cx: &mut Cx, base: UOp, exponent: UOp) -> R<UOp> {
     // x ** 0 = 1, including 0 ** 0 and inf ** 0
     let e0 = cx.eq(exponent, 0)?;
     let one = cx.try_const_like(ret, 1)?;
-    let bl2 = cx.lt(base, 0)?;
-    let w3 = cx.where_(bl2, neg_base, ret)?;
+    // `(base < 0)` again: the same nodes as `bl` (hash-consed; the first build made them all and
+    // raised nothing), so `bl` itself
+    let w3 = cx.where_(bl, neg_base, ret)?;
     cx.where_(e0, one, w3)
 }
 
