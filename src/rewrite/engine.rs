@@ -60,6 +60,8 @@ struct AltReq {
     n: u8,
     exact: bool,
     kids: [Level; PRE_SRCS],
+    /// The positions of `kids` that say something (not [`ANY_LEVEL`]), as bits.
+    said: u8,
 }
 
 impl AltReq {
@@ -97,6 +99,11 @@ impl AltReq {
                 }
             }
         }
+        for (i, k) in r.kids.iter().enumerate() {
+            if *k != ANY_LEVEL {
+                r.said |= 1 << i;
+            }
+        }
         out.push(r);
     }
     const ANY: AltReq = AltReq {
@@ -104,6 +111,7 @@ impl AltReq {
         n: 0,
         exact: false,
         kids: [ANY_LEVEL; PRE_SRCS],
+        said: 0,
     };
     /// Whether the src `s` meets this requirement.
     #[inline]
@@ -117,9 +125,15 @@ impl AltReq {
         if kids.len() < want || (self.exact && kids.len() != want) {
             return false;
         }
-        // the kids' levels that say something (`of` fills the rest with `ANY_LEVEL`)
-        for (k, l) in kids.iter().zip(&self.kids) {
-            if *l != ANY_LEVEL && !l.holds(g.node(*k)) {
+        // the kids' levels that say something, in order, as far as there are kids
+        let mut said = self.said;
+        while said != 0 {
+            let i = said.trailing_zeros() as usize;
+            said &= said - 1;
+            let (Some(k), Some(l)) = (kids.get(i), self.kids.get(i)) else {
+                break;
+            };
+            if !l.holds(g.node(*k)) {
                 return false;
             }
         }
@@ -166,6 +180,8 @@ impl AltReject {
         (!pos.is_empty()).then(|| Box::new(AltReject { pos }))
     }
     /// Whether a node with srcs `src` may match (a missing src: no claim, `Pre` decides).
+    /// Cold: few rules have one, and the candidate loop's code stays as it was without.
+    #[cold]
     #[inline(never)]
     fn admits(&self, g: &Graph, src: &[UOp]) -> bool {
         self.pos.iter().all(|(i, alts)| {
@@ -2201,7 +2217,14 @@ mod tests {
         ];
         let (mut rejected, mut kept_matches, mut rules) = (0, 0, FxHashSet::default());
         let mut m = MatchScratch::default();
-        let ops = [Ops::LOAD, Ops::STORE, Ops::INDEX, Ops::WHERE, Ops::ADD, Ops::CAST];
+        let ops = [
+            Ops::LOAD,
+            Ops::STORE,
+            Ops::INDEX,
+            Ops::WHERE,
+            Ops::ADD,
+            Ops::CAST,
+        ];
         for (x, &a) in mid.iter().enumerate() {
             for op in ops {
                 let mut nodes = vec![g.mk(op, DType::Int32, &[a], Arg::None)];
