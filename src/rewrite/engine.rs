@@ -871,6 +871,11 @@ impl RuleSet {
                                 continue;
                             }
                         }
+                        if let Some(a) = &self.rules[i].alt_reject
+                            && !a.admits(cx.g, &sh[..n])
+                        {
+                            continue;
+                        }
                         self.try_rule(cx, u, i, scratch)
                     }
                 };
@@ -908,7 +913,13 @@ impl RuleSet {
             if early_reject & !src_ops != 0 {
                 continue;
             }
-            if !self.rules[i].pre.admits(dt, sb, &sh, n) {
+            let r = &self.rules[i];
+            if !r.pre.admits(dt, sb, &sh, n) {
+                continue;
+            }
+            if let Some(a) = &r.alt_reject
+                && !a.admits(cx.g, cx.g.src(u))
+            {
                 continue;
             }
             if let Some(r) = self.try_rule(cx, u, i, scratch) {
@@ -928,11 +939,6 @@ impl RuleSet {
         scratch: &mut RewriteScratch,
     ) -> Option<Result<Option<(usize, UOp)>, (usize, RuleError)>> {
         let r = &self.rules[i];
-        if let Some(a) = &r.alt_reject
-            && !a.admits(cx.g, cx.g.src(u))
-        {
-            return None;
-        }
         let RewriteScratch { m, b } = scratch;
         // matching only reads existing nodes, which rule functions never change, so
         // listing every binding first and then calling `f` on each is tinygrad's order
