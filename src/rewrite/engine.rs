@@ -47,6 +47,148 @@ pub struct Rule {
     direct: Option<Direct>,
     /// [`deep_reject`]: ops that must appear among the srcs of the node's srcs.
     deep_reject: u128,
+    /// [`AltReject`], for patterns with alternatives among their srcs (which `pre` and
+    /// `deep_reject` see through only as a union, or not at all).
+    alt_reject: Option<Box<AltReject>>,
+}
+
+/// What one alternative of a src pattern demands of a src `s`, two levels deep: `s`'s own
+/// [`Level`], its src count (fewest / exactly), and the [`Level`]s of its first srcs in order.
+#[derive(Clone, Debug, PartialEq)]
+struct AltReq {
+    level: Level,
+    n: u8,
+    exact: bool,
+    kids: [Level; PRE_SRCS],
+    /// The positions of `kids` that say something (not [`ANY_LEVEL`]), as bits.
+    said: u8,
+}
+
+impl AltReq {
+    /// The requirements of `q`'s alternatives (one for a pattern that is none): a src matches
+    /// `q` only if it meets one of them. Names and anything deeper are ignored (necessary only).
+    fn of(q: &UPat, out: &mut Vec<AltReq>) {
+        if q.is_any {
+            match &q.src {
+                Some(SrcPat::Tuple(alts)) => alts.iter().for_each(|a| AltReq::of(a, out)),
+                // not built by `UPat::any`: no claim
+                _ => out.push(AltReq::ANY),
+            }
+            return;
+        }
+        let mut r = AltReq {
+            level: Level::of(q),
+            ..AltReq::ANY
+        };
+        match &q.src {
+            None | Some(SrcPat::Repeat(_)) => {}
+            Some(SrcPat::Tuple(v)) => {
+                r.n = v.len().min(255) as u8;
+                r.exact = !q.allow_any_len;
+                for (k, p) in r.kids.iter_mut().zip(v) {
+                    *k = Level::of(p);
+                }
+            }
+            Some(SrcPat::Perm(v)) => {
+                // some order: each of the first srcs is admitted by some pattern
+                r.n = v.len().min(255) as u8;
+                r.exact = !q.allow_any_len;
+                let u = v.iter().fold(NO_LEVEL, |m, p| m.union(Level::of(p)));
+                for k in r.kids.iter_mut().take(v.len()) {
+                    *k = u;
+                }
+            }
+        }
+        for (i, k) in r.kids.iter().enumerate() {
+            if *k != ANY_LEVEL {
+                r.said |= 1 << i;
+            }
+        }
+        out.push(r);
+    }
+    const ANY: AltReq = AltReq {
+        level: ANY_LEVEL,
+        n: 0,
+        exact: false,
+        kids: [ANY_LEVEL; PRE_SRCS],
+        said: 0,
+    };
+    /// Whether the src `s` meets this requirement.
+    #[inline]
+    fn admits(&self, g: &Graph, s: UOp) -> bool {
+        let sn = g.node(s);
+        if !self.level.holds(sn) {
+            return false;
+        }
+        let kids: &[UOp] = &sn.src;
+        let want = self.n as usize;
+        if kids.len() < want || (self.exact && kids.len() != want) {
+            return false;
+        }
+        // the kids' levels that say something, in order, as far as there are kids
+        let mut said = self.said;
+        while said != 0 {
+            let i = said.trailing_zeros() as usize;
+            said &= said - 1;
+            let (Some(k), Some(l)) = (kids.get(i), self.kids.get(i)) else {
+                break;
+            };
+            if !l.holds(g.node(*k)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Level {
+    /// [`Level::admits`] of a node's bits, each part computed only when it is constrained.
+    #[inline]
+    fn holds(&self, n: &crate::ir::Node) -> bool {
+        self.ops & op_bit_fast(n.op) != 0
+            && (self.dts == u32::MAX || self.dts & dt_bit(n.dtype) != 0)
+            && (self.args == u8::MAX || self.args & arg_bits(&n.arg) != 0)
+    }
+}
+
+/// A necessary condition for a match of a pattern (not itself alternatives) whose srcs, in
+/// order, include alternatives (`.or_casted()`, `UPat.any`): for each src position, the src
+/// there meets one of its pattern's [`AltReq`]s. Built only when some position has two or more
+/// (`alt_reject_is_sound` checks it against the matcher).
+#[derive(Clone, Debug, PartialEq)]
+struct AltReject {
+    /// Src position and the requirements of its pattern's alternatives.
+    pos: Vec<(usize, Vec<AltReq>)>,
+}
+
+impl AltReject {
+    fn of(p: &UPat) -> Option<Box<AltReject>> {
+        let Some(SrcPat::Tuple(v)) = &p.src else {
+            return None;
+        };
+        if p.is_any || !v.iter().any(|q| q.is_any) {
+            return None;
+        }
+        let mut pos = vec![];
+        for (i, q) in v.iter().enumerate() {
+            let mut alts = vec![];
+            AltReq::of(q, &mut alts);
+            if !alts.contains(&AltReq::ANY) {
+                pos.push((i, alts));
+            }
+        }
+        (!pos.is_empty()).then(|| Box::new(AltReject { pos }))
+    }
+    /// Whether a node with srcs `src` may match (a missing src: no claim, `Pre` decides).
+    /// Cold: few rules have one, and the candidate loop's code stays as it was without.
+    #[cold]
+    #[inline(never)]
+    fn admits(&self, g: &Graph, src: &[UOp]) -> bool {
+        self.pos.iter().all(|(i, alts)| {
+            src.get(*i)
+                .is_none_or(|s| alts.iter().any(|a| a.admits(g, *s)))
+        })
+    }
 }
 
 /// `early_reject` one level down: each src pattern matches some src `s` of the node, so the ops
@@ -378,6 +520,7 @@ impl Rule {
         let pre = Pre::of(&pat);
         let direct = Direct::of(&pat);
         let deep_reject = deep_reject(&pat);
+        let alt_reject = AltReject::of(&pat);
         Rule {
             name,
             source,
@@ -387,6 +530,7 @@ impl Rule {
             pre,
             direct,
             deep_reject,
+            alt_reject,
         }
     }
 }
@@ -727,6 +871,11 @@ impl RuleSet {
                                 continue;
                             }
                         }
+                        if let Some(a) = &self.rules[i].alt_reject
+                            && !a.admits(cx.g, &sh[..n])
+                        {
+                            continue;
+                        }
                         self.try_rule(cx, u, i, scratch)
                     }
                 };
@@ -764,7 +913,13 @@ impl RuleSet {
             if early_reject & !src_ops != 0 {
                 continue;
             }
-            if !self.rules[i].pre.admits(dt, sb, &sh, n) {
+            let r = &self.rules[i];
+            if !r.pre.admits(dt, sb, &sh, n) {
+                continue;
+            }
+            if let Some(a) = &r.alt_reject
+                && !a.admits(cx.g, cx.g.src(u))
+            {
                 continue;
             }
             if let Some(r) = self.try_rule(cx, u, i, scratch) {
@@ -969,6 +1124,12 @@ impl Rw<'_> {
     /// `pm_rewrite` with tracing and fuel; `None` once stopped.
     #[inline(always)]
     fn apply(&mut self, cx: &mut Cx, u: UOp) -> Option<UOp> {
+        let op = cx.g.op(u);
+        self.apply_op(cx, u, op)
+    }
+    /// [`Rw::apply`] where `op` is `u`'s op (the walk has just read it).
+    #[inline(always)]
+    fn apply_op(&mut self, cx: &mut Cx, u: UOp, op: Ops) -> Option<UOp> {
         // one test for a stop and the cap: every stop sets `step_cap` to 0
         if self.trace.len() >= self.step_cap {
             if self.stop.is_none() {
@@ -977,7 +1138,7 @@ impl Rw<'_> {
             return None;
         }
         // no rule is listed for this op: `rewrite_with` would answer `Ok(None)` (nothing to memo)
-        let op = op_bit_index(cx.g.op(u));
+        let op = op_bit_index(op);
         if self.rules.has_rules[op >> 6] >> (op & 63) & 1 == 0 {
             return None;
         }
@@ -1549,6 +1710,8 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         }
         // stage 1 run straight from stage 0 with every src known resolved to itself
         let mut kept = false;
+        // `new_n`'s op and srcs when stage 0 read them (stage 1 run straight from it)
+        let mut read: Option<(Ops, &[UOp])> = None;
         if stage == 0 {
             if BOTTOM_UP {
                 let mut test_n = Some(n);
@@ -1577,7 +1740,9 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             stack.push((n, 1, new_n));
             // whether every src not pushed now is resolved to itself
             let mut srcs_kept = true;
-            for &x in cx.g.src(new_n).iter().rev() {
+            let nd = cx.g.node(new_n);
+            let srcs: &[UOp] = &nd.src;
+            for &x in srcs.iter().rev() {
                 let s = nodes.slot_mut(x);
                 if !s.on_stack {
                     s.on_stack = true;
@@ -1596,11 +1761,16 @@ fn rewrite_in<const BOTTOM_UP: bool>(
             stack.pop();
             stage = 1;
             kept = srcs_kept;
+            read = Some((nd.op, srcs));
         }
         if stage == 1 {
             let mut same = true;
             let mut waiting = None;
-            let scan: &[UOp] = if kept { &[] } else { cx.g.src(new_n) };
+            let (op_n, src_n) = read.unwrap_or_else(|| {
+                let nd = cx.g.node(new_n);
+                (nd.op, &nd.src[..])
+            });
+            let scan: &[UOp] = if kept { &[] } else { src_n };
             for &x in scan {
                 match nodes.replaced(x) {
                     Some(rx) => same &= rx == x,
@@ -1618,13 +1788,13 @@ fn rewrite_in<const BOTTOM_UP: bool>(
                 // every src is resolved (checked above); most nodes keep theirs, so the new srcs
                 // are only listed here
                 tmp.clear();
-                tmp.extend(cx.g.src(new_n).iter().map(|x| UOp(nodes.get(*x).rep)));
+                tmp.extend(src_n.iter().map(|x| UOp(nodes.get(*x).rep)));
             }
             let new_src_n = if same {
                 let r = if BOTTOM_UP {
                     None
                 } else {
-                    rw.apply(&mut cx, new_n)
+                    rw.apply_op(&mut cx, new_n, op_n)
                 };
                 match r {
                     None => {
@@ -2012,6 +2182,88 @@ mod tests {
         }
         assert!(
             rejected > 1_000 && kept_matches > 10,
+            "{rejected} {kept_matches}"
+        );
+    }
+
+    #[test]
+    fn alt_reject_is_sound() {
+        // nodes over srcs that are, or cast, INDEX/WHERE/ADD nodes whose srcs are Invalid or
+        // other consts and vars: wherever `AltReject` rejects, the matcher finds nothing
+        let mut g = Graph::new();
+        let buf = g.param(0, DType::Int32, 16);
+        let mut leaves = vec![
+            g.variable("a", 0, 10, DType::Int32),
+            g.cnst(DType::Int32, ConstVal::Invalid),
+            g.cnst(DType::Bool, ConstVal::Invalid),
+            g.cint(DType::Int32, 0),
+            g.cint(DType::Int32, 3),
+            g.cbool(true),
+            buf,
+        ];
+        let c = g.cbool(false);
+        leaves.push(c);
+        let mut mid = leaves.clone();
+        for &a in &leaves {
+            for &b in &leaves {
+                mid.push(g.mk(Ops::INDEX, DType::Int32, &[a, b], Arg::None));
+                mid.push(g.mk(Ops::INDEX, DType::Int32, &[a, b, c], Arg::None));
+                mid.push(g.mk(Ops::ADD, DType::Int32, &[a, b], Arg::None));
+                mid.push(g.mk(Ops::WHERE, DType::Int32, &[c, a, b], Arg::None));
+            }
+            mid.push(g.mk(Ops::INDEX, DType::Int32, &[a], Arg::None));
+        }
+        for x in mid.clone() {
+            mid.push(g.mk(Ops::CAST, DType::Int64, &[x], Arg::None));
+            mid.push(g.mk(Ops::CAST, DType::Bool, &[x], Arg::None));
+        }
+        let sets = [
+            crate::rewrite::rules::symbolic(),
+            crate::rewrite::rules::sym(),
+        ];
+        let (mut rejected, mut kept_matches, mut rules) = (0, 0, FxHashSet::default());
+        let mut m = MatchScratch::default();
+        let ops = [
+            Ops::LOAD,
+            Ops::STORE,
+            Ops::INDEX,
+            Ops::WHERE,
+            Ops::ADD,
+            Ops::CAST,
+        ];
+        for (x, &a) in mid.iter().enumerate() {
+            for op in ops {
+                let mut nodes = vec![g.mk(op, DType::Int32, &[a], Arg::None)];
+                for &b in mid.iter().skip(x % 7).step_by(7) {
+                    nodes.push(g.mk(op, DType::Int32, &[a, b], Arg::None));
+                    nodes.push(g.mk(op, DType::Int32, &[c, a, b], Arg::None));
+                }
+                for u in nodes {
+                    for rs in &sets {
+                        for r in &rs.rules {
+                            let Some(alt) = &r.alt_reject else {
+                                continue;
+                            };
+                            rules.insert(r.name);
+                            r.pat.match_all(&g, u, &mut m);
+                            if !alt.admits(&g, g.src(u)) {
+                                assert_eq!(m.len(), 0, "{} on {u:?}", r.name);
+                                rejected += 1;
+                            } else {
+                                kept_matches += m.len();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            rules.contains("pm_data_invalid/load_invalid_index")
+                && rules.contains("pm_data_invalid/store_invalid_index"),
+            "{rules:?}"
+        );
+        assert!(
+            rejected > 10_000 && kept_matches > 100,
             "{rejected} {kept_matches}"
         );
     }
