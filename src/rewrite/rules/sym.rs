@@ -134,21 +134,8 @@ pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
     if !deeper {
         return false;
     }
-    with_scratch(|s| {
-        s.begin(g.len());
-        s.stack.push(u);
-        while let Some(n) = s.stack.pop() {
-            for &c in g.src(n) {
-                if c == x {
-                    return true;
-                }
-                if c.idx() > x.idx() && s.visit(c) {
-                    s.stack.push(c);
-                }
-            }
-        }
-        false
-    })
+    // a src below `x` cannot reach it
+    walk_slice(g, u, x.0 + 1, |c| c == x)
 }
 
 /// `u.op_in_backward_slice_with_self(*ops)`. The lowest handle with one of `ops` bounds the walk
@@ -160,18 +147,21 @@ fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
     let Some(lo) = (0..u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
         return false;
     };
+    walk_slice(g, u, lo, |c| ops.contains(&g.op(c)))
+}
+
+/// Whether `hit` holds for a node of `u`'s backward slice (`u` itself excluded), walking only
+/// handles from `lo` up: the callers know no node below `lo` is a hit or reaches one.
+fn walk_slice(g: &Graph, u: UOp, lo: u32, hit: impl Fn(UOp) -> bool) -> bool {
     with_scratch(|s| {
         s.begin(g.len());
         s.stack.push(u);
         while let Some(n) = s.stack.pop() {
             for &c in g.src(n) {
-                if c.0 < lo {
-                    continue;
-                }
-                if ops.contains(&g.op(c)) {
+                if hit(c) {
                     return true;
                 }
-                if s.visit(c) {
+                if c.0 >= lo && s.visit(c) {
                     s.stack.push(c);
                 }
             }
