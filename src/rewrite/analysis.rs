@@ -50,14 +50,6 @@ impl<T> NodeMap<T> {
         self.room_for(u.idx());
         self.slots[u.idx()] = Some(v);
     }
-    /// Makes room for the handles below `n` (a graph's length: one allocation for the nodes
-    /// there and those a rewrite adds, instead of regrowing from the first handle asked).
-    #[inline]
-    pub fn reserve_nodes(&mut self, n: usize) {
-        if n > self.slots.len() {
-            self.grow(n - 1);
-        }
-    }
     #[inline]
     fn room_for(&mut self, i: usize) {
         if i >= self.slots.len() {
@@ -195,13 +187,6 @@ impl BoundsMap {
         s.lo = lo;
         s.hi = hi;
         s.v = v;
-    }
-    /// Makes room for the handles below `n` (see [`NodeMap::reserve_nodes`]).
-    #[inline]
-    pub fn reserve_nodes(&mut self, n: usize) {
-        if n > self.slots.len() {
-            self.grow(n - 1);
-        }
     }
     #[inline]
     fn room_for(&mut self, i: usize) {

@@ -1396,7 +1396,7 @@ fn same_dtypes(g: &Graph, n: UOp, new_src: &[UOp]) -> bool {
 }
 
 /// `_rebuild_dtype`: keep the dtype unless a src dtype changed, then re-derive it.
-fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
+pub(crate) fn rebuild(g: &mut Graph, n: UOp, new_src: &[UOp]) -> UOp {
     let same = same_dtypes(g, n, new_src);
     rebuild_as(g, n, new_src, same)
 }

@@ -183,16 +183,6 @@ impl Cx<'_> {
         {
             return Ok(self.g.mk(op, dt, srcs, Arg::None));
         }
-        // WHERE (`c.where(x, y)`, gated_given_valid's and xpow's many): `infer_dtype` takes a
-        // bool gate and the least upper dtype of the two arms, read from the pair table
-        // (test `where_dtype_is_infer_dtype`); anything else (and its error) goes the long way
-        if let [c, a, b] = *srcs
-            && op == Ops::WHERE
-            && self.g.dtype(c) == DType::Bool
-            && let Some(dt) = least_upper_pair(self.g.dtype(a), self.g.dtype(b))
-        {
-            return Ok(self.g.mk(op, dt, srcs, Arg::None));
-        }
         self.alu_infer(op, srcs)
     }
     /// [`Cx::alu`] through `infer_dtype` (apart: its error formatting stays out of `alu`'s frame).
@@ -437,32 +427,6 @@ mod tests {
                         Some(dt),
                         "{op:?} {da:?} {db:?}"
                     );
-                }
-            }
-        }
-        assert!(hits > 100);
-    }
-
-    /// `alu`'s WHERE shortcut builds what `infer_dtype` types, for every gate and arm dtype.
-    #[test]
-    fn where_dtype_is_infer_dtype() {
-        let mut g = crate::ir::Graph::new();
-        let mut cache = crate::rewrite::analysis::Cache::default();
-        let mut hits = 0;
-        for dc in DType::ALL {
-            for da in DType::ALL {
-                for db in DType::ALL {
-                    let c = g.variable("c", 0, 1, *dc);
-                    let a = g.variable("a", 0, 1, *da);
-                    let b = g.variable("b", 0, 1, *db);
-                    let want = g.infer_dtype(Ops::WHERE, &[c, a, b], &Arg::None).ok();
-                    let mut cx = Cx {
-                        g: &mut g,
-                        cache: &mut cache,
-                    };
-                    let got = cx.alu(Ops::WHERE, &[c, a, b]).ok().map(|u| cx.g.dtype(u));
-                    assert_eq!(got, want, "{dc:?} {da:?} {db:?}");
-                    hits += want.is_some() as usize;
                 }
             }
         }

@@ -325,9 +325,9 @@ fn rem_may_fold(tb: &[(i128, i128)], rems: &[i128], km: i128, c: i128) -> bool {
     let go = || -> Option<(i128, i128)> {
         let (mut lo, mut hi) = (0i128, 0i128);
         // i64 operands (nearly all): their products stay far inside i128, no overflow check
-        let small = |i: i128| i as i64 as i128 == i;
+        let fits_i64 = |i: i128| i as i64 as i128 == i;
         for (&(t0, t1), &r) in tb.iter().zip(rems) {
-            let (p0, p1) = if small(r) && small(t0) && small(t1) {
+            let (p0, p1) = if fits_i64(r) && fits_i64(t0) && fits_i64(t1) {
                 (r * t0, r * t1)
             } else {
                 (r.checked_mul(t0)?, r.checked_mul(t1)?)
