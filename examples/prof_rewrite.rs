@@ -17,6 +17,9 @@
 //!
 //! Environment: `ONLY=i` keeps graph i alone; `FUEL`, `MAX_STEPS`, `STACK_LIMIT` set the engine
 //! limits (golden/time), to compare engines where the limits decide.
+// Same allocator as the `uopfuzz` binary (src/main.rs), so `port` times what `bench rewrite` times.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 use std::io::Write;

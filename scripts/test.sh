@@ -10,8 +10,8 @@ export WGPU_BACKEND=vulkan
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
-cargo clippy --all-targets --release -- -D warnings
+cargo clippy --all-targets --profile suite -- -D warnings
 echo "== cargo test"
-cargo test --release 2>&1 | tee target/test.log
+cargo test --profile suite 2>&1 | tee target/test.log
 # one closing line for CI's reader: sum of every cargo test summary
 awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "uopfuzz: %d passed, %d failed, %d skipped\n", p, f, i}' target/test.log
