@@ -33,12 +33,12 @@ pub struct Args {
     /// Rule set (rewrite): symbolic_simple, symbolic or sym.
     #[arg(long, default_value = "symbolic")]
     pub rules: String,
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = super::count::<usize>())]
     pub graphs: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Input points per graph (loop).
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = 24, value_parser = super::count::<usize>())]
     pub points: usize,
     #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
     pub generator: GenKind,

@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, default_value = "symbolic")]
     pub rules: String,
     /// Number of graphs.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = super::count::<usize>())]
     pub graphs: usize,
     /// Run seed; graph i depends only on (seed, i).
     #[arg(long, default_value_t = 0)]

@@ -14,10 +14,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Stop after this many seconds (default 20 when --iters is not given).
-    #[arg(long)]
+    #[arg(long, value_parser = super::seconds)]
     pub time: Option<f64>,
     /// Stop after this many graphs.
-    #[arg(long)]
+    #[arg(long, value_parser = super::count::<u64>())]
     pub iters: Option<u64>,
     /// Only this generator family: index, fixedint, float, bool, kernel.
     #[arg(long, value_parser = parse_family)]
@@ -37,10 +37,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = FloatPolicy::FastMath)]
     pub float_policy: FloatPolicy,
     /// Input points per graph.
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = 24, value_parser = super::count::<usize>())]
     pub points: usize,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::count::<usize>())]
     pub threads: Option<usize>,
     /// Known-findings list (default: the built-in corpus/known-findings.tsv).
     #[arg(long)]

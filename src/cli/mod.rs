@@ -59,12 +59,72 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Value parser for `--graphs`, `--points`, `--threads`, `--iters`: a count of at least 1. Zero
+/// would run nothing and still report success, which a nightly job would read as a clean night.
+pub(crate) fn count<T>() -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::fmt::Display + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(1..)
+}
+
+/// Value parser for `--time`: seconds, finite and above 0 (`nan` used to run forever, silently).
+pub(crate) fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
+        Ok(_) => Err(format!("{s} is not a number of seconds above 0")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn code(r: anyhow::Result<i32>) -> ExitCode {
     match r {
         Ok(c) => ExitCode::from(c.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("uopfuzz: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::Parser;
+
+    fn parses(args: &[&str]) -> Result<(), String> {
+        let argv = std::iter::once("uopfuzz").chain(args.iter().copied());
+        Cli::try_parse_from(argv)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn counts_and_seconds_reject_what_would_run_nothing() {
+        for bad in [
+            &["fuzz", "--points", "0"][..],
+            &["fuzz", "--iters", "0"],
+            &["fuzz", "--threads", "0"],
+            &["fuzz", "--time", "0"],
+            &["fuzz", "--time", "nan"],
+            &["fuzz", "--time", "inf"],
+            &["fuzz", "--time=-1"],
+            &["bench", "rewrite", "--graphs", "0"],
+            &["bench", "loop", "--points", "0"],
+            &["fidelity", "--graphs", "0"],
+            &["verify-rules", "--threads", "0"],
+        ] {
+            let e = parses(bad).expect_err(&format!("{bad:?} accepted"));
+            assert!(e.contains("invalid value"), "{bad:?}: {e}");
+        }
+        for good in [
+            &["fuzz", "--points", "1", "--iters", "1", "--threads", "1"][..],
+            &["fuzz", "--time", "0.5"],
+            &["bench", "rewrite", "--graphs", "1"],
+            &["fidelity", "--graphs", "1"],
+        ] {
+            parses(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
         }
     }
 }

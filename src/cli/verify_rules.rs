@@ -21,7 +21,7 @@ pub struct Args {
     /// Fast-math float policy (finite inputs, ±0 equal) instead of strict IEEE.
     #[arg(long)]
     pub fast_math: bool,
-    #[arg(long)]
+    #[arg(long, value_parser = super::count::<usize>())]
     pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,
