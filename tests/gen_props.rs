@@ -107,8 +107,9 @@ fn seed_dumps_are_pinned() {
 }
 // updated by the vector/idiom grammar (branch `cover`): Swarm.vectors/group_pct, Prod::Gep,
 // Prod::Recombine, Prod::Threefry, GROUP outputs; then by the PERMUTE vector shapes (branch
-// `perm`: vexpr's weight-1 `vpermute`)
-const PINNED_DUMP_HASH: u64 = 0x74e5a429945eaa2f;
+// `perm`: vexpr's weight-1 `vpermute`); then by the unlowered reduce kernels (branch `cov`:
+// Swarm.unlowered_reduce, drawn last, shifts every later draw)
+const PINNED_DUMP_HASH: u64 = 0x17b2b4288c12b828;
 
 #[test]
 fn empty_and_short_byte_inputs() {
@@ -873,7 +874,9 @@ fn vector_and_idiom_shapes_fire_their_rules_and_execute() {
             .map(|s| s.rule)
             .filter(|r| targets.contains(r))
             .collect();
-        if hit.is_empty() {
+        // unlowered reduce kernels (`Swarm::unlowered_reduce`) are the one generated shape the
+        // interpreter cannot run (it has no REDUCE): the oracle checks only their rewrite
+        if hit.is_empty() || g.toposort(&[x.root]).iter().any(|u| g.op(*u) == Ops::REDUCE) {
             continue;
         }
         for r in &hit {
