@@ -222,8 +222,9 @@ impl Swarm {
             // kernels (~1.3 % of all graphs): the interpreter has no REDUCE (exec/interp.rs), so
             // such a graph's rewrite is checked for errors, termination and idempotence but not
             // for values; this is the only shape that fires sym/reduce_add_const_mul and
-            // sym/reduce_mul_chain (symbolic.py:468-469), and a quarter is enough for both to
-            // fire hundreds of times in a 20 s run (measured: see the cov branch's report)
+            // sym/reduce_mul_chain (symbolic.py:468-469). Measured (`fuzz --iters 20000
+            // --threads 1 --seed 0`): coverage 162 -> 164 of 168 rules, the two fire 14 and 21
+            // times, points compared -0.8 %, graphs/s unchanged within noise
             unlowered_reduce: src.ratio(1, 4),
         }
     }
