@@ -876,7 +876,11 @@ fn vector_and_idiom_shapes_fire_their_rules_and_execute() {
             .collect();
         // unlowered reduce kernels (`Swarm::unlowered_reduce`) are the one generated shape the
         // interpreter cannot run (it has no REDUCE): the oracle checks only their rewrite
-        if hit.is_empty() || g.toposort(&[x.root]).iter().any(|u| g.op(*u) == Ops::REDUCE) {
+        if hit.is_empty()
+            || g.toposort(&[x.root])
+                .iter()
+                .any(|u| g.op(*u) == Ops::REDUCE)
+        {
             continue;
         }
         for r in &hit {
@@ -964,7 +968,10 @@ fn unreachable_in_pipeline() {
             let Some(x) = generate_for_pattern_seeded(seed, &r.pat, &GenConfig::default()) else {
                 continue;
             };
-            assert!(!r.pat.matches(&x.graph, x.root).is_empty(), "{name} seed {seed}");
+            assert!(
+                !r.pat.matches(&x.graph, x.root).is_empty(),
+                "{name} seed {seed}"
+            );
             built += 1;
             let mut g = x.graph.clone();
             let rw = pipe.rewrite(&mut g, &mut Default::default(), x.root, None);

@@ -309,7 +309,8 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         REDUCE => {
             if n.src.len() < 2
                 || !n.src[1..].iter().all(|r| {
-                    g.op(*r) == RANGE && matches!(g.arg(*r), Arg::Range(_, crate::ir::AxisType::Reduce))
+                    g.op(*r) == RANGE
+                        && matches!(g.arg(*r), Arg::Range(_, crate::ir::AxisType::Reduce))
                 })
             {
                 return Err("REDUCE closes REDUCE RANGEs".into());
