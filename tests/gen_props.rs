@@ -108,8 +108,8 @@ fn seed_dumps_are_pinned() {
 // updated by the vector/idiom grammar (branch `cover`): Swarm.vectors/group_pct, Prod::Gep,
 // Prod::Recombine, Prod::Threefry, GROUP outputs; then by the PERMUTE vector shapes (branch
 // `perm`: vexpr's weight-1 `vpermute`); then by the unlowered reduce kernels (branch `cov`:
-// Swarm.unlowered_reduce, drawn last, shifts every later draw)
-const PINNED_DUMP_HASH: u64 = 0x17b2b4288c12b828;
+// Swarm.unlowered_reduce, drawn last for kernels only: the kernel seeds change)
+const PINNED_DUMP_HASH: u64 = 0x0b44_3a59_fe49_3110;
 
 #[test]
 fn empty_and_short_byte_inputs() {
