@@ -150,8 +150,9 @@ impl<'a> Builder<'a> {
                         mask |= 1 << i;
                     }
                 }
-                Ops::END => {
-                    for r in &srcs[1..] {
+                // a REDUCE closes its ranges like END: its value is usable outside them
+                Ops::END | Ops::REDUCE => {
+                    for r in srcs.iter().skip(1) {
                         mask &= !self.info[r.idx()].mask;
                     }
                 }

@@ -303,6 +303,25 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                 return Err("END closes RANGEs".into());
             }
         }
+        // spec.py:171-173 (arg `(op, num_axes)`, op in GroupOp.Reduce), plus what the generator
+        // promises: the unlowered form of schedule/indexing.py:119 (arg `(op, 0)`, the body's
+        // dtype, closing REDUCE-axis RANGEs)
+        REDUCE => {
+            if n.src.len() < 2
+                || !n.src[1..].iter().all(|r| {
+                    g.op(*r) == RANGE
+                        && matches!(g.arg(*r), Arg::Range(_, crate::ir::AxisType::Reduce))
+                })
+            {
+                return Err("REDUCE closes REDUCE RANGEs".into());
+            }
+            if sd(0) != dt {
+                return Err("REDUCE changes the dtype".into());
+            }
+            if !matches!(n.arg, Arg::Reduce(ADD | MUL | MAX, 0)) {
+                return Err(format!("REDUCE arg {:?}", n.arg));
+            }
+        }
         SINK => {}
         o => return Err(format!("the generator does not emit {o:?}")),
     }

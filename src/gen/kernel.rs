@@ -96,7 +96,11 @@ pub(crate) fn kernel(b: &mut Builder) -> UOp {
                 b.mk(Ops::STORE, DType::Void, &[oi, v], Arg::None)
             }
             KernelShape::RegReduce => {
-                let res = reg_reduce(b, dt, red, &dims, depth);
+                let res = if b.sw.unlowered_reduce {
+                    unlowered_reduce(b, dt, red, depth)
+                } else {
+                    reg_reduce(b, dt, red, &dims, depth)
+                };
                 b.offer(res);
                 // the reduce result stored as is (a plain reduce) or combined (fused elementwise)
                 let v = if b.s.ratio(1, 2) {
@@ -210,6 +214,31 @@ fn reg_reduce(b: &mut Builder, dt: DType, red: Ops, dims: &[(UOp, i128)], depth:
     let a2 = b.mk(Ops::AFTER, dt, &[acc, e], Arg::None);
     let i2 = b.mk(Ops::INDEX, dt, &[a2, zero], Arg::None);
     b.mk(Ops::LOAD, dt, &[i2], Arg::None)
+}
+
+/// The reduce before "remove reduces" lowers it: `REDUCE(body, r)`, arg `(op, 0)`, dtype of the
+/// body (schedule/indexing.py:119; spec.py:171). Half the bodies are `f(r) * k` with `k` built
+/// before `r` opens, so it cannot depend on `r`: a constant (what `reduce_add_const_mul` moves
+/// out, symbolic.py:468) or an outer expression (what `reduce_mul_chain` moves out,
+/// symbolic.py:381-390; under MAX only when `k.vmin >= 0`).
+fn unlowered_reduce(b: &mut Builder, dt: DType, red: Ops, depth: u32) -> UOp {
+    let k = if b.sw.has(Ops::MUL) && b.s.ratio(1, 2) {
+        Some(if b.s.ratio(1, 2) {
+            b.konst(dt)
+        } else {
+            b.expr(dt, depth.saturating_sub(2))
+        })
+    } else {
+        None
+    };
+    let r = reduce_range(b);
+    let inner = reduce_body(b, dt, r, depth.saturating_sub(1));
+    let body = match k {
+        Some(k) => b.alu(Ops::MUL, dt, &[inner, k]),
+        None => inner,
+    };
+    close(b, r);
+    b.mk(Ops::REDUCE, dt, &[body, r], Arg::Reduce(red, 0))
 }
 
 /// The value a reduce folds in: mostly a read along the reduce range combined with an
