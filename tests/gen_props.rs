@@ -956,12 +956,7 @@ fn unreachable_in_pipeline() {
     let choice = choose_rules("pipeline", None).unwrap();
     let pipe = choice.pipeline();
     let rules = choice.distinct_rules();
-    for name in [
-        "symbolic_simple/zero_div_zero",
-        "symbolic_simple/mul_zero_div_zero",
-        "late/neg_lt_mul",
-        "late/neg_lt_const",
-    ] {
+    for &(name, _why) in uopfuzz::oracle::fuzz::UNREACHABLE_TOP_DOWN {
         let r = rules.iter().find(|r| r.name == name).expect(name);
         let mut built = 0;
         for seed in 0..300u64 {

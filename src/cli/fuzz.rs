@@ -140,12 +140,15 @@ pub fn run_cmd(a: Args) -> ExitCode {
             if f.known { "  (known)" } else { "" }
         );
     }
+    let reachable = s.rules_total - s.rules_unreachable.len();
     println!(
-        "rule coverage: {}/{} ({:.1}%) on {}",
+        "rule coverage: {}/{} ({:.1}%) on {}; {}/{} of the rules a top-down rewrite can fire",
         s.rules_hit,
         s.rules_total,
         100.0 * s.rules_hit as f64 / s.rules_total.max(1) as f64,
-        s.rules
+        s.rules,
+        s.rules_hit,
+        reachable
     );
     if !s.port_panics.is_empty() {
         println!(
@@ -155,6 +158,12 @@ pub fn run_cmd(a: Args) -> ExitCode {
     }
     if !s.rules_never_fired.is_empty() {
         println!("rules never fired: {}", s.rules_never_fired.join(", "));
+    }
+    if !s.rules_unreachable.is_empty() {
+        println!(
+            "cannot fire top-down (oracle::fuzz::UNREACHABLE_TOP_DOWN): {}",
+            s.rules_unreachable.join(", ")
+        );
     }
     if a.json {
         println!("{}", serde_json::to_string(&s).unwrap_or_default());
