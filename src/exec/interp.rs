@@ -341,8 +341,9 @@ enum V {
 enum Frame {
     /// Evaluate sources (in `order`), then the node.
     Node { u: usize, next: usize },
-    /// END: evaluate the range ends, then iterate the body.
-    End { u: usize, st: EndState },
+    /// END: evaluate the range ends, then iterate the body. Boxed: the loop state is 80 bytes
+    /// and every `Node` frame pushed and popped would move that much.
+    End { u: usize, st: Box<EndState> },
 }
 /// The shape of an END, computed once per node.
 struct EndInfo {
@@ -383,6 +384,12 @@ pub struct Plan {
     srcs: Vec<Box<[usize]>>,
     /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
     ranges: Vec<Vec<usize>>,
+    /// Each node's op and dtype, and whether the op is an ALU op and a comparison: read per
+    /// evaluated node, where `Ops::is_alu` scans the op-group slices every time.
+    op: Vec<Ops>,
+    dt: Vec<DType>,
+    alu: Vec<bool>,
+    cmp: Vec<bool>,
 }
 
 impl Plan {
@@ -393,9 +400,14 @@ impl Plan {
             .iter()
             .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
             .collect();
+        let op: Vec<Ops> = nodes.iter().map(|u| g.op(*u)).collect();
         let mut p = Plan {
             root: lid[&root],
             ranges: Vec::with_capacity(nodes.len()),
+            dt: nodes.iter().map(|u| g.dtype(*u)).collect(),
+            alu: op.iter().map(|o| o.is_alu()).collect(),
+            cmp: op.iter().map(|o| o.is_comparison()).collect(),
+            op,
             nodes,
             lid,
             srcs,
@@ -459,8 +471,9 @@ struct Interp<'a> {
     memo: Vec<Option<(Box<[i128]>, V)>>,
     end_info: Vec<Option<Rc<EndInfo>>>,
     globals: Vec<Buffer>,
-    /// Declared element counts of global buffers, checked against `globals`.
-    declared: HashMap<usize, usize>,
+    /// Declared element counts of global buffers (by slot; 0 until its PARAM is evaluated),
+    /// checked against `globals`: a Vec, as every LOAD/STORE reads it.
+    declared: Vec<usize>,
     locals: HashMap<UOp, Buffer>,
     steps: u64,
     ub: Option<(UOp, UbKind)>,
@@ -488,7 +501,7 @@ impl<'a> Interp<'a> {
             memo: vec![None; n],
             end_info: (0..n).map(|_| None).collect(),
             globals: env.buffers.clone(),
-            declared: HashMap::default(),
+            declared: vec![0; env.buffers.len()],
             locals: HashMap::default(),
             steps: 0,
             ub: None,
@@ -505,6 +518,8 @@ impl<'a> Interp<'a> {
 
     fn valid(&self, i: usize) -> bool {
         match &self.memo[i] {
+            // a node outside every loop is computed once per launch
+            Some((k, _)) if k.is_empty() => true,
             Some((k, _)) => k
                 .iter()
                 .zip(&self.p.ranges[i])
@@ -648,7 +663,7 @@ impl<'a> Interp<'a> {
                     }
                     let n = self.p.srcs[i].len();
                     // AFTER runs its dependencies before its value
-                    let rot = (self.g.op(self.p.nodes[i]) == Ops::AFTER) as usize;
+                    let rot = (self.p.op[i] == Ops::AFTER) as usize;
                     let mut pushed = None;
                     while *next < n {
                         let s = self.p.srcs[i][(*next + rot) % n];
@@ -665,15 +680,20 @@ impl<'a> Interp<'a> {
                         }
                         None => {
                             self.tick()?;
-                            let v = self.compute(i)?;
-                            self.set(i, v);
+                            match self.scalar_alu(i) {
+                                Some(x) => self.set(i, V::S(x)),
+                                None => {
+                                    let v = self.compute(i)?;
+                                    self.set(i, v);
+                                }
+                            }
                             stack.pop();
                         }
                     }
                 }
                 Frame::End { u, st } => {
                     let i = *u;
-                    if matches!(st, EndState::Ends { next: 0 }) && self.valid(i) {
+                    if matches!(**st, EndState::Ends { next: 0 }) && self.valid(i) {
                         stack.pop();
                         continue;
                     }
@@ -690,10 +710,10 @@ impl<'a> Interp<'a> {
     }
 
     fn frame(&self, i: usize) -> Frame {
-        if self.g.op(self.p.nodes[i]) == Ops::END {
+        if self.p.op[i] == Ops::END {
             Frame::End {
                 u: i,
-                st: EndState::Ends { next: 0 },
+                st: Box::new(EndState::Ends { next: 0 }),
             }
         } else {
             Frame::Node { u: i, next: 0 }
@@ -869,15 +889,74 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// The value of an ALU op on 1..=3 scalar values, or of a CAST/BITCAST of a scalar: the
+    /// calls `compute` makes for them (`lanes` with no vector operand: the `ub_reason` or
+    /// `cast_ub` flag, then `exec_runtime` or `cast_val`/`bitcast_val`), without cloning the
+    /// operands, the per-lane closure, or moving a `Result<V, ExecError>`. `None`: not such a
+    /// node, or the op raised; `compute` then runs it (again) and reports the error. Flagging
+    /// twice is harmless: `flag` keeps the first of equal verdicts.
+    fn scalar_alu(&mut self, i: usize) -> Option<Val> {
+        let (op, dt, src) = (self.p.op[i], self.p.dt[i], self.src_ids(i));
+        if self.p.alu[i] && (1..=3).contains(&src.len()) {
+            let mut xs = [Val::Int(0); 3];
+            for (slot, s) in xs.iter_mut().zip(src) {
+                match &self.memo[*s] {
+                    Some((_, V::S(x))) => *slot = *x,
+                    _ => return None,
+                }
+            }
+            let xs = &xs[..src.len()];
+            let udt = if self.p.cmp[i] { self.p.dt[src[0]] } else { dt };
+            if let Some(k) = ub_reason(op, udt, xs) {
+                self.flag(i, UbKind::Alu(k));
+            }
+            return exec_runtime(op, dt, xs).ok();
+        }
+        if matches!(op, Ops::CAST | Ops::BITCAST)
+            && let Some(s) = src.first()
+            && let Some((_, V::S(x))) = &self.memo[*s]
+        {
+            let (from, x) = (self.p.dt[*s], *x);
+            let r = if op == Ops::CAST {
+                if let Some(k) = cast_ub(from, dt, x) {
+                    self.flag(i, UbKind::Alu(k));
+                }
+                cast_val(from, dt, x)
+            } else {
+                bitcast_val(from, dt, x)
+            };
+            return r.ok();
+        }
+        None
+    }
+
     /// The value of node `i`, all its sources evaluated.
     fn compute(&mut self, i: usize) -> Result<V, ExecError> {
         let u = self.p.nodes[i];
-        let op = self.g.op(u);
-        let dt = self.g.dtype(u);
+        let op = self.p.op[i];
+        let dt = self.p.dt[i];
         let src = self.src_ids(i);
+        // operand values, cloned only for the ops that read them (the others read `src`)
         let mut vals: Vals = Vals::new();
-        for s in src {
-            vals.push(self.get(*s).clone());
+        if !matches!(
+            op,
+            Ops::CONST
+                | Ops::BUFFER
+                | Ops::PARAM
+                | Ops::RANGE
+                | Ops::SPECIAL
+                | Ops::SINK
+                | Ops::GROUP
+                | Ops::NOOP
+                | Ops::BARRIER
+                | Ops::INDEX
+                | Ops::LOAD
+                | Ops::STORE
+                | Ops::END
+        ) {
+            for s in src {
+                vals.push(self.get(*s).clone());
+            }
         }
         let v0 = vals.first().cloned().unwrap_or(V::Void);
         Ok(match op {
@@ -1079,7 +1158,7 @@ impl<'a> Interp<'a> {
                     have_dt: have.dtype,
                 });
             }
-            self.declared.insert(b, need);
+            self.declared[b] = need;
             return Ok(V::Buf(BufRef::Global(b)));
         }
         if matches!(p.addrspace(), AddrSpace::Reg | AddrSpace::Local) {
@@ -1101,7 +1180,7 @@ impl<'a> Interp<'a> {
     }
     fn bound(&self, b: BufRef) -> usize {
         match b {
-            BufRef::Global(s) => self.declared.get(&s).copied().unwrap_or(0),
+            BufRef::Global(s) => self.declared.get(s).copied().unwrap_or(0),
             BufRef::Local(u) => self.locals.get(&u).map_or(0, |x| x.data.len()),
         }
     }
