@@ -477,6 +477,8 @@ struct Interp<'a> {
     locals: HashMap<UOp, Buffer>,
     steps: u64,
     ub: Option<(UOp, UbKind)>,
+    /// `eval_node`'s frame stack, kept for its allocation.
+    stack: Vec<Frame>,
 }
 
 /// `range_start` of ops.py:48 for the ops the interpreter meets.
@@ -505,6 +507,7 @@ impl<'a> Interp<'a> {
             locals: HashMap::default(),
             steps: 0,
             ub: None,
+            stack: Vec::new(),
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -652,15 +655,21 @@ impl<'a> Interp<'a> {
     }
 
     fn eval_node(&mut self, start: usize) -> Result<V, ExecError> {
-        let mut stack: Vec<Frame> = vec![self.frame(start)];
+        if self.valid(start) {
+            return Ok(self.get(start).clone());
+        }
+        // Every frame is pushed for an invalid node (here, by a Node frame's source scan, or by
+        // `step_end`), and a node's evaluation cannot make it valid before its own `set` (the
+        // graph is acyclic, nested ENDs restore the bindings they change): a Node frame needs
+        // no validity check of its own, on its first visit or when a child returns.
+        // the frame stack's allocation is reused across calls (one per launch of a grid)
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.frame(start));
         while let Some(top) = stack.last_mut() {
             match top {
                 Frame::Node { u, next } => {
                     let i = *u;
-                    if self.valid(i) {
-                        stack.pop();
-                        continue;
-                    }
                     let n = self.p.srcs[i].len();
                     // AFTER runs its dependencies before its value
                     let rot = (self.p.op[i] == Ops::AFTER) as usize;
@@ -706,6 +715,7 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        self.stack = stack;
         Ok(self.get(start).clone())
     }
 
