@@ -689,12 +689,13 @@ impl<'a> Interp<'a> {
                         }
                         None => {
                             self.tick()?;
-                            match self.scalar_alu(i) {
-                                Some(x) => self.set(i, V::S(x)),
-                                None => {
-                                    let v = self.compute(i)?;
-                                    self.set(i, v);
-                                }
+                            if let Some(x) = self.scalar_alu(i) {
+                                self.set(i, V::S(x));
+                            } else if let Some(v) = self.mem_fast(i) {
+                                self.set(i, v);
+                            } else {
+                                let v = self.compute(i)?;
+                                self.set(i, v);
                             }
                             stack.pop();
                         }
@@ -937,7 +938,33 @@ impl<'a> Interp<'a> {
             };
             return r.ok();
         }
+        // a bound RANGE/SPECIAL: its binding (`compute` raises for an unbound one)
+        if matches!(op, Ops::RANGE | Ops::SPECIAL) {
+            return self.bind[i].map(Val::Int);
+        }
         None
+    }
+
+    /// The value of the two memory ops every kernel loop iteration runs, where `index` and
+    /// `load` take their plain branch: `INDEX(buf, int)` without a gate is a pointer, `LOAD(ptr)`
+    /// without alt or gate of an in-bounds pointer is the stored value. `None`: anything else
+    /// (vector bases, Invalid or gated indices, out-of-bounds loads, which flag UB), left to
+    /// `compute`. No side effects.
+    fn mem_fast(&self, i: usize) -> Option<V> {
+        let src = self.src_ids(i);
+        match (self.p.op[i], src) {
+            (Ops::INDEX, [b, x]) => match (&self.memo[*b], &self.memo[*x]) {
+                (Some((_, V::Buf(b))), Some((_, V::S(x)))) => Some(V::Ptr(*b, Some(x.as_i128()?))),
+                _ => None,
+            },
+            (Ops::LOAD, [p]) => match &self.memo[*p] {
+                Some((_, V::Ptr(b, Some(k)))) if *k >= 0 && (*k as u128) < self.bound(*b) as u128 => {
+                    Some(V::S(*self.buffer(*b)?.data.get(*k as usize)?))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// The value of node `i`, all its sources evaluated.
