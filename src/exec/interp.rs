@@ -958,7 +958,9 @@ impl<'a> Interp<'a> {
                 _ => None,
             },
             (Ops::LOAD, [p]) => match &self.memo[*p] {
-                Some((_, V::Ptr(b, Some(k)))) if *k >= 0 && (*k as u128) < self.bound(*b) as u128 => {
+                Some((_, V::Ptr(b, Some(k))))
+                    if *k >= 0 && (*k as u128) < self.bound(*b) as u128 =>
+                {
                     Some(V::S(*self.buffer(*b)?.data.get(*k as usize)?))
                 }
                 _ => None,
