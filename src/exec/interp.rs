@@ -479,6 +479,11 @@ struct Interp<'a> {
     ub: Option<(UOp, UbKind)>,
     /// `eval_node`'s frame stack, kept for its allocation.
     stack: Vec<Frame>,
+    /// Bumped whenever `bind` or the memo as a whole changes; `seen[i] == epoch` records that
+    /// node `i` was found valid (or set) since, so `valid` can skip its key comparison: within
+    /// one epoch the bindings are fixed and only `set(i)` rewrites `i`'s key (to a valid one).
+    epoch: u64,
+    seen: Vec<u64>,
 }
 
 /// `range_start` of ops.py:48 for the ops the interpreter meets.
@@ -508,6 +513,8 @@ impl<'a> Interp<'a> {
             steps: 0,
             ub: None,
             stack: Vec::new(),
+            epoch: 1,
+            seen: vec![0; n],
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -519,8 +526,11 @@ impl<'a> Interp<'a> {
         it
     }
 
-    fn valid(&self, i: usize) -> bool {
-        match &self.memo[i] {
+    fn valid(&mut self, i: usize) -> bool {
+        if self.seen[i] == self.epoch {
+            return true;
+        }
+        let ok = match &self.memo[i] {
             // a node outside every loop is computed once per launch
             Some((k, _)) if k.is_empty() => true,
             Some((k, _)) => k
@@ -528,7 +538,11 @@ impl<'a> Interp<'a> {
                 .zip(&self.p.ranges[i])
                 .all(|(v, r)| self.bind[*r].unwrap_or(i128::MIN) == *v),
             None => false,
+        };
+        if ok {
+            self.seen[i] = self.epoch;
         }
+        ok
     }
     fn get(&self, i: usize) -> &V {
         match &self.memo[i] {
@@ -555,6 +569,7 @@ impl<'a> Interp<'a> {
                 ))
             }
         }
+        self.seen[i] = self.epoch;
     }
     fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;
@@ -633,8 +648,10 @@ impl<'a> Interp<'a> {
         loop {
             for (k, &s) in sorted.iter().enumerate() {
                 self.bind[s] = Some(cur[k]);
+                self.epoch += 1;
             }
             self.memo.iter_mut().for_each(|m| *m = None);
+            self.epoch += 1;
             self.locals.clear();
             self.tick()?;
             self.eval_node(self.root)?;
@@ -673,9 +690,12 @@ impl<'a> Interp<'a> {
                     let n = self.p.srcs[i].len();
                     // AFTER runs its dependencies before its value
                     let rot = (self.p.op[i] == Ops::AFTER) as usize;
+                    let srcs = &self.p.srcs[i];
                     let mut pushed = None;
                     while *next < n {
-                        let s = self.p.srcs[i][(*next + rot) % n];
+                        // `(next + rot) % n` without a division: next < n and rot <= 1
+                        let k = *next + rot;
+                        let s = srcs[if k >= n { k - n } else { k }];
                         if !self.valid(s) {
                             pushed = Some(s);
                             break;
@@ -815,6 +835,7 @@ impl<'a> Interp<'a> {
                 }
                 for &r in loops {
                     self.bind[r] = Some(0);
+                    self.epoch += 1;
                 }
                 *st = EndState::Iter {
                     cur: vec![0; loops.len()],
@@ -843,6 +864,7 @@ impl<'a> Interp<'a> {
                     if k == 0 {
                         for (r, s) in loops.iter().zip(saved.iter()) {
                             self.bind[*r] = *s;
+                            self.epoch += 1;
                         }
                         self.set(i, V::Void);
                         return Ok(None);
@@ -856,6 +878,7 @@ impl<'a> Interp<'a> {
                 }
                 for (r, c) in loops.iter().zip(cur.iter()) {
                     self.bind[*r] = Some(*c);
+                    self.epoch += 1;
                 }
                 *body_pushed = false;
                 Ok(None)
@@ -867,6 +890,7 @@ impl<'a> Interp<'a> {
                 match *phase {
                     0 => {
                         self.bind[w] = Some(*k);
+                        self.epoch += 1;
                         self.tick()?;
                         *phase = 1;
                         if !self.valid(body) {
@@ -891,6 +915,7 @@ impl<'a> Interp<'a> {
                             *phase = 0;
                         } else {
                             self.bind[w] = *saved;
+                            self.epoch += 1;
                             self.set(i, V::Void);
                         }
                         Ok(None)
