@@ -341,8 +341,9 @@ enum V {
 enum Frame {
     /// Evaluate sources (in `order`), then the node.
     Node { u: usize, next: usize },
-    /// END: evaluate the range ends, then iterate the body.
-    End { u: usize, st: EndState },
+    /// END: evaluate the range ends, then iterate the body. Boxed: the loop state is 80 bytes
+    /// and every `Node` frame pushed and popped would move that much.
+    End { u: usize, st: Box<EndState> },
 }
 /// The shape of an END, computed once per node.
 struct EndInfo {
@@ -383,6 +384,12 @@ pub struct Plan {
     srcs: Vec<Box<[usize]>>,
     /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
     ranges: Vec<Vec<usize>>,
+    /// Each node's op and dtype, and whether the op is an ALU op and a comparison: read per
+    /// evaluated node, where `Ops::is_alu` scans the op-group slices every time.
+    op: Vec<Ops>,
+    dt: Vec<DType>,
+    alu: Vec<bool>,
+    cmp: Vec<bool>,
 }
 
 impl Plan {
@@ -393,9 +400,14 @@ impl Plan {
             .iter()
             .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
             .collect();
+        let op: Vec<Ops> = nodes.iter().map(|u| g.op(*u)).collect();
         let mut p = Plan {
             root: lid[&root],
             ranges: Vec::with_capacity(nodes.len()),
+            dt: nodes.iter().map(|u| g.dtype(*u)).collect(),
+            alu: op.iter().map(|o| o.is_alu()).collect(),
+            cmp: op.iter().map(|o| o.is_comparison()).collect(),
+            op,
             nodes,
             lid,
             srcs,
@@ -459,11 +471,19 @@ struct Interp<'a> {
     memo: Vec<Option<(Box<[i128]>, V)>>,
     end_info: Vec<Option<Rc<EndInfo>>>,
     globals: Vec<Buffer>,
-    /// Declared element counts of global buffers, checked against `globals`.
-    declared: HashMap<usize, usize>,
+    /// Declared element counts of global buffers (by slot; 0 until its PARAM is evaluated),
+    /// checked against `globals`: a Vec, as every LOAD/STORE reads it.
+    declared: Vec<usize>,
     locals: HashMap<UOp, Buffer>,
     steps: u64,
     ub: Option<(UOp, UbKind)>,
+    /// `eval_node`'s frame stack, kept for its allocation.
+    stack: Vec<Frame>,
+    /// Bumped whenever `bind` or the memo as a whole changes; `seen[i] == epoch` records that
+    /// node `i` was found valid (or set) since, so `valid` can skip its key comparison: within
+    /// one epoch the bindings are fixed and only `set(i)` rewrites `i`'s key (to a valid one).
+    epoch: u64,
+    seen: Vec<u64>,
 }
 
 /// `range_start` of ops.py:48 for the ops the interpreter meets.
@@ -488,10 +508,13 @@ impl<'a> Interp<'a> {
             memo: vec![None; n],
             end_info: (0..n).map(|_| None).collect(),
             globals: env.buffers.clone(),
-            declared: HashMap::default(),
+            declared: vec![0; env.buffers.len()],
             locals: HashMap::default(),
             steps: 0,
             ub: None,
+            stack: Vec::new(),
+            epoch: 1,
+            seen: vec![0; n],
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -503,14 +526,23 @@ impl<'a> Interp<'a> {
         it
     }
 
-    fn valid(&self, i: usize) -> bool {
-        match &self.memo[i] {
+    fn valid(&mut self, i: usize) -> bool {
+        if self.seen[i] == self.epoch {
+            return true;
+        }
+        let ok = match &self.memo[i] {
+            // a node outside every loop is computed once per launch
+            Some((k, _)) if k.is_empty() => true,
             Some((k, _)) => k
                 .iter()
                 .zip(&self.p.ranges[i])
                 .all(|(v, r)| self.bind[*r].unwrap_or(i128::MIN) == *v),
             None => false,
+        };
+        if ok {
+            self.seen[i] = self.epoch;
         }
+        ok
     }
     fn get(&self, i: usize) -> &V {
         match &self.memo[i] {
@@ -537,6 +569,7 @@ impl<'a> Interp<'a> {
                 ))
             }
         }
+        self.seen[i] = self.epoch;
     }
     fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;
@@ -615,8 +648,10 @@ impl<'a> Interp<'a> {
         loop {
             for (k, &s) in sorted.iter().enumerate() {
                 self.bind[s] = Some(cur[k]);
+                self.epoch += 1;
             }
             self.memo.iter_mut().for_each(|m| *m = None);
+            self.epoch += 1;
             self.locals.clear();
             self.tick()?;
             self.eval_node(self.root)?;
@@ -637,21 +672,30 @@ impl<'a> Interp<'a> {
     }
 
     fn eval_node(&mut self, start: usize) -> Result<V, ExecError> {
-        let mut stack: Vec<Frame> = vec![self.frame(start)];
+        if self.valid(start) {
+            return Ok(self.get(start).clone());
+        }
+        // Every frame is pushed for an invalid node (here, by a Node frame's source scan, or by
+        // `step_end`), and a node's evaluation cannot make it valid before its own `set` (the
+        // graph is acyclic, nested ENDs restore the bindings they change): a Node frame needs
+        // no validity check of its own, on its first visit or when a child returns.
+        // the frame stack's allocation is reused across calls (one per launch of a grid)
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.frame(start));
         while let Some(top) = stack.last_mut() {
             match top {
                 Frame::Node { u, next } => {
                     let i = *u;
-                    if self.valid(i) {
-                        stack.pop();
-                        continue;
-                    }
                     let n = self.p.srcs[i].len();
                     // AFTER runs its dependencies before its value
-                    let rot = (self.g.op(self.p.nodes[i]) == Ops::AFTER) as usize;
+                    let rot = (self.p.op[i] == Ops::AFTER) as usize;
+                    let srcs = &self.p.srcs[i];
                     let mut pushed = None;
                     while *next < n {
-                        let s = self.p.srcs[i][(*next + rot) % n];
+                        // `(next + rot) % n` without a division: next < n and rot <= 1
+                        let k = *next + rot;
+                        let s = srcs[if k >= n { k - n } else { k }];
                         if !self.valid(s) {
                             pushed = Some(s);
                             break;
@@ -665,15 +709,21 @@ impl<'a> Interp<'a> {
                         }
                         None => {
                             self.tick()?;
-                            let v = self.compute(i)?;
-                            self.set(i, v);
+                            if let Some(x) = self.scalar_alu(i) {
+                                self.set(i, V::S(x));
+                            } else if let Some(v) = self.mem_fast(i) {
+                                self.set(i, v);
+                            } else {
+                                let v = self.compute(i)?;
+                                self.set(i, v);
+                            }
                             stack.pop();
                         }
                     }
                 }
                 Frame::End { u, st } => {
                     let i = *u;
-                    if matches!(st, EndState::Ends { next: 0 }) && self.valid(i) {
+                    if matches!(**st, EndState::Ends { next: 0 }) && self.valid(i) {
                         stack.pop();
                         continue;
                     }
@@ -686,14 +736,15 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        self.stack = stack;
         Ok(self.get(start).clone())
     }
 
     fn frame(&self, i: usize) -> Frame {
-        if self.g.op(self.p.nodes[i]) == Ops::END {
+        if self.p.op[i] == Ops::END {
             Frame::End {
                 u: i,
-                st: EndState::Ends { next: 0 },
+                st: Box::new(EndState::Ends { next: 0 }),
             }
         } else {
             Frame::Node { u: i, next: 0 }
@@ -784,6 +835,7 @@ impl<'a> Interp<'a> {
                 }
                 for &r in loops {
                     self.bind[r] = Some(0);
+                    self.epoch += 1;
                 }
                 *st = EndState::Iter {
                     cur: vec![0; loops.len()],
@@ -812,6 +864,7 @@ impl<'a> Interp<'a> {
                     if k == 0 {
                         for (r, s) in loops.iter().zip(saved.iter()) {
                             self.bind[*r] = *s;
+                            self.epoch += 1;
                         }
                         self.set(i, V::Void);
                         return Ok(None);
@@ -825,6 +878,7 @@ impl<'a> Interp<'a> {
                 }
                 for (r, c) in loops.iter().zip(cur.iter()) {
                     self.bind[*r] = Some(*c);
+                    self.epoch += 1;
                 }
                 *body_pushed = false;
                 Ok(None)
@@ -836,6 +890,7 @@ impl<'a> Interp<'a> {
                 match *phase {
                     0 => {
                         self.bind[w] = Some(*k);
+                        self.epoch += 1;
                         self.tick()?;
                         *phase = 1;
                         if !self.valid(body) {
@@ -860,6 +915,7 @@ impl<'a> Interp<'a> {
                             *phase = 0;
                         } else {
                             self.bind[w] = *saved;
+                            self.epoch += 1;
                             self.set(i, V::Void);
                         }
                         Ok(None)
@@ -869,15 +925,102 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// The value of an ALU op on 1..=3 scalar values, or of a CAST/BITCAST of a scalar: the
+    /// calls `compute` makes for them (`lanes` with no vector operand: the `ub_reason` or
+    /// `cast_ub` flag, then `exec_runtime` or `cast_val`/`bitcast_val`), without cloning the
+    /// operands, the per-lane closure, or moving a `Result<V, ExecError>`. `None`: not such a
+    /// node, or the op raised; `compute` then runs it (again) and reports the error. Flagging
+    /// twice is harmless: `flag` keeps the first of equal verdicts.
+    fn scalar_alu(&mut self, i: usize) -> Option<Val> {
+        let (op, dt, src) = (self.p.op[i], self.p.dt[i], self.src_ids(i));
+        if self.p.alu[i] && (1..=3).contains(&src.len()) {
+            let mut xs = [Val::Int(0); 3];
+            for (slot, s) in xs.iter_mut().zip(src) {
+                match &self.memo[*s] {
+                    Some((_, V::S(x))) => *slot = *x,
+                    _ => return None,
+                }
+            }
+            let xs = &xs[..src.len()];
+            let udt = if self.p.cmp[i] { self.p.dt[src[0]] } else { dt };
+            if let Some(k) = ub_reason(op, udt, xs) {
+                self.flag(i, UbKind::Alu(k));
+            }
+            return exec_runtime(op, dt, xs).ok();
+        }
+        if matches!(op, Ops::CAST | Ops::BITCAST)
+            && let Some(s) = src.first()
+            && let Some((_, V::S(x))) = &self.memo[*s]
+        {
+            let (from, x) = (self.p.dt[*s], *x);
+            let r = if op == Ops::CAST {
+                if let Some(k) = cast_ub(from, dt, x) {
+                    self.flag(i, UbKind::Alu(k));
+                }
+                cast_val(from, dt, x)
+            } else {
+                bitcast_val(from, dt, x)
+            };
+            return r.ok();
+        }
+        // a bound RANGE/SPECIAL: its binding (`compute` raises for an unbound one)
+        if matches!(op, Ops::RANGE | Ops::SPECIAL) {
+            return self.bind[i].map(Val::Int);
+        }
+        None
+    }
+
+    /// The value of the two memory ops every kernel loop iteration runs, where `index` and
+    /// `load` take their plain branch: `INDEX(buf, int)` without a gate is a pointer, `LOAD(ptr)`
+    /// without alt or gate of an in-bounds pointer is the stored value. `None`: anything else
+    /// (vector bases, Invalid or gated indices, out-of-bounds loads, which flag UB), left to
+    /// `compute`. No side effects.
+    fn mem_fast(&self, i: usize) -> Option<V> {
+        let src = self.src_ids(i);
+        match (self.p.op[i], src) {
+            (Ops::INDEX, [b, x]) => match (&self.memo[*b], &self.memo[*x]) {
+                (Some((_, V::Buf(b))), Some((_, V::S(x)))) => Some(V::Ptr(*b, Some(x.as_i128()?))),
+                _ => None,
+            },
+            (Ops::LOAD, [p]) => match &self.memo[*p] {
+                Some((_, V::Ptr(b, Some(k))))
+                    if *k >= 0 && (*k as u128) < self.bound(*b) as u128 =>
+                {
+                    Some(V::S(*self.buffer(*b)?.data.get(*k as usize)?))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The value of node `i`, all its sources evaluated.
     fn compute(&mut self, i: usize) -> Result<V, ExecError> {
         let u = self.p.nodes[i];
-        let op = self.g.op(u);
-        let dt = self.g.dtype(u);
+        let op = self.p.op[i];
+        let dt = self.p.dt[i];
         let src = self.src_ids(i);
+        // operand values, cloned only for the ops that read them (the others read `src`)
         let mut vals: Vals = Vals::new();
-        for s in src {
-            vals.push(self.get(*s).clone());
+        if !matches!(
+            op,
+            Ops::CONST
+                | Ops::BUFFER
+                | Ops::PARAM
+                | Ops::RANGE
+                | Ops::SPECIAL
+                | Ops::SINK
+                | Ops::GROUP
+                | Ops::NOOP
+                | Ops::BARRIER
+                | Ops::INDEX
+                | Ops::LOAD
+                | Ops::STORE
+                | Ops::END
+        ) {
+            for s in src {
+                vals.push(self.get(*s).clone());
+            }
         }
         let v0 = vals.first().cloned().unwrap_or(V::Void);
         Ok(match op {
@@ -1079,7 +1222,7 @@ impl<'a> Interp<'a> {
                     have_dt: have.dtype,
                 });
             }
-            self.declared.insert(b, need);
+            self.declared[b] = need;
             return Ok(V::Buf(BufRef::Global(b)));
         }
         if matches!(p.addrspace(), AddrSpace::Reg | AddrSpace::Local) {
@@ -1101,7 +1244,7 @@ impl<'a> Interp<'a> {
     }
     fn bound(&self, b: BufRef) -> usize {
         match b {
-            BufRef::Global(s) => self.declared.get(&s).copied().unwrap_or(0),
+            BufRef::Global(s) => self.declared.get(s).copied().unwrap_or(0),
             BufRef::Local(u) => self.locals.get(&u).map_or(0, |x| x.data.len()),
         }
     }
