@@ -365,6 +365,8 @@ enum EndState {
         ends: Vec<i128>,
         saved: Vec<Option<i128>>,
         body_pushed: bool,
+        /// REDUCE only: the accumulator (codegen/__init__.py:216-218), `None` for an END.
+        acc: Option<V>,
     },
     /// `END(body, RANGE void, cond)`: loop while cond.
     While {
@@ -484,6 +486,22 @@ struct Interp<'a> {
     /// one epoch the bindings are fixed and only `set(i)` rewrites `i`'s key (to a valid one).
     epoch: u64,
     seen: Vec<u64>,
+}
+
+/// `identity_element(op, dt)` (uop/ops.py:51): `dt.const({ADD: 0, MUL: 1, MAX: dt.min}[op])`,
+/// `dtypes.min` being `-inf` for floats, `False` for bool (dtype.py:70-72 `DType.min`).
+fn reduce_identity(op: Ops, dt: DType) -> V {
+    let c = match op {
+        Ops::MUL => ConstVal::Int(1),
+        Ops::MAX if dt.is_float() => ConstVal::Float(f64::NEG_INFINITY),
+        Ops::MAX if dt == DType::Bool => ConstVal::Bool(false),
+        Ops::MAX => ConstVal::Int(dt.int_min().unwrap_or(0)),
+        _ => ConstVal::Int(0),
+    };
+    match Val::from_const(crate::ir::graph::dtype_const(dt, c)) {
+        Some(v) => V::S(v),
+        None => V::Invalid,
+    }
 }
 
 /// `range_start` of ops.py:48 for the ops the interpreter meets.
@@ -741,7 +759,8 @@ impl<'a> Interp<'a> {
     }
 
     fn frame(&self, i: usize) -> Frame {
-        if self.p.op[i] == Ops::END {
+        // a REDUCE loops over its ranges as its lowered END does (codegen/__init__.py:218)
+        if matches!(self.p.op[i], Ops::END | Ops::REDUCE) {
             Frame::End {
                 u: i,
                 st: Box::new(EndState::Ends { next: 0 }),
@@ -751,8 +770,31 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// One step of an END. Returns a node to evaluate next, or `None` when this END is done
-    /// (its memo set) or made progress without needing a child.
+    /// For a REDUCE: its op and dtype (`None` for an END). Only the vertical reduce over RANGE
+    /// srcs that "remove reduces" lowers with an accumulator (codegen/__init__.py:211-219, arg
+    /// `(op, 0)`); a horizontal reduce (arg[1] > 0, expand_horizontal_reduce) is not run here.
+    fn reduce_op(&self, i: usize) -> Result<Option<(Ops, DType)>, ExecError> {
+        if self.p.op[i] != Ops::REDUCE {
+            return Ok(None);
+        }
+        match self.g.arg(self.p.nodes[i]) {
+            Arg::Reduce(op @ (Ops::ADD | Ops::MUL | Ops::MAX), 0) => {
+                if self.p.srcs[i][1..]
+                    .iter()
+                    .any(|r| self.p.op[*r] != Ops::RANGE)
+                {
+                    return Err(self.err_unsupported(i, "REDUCE over a non-RANGE src"));
+                }
+                Ok(Some((*op, self.p.dt[i])))
+            }
+            Arg::Reduce(Ops::ADD | Ops::MUL | Ops::MAX, _) => {
+                Err(self.err_unsupported(i, "horizontal REDUCE"))
+            }
+            // identity_element (uop/ops.py:51) has no other op
+            _ => Err(self.err_malformed(i, "REDUCE arg is not (ADD|MUL|MAX, n)")),
+        }
+    }
+
     fn end_info(&mut self, i: usize) -> Result<Rc<EndInfo>, ExecError> {
         if let Some(e) = &self.end_info[i] {
             return Ok(e.clone());
@@ -807,7 +849,11 @@ impl<'a> Interp<'a> {
         let (body, loops) = (info.body, &info.loops);
         match st {
             EndState::Ends { next } => {
+                let red = self.reduce_op(i)?;
                 if let Some(w) = info.while_range {
+                    if red.is_some() {
+                        return Err(self.err_unsupported(i, "REDUCE over a void RANGE"));
+                    }
                     *st = EndState::While {
                         k: 0,
                         saved: self.bind[w],
@@ -829,8 +875,10 @@ impl<'a> Interp<'a> {
                     ends.push(self.int_of(*r, &v)?);
                 }
                 let saved: Vec<Option<i128>> = loops.iter().map(|r| self.bind[*r]).collect();
+                // the accumulator starts at the identity (codegen/__init__.py:216)
+                let acc = red.map(|(op, dt)| reduce_identity(op, dt));
                 if ends.iter().any(|e| *e <= 0) {
-                    self.set(i, V::Void);
+                    self.set(i, acc.unwrap_or(V::Void));
                     return Ok(None);
                 }
                 for &r in loops {
@@ -842,6 +890,7 @@ impl<'a> Interp<'a> {
                     ends,
                     saved,
                     body_pushed: false,
+                    acc,
                 };
                 Ok(None)
             }
@@ -850,6 +899,7 @@ impl<'a> Interp<'a> {
                 ends,
                 saved,
                 body_pushed,
+                acc,
             } => {
                 if !*body_pushed {
                     *body_pushed = true;
@@ -857,6 +907,27 @@ impl<'a> Interp<'a> {
                     if !self.valid(body) {
                         return Ok(Some(body));
                     }
+                }
+                // REDUCE: `acc = acc <op> body`, one step in the REDUCE's dtype, as the lowered
+                // `acc.store(acc.alu(op, inp))` (codegen/__init__.py:218) runs it: ints wrap and
+                // floats round per step, UB flagged like any ALU node
+                if let Some(a) = acc.take() {
+                    let Some((op, dt)) = self.reduce_op(i)? else {
+                        return Err(self.err_malformed(i, "accumulator on an END"));
+                    };
+                    let v = self.get(body).clone();
+                    let u = self.p.nodes[i];
+                    let next = if matches!(a, V::Invalid) || matches!(v, V::Invalid) {
+                        V::Invalid // exec_alu: Binary with Invalid → Invalid
+                    } else {
+                        self.lanes(i, &[a, v], &mut |it, xs| {
+                            if let Some(k) = ub_reason(op, dt, xs) {
+                                it.flag(i, UbKind::Alu(k));
+                            }
+                            exec_runtime(op, dt, xs).map_err(|err| ExecError::Alu { node: u, op, err })
+                        })?
+                    };
+                    *acc = Some(next);
                 }
                 // body done for `cur`: advance, innermost fastest
                 let mut k = loops.len();
@@ -866,7 +937,8 @@ impl<'a> Interp<'a> {
                             self.bind[*r] = *s;
                             self.epoch += 1;
                         }
-                        self.set(i, V::Void);
+                        let out = acc.take().unwrap_or(V::Void);
+                        self.set(i, out);
                         return Ok(None);
                     }
                     k -= 1;
