@@ -918,7 +918,11 @@ impl<'a> Interp<'a> {
                             if let Some(k) = ub_reason(op, dt, xs) {
                                 it.flag(i, UbKind::Alu(k));
                             }
-                            exec_runtime(op, dt, xs).map_err(|err| ExecError::Alu { node: u, op, err })
+                            exec_runtime(op, dt, xs).map_err(|err| ExecError::Alu {
+                                node: u,
+                                op,
+                                err,
+                            })
                         })?
                     };
                     *acc = Some(next);
@@ -1771,7 +1775,10 @@ mod tests {
             let o = eval(&g, k, &env).unwrap();
             (o.buffers[0].data.clone(), o.ub_at.map(|x| x.1))
         };
-        let i8s: Vec<Val> = [100, 100, 100, -7, 3, -128].into_iter().map(Val::Int).collect();
+        let i8s: Vec<Val> = [100, 100, 100, -7, 3, -128]
+            .into_iter()
+            .map(Val::Int)
+            .collect();
         // rounding per step, in order: 1e8 + 1 + 1 ... stays 1e8 in f32, the exact sum does not
         let fs: Vec<Val> = [1e8, 1.0, 1.0, 1.0, -1e8, 0.5]
             .into_iter()
@@ -1782,7 +1789,12 @@ mod tests {
             (Ops::MUL, Int8, &i8s, Val::Int(0)),   // 100^3 * -7 * 3 * -128 mod 256
             (Ops::MAX, Int8, &i8s, Val::Int(100)),
             (Ops::ADD, Float, &fs, Val::Float(0.5)),
-            (Ops::MUL, Float, &fs, Val::Float((1e8f32 * -1e8f32 * 0.5) as f64)),
+            (
+                Ops::MUL,
+                Float,
+                &fs,
+                Val::Float((1e8f32 * -1e8f32 * 0.5) as f64),
+            ),
             (Ops::MAX, Float, &fs, Val::Float(1e8)),
         ];
         for (op, dt, xs, want) in cases {
@@ -1796,15 +1808,25 @@ mod tests {
                 V::S(v) => v,
                 _ => unreachable!(),
             };
-            assert_eq!(run(op, dt, 0, 3, xs, false), (vec![id], None), "{op:?} {dt:?}");
+            assert_eq!(
+                run(op, dt, 0, 3, xs, false),
+                (vec![id], None),
+                "{op:?} {dt:?}"
+            );
         }
         // int8 ADD wraps: flagged as the lowered loop's ADD is
         assert_eq!(
             run(Ops::ADD, Int8, 2, 3, &i8s, false).1,
             Some(UbKind::Alu(Ub::NarrowOverflow))
         );
-        assert_eq!(run(Ops::MAX, Float, 0, 3, &fs, false).0, vec![Val::Float(f64::NEG_INFINITY)]);
-        assert_eq!(run(Ops::MAX, Int8, 0, 3, &i8s, false).0, vec![Val::Int(-128)]);
+        assert_eq!(
+            run(Ops::MAX, Float, 0, 3, &fs, false).0,
+            vec![Val::Float(f64::NEG_INFINITY)]
+        );
+        assert_eq!(
+            run(Ops::MAX, Int8, 0, 3, &i8s, false).0,
+            vec![Val::Int(-128)]
+        );
     }
 
     #[test]
