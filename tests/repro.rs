@@ -720,6 +720,11 @@ fn tail_evaluator_matches_interpreter() {
     let mut want: Vec<(PathBuf, String, Option<String>)> = Vec::new();
     let choice = choose_rules("pipeline", None).unwrap();
     let show = |g: &Graph, root: UOp, env: &Env| -> Option<String> {
+        // the repro tail's evaluator has no REDUCE yet (the interpreter has, since branch red):
+        // such graphs are not comparable, as before, when the interpreter raised on them too
+        if g.toposort(&[root]).iter().any(|u| g.op(*u) == Ops::REDUCE) {
+            return None;
+        }
         let o = uopfuzz::exec::interp::eval(g, root, env).ok()?;
         if o.ub {
             return None;
