@@ -365,8 +365,9 @@ enum EndState {
         ends: Vec<i128>,
         saved: Vec<Option<i128>>,
         body_pushed: bool,
-        /// REDUCE only: the accumulator (codegen/__init__.py:216-218), `None` for an END.
-        acc: Option<V>,
+        /// REDUCE only: its op, dtype and accumulator (codegen/__init__.py:216-218); `None`
+        /// for an END.
+        acc: Option<(Ops, DType, V)>,
     },
     /// `END(body, RANGE void, cond)`: loop while cond.
     While {
@@ -870,9 +871,9 @@ impl<'a> Interp<'a> {
                 }
                 let saved: Vec<Option<i128>> = loops.iter().map(|r| self.bind[*r]).collect();
                 // the accumulator starts at the identity (codegen/__init__.py:216)
-                let acc = red.map(|(op, dt)| reduce_identity(op, dt));
+                let acc = red.map(|(op, dt)| (op, dt, reduce_identity(op, dt)));
                 if ends.iter().any(|e| *e <= 0) {
-                    self.set(i, acc.unwrap_or(V::Void));
+                    self.set(i, acc.map_or(V::Void, |(_, _, a)| a));
                     return Ok(None);
                 }
                 for &r in loops {
@@ -905,27 +906,9 @@ impl<'a> Interp<'a> {
                 // REDUCE: `acc = acc <op> body`, one step in the REDUCE's dtype, as the lowered
                 // `acc.store(acc.alu(op, inp))` (codegen/__init__.py:218) runs it: ints wrap and
                 // floats round per step, UB flagged like any ALU node
-                if let Some(a) = acc.take() {
-                    let Some((op, dt)) = self.reduce_op(i)? else {
-                        return Err(self.err_malformed(i, "accumulator on an END"));
-                    };
+                if let Some((op, dt, a)) = acc.take() {
                     let v = self.get(body).clone();
-                    let u = self.p.nodes[i];
-                    let next = if matches!(a, V::Invalid) || matches!(v, V::Invalid) {
-                        V::Invalid // exec_alu: Binary with Invalid → Invalid
-                    } else {
-                        self.lanes(i, &[a, v], &mut |it, xs| {
-                            if let Some(k) = ub_reason(op, dt, xs) {
-                                it.flag(i, UbKind::Alu(k));
-                            }
-                            exec_runtime(op, dt, xs).map_err(|err| ExecError::Alu {
-                                node: u,
-                                op,
-                                err,
-                            })
-                        })?
-                    };
-                    *acc = Some(next);
+                    *acc = Some((op, dt, self.alu(i, op, dt, dt, &[a, v])?));
                 }
                 // body done for `cur`: advance, innermost fastest
                 let mut k = loops.len();
@@ -935,7 +918,7 @@ impl<'a> Interp<'a> {
                             self.bind[*r] = *s;
                             self.epoch += 1;
                         }
-                        let out = acc.take().unwrap_or(V::Void);
+                        let out = acc.take().map_or(V::Void, |(_, _, a)| a);
                         self.set(i, out);
                         return Ok(None);
                     }
@@ -1164,9 +1147,6 @@ impl<'a> Interp<'a> {
                         }
                     }
                 }
-                if o.is_binary() && vals.iter().any(|v| matches!(v, V::Invalid)) {
-                    return Ok(V::Invalid); // exec_alu: Binary with Invalid → Invalid
-                }
                 let udt = if o.is_comparison() {
                     src.first()
                         .map(|s| self.g.dtype(self.p.nodes[*s]))
@@ -1174,16 +1154,7 @@ impl<'a> Interp<'a> {
                 } else {
                     dt
                 };
-                self.lanes(i, &vals, &mut |it, v| {
-                    if let Some(k) = ub_reason(o, udt, v) {
-                        it.flag(i, UbKind::Alu(k));
-                    }
-                    exec_runtime(o, dt, v).map_err(|err| ExecError::Alu {
-                        node: u,
-                        op: o,
-                        err,
-                    })
-                })?
+                self.alu(i, o, udt, dt, &vals)?
             }
             Ops::END => V::Void,
             Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
@@ -1192,6 +1163,26 @@ impl<'a> Interp<'a> {
                 _ => return Err(self.err_malformed(i, "PERMUTE without a tuple arg")),
             },
             _ => return Err(self.err_unsupported(i, "op not supported by the interpreter")),
+        })
+    }
+
+    /// ALU op `o` of node `i` on evaluated operands, lane by lane: an Invalid operand of a
+    /// binary op gives Invalid, else each lane is flagged (`ub_reason` in `udt`, the operands'
+    /// dtype) and run with `exec_runtime` in `dt`.
+    fn alu(&mut self, i: usize, o: Ops, udt: DType, dt: DType, vals: &[V]) -> Result<V, ExecError> {
+        if o.is_binary() && vals.iter().any(|v| matches!(v, V::Invalid)) {
+            return Ok(V::Invalid); // exec_alu: Binary with Invalid → Invalid
+        }
+        let u = self.p.nodes[i];
+        self.lanes(i, vals, &mut |it, v| {
+            if let Some(k) = ub_reason(o, udt, v) {
+                it.flag(i, UbKind::Alu(k));
+            }
+            exec_runtime(o, dt, v).map_err(|err| ExecError::Alu {
+                node: u,
+                op: o,
+                err,
+            })
         })
     }
 
