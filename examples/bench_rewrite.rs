@@ -1,11 +1,11 @@
 // Profiling aid: rewrite the bench's weakint graphs with `symbolic` many times.
-use uopfuzz::r#gen::{self, Family, GenConfig};
+use uopfuzz::generate::{self, Family, GenConfig};
 use uopfuzz::oracle::check::{CheckOpts, Pipeline, check_case};
 use uopfuzz::rewrite::rules;
 fn main() {
     let cfg = GenConfig::family(Family::Index);
     let cases: Vec<_> = (0..1000u64)
-        .map(|i| r#gen::generate_seeded(i, &cfg))
+        .map(|i| generate::generate_seeded(i, &cfg))
         .collect();
     let pipe = Pipeline {
         name: "symbolic".into(),

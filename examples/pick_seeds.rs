@@ -2,7 +2,7 @@
 //! greedy set cover over (family, rule fired) pairs, smaller inputs first among equals.
 //! `cargo run --release --example pick_seeds -- fuzz/corpus/rewrites corpus/rewrites 64`
 use std::collections::BTreeSet;
-use uopfuzz::r#gen::{self, GenConfig};
+use uopfuzz::generate::{self, GenConfig};
 use uopfuzz::oracle::check::{CheckOpts, check_case};
 use uopfuzz::oracle::fuzz::choose_rules;
 
@@ -22,7 +22,7 @@ fn main() -> Result<(), String> {
     for e in std::fs::read_dir(from).map_err(|e| format!("{from}: {e}"))? {
         let bytes =
             std::fs::read(e.map_err(|e| e.to_string())?.path()).map_err(|e| e.to_string())?;
-        let Some(case) = r#gen::generate_from_bytes(&bytes, &GenConfig::default()) else {
+        let Some(case) = generate::generate_from_bytes(&bytes, &GenConfig::default()) else {
             continue;
         };
         let res = check_case(&case, &pipe, &opts);

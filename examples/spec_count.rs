@@ -4,11 +4,11 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let cfg = uopfuzz::r#gen::GenConfig::default();
+    let cfg = uopfuzz::generate::GenConfig::default();
     let mut bad = 0u64;
     let t = std::time::Instant::now();
     for s in 0..n {
-        let c = uopfuzz::r#gen::generate_seeded(s, &cfg);
+        let c = uopfuzz::generate::generate_seeded(s, &cfg);
         if let Err(e) = uopfuzz::ir::spec::check(&c.graph, c.root) {
             bad += 1;
             if bad <= 5 {

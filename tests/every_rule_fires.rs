@@ -1,5 +1,5 @@
 //! Issue #3 acceptance: every ported rule fires at least once. For each rule of
-//! `rules::all_rules()`, pattern-directed generation (`gen::directed`) builds graphs whose root
+//! `rules::all_rules()`, pattern-directed generation (`generate::directed`) builds graphs whose root
 //! matches the rule's pattern, over a fixed range of seeds, and each graph is rewritten with every
 //! rule set that contains the rule, top-down and bottom-up; a rule counts as fired when it appears
 //! in a rewrite trace (`engine::Outcome::trace`: it returned a node other than its input). The
@@ -9,8 +9,8 @@
 //! 0.14.0, which also records the tinygrad pattern lines that fired on each graph
 //! (`TRACK_MATCH_STATS`). The test prints the rules that never fired and fails if any.
 use std::collections::{BTreeMap, BTreeSet};
-use uopfuzz::r#gen::GenConfig;
-use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+use uopfuzz::generate::GenConfig;
+use uopfuzz::generate::directed::generate_for_pattern_seeded;
 use uopfuzz::ir::Graph;
 use uopfuzz::ir::text::{parse_graph, write_graph};
 use uopfuzz::rewrite::engine::{Limits, Outcome, RuleSet, graph_rewrite};

@@ -4,7 +4,7 @@
 //! idempotence rewrite seeded with the first one's rule results (engine::RuleMemo) must return
 //! what a fresh second rewrite returns.
 use uopfuzz::exec::tape::Tape;
-use uopfuzz::r#gen::{self, Family, GenConfig};
+use uopfuzz::generate::{self, Family, GenConfig};
 use uopfuzz::oracle::check::{CheckOpts, Pipeline, Runner, make_points, observe};
 use uopfuzz::rewrite::analysis::Cache;
 use uopfuzz::rewrite::rules;
@@ -22,7 +22,7 @@ fn tape_matches_interp() {
     for fam in Family::ALL {
         let cfg = GenConfig::family(fam);
         for seed in 0..400u64 {
-            let case = r#gen::generate_seeded(seed, &cfg);
+            let case = generate::generate_seeded(seed, &cfg);
             let mut g = case.graph.clone();
             let rw = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
             let pts = make_points(&case, &opts);
@@ -78,7 +78,7 @@ fn memoized_second_rewrite_matches_a_fresh_one() {
         for fam in Family::ALL {
             let cfg = GenConfig::family(fam);
             for seed in 0..300u64 {
-                let case = r#gen::generate_seeded(seed, &cfg);
+                let case = generate::generate_seeded(seed, &cfg);
                 let mut g = case.graph.clone();
                 let mut cache = Cache::default();
                 let mut memos = Vec::new();

@@ -4,8 +4,8 @@
 //! shape it claims to.
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use uopfuzz::r#gen::check::check_typing;
-use uopfuzz::r#gen::{
+use uopfuzz::generate::check::check_typing;
+use uopfuzz::generate::{
     Family, GenConfig, Generated, KernelShape, dump, generate_from_bytes, generate_seeded,
 };
 use uopfuzz::ir::{Arg, AxisType, ConstVal, DType, Ops};
@@ -218,7 +218,7 @@ fn grammar_reaches_every_feature() {
             "{f:?} rare: {families:?}"
         );
     }
-    for op in uopfuzz::r#gen::swarm::GEN_OPS {
+    for op in uopfuzz::generate::swarm::GEN_OPS {
         assert!(
             ops.get(op.name()).copied().unwrap_or(0) > 20,
             "{op:?} rare: {ops:?}"
@@ -294,7 +294,7 @@ fn graphs_per_second() {
             nodes as f64 / n as f64
         );
     }
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     use uopfuzz::rewrite::UPat;
     let pat = UPat::var("x")
         .mul(UPat::cvar("c0"))
@@ -325,7 +325,7 @@ fn generated_graphs_pass_the_spec_checker() {
             );
         }
     }
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     let mut r = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(12);
     for i in 0..1000u64 {
         let pat = random_pat(&mut r, 3);
@@ -363,7 +363,7 @@ fn print_samples() {
 /// and every generated graph passes the typing check.
 #[test]
 fn directed_generation_hits_patterns() {
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     use uopfuzz::rewrite::UPat;
     let v = UPat::var;
     let cases: Vec<(&str, UPat)> = vec![
@@ -447,7 +447,7 @@ fn directed_generation_hits_patterns() {
 /// Constant-guarded rules see both sides of their guard: `(x//c1)//c2` needs c2 > 0.
 #[test]
 fn directed_constants_straddle_guards() {
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     use uopfuzz::rewrite::UPat;
     let pat = UPat::var("x")
         .floordiv(UPat::cvar("c1"))
@@ -599,7 +599,7 @@ fn export_python() {
             );
         }
     }
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     use uopfuzz::rewrite::UPat;
     let pats = [
         UPat::var("x")
@@ -755,7 +755,7 @@ fn random_pat(r: &mut rand::rngs::StdRng, depth: u32) -> uopfuzz::rewrite::UPat 
 #[test]
 fn directed_generation_on_random_patterns() {
     use rand::SeedableRng;
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     let mut r = rand::rngs::StdRng::seed_from_u64(11);
     let (mut built, mut hits, mut tries) = (0usize, 0usize, 0usize);
     for i in 0..1500u64 {
@@ -938,7 +938,7 @@ fn grammar_fires_the_reduce_rules() {
 /// be taught its shape).
 #[test]
 fn unreachable_in_pipeline() {
-    use uopfuzz::r#gen::directed::generate_for_pattern_seeded;
+    use uopfuzz::generate::directed::generate_for_pattern_seeded;
     use uopfuzz::oracle::fuzz::choose_rules;
     let choice = choose_rules("pipeline", None).unwrap();
     let pipe = choice.pipeline();

@@ -2,7 +2,7 @@
 //! and the faithful rule set raises no `rewrite-bug` on weakint index math (where tinygrad's
 //! rules are meant to be exact; fixed-width findings are real wraparound bugs, see
 //! corpus/known-findings.tsv).
-use uopfuzz::r#gen::Family;
+use uopfuzz::generate::Family;
 use uopfuzz::oracle::fuzz::{FuzzOpts, run};
 use uopfuzz::oracle::inject;
 

@@ -710,7 +710,7 @@ fn fuzz_loop_findings_replay_and_report() {
 /// compared (the tail does not model UB; an out-of-bounds access raises there).
 #[test]
 fn tail_evaluator_matches_interpreter() {
-    use uopfuzz::r#gen::{Family, GenConfig, generate_seeded};
+    use uopfuzz::generate::{Family, GenConfig, generate_seeded};
     use uopfuzz::oracle::check::{CheckOpts, make_points};
     let Some(py) = python() else {
         println!("SKIP tail_evaluator_matches_interpreter: .venv/bin/python is missing");

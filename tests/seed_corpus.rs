@@ -3,7 +3,7 @@
 //! fuzzer with a broad set of rules firing, and none of them is a new finding (the fuzz target
 //! would crash on its own seeds).
 use std::collections::BTreeSet;
-use uopfuzz::r#gen::{self, Family, GenConfig};
+use uopfuzz::generate::{self, Family, GenConfig};
 use uopfuzz::oracle::check::{CheckOpts, check_case};
 use uopfuzz::oracle::fuzz::{choose_rules, fuzz_one};
 
@@ -20,7 +20,7 @@ fn seed_corpus_is_valid_and_broad() {
     for e in std::fs::read_dir(&dir).expect("corpus/rewrites is checked in") {
         let path = e.unwrap().path();
         let bytes = std::fs::read(&path).unwrap();
-        let case = r#gen::generate_from_bytes(&bytes, &GenConfig::default())
+        let case = generate::generate_from_bytes(&bytes, &GenConfig::default())
             .unwrap_or_else(|| panic!("{}: does not decode", path.display()));
         if let Err(err) = uopfuzz::ir::spec::check(&case.graph, case.root) {
             panic!("{}: not spec-valid: {err:?}", path.display());

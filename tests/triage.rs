@@ -338,7 +338,7 @@ fn every_injection_is_caught_confirmed_blamed_and_shrunk() {
 // ------------------------------------------------------------------------------------------------
 // stage behaviour on hand-made findings
 
-use uopfuzz::r#gen::{Family, Generated, Swarm, VarInfo};
+use uopfuzz::generate::{Family, Generated, Swarm, VarInfo};
 use uopfuzz::oracle::check::{Detected, Pipeline, Point};
 use uopfuzz::rewrite::engine::RuleSet;
 use uopfuzz::rewrite::upat::UPat;

@@ -1,7 +1,7 @@
 //! `uopfuzz fuzz`: the in-process loop (generate → rewrite → execute → compare → save). With no
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
-use crate::r#gen::Family;
+use crate::generate::Family;
 use crate::oracle::fuzz::{FuzzOpts, parse_known, run};
 use crate::oracle::inject;
 use crate::oracle::tolerance::FloatPolicy;

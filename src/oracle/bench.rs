@@ -4,7 +4,7 @@
 //! graphs and checks them by executing original and rewritten at many points. Both rates are
 //! measured here, now, on this machine, and reported as ratios (no stored anchor).
 use super::check::{CheckOpts, Pipeline, check_case};
-use crate::r#gen::{self, Family, GenConfig};
+use crate::generate::{self, Family, GenConfig};
 use crate::ir::text::write_graph;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::rules;
@@ -43,7 +43,7 @@ pub fn bench_loop(n: usize, seed: u64, points: usize) -> Result<LoopBench, Strin
     // REWRITE_STACK_LIMIT); one such graph would decide both rates, so the set leaves them out
     let mut looping = 0usize;
     let cases: Vec<_> = (0..n as u64)
-        .map(|i| r#gen::generate_seeded(seed + i, &cfg))
+        .map(|i| generate::generate_seeded(seed + i, &cfg))
         .filter(|c| {
             let rw = pipe.rewrite(&mut c.graph.clone(), &mut Cache::default(), c.root, None);
             let cycles = matches!(rw.stop, crate::rewrite::engine::Stop::NonTermination { .. });

@@ -8,7 +8,7 @@ use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
 use super::verdict::Class;
 use crate::exec::interp::{self, Buffer, Env, ExecError};
 use crate::exec::tape::Tape;
-use crate::r#gen::Generated;
+use crate::generate::Generated;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;

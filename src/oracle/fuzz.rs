@@ -5,7 +5,7 @@ use super::check::{CaseResult, CheckOpts, Detected, Pipeline, check_case, dtype_
 use super::inject;
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
-use crate::r#gen::{self, Family, GenConfig, Generated, directed};
+use crate::generate::{self, Family, GenConfig, Generated, directed};
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
@@ -211,7 +211,7 @@ fn make_case(seed: u64, family: Option<Family>, target: Option<&Rule>) -> Genera
     {
         return g;
     }
-    r#gen::generate_seeded(seed, &cfg)
+    generate::generate_seeded(seed, &cfg)
 }
 
 /// Checks the case of iteration `i` (pure: the same inputs give the same result on any thread).
@@ -637,7 +637,7 @@ pub fn fuzz_one(data: &[u8]) -> bool {
         .unwrap_or_else(|e| panic!("uopfuzz fuzz target: {e}"));
         (choice, known)
     });
-    let Some(case) = r#gen::generate_from_bytes(data, &GenConfig::default()) else {
+    let Some(case) = generate::generate_from_bytes(data, &GenConfig::default()) else {
         return false;
     };
     let pipe = choice.pipeline();

@@ -1,10 +1,10 @@
 //! cargo-fuzz artifacts → repro files. The `rewrites` fuzz target builds its graph with
-//! `gen::generate_from_bytes(&bytes, &GenConfig::default())`, so importing an artifact is:
+//! `generate::generate_from_bytes(&bytes, &GenConfig::default())`, so importing an artifact is:
 //! regenerate the graph from the same bytes, run the fuzz loop's single-case check
 //! (`oracle::check::check_case`) under the chosen rule set and policy, and turn the detection
 //! into a finding (`oracle::fuzz::to_finding`) and the finding into a [`Repro`].
 use super::file::Repro;
-use crate::r#gen::{GenConfig, generate_from_bytes};
+use crate::generate::{GenConfig, generate_from_bytes};
 use crate::oracle::check::{CheckOpts, check_case};
 use crate::oracle::fuzz::{choose_rules, to_finding};
 use crate::oracle::tolerance::FloatPolicy;

@@ -484,19 +484,19 @@ pub fn generate_batch(
         GenKind::Grammar => {
             let fam = match family {
                 None => None,
-                Some(f) => Some(crate::r#gen::Family::from_name(f).ok_or_else(|| {
+                Some(f) => Some(crate::generate::Family::from_name(f).ok_or_else(|| {
                     anyhow::anyhow!(
                         "unknown family {f:?} (grammar generator: index, fixedint, float, bool, kernel)"
                     )
                 })?),
             };
-            let cfg = crate::r#gen::GenConfig {
+            let cfg = crate::generate::GenConfig {
                 family: fam,
-                ..crate::r#gen::GenConfig::default()
+                ..crate::generate::GenConfig::default()
             };
             Ok((0..n)
                 .map(|i| {
-                    let x = crate::r#gen::generate_seeded(
+                    let x = crate::generate::generate_seeded(
                         builtin_gen::graph_seed(seed, i as u64),
                         &cfg,
                     );

@@ -3,7 +3,7 @@
 //! triage it, and write `triaged.json` (+ `minimized.py`) next to it.
 use super::{Triage, TriageOpts, triage_against};
 use crate::exec::interp::{Buffer, Env};
-use crate::r#gen::{Family, Generated, Swarm};
+use crate::generate::{Family, Generated, Swarm};
 use crate::ir::alu::Val;
 use crate::ir::text::parse_graph;
 use crate::ir::{DType, Graph, Ops, UOp};
@@ -136,7 +136,7 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, String>
     let finding: Finding =
         serde_json::from_str(&rd("finding.json")?).map_err(|e| format!("finding.json: {e}"))?;
     let family = Family::from_name(&finding.family).unwrap_or(Family::Index);
-    let case = crate::r#gen::finish(&parsed.graph, root, family, Swarm::full(family, 6));
+    let case = crate::generate::finish(&parsed.graph, root, family, Swarm::full(family, 6));
     let policy = match finding.float_policy.as_str() {
         "strict" => FloatPolicy::Strict,
         _ => FloatPolicy::FastMath,

@@ -39,7 +39,7 @@ pub mod minimize;
 pub mod real;
 
 use crate::exec::interp::Env;
-use crate::r#gen::Generated;
+use crate::generate::Generated;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
