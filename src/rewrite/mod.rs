@@ -2,6 +2,7 @@
 //! tinygrad 0.14.0's rule sets, rule by rule in tinygrad's order.
 pub mod analysis;
 pub mod engine;
+mod prefilter;
 pub mod rules;
 pub mod sugar;
 pub mod upat;
