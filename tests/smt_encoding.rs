@@ -700,7 +700,7 @@ fn div_div_guarded() -> uopfuzz::rewrite::Rule {
             .floordiv(UPat::cvar("c1"))
             .floordiv(UPat::cvar("c2")),
         |cx, b| {
-            if !uopfuzz::rewrite::analysis::py_lt(ConstVal::Int(0), cx.vmin(b["c2"])) {
+            if !uopfuzz::ir::num::py_lt(ConstVal::Int(0), cx.vmin(b["c2"])) {
                 return Ok(None);
             }
             let m = cx.mul(b["c1"], b["c2"])?;

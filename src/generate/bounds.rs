@@ -4,6 +4,7 @@
 //! tinygrad's `_min_max` (that one lives in `rewrite::analysis` and is what the rules read); it
 //! differs on purpose where `_min_max` ignores wraparound: for fixed-width ints the runtime
 //! wraps, so an interval that leaves the dtype's range becomes the whole range.
+use crate::ir::num::floordiv;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 
 pub type Iv = (i128, i128);
@@ -19,16 +20,6 @@ fn ok(lo: i128, hi: i128) -> Option<Iv> {
 fn corners(a: Iv, b: Iv, f: impl Fn(i128, i128) -> Option<i128>) -> Option<Iv> {
     let c = [f(a.0, b.0)?, f(a.0, b.1)?, f(a.1, b.0)?, f(a.1, b.1)?];
     ok(*c.iter().min()?, *c.iter().max()?)
-}
-
-/// Python floor division (divisor non-zero).
-pub fn floordiv(a: i128, b: i128) -> i128 {
-    let q = a / b;
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
-        q - 1
-    } else {
-        q
-    }
 }
 
 fn bitlen(x: i128) -> u32 {
@@ -94,7 +85,7 @@ fn math_interval(g: &Graph, u: UOp, srcs: &[Option<Iv>]) -> Option<Iv> {
             let (a, b) = (s(0)?, s(1)?);
             if b.0 > 0 || b.1 < 0 {
                 if n.op == FLOORDIV {
-                    corners(a, b, |x, y| Some(floordiv(x, y)))
+                    corners(a, b, floordiv)
                 } else {
                     corners(a, b, |x, y| Some(x / y))
                 }
@@ -226,7 +217,11 @@ mod tests {
     use super::*;
 
     fn py_floormod(a: i128, b: i128) -> i128 {
-        if b == 0 { a } else { a - floordiv(a, b) * b }
+        if b == 0 {
+            a
+        } else {
+            a - floordiv(a, b).unwrap() * b
+        }
     }
     fn eval(op: Ops, a: i128, b: i128) -> i128 {
         match op {
@@ -237,7 +232,7 @@ mod tests {
                 if b == 0 {
                     0
                 } else {
-                    floordiv(a, b)
+                    floordiv(a, b).unwrap()
                 }
             }
             Ops::FLOORMOD => py_floormod(a, b),

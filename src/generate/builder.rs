@@ -1215,7 +1215,8 @@ impl<'a> Builder<'a> {
         if param && dt == DType::WeakInt && self.s.ratio(1, 4) {
             // a quarter of PARAM weakint variables; powers of two and 3 (non-power) divisors
             let m = [2i128, 3, 4, 8, 16][self.s.choose(5)];
-            let (l, h) = (-bounds::floordiv(-lo, m) * m, bounds::floordiv(hi, m) * m);
+            // m > 0: Euclidean division is Python's floor division
+            let (l, h) = (-(-lo).div_euclid(m) * m, hi.div_euclid(m) * m);
             if l <= h {
                 (lo, hi, mult) = (l, h, m as i64);
             }

@@ -26,6 +26,7 @@
 //! the output is truncated to a ≤64-bit int dtype, where computing modulo 2^128 gives the exact
 //! truncated value (ADD/SUB/MUL/NEG/SHL/MULACC/POW are ring homomorphisms mod 2^n).
 use super::dtype::DType;
+use super::num::py_float_repr;
 use super::ops::Ops;
 use super::truncate::{bf16_round, float_to_fp8, fp8_to_float, round_float, wrap_int};
 use std::cmp::Ordering;
@@ -121,11 +122,6 @@ impl std::fmt::Display for Val {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.py_repr())
     }
-}
-
-/// `float.__repr__`: shortest round-trip digits, exponent form below 1e-4 and from 1e16.
-pub fn py_float_repr(f: f64) -> String {
-    super::text::py_float_repr(f)
 }
 
 /// What Python raises (and the port's own `Overflow`). tinygrad catches none of these in
@@ -288,13 +284,8 @@ fn py_floordiv(a: Val, b: Val) -> R {
             if y == 0 {
                 return Err(AluError::ZeroDivision("integer division or modulo by zero"));
             }
-            let q = x.checked_div(y).ok_or(AluError::Overflow)?;
-            let r = x - q * y;
-            Ok(I(if r != 0 && ((r < 0) != (y < 0)) {
-                q - 1
-            } else {
-                q
-            }))
+            // `None` past the zero check: i128::MIN // -1 = 2^127
+            Ok(I(super::num::floordiv(x, y).ok_or(AluError::Overflow)?))
         }
         _ => {
             let (x, y) = (a.as_f64(), b.as_f64());

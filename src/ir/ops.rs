@@ -52,12 +52,25 @@ pub mod group {
     pub const REDUCE: &[Ops] = &[ADD, MUL, MAX];
 }
 
+/// [`group::BINARY`] as a bit set by op number (every op is below 128).
+const BINARY_BITS: u128 = {
+    let mut m = 0u128;
+    let mut i = 0;
+    while i < group::BINARY.len() {
+        m |= 1u128 << (group::BINARY[i] as u8);
+        i += 1;
+    }
+    m
+};
+
 impl Ops {
     pub fn is_unary(self) -> bool {
         matches!(self, EXP2 | LOG2 | SIN | SQRT | RECIPROCAL | NEG | TRUNC)
     }
+    /// `self in GroupOp.Binary`, by bit: the bounds and shape code ask it for every node.
+    #[inline]
     pub fn is_binary(self) -> bool {
-        group::BINARY.contains(&self)
+        (BINARY_BITS >> (self as u8 & 127)) & 1 != 0
     }
     pub fn is_ternary(self) -> bool {
         matches!(self, WHERE | MULACC)
@@ -91,6 +104,13 @@ impl Ops {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn is_binary_is_the_group() {
+        assert!(ADD.is_binary() && !WHERE.is_binary());
+        for op in Ops::ALL {
+            assert_eq!(op.is_binary(), group::BINARY.contains(op), "{op:?}");
+        }
+    }
     #[test]
     fn numbering_matches_tinygrad() {
         assert_eq!(SPECIAL as u8, 1);

@@ -34,6 +34,7 @@
 use super::arg::{AddrSpace, Arg, AxisType, ConstVal, ParamArg};
 use super::dtype::DType;
 use super::graph::{Graph, UOp};
+use super::num::py_float_repr;
 use super::ops::Ops;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -130,66 +131,6 @@ pub fn is_valid_root_name(s: &str) -> bool {
 
 // ------------------------------------------------------------------------------------------------
 // writer
-
-/// Python's `repr(float)` (`float_repr_style == 'short'`): the shortest digits that round-trip
-/// (Rust's `{:e}` gives the same digits), fixed notation when the decimal exponent is in
-/// (-4, 16], else `d.ddde±XX` (Python/pystrtod.c `format_float_short`, mode 'r').
-pub fn py_float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // Rust's shortest digits break an exact decimal tie upward; Python's repr takes the
-    // correctly rounded (half-even) string of the same length when it still round-trips.
-    let short = format!("{:e}", x.abs());
-    let ndig = short
-        .split_once('e')
-        .map(|(m, _)| m.chars().filter(|c| c.is_ascii_digit()).count())
-        .unwrap_or(1);
-    let even = format!("{:.*e}", ndig.saturating_sub(1), x.abs());
-    let e = if even.parse::<f64>().ok() == Some(x.abs()) {
-        even
-    } else {
-        short
-    };
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let decpt = exp + 1;
-    let mut out = String::new();
-    if x < 0.0 {
-        out.push('-');
-    }
-    let n = digits.len() as i32;
-    if -4 < decpt && decpt <= 16 {
-        if decpt <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
-            out.push_str(&digits);
-        } else if decpt >= n {
-            out.push_str(&digits);
-            out.extend(std::iter::repeat_n('0', (decpt - n) as usize));
-            out.push_str(".0");
-        } else {
-            out.push_str(&digits[..decpt as usize]);
-            out.push('.');
-            out.push_str(&digits[decpt as usize..]);
-        }
-    } else {
-        out.push_str(&digits[..1]);
-        if n > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    }
-    out
-}
 
 /// Python's `repr(str)` for ASCII text (quote choice and escapes of Objects/unicodeobject.c
 /// `unicode_repr`); non-ASCII characters are always escaped (`\xNN`, `\uNNNN`, `\UNNNNNNNN`),

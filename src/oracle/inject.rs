@@ -3,8 +3,8 @@
 //! rule of the port with one historical or plausible mistake (shared/docs/tinygrad-ir.md §7):
 //! a dropped guard, a truncating identity used for flooring division, a float ceil in an
 //! integer bound, an off-by-one in a range check.
+use crate::ir::num::{floordiv, py_lt};
 use crate::ir::{ConstVal, DType, Ops};
-use crate::rewrite::analysis::{floordiv, py_lt};
 use crate::rewrite::engine::{Rule, RuleError, RuleSet};
 use crate::rewrite::rules;
 use crate::rewrite::upat::UPat;
@@ -91,7 +91,7 @@ pub fn all() -> Vec<Injection> {
                         if d == 0 {
                             return Ok(None);
                         }
-                        let cm = crate::rewrite::analysis::floormod(c, d).unwrap();
+                        let cm = crate::ir::num::floormod(c, d).unwrap();
                         if cm == c {
                             return Ok(None);
                         }
@@ -159,7 +159,7 @@ pub fn all() -> Vec<Injection> {
                         let (x, y) = (b["x"], b["y"]);
                         let ((x0, x1), (y0, y1)) = (cx.min_max(x), cx.min_max(y));
                         let one = ConstVal::Int(1);
-                        if !py_lt(x0, crate::rewrite::analysis::py_sub(y1, one)) {
+                        if !py_lt(x0, crate::ir::num::py_sub(y1, one)) {
                             return Ok(Some(x));
                         }
                         if !py_lt(y0, x1) {

@@ -2,6 +2,7 @@
 //! top: every rule is named and cites its tinygrad source line, every application is traced, a
 //! fuel limit stops after N applications (triage bisects with it), and a loop guard reports
 //! non-termination as a typed outcome instead of hanging.
+pub use super::error::RuleError;
 use super::prefilter::{
     AltReject, Direct, PRE_SRCS, Pre, PreTable, SrcBits, arg_bits, arg_class_of, deep_reject,
     grand_ops, op_bit_fast, op_bit_index,
@@ -10,21 +11,6 @@ use super::upat::{Bindings, MatchScratch, UPat, dt_bit, op_bit};
 use crate::ir::{DType, Graph, Ops, UOp};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::Arc;
-
-/// What a rule function raised, as tinygrad's Python would (ZeroDivisionError, ValueError, ...).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RuleError {
-    #[error("ZeroDivisionError: {0}")]
-    ZeroDivision(String),
-    #[error("ValueError: {0}")]
-    Value(String),
-    #[error("RuntimeError: {0}")]
-    Runtime(String),
-    /// Python computes on unbounded ints; the port's i128 overflowed. Not a tinygrad error: the
-    /// graph is out of the port's range and the result is discarded.
-    #[error("integer beyond the port's i128 range: {0}")]
-    Overflow(String),
-}
 
 pub type RuleResult = Result<Option<UOp>, RuleError>;
 pub type RuleFn = fn(&mut Cx, &Bindings) -> RuleResult;

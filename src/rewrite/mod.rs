@@ -1,7 +1,10 @@
 //! Stage 2: the rewrite engine (`UPat`, `PatternMatcher`, `graph_rewrite`) and the port of
 //! tinygrad 0.14.0's rule sets, rule by rule in tinygrad's order.
 pub mod analysis;
+mod cx;
 pub mod engine;
+pub mod error;
+pub mod nodes;
 mod prefilter;
 pub mod rules;
 pub mod sugar;

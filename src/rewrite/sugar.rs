@@ -113,7 +113,7 @@ fn no_lub(a: DType, b: DType) -> RuleError {
 /// `binary_dtype_is_infer_dtype`). `None`: ask `infer_dtype`.
 #[inline]
 fn binary_dtype(op: Ops, a: DType, b: DType) -> Option<DType> {
-    if !super::analysis::is_binary(op) {
+    if !op.is_binary() {
         return None;
     }
     match op {

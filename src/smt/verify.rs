@@ -816,7 +816,7 @@ mod tests {
                 .floordiv(UPat::cvar("c1"))
                 .floordiv(UPat::cvar("c2")),
             |cx, b| {
-                if !crate::rewrite::analysis::py_lt(ConstVal::Int(0), cx.vmin(b["c2"])) {
+                if !crate::ir::num::py_lt(ConstVal::Int(0), cx.vmin(b["c2"])) {
                     return Ok(None);
                 }
                 let m = cx.mul(b["c1"], b["c2"])?;

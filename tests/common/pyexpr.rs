@@ -140,7 +140,7 @@ pub fn py_eq(a: &Val, b: &Val) -> bool {
 }
 
 fn floordiv(a: i128, b: i128) -> R<i128> {
-    uopfuzz::rewrite::analysis::floordiv(a, b)
+    uopfuzz::ir::num::floordiv(a, b)
         .ok_or_else(|| "ZeroDivisionError: integer division or modulo by zero".to_string())
 }
 

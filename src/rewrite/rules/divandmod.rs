@@ -2,8 +2,8 @@
 //! step (same order of attempts). `functools.cache` is not reproduced: the function is pure over
 //! hash-consed nodes, so recomputing gives the same node.
 use super::symbolic::{ival, ovf, py_le, vint};
+use crate::ir::num::{floordiv, floormod, gcd, py_lt};
 use crate::ir::{ConstVal, DType, Ops, UOp};
-use crate::rewrite::analysis::{floordiv, floormod, gcd, py_lt};
 use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::UPat;

@@ -50,7 +50,7 @@ fn cval(cx: &Cx, u: UOp) -> ConstVal {
 
 /// Python `a >= b` on vmin/vmax values.
 fn ge(a: ConstVal, b: ConstVal) -> bool {
-    !crate::rewrite::analysis::py_lt(a, b)
+    !crate::ir::num::py_lt(a, b)
 }
 
 /// `floordiv_to_idiv` (op.py:63).
@@ -97,7 +97,7 @@ pub fn magicgu(vmax: i128, d: i128) -> Result<(i128, u32), RuleError> {
     if d <= 0 {
         return Err(RuleError::ZeroDivision("magicgu with d <= 0".into()));
     }
-    let nc = crate::rewrite::analysis::floordiv(vmax.checked_add(1).ok_or_else(ov)?, d)
+    let nc = crate::ir::num::floordiv(vmax.checked_add(1).ok_or_else(ov)?, d)
         .ok_or_else(ov)?
         .checked_mul(d)
         .ok_or_else(ov)?
@@ -112,7 +112,7 @@ pub fn magicgu(vmax: i128, d: i128) -> Result<(i128, u32), RuleError> {
         let r = (p - 1).rem_euclid(d);
         let rhs = nc.checked_mul(d - 1 - r).ok_or_else(ov)?;
         if p > rhs {
-            let m = crate::rewrite::analysis::floordiv(p.checked_add(d - 1 - r).ok_or_else(ov)?, d)
+            let m = crate::ir::num::floordiv(p.checked_add(d - 1 - r).ok_or_else(ov)?, d)
                 .ok_or_else(ov)?;
             return Ok((m, s));
         }
@@ -419,7 +419,7 @@ pub fn late_rewrite_patterns() -> RuleSet {
                     .lt(UPat::var_dt("x", sints))
                     .and(UPat::var_dt("x", sints).lt(UPat::cvar("c2"))),
                 |cx, b| {
-                    use crate::rewrite::analysis::{py_add, py_sub};
+                    use crate::ir::num::{py_add, py_sub};
                     let (c1v, c2v) = (cval(cx, b["c1"]), cval(cx, b["c2"]));
                     let l = py_add(c1v, ConstVal::Int(1));
                     let r = py_sub(c2v, ConstVal::Int(1));

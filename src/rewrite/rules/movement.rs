@@ -273,7 +273,7 @@ fn shape_node(cx: &Cx, u: UOp) -> Result<Shape, RuleError> {
             }
             cached(cx, src[0])
         }
-        o if crate::rewrite::analysis::is_binary(o) || o.is_ternary() => {
+        o if o.is_binary() || o.is_ternary() => {
             // every src's shape cached and the same (all `()` on scalar graphs): that is what
             // `_broadcast_shape` returns, without collecting them
             if let Some((first, rest)) = src.split_first()
@@ -462,7 +462,7 @@ fn fill_shape(cx: &mut Cx, u: UOp) -> Result<(), RuleError> {
         return Ok(());
     }
     // nodes of this walk whose shape is unknown (not cached); no allocation unless one is
-    let mut unknown = crate::rewrite::analysis::NodeSet::default();
+    let mut unknown = crate::rewrite::nodes::NodeSet::default();
     // the common case (a shallow subgraph): recursion, no worklist
     if shape_rec(cx, u, 0, &mut unknown)? {
         return Ok(());
@@ -478,7 +478,7 @@ fn shape_rec(
     cx: &mut Cx,
     x: UOp,
     depth: usize,
-    unknown: &mut crate::rewrite::analysis::NodeSet,
+    unknown: &mut crate::rewrite::nodes::NodeSet,
 ) -> Result<bool, RuleError> {
     for i in 0..cx.g.src(x).len() {
         let s = cx.g.src(x)[i];
@@ -510,7 +510,7 @@ const SHAPE_REC_DEPTH: usize = 32;
 fn shape_walk(
     cx: &mut Cx,
     u: UOp,
-    mut unknown: crate::rewrite::analysis::NodeSet,
+    mut unknown: crate::rewrite::nodes::NodeSet,
 ) -> Result<(), RuleError> {
     let mut stack = std::mem::take(&mut cx.cache.shape_stack);
     stack.clear();
@@ -579,9 +579,7 @@ fn quick_scalar(cx: &Cx, x: UOp) -> bool {
         },
         Ops::CAST => n.src.len() == 1 && scalar(&n.src[0]),
         op if op.is_unary() => n.src.len() == 1 && scalar(&n.src[0]),
-        op if crate::rewrite::analysis::is_binary(op) || op.is_ternary() => {
-            !n.src.is_empty() && n.src.iter().all(scalar)
-        }
+        op if op.is_binary() || op.is_ternary() => !n.src.is_empty() && n.src.iter().all(scalar),
         _ => false,
     }
 }

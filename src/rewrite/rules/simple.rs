@@ -4,9 +4,9 @@
 use super::movement::{const_like, uop_const};
 use crate::ir::alu::{AluError, AluMode, Val, exec_alu_mode};
 use crate::ir::dtype::least_upper_dtype;
+use crate::ir::num::{floordiv, floormod, py_lt};
 use crate::ir::ops::group;
 use crate::ir::{ConstVal, DType, Ops, UOp};
-use crate::rewrite::analysis::{floordiv, floormod, py_lt};
 use crate::rewrite::engine::{Cx, RuleError, RuleResult, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::UPat;

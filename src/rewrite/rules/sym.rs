@@ -623,7 +623,7 @@ pub fn reduce_mul_chain(cx: &mut Cx, r: UOp) -> Result<Option<UOp>, RuleError> {
             && (rop != max || {
                 // `m.vmin >= 0` (False for a nan bound)
                 let v = cx.vmin(m);
-                crate::rewrite::analysis::py_lt(ConstVal::Int(0), v) || v.py_eq(&ConstVal::Int(0))
+                crate::ir::num::py_lt(ConstVal::Int(0), v) || v.py_eq(&ConstVal::Int(0))
             });
         if ok {
             outside.push(m);

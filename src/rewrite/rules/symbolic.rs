@@ -3,9 +3,9 @@
 //! `UOp.tuplize` (uop/ops.py:321) are ported with the same control flow.
 use crate::ir::arg::PyItem;
 use crate::ir::dtype::can_lossless_cast;
+use crate::ir::num::{floordiv, gcd, py_lt};
 use crate::ir::ops::group;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
-use crate::rewrite::analysis::{floordiv, gcd, py_lt};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
@@ -319,7 +319,7 @@ fn canonicalize_simplex(cx: &mut Cx, x: UOp) -> Result<Option<UOp>, RuleError> {
 /// root; the answer is the same for any visiting order.
 fn index_reachable(g: &Graph, roots: &[UOp]) -> bool {
     let top = roots.iter().map(|r| r.idx() + 1).max().unwrap_or(0);
-    let mut seen = crate::rewrite::analysis::NodeSet::with_capacity(top);
+    let mut seen = crate::rewrite::nodes::NodeSet::with_capacity(top);
     let mut stack: Vec<UOp> = Vec::with_capacity(16);
     stack.extend_from_slice(roots);
     while let Some(n) = stack.pop() {

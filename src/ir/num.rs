@@ -1,0 +1,303 @@
+//! Python's numbers where the port needs them outside the ALU: integer floor/trunc division
+//! (`//`, `%`, helpers.py `cdiv`) with i64 fast paths, `math.gcd`, `repr(float)`, and the
+//! arithmetic the bounds analysis (`rewrite::analysis`, uop/ops.py `_min_max`) does on CONST
+//! values: `ConstVal` bool/int/float combined by Python's rules, bool counting as int, int
+//! results saturating at the i128 edge (the analysis marks such bounds inexact; Python's ints
+//! are unbounded). The ALU (`alu.rs`) is the exact `python_alu` and calls the integer division
+//! and the repr here.
+use super::arg::ConstVal;
+use std::fmt::Write as _;
+
+use ConstVal::{Bool as B, Float as F, Int as I};
+
+pub fn as_num(v: ConstVal) -> ConstVal {
+    match v {
+        B(b) => I(b as i128),
+        x => x,
+    }
+}
+
+/// Python `a + b` on numbers (bool counts as int); i128 saturates.
+pub fn py_add(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_add(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) + y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+pub fn py_sub(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_sub(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) - y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+pub fn py_mul(a: ConstVal, b: ConstVal) -> ConstVal {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => I(x.saturating_mul(y)),
+        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) * y.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+/// Python `a < b` (int/float compared exactly enough for the ranges the port handles).
+pub fn py_lt(a: ConstVal, b: ConstVal) -> bool {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => x < y,
+        (x, y) => x.as_f64().unwrap_or(f64::NAN) < y.as_f64().unwrap_or(f64::NAN),
+    }
+}
+/// Python `max(a, b)`: returns `a` unless `b > a` (so `max(nan, 1)` is nan).
+pub fn py_max(a: ConstVal, b: ConstVal) -> ConstVal {
+    if py_lt(a, b) { b } else { a }
+}
+/// Python `min(a, b)`: returns `a` unless `b < a`.
+pub fn py_min(a: ConstVal, b: ConstVal) -> ConstVal {
+    if py_lt(b, a) { b } else { a }
+}
+pub fn py_min_of(v: &[ConstVal]) -> ConstVal {
+    v[1..].iter().fold(v[0], |m, x| py_min(m, *x))
+}
+pub fn py_max_of(v: &[ConstVal]) -> ConstVal {
+    v[1..].iter().fold(v[0], |m, x| py_max(m, *x))
+}
+/// Python `//` on ints (floor); `None` for division by zero.
+#[inline(always)]
+pub fn floordiv(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && !(x == i64::MIN && y == -1) {
+        let q = x / y;
+        return Some(q as i128 - i128::from(x % y != 0 && ((x < 0) != (y < 0))));
+    }
+    floordiv_wide(a, b)
+}
+#[inline(never)]
+fn floordiv_wide(a: i128, b: i128) -> Option<i128> {
+    if b == 0 {
+        return None;
+    }
+    let q = a.checked_div(b)?;
+    // the remainder from the quotient (`|q*b| <= |a|`: no overflow), not a second i128 division
+    Some(if (a - q * b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    })
+}
+/// [`floordiv`] of i64 operands, as `rewrite::analysis`'s quick bounds reads them from the slots' lanes
+/// (`i64::MIN // -1` is 2^63, hence the i128).
+#[inline(always)]
+pub fn floordiv64(x: i64, y: i64) -> Option<i128> {
+    if y == 0 {
+        return None;
+    }
+    if y == -1 {
+        return Some(-(x as i128));
+    }
+    let q = x / y;
+    Some((q - i64::from((x % y != 0) & ((x < 0) != (y < 0)))) as i128)
+}
+/// [`floormod`] of i64 operands, `y != 0`.
+#[inline(always)]
+pub fn floormod64(x: i64, y: i64) -> i128 {
+    if y == -1 {
+        return 0;
+    }
+    let r = x % y;
+    (if r != 0 && ((r < 0) != (y < 0)) {
+        r + y
+    } else {
+        r
+    }) as i128
+}
+/// Python `%` on ints (sign of the divisor).
+#[inline(always)]
+pub fn floormod(a: i128, b: i128) -> Option<i128> {
+    // i64 operands (nearly all): one hardware division instead of the i128 library routine
+    let (x, y) = (a as i64, b as i64);
+    if x as i128 == a && y as i128 == b && y != 0 && y != -1 {
+        let r = x % y;
+        return Some(if r != 0 && ((r < 0) != (y < 0)) {
+            r as i128 + y as i128
+        } else {
+            r as i128
+        });
+    }
+    floormod_wide(a, b)
+}
+#[inline(never)]
+fn floormod_wide(a: i128, b: i128) -> Option<i128> {
+    // via the remainder: never overflows (|r| < |b|), also at i128::MIN % -1
+    if b == 0 {
+        return None;
+    }
+    if b == -1 {
+        return Some(0);
+    }
+    let r = a % b;
+    Some(if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    })
+}
+/// tinygrad `cdiv` (helpers.py:71): truncating, `x/0 → 0`.
+/// The quotient's magnitude can be 2^127 (`i128::MIN / ±1`): negative it is `i128::MIN`, positive
+/// it saturates (a saturated bound, which the bounds analysis marks inexact).
+pub fn cdiv(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.unsigned_abs() / b.unsigned_abs();
+    if (a < 0) != (b < 0) {
+        (q as i128).wrapping_neg()
+    } else {
+        i128::try_from(q).unwrap_or(i128::MAX)
+    }
+}
+/// The int of a bool or int (not a float).
+pub fn as_int(v: ConstVal) -> Option<i128> {
+    as_num(v).as_i128()
+}
+/// Python `a == b` on numbers with IEEE floats (`nan != nan`), unlike [`ConstVal::py_eq`]
+/// (ConstFloat identity, what `UPat(arg=...)` compares).
+pub fn num_eq(a: ConstVal, b: ConstVal) -> bool {
+    match (as_num(a), as_num(b)) {
+        (I(x), I(y)) => x == y,
+        (x, y) => x.as_f64() == y.as_f64(),
+    }
+}
+
+/// `math.gcd` (non-negative).
+pub fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    // u64 operands (nearly all): hardware remainders instead of the u128 library routine
+    if let (Ok(mut x), Ok(mut y)) = (u64::try_from(a), u64::try_from(b)) {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        return x as i128;
+    }
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i128
+}
+
+/// Python's `repr(float)` (`float_repr_style == 'short'`): the shortest digits that round-trip
+/// (Rust's `{:e}` gives the same digits), fixed notation when the decimal exponent is in
+/// (-4, 16], else `d.ddde±XX` (Python/pystrtod.c `format_float_short`, mode 'r').
+pub fn py_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // Rust's shortest digits break an exact decimal tie upward; Python's repr takes the
+    // correctly rounded (half-even) string of the same length when it still round-trips.
+    let short = format!("{:e}", x.abs());
+    let ndig = short
+        .split_once('e')
+        .map(|(m, _)| m.chars().filter(|c| c.is_ascii_digit()).count())
+        .unwrap_or(1);
+    let even = format!("{:.*e}", ndig.saturating_sub(1), x.abs());
+    let e = if even.parse::<f64>().ok() == Some(x.abs()) {
+        even
+    } else {
+        short
+    };
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let decpt = exp + 1;
+    let mut out = String::new();
+    if x < 0.0 {
+        out.push('-');
+    }
+    let n = digits.len() as i32;
+    if -4 < decpt && decpt <= 16 {
+        if decpt <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
+            out.push_str(&digits);
+        } else if decpt >= n {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', (decpt - n) as usize));
+            out.push_str(".0");
+        } else {
+            out.push_str(&digits[..decpt as usize]);
+            out.push('.');
+            out.push_str(&digits[decpt as usize..]);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if n > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn cdiv_at_the_i128_edge() {
+        // cargo fuzz (debug overflow checks) panicked here: |MIN| / 1 = 2^127
+        assert_eq!(cdiv(i128::MIN, 1), i128::MIN);
+        assert_eq!(cdiv(i128::MIN, -1), i128::MAX); // 2^127 saturates
+        assert_eq!(cdiv(i128::MAX, -1), -i128::MAX);
+        assert_eq!(cdiv(-7, 2), -3);
+        assert_eq!(cdiv(7, -2), -3);
+        assert_eq!(cdiv(5, 0), 0);
+    }
+    /// The i64 fast paths of `floordiv`/`floormod` agree with the i128 definition (Python's
+    /// floor semantics) on signs, edges and the i64/i128 boundary.
+    #[test]
+    fn floor_div_mod_fast_paths_match_python() {
+        let slow_div = |a: i128, b: i128| {
+            let q = a / b;
+            if (a % b != 0) && ((a < 0) != (b < 0)) {
+                q - 1
+            } else {
+                q
+            }
+        };
+        let slow_mod = |a: i128, b: i128| a - b * slow_div(a, b);
+        let vals = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            7,
+            -7,
+            i64::MAX as i128,
+            i64::MIN as i128,
+            i64::MAX as i128 + 1,
+            i64::MIN as i128 - 1,
+            1 << 100,
+        ];
+        for a in vals {
+            for b in vals {
+                if b == 0 {
+                    assert_eq!((floordiv(a, b), floormod(a, b)), (None, None));
+                    continue;
+                }
+                assert_eq!(floordiv(a, b), Some(slow_div(a, b)), "{a} // {b}");
+                assert_eq!(floormod(a, b), Some(slow_mod(a, b)), "{a} % {b}");
+                // the i64-lane versions the quick bounds use agree on i64 operands
+                if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
+                    assert_eq!(floordiv64(x, y), Some(slow_div(a, b)), "{a} // {b} (i64)");
+                    assert_eq!(floormod64(x, y), slow_mod(a, b), "{a} % {b} (i64)");
+                }
+            }
+        }
+        assert_eq!(floordiv64(5, 0), None);
+        assert_eq!((floordiv(-7, 2), floormod(-7, 2)), (Some(-4), Some(1)));
+        assert_eq!((floordiv(7, -2), floormod(7, -2)), (Some(-4), Some(-1)));
+    }
+}
