@@ -309,7 +309,7 @@ pub fn edge_values(dt: DType, rng: &mut Rng) -> Vec<Val> {
         let b = rng.next_u64();
         let x = match dt {
             DType::Half => {
-                crate::ir::alu::py_unpack_half((b & 0x7bff) as u16 | ((b >> 63) as u16) << 15)
+                crate::ir::truncate::py_unpack_half((b & 0x7bff) as u16 | ((b >> 63) as u16) << 15)
             }
             DType::BFloat16 => {
                 f32::from_bits(((b as u32) & 0x7f7f_0000) | ((b >> 63) as u32) << 31) as f64

@@ -26,9 +26,11 @@
 //! the output is truncated to a ≤64-bit int dtype, where computing modulo 2^128 gives the exact
 //! truncated value (ADD/SUB/MUL/NEG/SHL/MULACC/POW are ring homomorphisms mod 2^n).
 use super::dtype::DType;
-use super::num::py_float_repr;
 use super::ops::Ops;
-use super::truncate::{bf16_round, float_to_fp8, fp8_to_float, round_float, wrap_int};
+use super::truncate::{
+    bf16_round, float_to_fp8, float_to_fp16, fp8_to_float, py_pack_half, py_unpack_half,
+    round_float, wrap_int,
+};
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
@@ -93,13 +95,9 @@ impl Val {
             Val::Float(f) => super::ConstVal::Float(f),
         }
     }
-    /// Python `repr` (floats use Rust's shortest round-trip digits, which match Python's).
+    /// Python `repr` ([`super::ConstVal::py_repr`]).
     pub fn py_repr(&self) -> String {
-        match *self {
-            Val::Bool(b) => if b { "True" } else { "False" }.to_string(),
-            Val::Int(i) => i.to_string(),
-            Val::Float(f) => py_float_repr(f),
-        }
+        self.to_const().py_repr()
     }
 }
 
@@ -694,87 +692,6 @@ pub fn exec_alu_mode(op: Ops, dt: DType, operands: &[Val], mode: AluMode) -> R {
 // ---------------------------------------------------------------------------------------------
 // truncate / DType.const / bitcast
 
-/// CPython 3.11 `PyFloat_Pack2` (struct 'e'): round-half-even straight from the double;
-/// `Err` on overflow; nan packs to the quiet nan 0x7e00 with its sign.
-pub fn py_pack_half(x: f64) -> Result<u16, AluError> {
-    let ovf = AluError::PyOverflow("float too large to pack with e format");
-    let (sign, e, bits): (u16, i32, u16);
-    if x == 0.0 {
-        return Ok(if x.is_sign_negative() { 0x8000 } else { 0 });
-    } else if x.is_infinite() {
-        return Ok(if x < 0.0 { 0xfc00 } else { 0x7c00 });
-    } else if x.is_nan() {
-        return Ok(if x.is_sign_negative() { 0xfe00 } else { 0x7e00 });
-    } else {
-        sign = (x < 0.0) as u16;
-        let (mut f, ee) = frexp(x.abs());
-        f *= 2.0; // normalize f to [1.0, 2.0)
-        let ee = ee - 1;
-        let mut e2 = ee;
-        if e2 >= 16 {
-            return Err(ovf);
-        } else if e2 < -25 {
-            f = 0.0;
-            e2 = 0;
-        } else if e2 < -14 {
-            f *= 2f64.powi(14 + e2);
-            e2 = 0;
-        } else {
-            e2 += 15;
-            f -= 1.0;
-        }
-        f *= 1024.0;
-        let mut b = f as u16;
-        let rem = f - b as f64;
-        if rem > 0.5 || (rem == 0.5 && b % 2 == 1) {
-            b += 1;
-            if b == 1024 {
-                b = 0;
-                e2 += 1;
-                if e2 == 31 {
-                    return Err(ovf);
-                }
-            }
-        }
-        e = e2;
-        bits = b;
-    }
-    Ok(bits | ((e as u16) << 10) | (sign << 15))
-}
-/// C `frexp` of a finite positive double: `(f, e)` with `x = f * 2^e`, `f` in [0.5, 1).
-fn frexp(x: f64) -> (f64, i32) {
-    let (x, adj) = if x < f64::MIN_POSITIVE {
-        (x * 2f64.powi(54), -54)
-    } else {
-        (x, 0)
-    };
-    let bits = x.to_bits();
-    let e = ((bits >> 52) & 0x7ff) as i32 - 1022;
-    let f = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
-    (f, e + adj)
-}
-/// CPython 3.11 `PyFloat_Unpack2`: nan payloads are not kept (±canonical nan).
-pub fn py_unpack_half(h: u16) -> f64 {
-    let sign = h >> 15 == 1;
-    let e = ((h >> 10) & 0x1f) as i32;
-    let f = (h & 0x3ff) as f64;
-    let x = if e == 0x1f {
-        if f == 0.0 { f64::INFINITY } else { f64::NAN }
-    } else if e == 0 {
-        f / 1024.0 * 2f64.powi(-14)
-    } else {
-        (1.0 + f / 1024.0) * 2f64.powi(e - 15)
-    };
-    if sign { -x } else { x }
-}
-/// `float_to_fp16` (dtype.py:218): struct 'e' round trip, OverflowError → copysign(inf, x).
-pub fn float_to_fp16(x: f64) -> f64 {
-    match py_pack_half(x) {
-        Ok(h) => py_unpack_half(h),
-        Err(_) => f64::INFINITY.copysign(x),
-    }
-}
-
 /// `truncate.get(dt, identity)(v)` (dtype.py:289): how `exec_alu` stores its result in `dt`.
 pub fn truncate_val(dt: DType, v: Val) -> R {
     Ok(match dt {
@@ -888,7 +805,11 @@ fn struct_pack(fmt: char, v: Val) -> Result<u64, AluError> {
         'I' => int(0, u32::MAX as i128),
         'q' => int(i64::MIN as i128, i64::MAX as i128),
         'Q' => int(0, u64::MAX as i128),
-        'e' => py_pack_half(v.as_f64()).map(|h| h as u64),
+        'e' => py_pack_half(v.as_f64())
+            .map(|h| h as u64)
+            .ok_or(AluError::PyOverflow(
+                "float too large to pack with e format",
+            )),
         // np_float: a plain (float) cast, 1e300 packs as inf
         'f' => Ok((v.as_f64() as f32).to_bits() as u64),
         'd' => Ok(v.as_f64().to_bits()),
@@ -1325,12 +1246,12 @@ mod tests {
 
     #[test]
     fn half_packing_matches_cpython() {
-        assert_eq!(py_pack_half(65504.0), Ok(0x7bff));
-        assert!(py_pack_half(65520.0).is_err());
-        assert_eq!(py_pack_half(2f64.powi(-24)), Ok(1));
-        assert_eq!(py_pack_half(2f64.powi(-25)), Ok(0)); // tie → even
-        assert_eq!(py_pack_half(2f64.powi(-25) * 1.5), Ok(1));
-        assert_eq!(py_pack_half(-f64::NAN), Ok(0xfe00));
+        assert_eq!(py_pack_half(65504.0), Some(0x7bff));
+        assert!(py_pack_half(65520.0).is_none());
+        assert_eq!(py_pack_half(2f64.powi(-24)), Some(1));
+        assert_eq!(py_pack_half(2f64.powi(-25)), Some(0)); // tie → even
+        assert_eq!(py_pack_half(2f64.powi(-25) * 1.5), Some(1));
+        assert_eq!(py_pack_half(-f64::NAN), Some(0xfe00));
         assert_eq!(py_unpack_half(0xfc00), f64::NEG_INFINITY);
         assert_eq!(py_unpack_half(0x3c01), 1.0009765625);
     }

@@ -35,7 +35,87 @@ pub fn round_float(dt: DType, x: f64) -> f64 {
 /// nearest-even and raises on overflow past the largest finite after rounding.
 pub fn f16_round(x: f64) -> f64 {
     // the half crate's from_f64 rounds through f32 (double rounding): use the exact CPython port
-    crate::ir::alu::float_to_fp16(x)
+    float_to_fp16(x)
+}
+
+/// CPython 3.11 `PyFloat_Pack2` (struct 'e'): round-half-even straight from the double;
+/// `None` on overflow (Python's OverflowError); nan packs to the quiet nan 0x7e00 with its sign.
+pub fn py_pack_half(x: f64) -> Option<u16> {
+    let (sign, e, bits): (u16, i32, u16);
+    if x == 0.0 {
+        return Some(if x.is_sign_negative() { 0x8000 } else { 0 });
+    } else if x.is_infinite() {
+        return Some(if x < 0.0 { 0xfc00 } else { 0x7c00 });
+    } else if x.is_nan() {
+        return Some(if x.is_sign_negative() { 0xfe00 } else { 0x7e00 });
+    } else {
+        sign = (x < 0.0) as u16;
+        let (mut f, ee) = frexp(x.abs());
+        f *= 2.0; // normalize f to [1.0, 2.0)
+        let ee = ee - 1;
+        let mut e2 = ee;
+        if e2 >= 16 {
+            return None;
+        } else if e2 < -25 {
+            f = 0.0;
+            e2 = 0;
+        } else if e2 < -14 {
+            f *= 2f64.powi(14 + e2);
+            e2 = 0;
+        } else {
+            e2 += 15;
+            f -= 1.0;
+        }
+        f *= 1024.0;
+        let mut b = f as u16;
+        let rem = f - b as f64;
+        if rem > 0.5 || (rem == 0.5 && b % 2 == 1) {
+            b += 1;
+            if b == 1024 {
+                b = 0;
+                e2 += 1;
+                if e2 == 31 {
+                    return None;
+                }
+            }
+        }
+        e = e2;
+        bits = b;
+    }
+    Some(bits | ((e as u16) << 10) | (sign << 15))
+}
+/// C `frexp` of a finite positive double: `(f, e)` with `x = f * 2^e`, `f` in [0.5, 1).
+fn frexp(x: f64) -> (f64, i32) {
+    let (x, adj) = if x < f64::MIN_POSITIVE {
+        (x * 2f64.powi(54), -54)
+    } else {
+        (x, 0)
+    };
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32 - 1022;
+    let f = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    (f, e + adj)
+}
+/// CPython 3.11 `PyFloat_Unpack2`: nan payloads are not kept (±canonical nan).
+pub fn py_unpack_half(h: u16) -> f64 {
+    let sign = h >> 15 == 1;
+    let e = ((h >> 10) & 0x1f) as i32;
+    let f = (h & 0x3ff) as f64;
+    let x = if e == 0x1f {
+        if f == 0.0 { f64::INFINITY } else { f64::NAN }
+    } else if e == 0 {
+        f / 1024.0 * 2f64.powi(-14)
+    } else {
+        (1.0 + f / 1024.0) * 2f64.powi(e - 15)
+    };
+    if sign { -x } else { x }
+}
+/// `float_to_fp16` (dtype.py:218): struct 'e' round trip, OverflowError → copysign(inf, x).
+pub fn float_to_fp16(x: f64) -> f64 {
+    match py_pack_half(x) {
+        Some(h) => py_unpack_half(h),
+        None => f64::INFINITY.copysign(x),
+    }
 }
 
 /// `float_to_bf16`: truncate to f32 first, then RNE to the top 16 bits; inf/nan pass through.

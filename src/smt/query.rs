@@ -56,16 +56,9 @@ impl Model {
     }
 }
 
-/// A value as Python prints it (`True`, `-3`, `nan`, `-0.0`, `inf`).
+/// A value as Python prints it (`True`, `-3`, `nan`, `-0.0`, `inf`, `1e+20`).
 pub fn py_repr(v: &ConstVal) -> String {
-    match v {
-        ConstVal::Bool(b) => if *b { "True" } else { "False" }.to_string(),
-        ConstVal::Int(i) => i.to_string(),
-        ConstVal::Float(f) if f.is_nan() => "nan".to_string(),
-        ConstVal::Float(f) if f.is_infinite() => if *f > 0.0 { "inf" } else { "-inf" }.to_string(),
-        ConstVal::Float(f) => format!("{f:?}"),
-        ConstVal::Invalid => "Invalid".to_string(),
-    }
+    v.py_repr()
 }
 
 impl Serialize for Model {
