@@ -58,16 +58,6 @@ impl ConstVal {
     pub fn is_invalid(&self) -> bool {
         matches!(self, ConstVal::Invalid)
     }
-    /// Python `repr` (`True`, `-3`, `nan`, `-0.0`, `1e+20`); `Invalid` as tinygrad names it.
-    /// The one repr of a value: [`super::alu::Val::py_repr`] is this one.
-    pub fn py_repr(&self) -> String {
-        match *self {
-            ConstVal::Bool(b) => if b { "True" } else { "False" }.to_string(),
-            ConstVal::Int(i) => i.to_string(),
-            ConstVal::Float(f) => super::num::py_float_repr(f),
-            ConstVal::Invalid => "Invalid".to_string(),
-        }
-    }
 }
 
 impl From<i128> for ConstVal {

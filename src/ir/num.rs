@@ -181,6 +181,19 @@ pub fn gcd(a: i128, b: i128) -> i128 {
     a as i128
 }
 
+impl ConstVal {
+    /// Python `repr` (`True`, `-3`, `nan`, `-0.0`, `1e+20`); `Invalid` as tinygrad names it.
+    /// The one repr of a value: [`super::alu::Val::py_repr`] is this one.
+    pub fn py_repr(&self) -> String {
+        match *self {
+            ConstVal::Bool(b) => if b { "True" } else { "False" }.to_string(),
+            ConstVal::Int(i) => i.to_string(),
+            ConstVal::Float(f) => py_float_repr(f),
+            ConstVal::Invalid => "Invalid".to_string(),
+        }
+    }
+}
+
 /// Python's `repr(float)` (`float_repr_style == 'short'`): the shortest digits that round-trip
 /// (Rust's `{:e}` gives the same digits), fixed notation when the decimal exponent is in
 /// (-4, 16], else `d.ddde±XX` (Python/pystrtod.c `format_float_short`, mode 'r').

@@ -18,7 +18,7 @@ use ConstVal::{Bool as B, Float as F, Int as I};
 #[derive(Default, Debug)]
 pub struct Cache {
     pub min_max: BoundsMap,
-    /// `UOp._shape` of concrete (int) shapes, filled by `rules::movement::shape`; a node whose
+    /// `UOp._shape` of concrete (int) shapes, filled by `shape::shape`; a node whose
     /// shape the port cannot represent (symbolic dims) has no entry.
     pub shape: ShapeMap,
     /// Nodes whose bounds are not Python's: an i128 operation saturated computing them or a src's
@@ -41,7 +41,7 @@ pub struct Cache {
     pub(super) any_inexact: bool,
     /// The worklist `min_max` reuses (no allocation per uncached read).
     mm_stack: Vec<(UOp, bool)>,
-    /// The worklist `rules::movement::shape` reuses.
+    /// The worklist `shape::shape` reuses.
     pub(crate) shape_stack: Vec<(UOp, bool)>,
 }
 

@@ -7,6 +7,7 @@ pub mod error;
 pub mod nodes;
 mod prefilter;
 pub mod rules;
+pub mod shape;
 pub mod sugar;
 pub mod upat;
 

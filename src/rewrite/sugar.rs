@@ -136,39 +136,6 @@ impl Cx<'_> {
         };
         self.g.cnst(dt, v)
     }
-    /// `x.const_like(b)` (uop/ops.py:581): the CONST, EXPANDed to `x`'s shape when `x` is
-    /// shaped (a vector); reading `x._shape` raises where tinygrad's does.
-    pub fn try_const_like(&mut self, x: UOp, v: impl Into<ConstVal>) -> Result<UOp, RuleError> {
-        let dt = self.g.dtype(x);
-        let c = self.konst(v, Some(dt));
-        super::rules::movement::expand_like(self, x, c)
-    }
-    /// [`Cx::try_const_like`] for callers that return no error: a raise is kept in
-    /// `cache.bounds_error` as the Python exception (`graph_rewrite` stops with it, as tinygrad
-    /// raised) and the scalar CONST is returned.
-    pub fn const_like(&mut self, x: UOp, v: impl Into<ConstVal>) -> UOp {
-        let dt = self.g.dtype(x);
-        let c = self.konst(v, Some(dt));
-        match super::rules::movement::expand_like(self, x, c) {
-            Ok(u) => u,
-            Err(e) => {
-                let python = match &e {
-                    RuleError::Value(m) => Some(format!("ValueError: {m}")),
-                    RuleError::ZeroDivision(m) => Some(format!("ZeroDivisionError: {m}")),
-                    RuleError::Runtime(m) => Some(m.clone()),
-                    RuleError::Overflow(_) => None,
-                };
-                match python {
-                    Some(m) if !matches!(self.cache.bounds_error, Some(RuleError::Runtime(_))) => {
-                        self.cache.bounds_error = Some(RuleError::Runtime(m));
-                    }
-                    None if self.cache.bounds_error.is_none() => self.cache.bounds_error = Some(e),
-                    _ => {}
-                }
-                c
-            }
-        }
-    }
     /// `UOp.ufix(x)`.
     pub fn ufix(&mut self, x: Py) -> UOp {
         match x {

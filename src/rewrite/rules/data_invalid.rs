@@ -198,7 +198,7 @@ pub fn pm_data_invalid() -> RuleSet {
                     if let Some(alt) = cx.g.src(x).get(1) {
                         return Ok(Some(*alt));
                     }
-                    Ok(Some(super::movement::const_like(cx, x, 0, None)?))
+                    Ok(Some(crate::rewrite::shape::const_like(cx, x, 0, None)?))
                 }
             ),
         ],

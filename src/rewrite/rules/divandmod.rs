@@ -1,7 +1,7 @@
 //! `div_and_mod_symbolic` (uop/divandmod.py), 3 rules, with `fold_divmod_general` ported step by
 //! step (same order of attempts). `functools.cache` is not reproduced: the function is pure over
 //! hash-consed nodes, so recomputing gives the same node.
-use super::symbolic::{ival, ovf, py_le, vint};
+use super::util::{ival, ovf, py_le, vint};
 use crate::ir::num::{floordiv, floormod, gcd, py_lt};
 use crate::ir::{ConstVal, DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};

@@ -12,6 +12,7 @@ mod symlate_tests;
 pub mod transcendental;
 #[cfg(test)]
 mod tuple_arg_tests;
+mod util;
 
 use super::engine::RuleSet;
 use std::sync::OnceLock;

@@ -1,13 +1,14 @@
 //! `symbolic_simple`'s own 50 rules (tinygrad/uop/symbolic.py:109-191), in tinygrad's order, with
 //! their helpers `simplify_pow` (:16), `fold_bitcast` (:23), `fold_const_alu` (:36),
 //! `_quotient_base` (:41), `fold_add_divmod_recombine` (:52) and `fold_const_where` (:104).
-use super::movement::{const_like, uop_const};
+use super::util::ovf;
 use crate::ir::alu::{AluError, AluMode, Val, exec_alu_mode};
 use crate::ir::dtype::least_upper_dtype;
 use crate::ir::num::{floordiv, floormod, py_lt};
 use crate::ir::ops::group;
 use crate::ir::{ConstVal, DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleResult, RuleSet};
+use crate::rewrite::shape::{const_like, uop_const};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::UPat;
 use crate::rule;
@@ -24,9 +25,6 @@ fn ival(v: ConstVal) -> Option<i128> {
 }
 fn type_err(what: &str) -> RuleError {
     RuleError::Runtime(format!("TypeError: {what}"))
-}
-fn ovf(what: &str) -> RuleError {
-    RuleError::Overflow(what.to_string())
 }
 fn src(cx: &Cx, u: UOp, i: usize) -> Result<UOp, RuleError> {
     cx.g.src(u)
@@ -996,7 +994,7 @@ fn fold_const_alu(cx: &mut Cx, a: UOp) -> RuleResult {
         srcs.push(uop_const(cx, to_const(e), dt)?);
     }
     let st = cx.alu(Ops::STACK, &srcs)?;
-    Ok(Some(super::movement::expand_like(cx, a, st)?))
+    Ok(Some(crate::rewrite::shape::expand_like(cx, a, st)?))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `sym`'s own parts (tinygrad/uop/symbolic.py): `pm_simplify_valid` (:412-421, with
 //! `parse_valid`, `uop_given_valid`, `simplify_valid`, `gated_given_valid`), the 17 own rules
 //! (:441-475, with `reduce_mul_chain`) and `pm_clean_up_group_sink` (:432-439).
+use super::util::{Frame, Scratch, in_slice, op_in_slice, with_scratch};
 use crate::ir::arg::PyItem;
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
@@ -10,7 +11,7 @@ use crate::rewrite::engine::{Cx, RuleError, RuleSet, rebuild};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::{Bindings, UPat};
 use crate::rule;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 fn runtime(msg: &str) -> RuleError {
     RuleError::Runtime(msg.to_string())
@@ -22,152 +23,8 @@ fn bound(b: &Bindings, name: &str) -> Result<UOp, RuleError> {
 }
 
 thread_local! {
-    /// The [`Scratch`] the slice walks and `substitute` reuse (a nested use, which none makes,
-    /// would get a fresh one rather than a borrow error).
-    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
     /// `uop_given_valid`'s buffer for the clauses of its valid (taken out while in use).
     static SPLIT: Cell<Vec<UOp>> = const { Cell::new(Vec::new()) };
-}
-
-/// Buffers reused across calls (no allocation per walk): `mark[i] == epoch` = handle `i` seen by
-/// the current walk, `memo[i] = (epoch, v)` = `substitute`'s value of handle `i`; a new walk bumps
-/// `epoch` instead of clearing them.
-struct Scratch {
-    epoch: u32,
-    mark: Vec<u32>,
-    memo: Vec<(u32, UOp)>,
-    stack: Vec<UOp>,
-    frames: Vec<Frame>,
-    buf: Vec<UOp>,
-}
-
-/// One pending `subst_rec` call of [`substitute`]'s explicit stack.
-struct Frame {
-    /// the node looked up (the memo key), and what the substitution map took it to
-    u: UOp,
-    n: UOp,
-    /// next src of `n` to substitute; where its new srcs start in `Scratch::buf`
-    i: u32,
-    base: u32,
-    depth: u32,
-    /// whether `n` was rebuilt and the pending call is the one on the rebuilt node
-    rebuilt: bool,
-}
-
-impl Scratch {
-    const fn new() -> Scratch {
-        Scratch {
-            epoch: 0,
-            mark: Vec::new(),
-            memo: Vec::new(),
-            stack: Vec::new(),
-            frames: Vec::new(),
-            buf: Vec::new(),
-        }
-    }
-    /// Starts a walk of a graph of `n` nodes: nothing marked, nothing memoized.
-    fn begin(&mut self, n: usize) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.mark.fill(0);
-            self.memo.fill((0, UOp(0)));
-            self.epoch = 1;
-        }
-        if self.mark.len() < n {
-            self.mark.resize(n, 0);
-        }
-        self.stack.clear();
-    }
-    /// Marks `u`; whether it was unmarked.
-    #[inline]
-    fn visit(&mut self, u: UOp) -> bool {
-        let epoch = self.epoch;
-        match self.mark.get_mut(u.idx()) {
-            Some(m) => std::mem::replace(m, epoch) != epoch,
-            // `begin` sized it for the graph: only a handle from elsewhere gets here
-            None => {
-                self.mark.resize(u.idx() + 1, 0);
-                self.mark[u.idx()] = epoch;
-                true
-            }
-        }
-    }
-    #[inline]
-    fn memo_get(&self, u: UOp) -> Option<UOp> {
-        match self.memo.get(u.idx()) {
-            Some(&(e, v)) if e == self.epoch => Some(v),
-            _ => None,
-        }
-    }
-    fn memo_set(&mut self, u: UOp, v: UOp) {
-        if u.idx() >= self.memo.len() {
-            self.memo.resize(u.idx() + 1, (0, UOp(0)));
-        }
-        self.memo[u.idx()] = (self.epoch, v);
-    }
-}
-
-fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-    SCRATCH.with(|c| match c.try_borrow_mut() {
-        Ok(mut s) => f(&mut s),
-        Err(_) => f(&mut Scratch::new()),
-    })
-}
-
-/// `x in u.backward_slice_with_self`. Every src has a smaller handle than its user (it existed
-/// first), so the walk skips handles below `x`'s: they cannot reach it.
-pub(crate) fn in_slice(g: &Graph, x: UOp, u: UOp) -> bool {
-    if x == u {
-        return true;
-    }
-    if x.idx() > u.idx() {
-        return false;
-    }
-    // the srcs of `u` first: a hit, or no src above `x` (nothing below to walk)
-    let mut deeper = false;
-    for &c in g.src(u) {
-        if c == x {
-            return true;
-        }
-        deeper |= c.idx() > x.idx();
-    }
-    if !deeper {
-        return false;
-    }
-    // a src below `x` cannot reach it
-    walk_slice(g, u, x.0 + 1, |c| c == x)
-}
-
-/// `u.op_in_backward_slice_with_self(*ops)`. The lowest handle with one of `ops` bounds the walk
-/// (a node below it has none in its slice); without one up to `u` there is no walk.
-fn op_in_slice(g: &Graph, u: UOp, ops: &[Ops]) -> bool {
-    if ops.contains(&g.op(u)) {
-        return true;
-    }
-    let Some(lo) = (0..u.0).find(|i| ops.contains(&g.op(UOp(*i)))) else {
-        return false;
-    };
-    walk_slice(g, u, lo, |c| ops.contains(&g.op(c)))
-}
-
-/// Whether `hit` holds for a node of `u`'s backward slice (`u` itself excluded), walking only
-/// handles from `lo` up: the callers know no node below `lo` is a hit or reaches one.
-fn walk_slice(g: &Graph, u: UOp, lo: u32, hit: impl Fn(UOp) -> bool) -> bool {
-    with_scratch(|s| {
-        s.begin(g.len());
-        s.stack.push(u);
-        while let Some(n) = s.stack.pop() {
-            for &c in g.src(n) {
-                if hit(c) {
-                    return true;
-                }
-                if c.0 >= lo && s.visit(c) {
-                    s.stack.push(c);
-                }
-            }
-        }
-        false
-    })
 }
 
 const MAX_SUBST_DEPTH: u32 = 10_000;

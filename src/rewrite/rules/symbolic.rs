@@ -1,6 +1,7 @@
 //! `commutative` (uop/symbolic.py:214) and symbolic's own 43 rules (uop/symbolic.py:228-309),
 //! in tinygrad's order. Helpers `lt_folding`, `canonicalize_simplex`, `fold_where_closure` and
 //! `UOp.tuplize` (uop/ops.py:321) are ported with the same control flow.
+use super::util::{ival, ovf, py_le, py_num_eq, vint};
 use crate::ir::arg::PyItem;
 use crate::ir::dtype::can_lossless_cast;
 use crate::ir::num::{floordiv, gcd, py_lt};
@@ -10,60 +11,6 @@ use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::upat::UPat;
 use crate::rule;
 use std::cmp::Ordering;
-
-// ---------------------------------------------------------------------------------------------
-// Python value helpers
-
-/// Python int value of a CONST (bools count as ints); floats/Invalid are outside what these
-/// integer rules are written for (tinygrad would compute on floats; well-typed weakint graphs
-/// never reach that).
-pub(crate) fn ival(g: &Graph, u: UOp) -> Result<i128, RuleError> {
-    match g.const_val(u) {
-        Some(ConstVal::Int(i)) => Ok(i),
-        Some(ConstVal::Bool(b)) => Ok(b as i128),
-        _ => Err(RuleError::Runtime(format!(
-            "integer rule on non-int const {:?}",
-            g.arg(u)
-        ))),
-    }
-}
-
-/// Python int of a vmin/vmax value.
-pub(crate) fn vint(v: ConstVal) -> Result<i128, RuleError> {
-    match v {
-        ConstVal::Int(i) => Ok(i),
-        ConstVal::Bool(b) => Ok(b as i128),
-        _ => Err(RuleError::Runtime(format!(
-            "integer rule on non-int bound {v:?}"
-        ))),
-    }
-}
-
-/// Python `a <= b` on numbers (NaN compares false, as in Python).
-pub(crate) fn py_le(a: ConstVal, b: ConstVal) -> bool {
-    match (a.as_i128(), b.as_i128()) {
-        (Some(x), Some(y)) => x <= y,
-        _ => match (a.as_f64(), b.as_f64()) {
-            (Some(x), Some(y)) => x <= y,
-            _ => false,
-        },
-    }
-}
-
-/// Python `a == b` on numbers.
-pub(crate) fn py_num_eq(a: ConstVal, b: ConstVal) -> bool {
-    match (a.as_i128(), b.as_i128()) {
-        (Some(x), Some(y)) => x == y,
-        _ => match (a.as_f64(), b.as_f64()) {
-            (Some(x), Some(y)) => x == y,
-            _ => matches!((a, b), (ConstVal::Invalid, ConstVal::Invalid)),
-        },
-    }
-}
-
-pub(crate) fn ovf(what: &str) -> RuleError {
-    RuleError::Overflow(what.to_string())
-}
 
 // ---------------------------------------------------------------------------------------------
 // UOp.tuplize ordering (uop/ops.py:321): `(op.value, arg, dtype, *[s.tuplize for s in src])`,
@@ -337,7 +284,7 @@ fn index_reachable(g: &Graph, roots: &[UOp]) -> bool {
 /// at the first hit and skips the handles below `target`'s (they cannot reach it), where most
 /// WHERE nodes never reach their condition from an arm.
 fn reaches(g: &Graph, u: UOp, target: UOp) -> bool {
-    super::sym::in_slice(g, target, u)
+    super::util::in_slice(g, target, u)
 }
 
 /// `u.substitute({k: v})` (uop/ops.py:529): a bottom-up `_substitute` rewrite, i.e. a structural
