@@ -1,4 +1,4 @@
-# Regenerate: /work/main/.venv/bin/python gen_symbolic_cases.py symbolic_cases.in > symbolic_cases.txt (tinygrad 0.14.0)
+# Regenerate (tinygrad 0.14.0): cd src/rewrite/rules/testdata && ../../../../.venv/bin/python gen_symbolic_cases.py symbolic_cases.in > symbolic_cases.txt
 # Input lines: `rule | SET | sexpr`; output lines: `rule | SET | sexpr | expected`.
 import sys, re
 from tinygrad.uop.ops import UOp, Ops, PatternMatcher, graph_rewrite, AxisType

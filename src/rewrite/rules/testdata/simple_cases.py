@@ -1,5 +1,5 @@
 # Generates simple_cases.txt (symbolic_simple golden cases) from tinygrad 0.14.0:
-#   .venv/bin/python src/rewrite/rules/simple_cases.py > src/rewrite/rules/simple_cases.txt
+#   .venv/bin/python src/rewrite/rules/testdata/simple_cases.py > src/rewrite/rules/testdata/simple_cases.txt
 import struct, math, sys
 from tinygrad.uop.ops import UOp, Ops, graph_rewrite, ParamArg
 from tinygrad.dtype import dtypes, Invalid, AddrSpace
