@@ -2,8 +2,8 @@
 # Behaviour identity of graph_rewrite between a base revision and the working tree: for each rule
 # set and generator seed below, `examples/prof_rewrite golden` prints per graph the stop reason,
 # the rewritten graph and every trace step (rule, source, structural fingerprints of before/after);
-# the two engines agree iff the outputs are byte-identical. The engine speed work of session 4
-# kept every change to this test (8 configurations, 15,000 graphs).
+# the two engines agree iff the outputs are byte-identical. An engine change (speed work, a file
+# split) must leave all 8 configurations (15,000 graphs) identical.
 #   usage: scripts/rewrite-identity.sh [BASE_REV]   (default: HEAD, i.e. uncommitted changes)
 # Exit status: 0 identical, 1 some configuration differs (its first differing lines are shown),
 # 2 a build failed.

@@ -658,8 +658,8 @@ impl<'a> Builder<'a> {
 
     // ---------------------------------------------------------------- vectors and idioms
 
-    /// `INDEX(v, k)`: one lane of a vector expression (tinygrad's GEP, tinygrad-ir.md §3
-    /// "Vectors"); `k` is mostly a constant (the `index_stack_const` shape), else an index
+    /// `INDEX(v, k)`: one lane of a vector expression (tinygrad's GEP: a const INDEX into a
+    /// STACK, uop/movement.py:18); `k` is mostly a constant (the `index_stack_const` shape), else an index
     /// expression kept in `[0, n)`.
     fn gep(&mut self, dt: DType, d: u32) -> UOp {
         // 1..4 lanes: 1 keeps every rewrite shape-exact, more exercise the lane bookkeeping
@@ -1021,7 +1021,7 @@ impl<'a> Builder<'a> {
     /// A shift count. Mostly a constant in `[0, width)`, or an expression masked into it; now
     /// and then (`wild_shift_pct`) a count >= width, defined in Python (shifts everything out)
     /// and UB in C. Never negative: Python raises ValueError on that, which only crashes the
-    /// rewrite (tinygrad-ir.md §2.3).
+    /// rewrite (`operator.lshift` in `python_alu`, uop/ops.py:1293).
     pub(crate) fn shift_count(&mut self, dt: DType, d: u32) -> UOp {
         let weak = dt == DType::WeakInt;
         // count dtype: the operand's, or the uint32/weakint counts spec_shared allows

@@ -20,7 +20,8 @@ pub enum KernelShape {
 }
 
 /// Every ALU/cast op the grammar knows. Late-only ops (NEG, SUB, CMPEQ, MULACC, FDIV) and
-/// THREEFRY are left out: the symbolic rules never see them (tinygrad-ir.md §2.1).
+/// THREEFRY are left out: the symbolic rules never see them (the late ones come from
+/// `get_late_rewrite_patterns`, codegen/decomp/op.py:93; folding skips THREEFRY, uop/symbolic.py:150).
 pub const GEN_OPS: &[Ops] = &[
     Ops::ADD,
     Ops::MUL,

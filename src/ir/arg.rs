@@ -6,7 +6,8 @@ use super::ops::Ops;
 use std::hash::{Hash, Hasher};
 
 /// A CONST arg. Ints are unbounded in tinygrad; the port holds them in i128 (const folding does
-/// not wrap fixed-width ints, see tinygrad-ir.md §2.3), floats as f64 (Python float).
+/// not wrap fixed-width ints: `fold_const_alu` calls `exec_alu(..., False)`, uop/symbolic.py:38,
+/// uop/ops.py:1303), floats as f64 (Python float).
 #[derive(Clone, Copy, Debug)]
 pub enum ConstVal {
     Bool(bool),

@@ -484,7 +484,7 @@ mod tests {
     }
     #[test]
     fn promotion_matches_tinygrad_doc() {
-        // Verified against tinygrad 0.14.0 (shared/docs/tinygrad-ir.md §3).
+        // tinygrad 0.14.0's `least_upper_dtype` (dtype.py:185) on these pairs.
         assert_eq!(least_upper_dtype(&[Int8, UInt8]), Some(Int16));
         assert_eq!(least_upper_dtype(&[Int32, UInt32]), Some(Int64));
         assert_eq!(least_upper_dtype(&[Int64, UInt64]), Some(WeakFloat));

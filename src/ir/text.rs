@@ -1,4 +1,5 @@
-//! The text form of a graph: tinygrad's flat SSA Python (tinygrad-ir.md §6), one node per line,
+//! The text form of a graph: tinygrad's flat SSA Python (the positional `UOp(op, dtype, src, arg)` of uop/ops.py:235, args as their
+//! `repr`: dtype.py:22 `ConstFloat`, :32 `Invalid`, :67 `dtypes.x`), one node per line,
 //!
 //! ```text
 //! # uopfuzz graph: tinygrad 0.14.0 flat SSA; nodes in topological order, named roots at the end
@@ -39,7 +40,8 @@ use super::ops::Ops;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-/// The import lines of tinygrad-ir.md §6: everything a graph section refers to.
+/// The import lines a graph section needs: every name its nodes and args refer to (uop/ops.py,
+/// dtype.py, uop/symbolic.py).
 pub const IMPORTS: &str = "from math import inf, nan\n\
 from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType, KernelInfo, graph_rewrite\n\
 from tinygrad.dtype import dtypes, AddrSpace, ConstFloat, Invalid\n\
@@ -1132,7 +1134,7 @@ mod tests {
             .skip_while(|l| *l != BEGIN_MARKER)
             .skip(1)
             .collect();
-        // tinygrad-ir.md §6, verified snippet
+        // what tinygrad 0.14.0 builds for `(UOp.variable("x", 0, 10)*2 + 3) // 2`, written flat
         assert_eq!(
             body,
             [

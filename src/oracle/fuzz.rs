@@ -252,7 +252,7 @@ pub fn to_finding(
                     s.rule.to_string()
                 },
                 Some(s.source.to_string()),
-                dtype_family(case_dtype_after(case, res, s.before)),
+                dtype_family(node_dtype(case, s.before)),
             )
         }
         None => match &res.rewritten.stop {
@@ -261,7 +261,7 @@ pub fn to_finding(
             } => (
                 rule.to_string(),
                 Some(source.to_string()),
-                dtype_family(node_dtype(case, res, *node)),
+                dtype_family(node_dtype(case, *node)),
             ),
             _ => (
                 "-".to_string(),
@@ -348,21 +348,13 @@ pub fn to_finding(
     }
 }
 
-fn node_dtype(case: &Generated, _res: &CaseResult, node: crate::ir::UOp) -> crate::ir::DType {
+fn node_dtype(case: &Generated, node: crate::ir::UOp) -> crate::ir::DType {
     // the node lives in the rewritten graph (a superset of the original's arena)
     if node.idx() < case.graph.len() {
         case.graph.dtype(node)
     } else {
         case.graph.dtype(case.root)
     }
-}
-
-fn case_dtype_after(
-    case: &Generated,
-    res: &CaseResult,
-    before: crate::ir::UOp,
-) -> crate::ir::DType {
-    node_dtype(case, res, before)
 }
 
 /// Writes a finding directory: `original.py`, `rewritten.py`, `finding.json`.

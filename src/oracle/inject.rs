@@ -1,6 +1,7 @@
 //! Known-bad rules to switch into the rule set (`--inject NAME`): the oracle's self-test and a
 //! user feature — anyone can check in a minute that the fuzzer still bites. Each one is a real
-//! rule of the port with one historical or plausible mistake (shared/docs/tinygrad-ir.md §7):
+//! rule of the port with one historical or plausible mistake (a rule as tinygrad once had it, or a
+//! slip of the same kind):
 //! a dropped guard, a truncating identity used for flooring division, a float ceil in an
 //! integer bound, an off-by-one in a range check.
 use crate::ir::num::{floordiv, py_lt};

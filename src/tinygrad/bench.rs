@@ -8,8 +8,8 @@
 //! machine does (measured: 14-18 ms for one pass of seed 2's port side, 11.5 ms fastest of 2-5).
 //! The port's passes are split around tinygrad's run (the first half before it, the rest after):
 //! all of them take ~30 ms while tinygrad's take seconds, so back to back a single slow stretch
-//! of a shared machine could cover every port pass (measured in session 6: one binary's ratio
-//! ranged 38x-80x from run to run that way). Both sides still get `passes` samples per graph.
+//! of a shared machine could cover every port pass (with back-to-back passes one binary's ratio
+//! ranged 38x-80x from run to run). Both sides still get `passes` samples per graph.
 //!
 //! Both sides also walk the same graphs with an *empty* rule set (`graph_rewrite` visiting every
 //! node, no rule to try): tinygrad's full rewrite time over the port's bare walk is the ratio a

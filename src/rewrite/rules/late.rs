@@ -1,7 +1,7 @@
 //! `get_simplifying_rewrite_patterns` and `get_late_rewrite_patterns` (tinygrad/codegen/decomp/op.py).
 //!
 //! Both take the renderer's supported ops. The port fixes the *all ops supported* case (the
-//! renderer-independent superset, as tinygrad-ir.md §4.2 counts it): `simplifying` = 4 rules (SHR,
+//! renderer-independent superset, codegen/decomp/op.py:76 and :93 with every op listed): `simplifying` = 4 rules (SHR,
 //! AND present; THREEFRY and MAX supported, so no threefry2x32 / MAX→WHERE decomposition), `late` =
 //! 18 rules (OR, SHL, SHR, NEG, SUB, CMPLT, CMPEQ, MULACC, FDIV all present) with `fast_idiv`
 //! enabled (`disable_fast_idiv=False`; tinygrad's default DISABLE_FAST_IDIV=1 leaves it out). The
