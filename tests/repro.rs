@@ -660,11 +660,11 @@ fn fuzz_loop_findings_replay_and_report() {
         iters: Some(1000),
         rules: "symbolic".into(),
         inject: Some("floordiv-floordiv-no-c2-guard".into()),
-        out: Some(d.clone()),
         threads: Some(1),
         ..Default::default()
     };
-    let sum = uopfuzz::oracle::fuzz::run(&opts).unwrap();
+    let sum =
+        uopfuzz::oracle::fuzz::run(&opts, &mut uopfuzz::repro::sink::FindingDirs::new(&d)).unwrap();
     let dirs: Vec<PathBuf> = sum
         .findings
         .iter()
