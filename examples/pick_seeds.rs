@@ -12,7 +12,7 @@ fn main() -> Result<(), String> {
         return Err("usage: pick_seeds FROM_DIR TO_DIR MAX".into());
     };
     let max: usize = max.parse().map_err(|e| format!("MAX: {e}"))?;
-    let choice = choose_rules("pipeline", None)?;
+    let choice = choose_rules("pipeline", None).map_err(|e| e.to_string())?;
     let pipe = choice.pipeline();
     let opts = CheckOpts {
         points: 8,

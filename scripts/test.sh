@@ -12,6 +12,18 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --profile suite -- -D warnings
 echo "== cargo test"
-cargo test --profile suite 2>&1 | tee target/test.log
-# one closing line for CI's reader: sum of every cargo test summary
-awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "uopfuzz: %d passed, %d failed, %d skipped\n", p, f, i}' target/test.log
+# tests that need tinygrad 0.14.0 and cannot find it pass in cargo's count but log a line here
+# (uopfuzz::tinygrad::python_for_test); under CI=true they fail instead
+export UOPFUZZ_SKIP_LOG="$root/target/skips.log"
+rm -f "$UOPFUZZ_SKIP_LOG"
+status=0
+cargo test --profile suite --no-fail-fast 2>&1 | tee target/test.log || status=$?
+skips=0
+if [ -f "$UOPFUZZ_SKIP_LOG" ]; then
+  skips=$(wc -l <"$UOPFUZZ_SKIP_LOG")
+  echo "skipped (tinygrad 0.14.0 not importable):"
+  sed 's/^/  /' "$UOPFUZZ_SKIP_LOG"
+fi
+# one closing line for CI's reader: sum of every cargo test summary, skips moved from passed
+awk -v s="$skips" '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "uopfuzz: %d passed, %d failed, %d skipped\n", p-s, f, i+s}' target/test.log
+exit "$status"

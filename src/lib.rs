@@ -7,6 +7,7 @@
 #![allow(clippy::collapsible_match, clippy::collapsible_if)]
 
 pub mod cli;
+pub mod corpus;
 pub mod exec;
 pub mod generate;
 pub mod ir;

@@ -1027,10 +1027,10 @@ fn unlowered_reduce_kernels_are_value_checked() {
     );
     // value disagreements (the only verdict the interpreter decides) only under rules with a
     // known rewrite-bug signature (corpus/known-findings.tsv, any dtype; reduce_mul_chain's is)
-    let known: Vec<String> = uopfuzz::oracle::fuzz::BUILTIN_KNOWN
-        .lines()
-        .filter(|l| l.starts_with("rewrite-bug|"))
-        .filter_map(|l| l.split('|').nth(1).map(str::to_string))
+    let known: Vec<String> = uopfuzz::oracle::fuzz::builtin_known()
+        .into_iter()
+        .filter(|(s, _)| s.class == uopfuzz::oracle::verdict::Class::RewriteBug)
+        .map(|(s, _)| s.rule)
         .collect();
     for k in found.keys() {
         if let Some(rule) = k.strip_prefix("rewrite-bug|") {

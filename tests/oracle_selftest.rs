@@ -5,6 +5,7 @@
 use uopfuzz::generate::Family;
 use uopfuzz::oracle::fuzz::{FuzzOpts, run};
 use uopfuzz::oracle::inject;
+use uopfuzz::oracle::sink::Discard;
 
 const BUDGET: u64 = 20_000;
 
@@ -17,7 +18,6 @@ fn every_injection_is_caught() {
             time_secs: None,
             iters: Some(BUDGET),
             inject: Some(name.to_string()),
-            out: None,
             stop_on_new: false,
             ..FuzzOpts::default()
         };
@@ -25,11 +25,14 @@ fn every_injection_is_caught() {
         let mut found = None;
         let mut done = 0;
         while done < BUDGET && found.is_none() {
-            let s = run(&FuzzOpts {
-                seed: opts.seed + done,
-                iters: Some(2000),
-                ..opts.clone()
-            })
+            let s = run(
+                &FuzzOpts {
+                    seed: opts.seed + done,
+                    iters: Some(2000),
+                    ..opts.clone()
+                },
+                &mut Discard,
+            )
             .unwrap();
             if let Some(f) = s
                 .findings
@@ -52,15 +55,17 @@ fn every_injection_is_caught() {
 
 #[test]
 fn faithful_rules_have_no_rewrite_bug_on_index_math() {
-    let s = run(&FuzzOpts {
-        seed: 7,
-        time_secs: None,
-        iters: Some(3000),
-        family: Some(Family::Index),
-        rules: "symbolic".into(),
-        out: None,
-        ..FuzzOpts::default()
-    })
+    let s = run(
+        &FuzzOpts {
+            seed: 7,
+            time_secs: None,
+            iters: Some(3000),
+            family: Some(Family::Index),
+            rules: "symbolic".into(),
+            ..FuzzOpts::default()
+        },
+        &mut Discard,
+    )
     .unwrap();
     // directed graphs may carry fixed-width ints too: those findings are wraparound bugs (known list)
     let bugs: Vec<_> = s

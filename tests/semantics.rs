@@ -1,11 +1,10 @@
 //! The full semantics table against tinygrad 0.14.0: 100 % agreement outside the allow-list.
-//! Skipped (with a message) only when the tinygrad venv is missing.
-use uopfuzz::exec::semantics::{OracleError, default_allowlist, oracle_command, run_table};
+//! Skipped (counted by scripts/test.sh) when tinygrad 0.14.0 is not importable; fails under CI=true.
+use uopfuzz::exec::semantics::{default_allowlist, run_table};
 
 #[test]
 fn semantics_table_agrees_with_tinygrad() {
-    if let Err(OracleError::NoPython(msg)) = oracle_command() {
-        eprintln!("SKIPPED semantics_table_agrees_with_tinygrad: {msg}");
+    if uopfuzz::tinygrad::python_for_test("semantics_table_agrees_with_tinygrad").is_none() {
         return;
     }
     let s = run_table(&default_allowlist()).expect("oracle run");

@@ -617,11 +617,6 @@ proptest! {
     }
 }
 
-fn python() -> Option<std::path::PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    p.exists().then_some(p)
-}
-
 /// The Rust checker with only the tinygrad parts enabled: tensor spec, program spec, SPEC=2 dtypes.
 fn rust_checks(b: &Built) -> [Result<(), spec::SpecError>; 3] {
     let only = |level| SpecOptions {
@@ -660,8 +655,7 @@ fn py_verdict(rest: &str, tag: &str) -> Result<(), Option<usize>> {
 
 #[test]
 fn tinygrad_builds_the_identical_graph() {
-    let Some(py) = python() else {
-        println!("SKIP tinygrad_builds_the_identical_graph: .venv/bin/python is missing");
+    let Some(py) = uopfuzz::tinygrad::python_for_test("tinygrad_builds_the_identical_graph") else {
         return;
     };
     // TEXT_ROUNDTRIP_GRAPHS=N runs more (one Python process either way)

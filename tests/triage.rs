@@ -338,11 +338,13 @@ fn every_injection_is_caught_confirmed_blamed_and_shrunk() {
 // ------------------------------------------------------------------------------------------------
 // stage behaviour on hand-made findings
 
-use uopfuzz::generate::{Family, Generated, Swarm, VarInfo};
+use std::path::PathBuf;
+use uopfuzz::generate::{Case, Family, Generated, VarInfo};
 use uopfuzz::oracle::check::{Detected, Pipeline, Point};
+use uopfuzz::oracle::sink::FindingSink;
+use uopfuzz::repro::triage::triage_dir;
 use uopfuzz::rewrite::engine::RuleSet;
 use uopfuzz::rewrite::upat::UPat;
-use uopfuzz::smt::triage::dir::triage_dir;
 use uopfuzz::smt::triage::triage;
 
 fn case(
@@ -350,8 +352,8 @@ fn case(
     root: uopfuzz::ir::UOp,
     family: Family,
     vars: &[(&str, DType, i128, i128)],
-) -> Generated {
-    Generated {
+) -> Case {
+    Case {
         graph: g,
         root,
         family,
@@ -367,7 +369,6 @@ fn case(
             })
             .collect(),
         buffers: vec![],
-        swarm: Swarm::full(family, 6),
     }
 }
 
@@ -531,7 +532,19 @@ fn a_saved_finding_directory_is_triaged() {
     );
     let dir = std::env::temp_dir().join(format!("uopfuzz-triage-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    uopfuzz::oracle::fuzz::save_finding(&dir, &case, &res, &f, &pipe).unwrap();
+    let mut g = case.graph.clone();
+    let rw = pipe.rewrite(&mut g, &mut Default::default(), case.root, None);
+    let saved = uopfuzz::repro::sink::FindingDirs::new(&dir)
+        .save(&uopfuzz::oracle::sink::NewFinding {
+            finding: &f,
+            graph: &g,
+            root: case.root,
+            rewritten: Some(rw.root),
+            seed: mix(i),
+        })
+        .unwrap();
+    let dir = PathBuf::from(saved);
+    assert!(dir.join("repro.py").is_file());
     let t = triage_dir(&dir, &TriageOpts::default(), None).unwrap();
     assert_eq!(t.class, "rewrite-bug");
     assert_eq!(
@@ -545,7 +558,7 @@ fn a_saved_finding_directory_is_triaged() {
     let text = std::fs::read_to_string(dir.join("minimized.py")).unwrap();
     let p = uopfuzz::ir::text::parse_graph(&text, "minimized.py").unwrap();
     assert!(p.root("root").is_some() && p.root("rewritten").is_some());
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
 
 #[test]

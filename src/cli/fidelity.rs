@@ -49,7 +49,7 @@ pub struct Args {
     /// Also print how often each rule of the set applied.
     #[arg(long)]
     pub coverage: bool,
-    /// Known-divergence list (default: <repo>/known-divergences.tsv).
+    /// Known-divergence list (default: <repo>/corpus/known-divergences.tsv).
     #[arg(long)]
     pub known: Option<PathBuf>,
     /// Exit 1 when the agreement (percent) is below this.
@@ -61,7 +61,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let known = match load_known(a.known.as_deref()) {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("uopfuzz fidelity: {e}");
             return Ok(2);
         }
     };
@@ -78,7 +78,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     let rep = match run_fidelity(&opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("uopfuzz fidelity: {e}");
             return Ok(2);
         }
     };

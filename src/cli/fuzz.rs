@@ -2,9 +2,10 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{FuzzOpts, parse_known, run};
+use crate::oracle::fuzz::{FuzzOpts, load_known, run};
 use crate::oracle::inject;
 use crate::oracle::tolerance::FloatPolicy;
+use crate::repro::sink::FindingDirs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,7 +70,6 @@ pub fn run_cmd(a: Args) -> ExitCode {
         family: a.family,
         rules: a.rules,
         inject: a.inject,
-        out: Some(a.out),
         policy: a.float_policy,
         points: a.points,
         threads: a.threads,
@@ -77,10 +77,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
-        match std::fs::read_to_string(&k)
-            .map_err(|e| format!("{}: {e}", k.display()))
-            .and_then(|t| parse_known(&t))
-        {
+        match load_known(&k) {
             Ok(v) => opts.known = v,
             Err(e) => {
                 eprintln!("uopfuzz fuzz: {e}");
@@ -88,7 +85,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
             }
         }
     }
-    let s = match run(&opts) {
+    let s = match run(&opts, &mut FindingDirs::new(&a.out)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("uopfuzz fuzz: {e}");
@@ -110,26 +107,6 @@ pub fn run_cmd(a: Args) -> ExitCode {
             format!(" by class {:?}", s.by_class)
         }
     );
-    // each saved finding also gets a self-contained repro file (replays with one command and
-    // runs as tinygrad Python)
-    for f in &s.findings {
-        if f.path.is_empty() {
-            continue;
-        }
-        let dir = std::path::Path::new(&f.path);
-        let file = dir.join("repro.py");
-        match crate::repro::load_path(dir) {
-            Ok(l) => {
-                if let Err(e) = std::fs::write(
-                    &file,
-                    crate::repro::file::write_repro(&l.repro, &file.display().to_string()),
-                ) {
-                    eprintln!("uopfuzz fuzz: {}: {e}", file.display());
-                }
-            }
-            Err(e) => eprintln!("uopfuzz fuzz: {e}"),
-        }
-    }
     for f in &s.findings {
         println!(
             "  {:18} {:40} {:8} {}{}",

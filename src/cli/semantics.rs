@@ -10,7 +10,7 @@ pub struct Args {
     /// Print a JSON summary instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Allow-list TSV (default: harness/semantics-allowlist.tsv).
+    /// Allow-list TSV (default: corpus/semantics-allowlist.tsv).
     #[arg(long)]
     pub allowlist: Option<PathBuf>,
     /// How many disagreements to print.

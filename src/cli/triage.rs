@@ -1,6 +1,6 @@
 //! `uopfuzz triage DIR...`: confirm, minimize, blame and classify saved findings with Z3 and the
 //! interpreter; writes `triaged.json` (+ `minimized.py`) into each directory.
-use crate::smt::triage::dir::triage_dir;
+use crate::repro::triage::triage_dir;
 use crate::smt::triage::{Status, TriageOpts};
 use std::path::PathBuf;
 use std::process::ExitCode;

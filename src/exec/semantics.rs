@@ -1,7 +1,7 @@
 //! The semantics table: every ALU op × every non-fp8 dtype × edge operands, plus CAST and
 //! BITCAST, evaluated by the port (`ir::alu`) and by tinygrad's own `exec_alu` through
 //! `harness/tinygrad_oracle.py alu`, compared cell by cell. Cells that disagree for a
-//! documented reason are listed in `harness/semantics-allowlist.tsv`.
+//! documented reason are listed in `corpus/semantics-allowlist.tsv`.
 //!
 //! Two modes, the two ways tinygrad calls `exec_alu` (see `ir::alu`): `run` (`DEV=PYTHON`,
 //! truncated, plain floats) and `fold` (const folding, untruncated, `ConstFloat` operands).
@@ -527,12 +527,8 @@ pub enum OracleError {
     Oracle(String),
     #[error("io error talking to the oracle: {0}")]
     Io(#[from] std::io::Error),
-    #[error("allow-list {path}:{line}: {msg}")]
-    Allowlist {
-        path: String,
-        line: usize,
-        msg: String,
-    },
+    #[error("allow-list {0}")]
+    Allowlist(#[from] crate::corpus::ListError),
 }
 
 /// The repository root: the working directory if it holds `harness/`, else the crate root.
@@ -662,31 +658,15 @@ fn parse_int(s: &str) -> Option<i128> {
 }
 
 pub fn load_allowlist(path: &Path) -> Result<Vec<AllowEntry>, OracleError> {
-    let text = std::fs::read_to_string(path).map_err(|e| OracleError::Allowlist {
-        path: path.display().to_string(),
-        line: 0,
-        msg: e.to_string(),
-    })?;
+    let file = path.display().to_string();
+    let text = crate::corpus::read(path)?;
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        let err = |msg: &str| OracleError::Allowlist {
-            path: path.display().to_string(),
-            line: i + 1,
-            msg: msg.to_string(),
-        };
-        if f.len() != 5 {
-            return Err(err(
-                "expected 5 tab-separated columns: op dtype mode pattern reason",
-            ));
-        }
+    for row in crate::corpus::rows(&text) {
+        let f = row.columns(&file, 5, "op dtype mode pattern reason")?;
         let conds: Vec<String> = f[3].split('&').map(|c| c.trim().to_string()).collect();
         for c in &conds {
             if !valid_cond(c) {
-                return Err(err(&format!("unknown condition {c:?}")));
+                return Err(row.error(&file, format!("unknown condition {c:?}")).into());
             }
         }
         out.push(AllowEntry {
@@ -902,5 +882,5 @@ pub fn run_table(allowlist: &Path) -> Result<Summary, OracleError> {
 
 /// The default allow-list path.
 pub fn default_allowlist() -> PathBuf {
-    repo_root().join("harness/semantics-allowlist.tsv")
+    repo_root().join(crate::corpus::SEMANTICS_ALLOWLIST)
 }

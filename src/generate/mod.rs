@@ -125,8 +125,10 @@ pub struct BufInfo {
     pub output: bool,
 }
 
+/// A graph to check and the inputs its executor must bind: what every later stage takes,
+/// whether the generator drew it, a finding directory held it or the minimizer shrank it.
 #[derive(Clone, Debug)]
-pub struct Generated {
+pub struct Case {
     /// Only the nodes reachable from `root`.
     pub graph: Graph,
     pub root: UOp,
@@ -137,8 +139,26 @@ pub struct Generated {
     /// The global `PARAM` buffers, sorted by slot. REG accumulators (`BUFFER` in
     /// `AddrSpace.REG`, 1 element) are kernel-internal: the kernel initialises them itself.
     pub buffers: Vec<BufInfo>,
-    /// The configuration this graph was drawn under (for logs and triage).
+}
+
+/// A generated case and the swarm configuration it was drawn under.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    pub case: Case,
     pub swarm: Swarm,
+}
+
+impl std::ops::Deref for Generated {
+    type Target = Case;
+    fn deref(&self) -> &Case {
+        &self.case
+    }
+}
+
+impl std::ops::DerefMut for Generated {
+    fn deref_mut(&mut self) -> &mut Case {
+        &mut self.case
+    }
 }
 
 /// Generates one graph, taking every decision from `src`.
@@ -180,62 +200,70 @@ pub fn generate_from_bytes(bytes: &[u8], cfg: &GenConfig) -> Option<Generated> {
     Some(generate(&mut u, cfg))
 }
 
-/// Compacts the graph to what `root` reaches and lists its variables and buffers.
 pub(crate) fn finish(g: &Graph, root: UOp, family: Family, swarm: Swarm) -> Generated {
-    let (graph, roots) = g.extract(&[root]);
-    let root = roots[0];
-    let mut vars = Vec::new();
-    let mut buffers = Vec::new();
-    let mut stored: Vec<UOp> = Vec::new();
-    for u in graph.toposort(&[root]) {
-        if graph.op(u) == Ops::STORE
-            && let Some(i) = graph.src(u).first()
-            && let Some(b) = graph.src(*i).first()
-        {
-            stored.push(*b);
-        }
-    }
-    for u in graph.toposort(&[root]) {
-        let n = graph.node(u);
-        let Arg::Param(p) = &n.arg else { continue };
-        match n.op {
-            Ops::BUFFER | Ops::PARAM if p.vmin_vmax.is_some() => {
-                let (lo, hi) = p.vmin_vmax.unwrap_or((0, 0));
-                vars.push(VarInfo {
-                    name: p.name.clone().unwrap_or_default(),
-                    dtype: n.dtype,
-                    lo,
-                    hi,
-                    multiple_of: p.multiple_of.unwrap_or(1),
-                    param: n.op == Ops::PARAM,
-                });
-            }
-            Ops::PARAM => {
-                let size = n
-                    .src
-                    .first()
-                    .and_then(|s| graph.const_val(*s))
-                    .and_then(|c| c.as_i128())
-                    .unwrap_or(0);
-                buffers.push(BufInfo {
-                    slot: p.slot,
-                    dtype: n.dtype,
-                    size,
-                    output: stored.contains(&u),
-                });
-            }
-            _ => {}
-        }
-    }
-    vars.sort_by(|a, b| a.name.cmp(&b.name));
-    buffers.sort_by_key(|b| b.slot);
     Generated {
-        graph,
-        root,
-        family,
-        vars,
-        buffers,
+        case: Case::from_graph(g, root, family),
         swarm,
+    }
+}
+
+impl Case {
+    /// Compacts the graph to what `root` reaches and lists its variables and buffers.
+    pub fn from_graph(g: &Graph, root: UOp, family: Family) -> Case {
+        let (graph, roots) = g.extract(&[root]);
+        let root = roots[0];
+        let mut vars = Vec::new();
+        let mut buffers = Vec::new();
+        let mut stored: Vec<UOp> = Vec::new();
+        for u in graph.toposort(&[root]) {
+            if graph.op(u) == Ops::STORE
+                && let Some(i) = graph.src(u).first()
+                && let Some(b) = graph.src(*i).first()
+            {
+                stored.push(*b);
+            }
+        }
+        for u in graph.toposort(&[root]) {
+            let n = graph.node(u);
+            let Arg::Param(p) = &n.arg else { continue };
+            match n.op {
+                Ops::BUFFER | Ops::PARAM if p.vmin_vmax.is_some() => {
+                    let (lo, hi) = p.vmin_vmax.unwrap_or((0, 0));
+                    vars.push(VarInfo {
+                        name: p.name.clone().unwrap_or_default(),
+                        dtype: n.dtype,
+                        lo,
+                        hi,
+                        multiple_of: p.multiple_of.unwrap_or(1),
+                        param: n.op == Ops::PARAM,
+                    });
+                }
+                Ops::PARAM => {
+                    let size = n
+                        .src
+                        .first()
+                        .and_then(|s| graph.const_val(*s))
+                        .and_then(|c| c.as_i128())
+                        .unwrap_or(0);
+                    buffers.push(BufInfo {
+                        slot: p.slot,
+                        dtype: n.dtype,
+                        size,
+                        output: stored.contains(&u),
+                    });
+                }
+                _ => {}
+            }
+        }
+        vars.sort_by(|a, b| a.name.cmp(&b.name));
+        buffers.sort_by_key(|b| b.slot);
+        Case {
+            graph,
+            root,
+            family,
+            vars,
+            buffers,
+        }
     }
 }
 

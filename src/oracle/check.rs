@@ -8,7 +8,7 @@ use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
 use super::verdict::Class;
 use crate::exec::interp::{self, Buffer, Env, ExecError};
 use crate::exec::tape::Tape;
-use crate::generate::Generated;
+use crate::generate::Case;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
@@ -202,7 +202,7 @@ pub const FAST_MATH_RULES: &[&str] = &[
 
 /// Builds the input points of a generated graph: boundary values first (one variable at its
 /// boundaries while the others take a middle value), then random points.
-pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
+pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
     let g = &case.graph;
     let n = if case.buffers.is_empty() {
         opts.points
@@ -745,11 +745,22 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 }
 
 /// Checks one generated graph under a pipeline.
-pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
+pub fn check_case(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
+    check_case_in(case, pipe, opts, &mut case.graph.clone())
+}
+
+/// [`check_case`], also returning the graph the rewrite ran in: it holds the original and the
+/// rewritten graph (`CaseResult::rewritten.root`), as a finding's files show them.
+pub fn check_case_graph(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> (CaseResult, Graph) {
     let mut g = case.graph.clone();
+    let res = check_case_in(case, pipe, opts, &mut g);
+    (res, g)
+}
+
+fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) -> CaseResult {
     let mut cache = Cache::default();
     let mut memos = Vec::new();
-    let rw = pipe.rewrite_memo(&mut g, &mut cache, case.root, &mut memos);
+    let rw = pipe.rewrite_memo(g, &mut cache, case.root, &mut memos);
     let mut res = CaseResult {
         rewritten: rw.clone(),
         detected: None,
@@ -807,7 +818,7 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
     }
     // a rewrite that changed nothing would only repeat itself (graph_rewrite is deterministic)
     if opts.idempotence && rw.root != case.root {
-        let again = pipe.rewrite_memo(&mut g, &mut cache, rw.root, &mut memos);
+        let again = pipe.rewrite_memo(g, &mut cache, rw.root, &mut memos);
         if again.stop == Stop::Done && again.root != rw.root {
             let first = again.trace.first().map(|s| s.rule).unwrap_or("-");
             res.detected = Some(Detected {
@@ -825,11 +836,11 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         return res;
     }
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
-    let (mut run_o, mut run_n) = (Runner::new(&g, case.root), Runner::new(&g, rw.root));
+    let (mut run_o, mut run_n) = (Runner::new(g, case.root), Runner::new(g, rw.root));
     for p in make_points(case, opts) {
-        let o = run_o.observe(&g, &p.env);
-        let n = run_n.observe(&g, &p.env);
-        let v = decide(&g, case.root, rw.root, &p.env, &o, &n, opts.policy);
+        let o = run_o.observe(g, &p.env);
+        let n = run_n.observe(g, &p.env);
+        let v = decide(g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
             PointVerdict::Agree => res.points_compared += 1,
@@ -891,7 +902,7 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
 /// `replace` dict does the same). So the steps up to there are checked node by node too: the
 /// first one whose own `before` and `after` differ at this point is blamed.
 pub fn blame(
-    case: &Generated,
+    case: &Case,
     pipe: &Pipeline,
     env: &Env,
     policy: FloatPolicy,

@@ -1,11 +1,20 @@
 //! The in-process fuzz loop: generate → rewrite → execute original and rewritten → compare →
-//! save findings. Batches run in parallel (rayon) and are merged in seed order, so a run is
-//! reproducible from its seed whatever the core count.
-use super::check::{CaseResult, CheckOpts, Detected, Pipeline, check_case, dtype_family};
+//! hand new findings to a [`FindingSink`]. Batches run in parallel (rayon) and are merged in
+//! seed order, so a run is reproducible from its seed whatever the core count.
+//!
+//! [`run`] is the loop; each of its jobs has its own piece: [`Workers`] (the thread pool and the
+//! panic fence), [`Coverage`] (rule hits and the directed targets drawn from them), [`Dedup`]
+//! (one finding per signature, known or new), the sink (disk) and [`Progress`] (the spinner).
+use super::check::{
+    CaseResult, CheckOpts, Detected, Pipeline, check_case, check_case_graph, dtype_family,
+};
 use super::inject;
+use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
-use super::verdict::{Class, Finding, Signature, TraceStep};
+use super::verdict::{Finding, Signature, TraceStep};
+use crate::corpus::{self, ListError};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
+use crate::ir::Graph;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
@@ -13,12 +22,9 @@ use crate::rewrite::rules;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Known findings: signature → note (checked in as `corpus/known-findings.tsv`).
-pub const BUILTIN_KNOWN: &str = include_str!("../../corpus/known-findings.tsv");
 
 #[derive(Clone, Debug)]
 pub struct FuzzOpts {
@@ -29,7 +35,6 @@ pub struct FuzzOpts {
     /// A rule set name, or `pipeline` (sym → simplifying → late, as tinygrad's codegen runs them).
     pub rules: String,
     pub inject: Option<String>,
-    pub out: Option<PathBuf>,
     pub policy: FloatPolicy,
     pub points: usize,
     /// Share of graphs built by pattern-directed generation for the least-fired rules.
@@ -52,36 +57,66 @@ impl Default for FuzzOpts {
             family: None,
             rules: "pipeline".into(),
             inject: None,
-            out: Some(PathBuf::from("findings")),
             policy: FloatPolicy::FastMath,
             points: 24,
             directed_per_mille: 250,
             threads: None,
             progress: false,
-            known: parse_known(BUILTIN_KNOWN).unwrap_or_default(),
+            known: builtin_known(),
             stop_on_new: false,
         }
     }
 }
 
-/// Parses a known-findings list: `signature<TAB>note` per line, `#` comments.
-pub fn parse_known(text: &str) -> Result<Vec<(Signature, String)>, String> {
+/// Parses a known-findings list (`corpus/known-findings.tsv`): `signature<TAB>note` per line;
+/// `file` names it in errors.
+pub fn parse_known(text: &str, file: &str) -> Result<Vec<(Signature, String)>, ListError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
+    for row in corpus::rows(text) {
+        let l = row.fields.trim();
         let (sig, note) = l.split_once('\t').unwrap_or((l, ""));
         let s = Signature::parse(sig).ok_or_else(|| {
-            format!(
-                "known-findings:{}:1: bad signature {sig:?} (want class|rule|dtype|backend)",
-                i + 1
+            row.error(
+                file,
+                format!("bad signature {sig:?} (want class|rule|dtype|backend)"),
             )
         })?;
         out.push((s, note.trim().to_string()));
     }
     Ok(out)
+}
+
+/// Reads a known-findings list file.
+pub fn load_known(path: &Path) -> Result<Vec<(Signature, String)>, ListError> {
+    parse_known(&corpus::read(path)?, &path.display().to_string())
+}
+
+/// The built-in list (`corpus/known-findings.tsv`, compiled in; a unit test parses it).
+pub fn builtin_known() -> Vec<(Signature, String)> {
+    parse_known(corpus::BUILTIN_KNOWN_FINDINGS, corpus::KNOWN_FINDINGS).unwrap_or_default()
+}
+
+/// A `--rules` / `--inject` choice that names nothing runnable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    #[error("--inject: unknown injection {0:?} (see --list-injections)")]
+    UnknownInjection(String),
+    #[error("--rules: unknown rule set {0:?} (one of pipeline, {sets})", sets = rules::SET_NAMES.join(", "))]
+    UnknownSet(String),
+    #[error("--inject {inject}: its rule is not in --rules {rules}")]
+    NotInRules { inject: String, rules: String },
+}
+
+/// Why a fuzz run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    #[error("cannot start worker threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+    /// Findings saved before it are kept.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
 }
 
 /// The rule sets a run uses, owned (an injection makes a modified copy).
@@ -112,11 +147,10 @@ impl RuleChoice {
 }
 
 /// Resolves `--rules` and `--inject` into the stages to run.
-pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice, String> {
+pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice, RulesError> {
     let mut rules_name = rules_name.to_string();
     if let Some(i) = inject {
-        let inj = inject::find(i)
-            .ok_or_else(|| format!("--inject: unknown injection {i:?} (see --list-injections)"))?;
+        let inj = inject::find(i).ok_or_else(|| RulesError::UnknownInjection(i.to_string()))?;
         if rules_name == "pipeline" && !["sym", "simplifying", "late"].contains(&inj.rules) {
             rules_name = inj.rules.to_string();
         }
@@ -128,12 +162,7 @@ pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice
     };
     let mut stages = Vec::new();
     for n in names {
-        let base = rules::by_name(n).ok_or_else(|| {
-            format!(
-                "--rules: unknown rule set {n:?} (one of pipeline, {})",
-                rules::SET_NAMES.join(", ")
-            )
-        })?;
+        let base = rules::by_name(n).ok_or_else(|| RulesError::UnknownSet(n.to_string()))?;
         let set = match inject {
             Some(i) => inject::ruleset_with(i, base).unwrap_or_else(|| base.clone()),
             None => base.clone(),
@@ -145,9 +174,10 @@ pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice
             .iter()
             .any(|s| s.rules.iter().any(|r| r.source.starts_with("injected")))
     {
-        return Err(format!(
-            "--inject {i}: its rule is not in --rules {rules_name}"
-        ));
+        return Err(RulesError::NotInRules {
+            inject: i.to_string(),
+            rules: rules_name,
+        });
     }
     Ok(RuleChoice {
         name: rules_name,
@@ -223,12 +253,42 @@ pub fn run_one(
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
     let case = make_case(seed, family, target);
-    let o = CheckOpts {
-        seed,
-        ..opts.clone()
-    };
-    let res = check_case(&case, pipe, &o);
+    let res = check_case(
+        &case,
+        pipe,
+        &CheckOpts {
+            seed,
+            ..opts.clone()
+        },
+    );
     (case, res)
+}
+
+/// One checked iteration, with the graph the check rewrote (a finding's files are written
+/// from it).
+pub struct Checked {
+    pub case: Generated,
+    pub res: CaseResult,
+    pub graph: Graph,
+}
+
+fn run_one_kept(
+    seed: u64,
+    family: Option<Family>,
+    target: Option<&Rule>,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+) -> Checked {
+    let case = make_case(seed, family, target);
+    let (res, graph) = check_case_graph(
+        &case,
+        pipe,
+        &CheckOpts {
+            seed,
+            ..opts.clone()
+        },
+    );
+    Checked { case, res, graph }
 }
 
 /// Builds the verdict record of a detection.
@@ -357,59 +417,6 @@ fn node_dtype(case: &Generated, node: crate::ir::UOp) -> crate::ir::DType {
     }
 }
 
-/// Writes a finding directory: `original.py`, `rewritten.py`, `finding.json`.
-pub fn save_finding(
-    dir: &Path,
-    case: &Generated,
-    res: &CaseResult,
-    finding: &Finding,
-    pipe: &Pipeline,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(
-        dir.join("original.py"),
-        write_graph(&case.graph, &[case.root], &["root"]),
-    )?;
-    // rebuild the rewritten graph in a fresh arena (the check's arena is gone)
-    let mut g = case.graph.clone();
-    let mut cache = Default::default();
-    let rw = pipe.rewrite(&mut g, &mut cache, case.root, None);
-    if rw.root != case.root || res.rewritten.root != case.root {
-        std::fs::write(
-            dir.join("rewritten.py"),
-            write_graph(&g, &[rw.root], &["rewritten"]),
-        )?;
-    }
-    let mut f = finding.clone();
-    f.nodes = (
-        case.graph.toposort(&[case.root]).len(),
-        g.toposort(&[rw.root]).len(),
-    );
-    std::fs::write(
-        dir.join("finding.json"),
-        serde_json::to_string_pretty(&f).unwrap_or_default(),
-    )?;
-    Ok(())
-}
-
-fn slug(s: &Signature) -> String {
-    let raw = format!(
-        "{}-{}-{}",
-        s.class.name(),
-        s.rule.replace('/', "."),
-        s.dtype
-    );
-    raw.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Rules no graph can make a top-down `graph_rewrite` fire (every rule set here is one), with
 /// why: a node is matched only once its srcs are at a fixed point (uop/ops.py:1720-1723), and
 /// another rule of the same matcher always rewrites the src these need. tinygrad fires the first
@@ -440,8 +447,176 @@ fn unreachable(name: &str) -> bool {
     UNREACHABLE_TOP_DOWN.iter().any(|(n, _)| *n == name)
 }
 
-/// Runs the fuzz loop.
-pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
+/// The worker pool and its panic fence: a panic in the port is a bug of uopfuzz, not of
+/// tinygrad, so its seed is recorded and fuzzing goes on.
+pub struct Workers {
+    pool: rayon::ThreadPool,
+}
+
+impl Workers {
+    /// `threads` workers (default: one per core).
+    pub fn new(threads: Option<usize>) -> Result<Workers, rayon::ThreadPoolBuildError> {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(t) = threads {
+            b = b.num_threads(t.max(1));
+        }
+        Ok(Workers { pool: b.build()? })
+    }
+
+    /// Runs `job` on every `(seed, target)` in parallel; results in job order, `None` where the
+    /// job panicked.
+    pub fn batch<T: Send>(
+        &self,
+        jobs: &[(u64, Option<&Rule>)],
+        job: impl Fn(u64, Option<&Rule>) -> T + Sync,
+    ) -> Vec<(u64, Option<T>)> {
+        self.pool.install(|| {
+            jobs.par_iter()
+                .map(|&(s, t)| {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(s, t)));
+                    (s, r.ok())
+                })
+                .collect()
+        })
+    }
+}
+
+/// Rule hits, and the directed targets drawn from them: the least-fired reachable rules.
+pub struct Coverage<'r> {
+    rules: &'r [Arc<Rule>],
+    hits: HashMap<&'static str, u64>,
+}
+
+impl<'r> Coverage<'r> {
+    /// How many least-fired rules a batch's directed graphs aim at.
+    const COLD: usize = 16;
+
+    pub fn new(rules: &'r [Arc<Rule>]) -> Coverage<'r> {
+        Coverage {
+            rules,
+            hits: HashMap::new(),
+        }
+    }
+
+    /// The jobs of iterations `first..first + n`: each its seed and, for a `directed_per_mille`
+    /// share, a cold rule to aim at (chosen before the batch runs, so deterministic).
+    pub fn plan(
+        &self,
+        base_seed: u64,
+        first: u64,
+        n: u64,
+        directed_per_mille: u32,
+    ) -> Vec<(u64, Option<&'r Rule>)> {
+        let mut by_hits: Vec<&Arc<Rule>> =
+            self.rules.iter().filter(|r| !unreachable(r.name)).collect();
+        by_hits.sort_by_key(|r| (self.hits.get(r.name).copied().unwrap_or(0), r.name));
+        let cold: Vec<&Arc<Rule>> = by_hits.into_iter().take(Self::COLD).collect();
+        (first..first + n)
+            .map(|k| {
+                let s = iter_seed(base_seed, k);
+                let directed = (s % 1000) < directed_per_mille as u64 && !cold.is_empty();
+                let target = directed.then(|| &**cold[((s >> 20) as usize) % cold.len()]);
+                (s, target)
+            })
+            .collect()
+    }
+
+    pub fn record(&mut self, res: &CaseResult) {
+        for st in &res.rewritten.trace {
+            *self.hits.entry(st.rule).or_insert(0) += 1;
+        }
+    }
+
+    /// Distinct rules fired so far.
+    pub fn fired(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Fills the summary's coverage fields.
+    pub fn finish(self, sum: &mut Summary) {
+        sum.rules_hit = self
+            .rules
+            .iter()
+            .filter(|r| self.hits.contains_key(r.name))
+            .count();
+        let (unreach, never): (Vec<_>, Vec<_>) = self
+            .rules
+            .iter()
+            .filter(|r| !self.hits.contains_key(r.name))
+            .map(|r| r.name.to_string())
+            .partition(|n| unreachable(n));
+        sum.rules_never_fired = never;
+        sum.rules_unreachable = unreach;
+        sum.rule_hits = self
+            .hits
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    }
+}
+
+/// One finding per signature: counts them and says whether a signature is first seen and known.
+pub struct Dedup<'k> {
+    known: &'k [(Signature, String)],
+    seen: HashMap<Signature, usize>,
+}
+
+impl<'k> Dedup<'k> {
+    pub fn new(known: &'k [(Signature, String)]) -> Dedup<'k> {
+        Dedup {
+            known,
+            seen: HashMap::new(),
+        }
+    }
+    /// Counts a finding; `Some(known)` when its signature is seen for the first time.
+    pub fn first(&mut self, sig: &Signature) -> Option<bool> {
+        let count = self.seen.entry(sig.clone()).or_insert(0);
+        *count += 1;
+        (*count == 1).then(|| self.known.iter().any(|(k, _)| k == sig))
+    }
+    pub fn signatures(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+/// The terminal spinner (stderr), when asked for.
+pub struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    pub fn new(show: bool) -> Progress {
+        Progress(show.then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b
+        }))
+    }
+    pub fn tick(&self, sum: &Summary, signatures: usize, fired: usize, secs: f64) {
+        if let Some(b) = &self.0 {
+            b.set_message(format!(
+                "{} execs ({:.0}/s), {} findings ({} signatures), rules {}/{}",
+                sum.execs,
+                sum.execs as f64 / secs.max(1e-9),
+                sum.findings_total,
+                signatures,
+                fired,
+                sum.rules_total
+            ));
+            b.tick();
+        }
+    }
+    pub fn finish(self) {
+        if let Some(b) = self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Runs the fuzz loop; the first finding of each signature goes to `sink` (findings saved
+/// before an error stay saved).
+pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzError> {
     let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
     let pipe = choice.pipeline();
     let all_rules = choice.distinct_rules();
@@ -451,35 +626,18 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
         seed: 0,
         idempotence: true,
     };
-    let mut hits: HashMap<&'static str, u64> = HashMap::new();
+    let workers = Workers::new(opts.threads)?;
+    let mut coverage = Coverage::new(&all_rules);
+    let mut dedup = Dedup::new(&opts.known);
+    let progress = Progress::new(opts.progress);
     let mut sum = Summary {
         rules: choice.name.clone(),
         seed: opts.seed,
         rules_total: all_rules.len(),
         ..Default::default()
     };
-    let mut seen: HashMap<Signature, usize> = HashMap::new();
     let start = Instant::now();
-    let pool = match opts.threads {
-        Some(t) => rayon::ThreadPoolBuilder::new()
-            .num_threads(t.max(1))
-            .build()
-            .map_err(|e| e.to_string())?,
-        None => rayon::ThreadPoolBuilder::new()
-            .build()
-            .map_err(|e| e.to_string())?,
-    };
     let batch = 64u64;
-    let bar = if opts.progress {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        Some(b)
-    } else {
-        None
-    };
     let mut i = 0u64;
     'outer: loop {
         if opts.iters.is_some_and(|n| i >= n)
@@ -490,130 +648,76 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             break;
         }
         let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
-        // directed targets: the least-fired rules, chosen before the batch runs (deterministic)
-        let mut by_hits: Vec<&Arc<Rule>> =
-            all_rules.iter().filter(|r| !unreachable(r.name)).collect();
-        by_hits.sort_by_key(|r| (hits.get(r.name).copied().unwrap_or(0), r.name));
-        let cold: Vec<&Arc<Rule>> = by_hits.into_iter().take(16).collect();
-        let jobs: Vec<(u64, Option<&Rule>)> = (i..i + n)
-            .map(|k| {
-                let s = iter_seed(opts.seed, k);
-                let directed = (s % 1000) < opts.directed_per_mille as u64 && !cold.is_empty();
-                (
-                    s,
-                    if directed {
-                        Some(&**cold[((s >> 20) as usize) % cold.len()])
-                    } else {
-                        None
-                    },
-                )
-            })
-            .collect();
-        // a panic in the port is a bug of uopfuzz, not of tinygrad: record the seed, keep fuzzing
-        let results: Vec<(u64, Option<(Generated, CaseResult)>)> = pool.install(|| {
-            jobs.par_iter()
-                .map(|(s, t)| {
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_one(*s, opts.family, *t, &pipe, &check)
-                    }));
-                    (*s, r.ok())
-                })
-                .collect()
-        });
+        let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
+        let results = workers.batch(&jobs, |s, t| run_one_kept(s, opts.family, t, &pipe, &check));
         for (s, r) in results {
             sum.execs += 1;
-            let Some((case, res)) = r else {
+            let Some(Checked { case, res, graph }) = r else {
                 sum.port_panics.push(s);
                 continue;
             };
-            for st in &res.rewritten.trace {
-                *hits.entry(st.rule).or_insert(0) += 1;
-            }
+            coverage.record(&res);
             sum.points_compared += res.points_compared as u64;
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
             let Some(det) = &res.detected else { continue };
-            let finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
+            let mut finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
             sum.findings_total += 1;
             *sum.by_class
                 .entry(det.class.name().to_string())
                 .or_insert(0) += 1;
-            let sig = finding.signature.clone();
-            let count = seen.entry(sig.clone()).or_insert(0);
-            *count += 1;
-            let known = opts.known.iter().any(|(k, _)| *k == sig);
-            if *count == 1 {
-                let path = match &opts.out {
-                    Some(out) => {
-                        let dir = out.join(format!("{}-{}", slug(&sig), s));
-                        save_finding(&dir, &case, &res, &finding, &pipe)
-                            .map_err(|e| format!("{}: {e}", dir.display()))?;
-                        dir.display().to_string()
-                    }
-                    None => String::new(),
-                };
-                if !known {
-                    sum.new_signatures += 1;
-                }
-                sum.findings.push(FindingRef {
-                    class: sig.class.name().into(),
-                    rule: sig.rule.clone(),
-                    dtype: sig.dtype.clone(),
-                    path,
-                    known,
-                    iter: sum.execs,
-                });
-                if opts.stop_on_new && !known {
-                    break 'outer;
-                }
+            let Some(known) = dedup.first(&finding.signature) else {
+                continue;
+            };
+            let rw = res.rewritten.root;
+            finding.nodes = (
+                case.graph.toposort(&[case.root]).len(),
+                graph.toposort(&[rw]).len(),
+            );
+            let path = sink.save(&NewFinding {
+                finding: &finding,
+                graph: &graph,
+                root: case.root,
+                rewritten: (rw != case.root).then_some(rw),
+                seed: s,
+            })?;
+            if !known {
+                sum.new_signatures += 1;
+            }
+            let sig = finding.signature;
+            sum.findings.push(FindingRef {
+                class: sig.class.name().into(),
+                rule: sig.rule,
+                dtype: sig.dtype,
+                path,
+                known,
+                iter: sum.execs,
+            });
+            if opts.stop_on_new && !known {
+                break 'outer;
             }
         }
         i += n;
-        if let Some(b) = &bar {
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            b.set_message(format!(
-                "{} execs ({:.0}/s), {} findings ({} signatures), rules {}/{}",
-                sum.execs,
-                sum.execs as f64 / secs,
-                sum.findings_total,
-                seen.len(),
-                hits.len(),
-                all_rules.len()
-            ));
-            b.tick();
-        }
+        progress.tick(
+            &sum,
+            dedup.signatures(),
+            coverage.fired(),
+            start.elapsed().as_secs_f64(),
+        );
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     sum.secs = start.elapsed().as_secs_f64();
     sum.graphs_per_sec = sum.execs as f64 / sum.secs.max(1e-9);
-    sum.rules_hit = all_rules
-        .iter()
-        .filter(|r| hits.contains_key(r.name))
-        .count();
-    let (unreach, never): (Vec<_>, Vec<_>) = all_rules
-        .iter()
-        .filter(|r| !hits.contains_key(r.name))
-        .map(|r| r.name.to_string())
-        .partition(|n| unreachable(n));
-    sum.rules_never_fired = never;
-    sum.rules_unreachable = unreach;
-    sum.rule_hits = hits.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    coverage.finish(&mut sum);
     Ok(sum)
-}
-
-/// Class of a finding by name, for CLI filters.
-pub fn class_by_name(s: &str) -> Option<Class> {
-    Class::from_name(s)
 }
 
 /// The libFuzzer entry (`cargo fuzz run rewrites`): bytes that cannot make a graph are rejected;
 /// a finding whose signature is in the known list is reported on stderr and kept; a new one
-/// prints the graph in the text form and panics, so libFuzzer saves the input as a crash
-/// artifact (`cargo fuzz run rewrites <artifact>` replays it and prints the graph again).
+/// goes to `sink`, its graph is printed in the text form and it panics, so libFuzzer saves the
+/// input as a crash artifact (`cargo fuzz run rewrites <artifact>` replays it).
 /// Returns `false` for inputs libFuzzer should not keep in its corpus.
-pub fn fuzz_one(data: &[u8]) -> bool {
+pub fn fuzz_one(data: &[u8], sink: &mut dyn FindingSink) -> bool {
     use std::sync::OnceLock;
     static STATE: OnceLock<(RuleChoice, Vec<(Signature, String)>)> = OnceLock::new();
     let (choice, known) = STATE.get_or_init(|| {
@@ -621,10 +725,8 @@ pub fn fuzz_one(data: &[u8]) -> bool {
         let choice = choose_rules(&rules, std::env::var("UOPFUZZ_INJECT").ok().as_deref())
             .unwrap_or_else(|e| panic!("uopfuzz fuzz target: {e}"));
         let known = match std::env::var("UOPFUZZ_KNOWN") {
-            Ok(p) => std::fs::read_to_string(&p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| parse_known(&t)),
-            Err(_) => parse_known(BUILTIN_KNOWN),
+            Ok(p) => load_known(Path::new(&p)),
+            Err(_) => parse_known(corpus::BUILTIN_KNOWN_FINDINGS, corpus::KNOWN_FINDINGS),
         }
         .unwrap_or_else(|e| panic!("uopfuzz fuzz target: {e}"));
         (choice, known)
@@ -639,15 +741,56 @@ pub fn fuzz_one(data: &[u8]) -> bool {
         seed: 0,
         ..CheckOpts::default()
     };
-    let res = check_case(&case, &pipe, &opts);
+    let (res, graph) = check_case_graph(&case, &pipe, &opts);
     if let Some(det) = &res.detected {
-        let f = to_finding(&case, &res, det, &choice.name, opts.policy, 0);
+        let mut f = to_finding(&case, &res, det, &choice.name, opts.policy, 0);
         if let Some((_, note)) = known.iter().find(|(k, _)| *k == f.signature) {
             eprintln!("uopfuzz: known finding {} ({note})", f.signature);
         } else {
+            // the bytes, not a seed, made this graph: the directory is named by their hash
+            f.seed = None;
+            let rw = res.rewritten.root;
+            f.nodes = (
+                case.graph.toposort(&[case.root]).len(),
+                graph.toposort(&[rw]).len(),
+            );
+            let saved = sink.save(&NewFinding {
+                finding: &f,
+                graph: &graph,
+                root: case.root,
+                rewritten: (rw != case.root).then_some(rw),
+                seed: bytes_hash(data),
+            });
             eprintln!("{}", write_graph(&case.graph, &[case.root], &["root"]));
+            match saved {
+                Ok(p) => eprintln!("uopfuzz: saved {p}"),
+                Err(e) => eprintln!("uopfuzz: {e}"),
+            }
             panic!("uopfuzz: new finding {}: {}", f.signature, f.summary);
         }
     }
     true
+}
+
+/// FNV-1a of an input (stable across runs and builds, unlike std's hasher).
+fn bytes_hash(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_known_list_parses() {
+        let k = parse_known(corpus::BUILTIN_KNOWN_FINDINGS, corpus::KNOWN_FINDINGS).unwrap();
+        assert!(k.len() > 100, "{}", k.len());
+        let e = parse_known("# c\nnot-a-signature\tnote\n", "k.tsv").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "k.tsv:2: bad signature \"not-a-signature\" (want class|rule|dtype|backend)"
+        );
+    }
 }

@@ -52,13 +52,6 @@ impl Class {
     }
 }
 
-/// A value as it is printed in records: ints exact, floats by Python repr (nan/inf survive).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Shown {
-    Text(String),
-}
-
 /// One applied rule of the trace, by name and tinygrad source line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceStep {
@@ -95,6 +88,24 @@ impl std::fmt::Display for Signature {
 }
 
 impl Signature {
+    /// A file-name-safe form (`class-rule.with.dots-dtype`), the stem of finding directories.
+    pub fn slug(&self) -> String {
+        let raw = format!(
+            "{}-{}-{}",
+            self.class.name(),
+            self.rule.replace('/', "."),
+            self.dtype
+        );
+        raw.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
     pub fn parse(s: &str) -> Option<Signature> {
         let p: Vec<&str> = s.trim().split('|').collect();
         if p.len() != 4 {
@@ -147,6 +158,8 @@ mod tests {
         };
         assert_eq!(Signature::parse(&s.to_string()), Some(s));
         assert_eq!(Signature::parse("nope"), None);
+        let odd = Signature::parse("rewrite-bug|sym/x+injected|weakint|interp").unwrap();
+        assert_eq!(odd.slug(), "rewrite-bug-sym.x_injected-weakint");
         for c in Class::ALL {
             assert_eq!(Class::from_name(c.name()), Some(*c));
         }

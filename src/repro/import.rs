@@ -50,7 +50,7 @@ pub enum Imported {
 
 /// Converts one artifact's bytes. `Err` only for a bad rule-set/injection choice.
 pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, String> {
-    let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
+    let choice = choose_rules(&opts.rules, opts.inject.as_deref()).map_err(|e| e.to_string())?;
     let pipe = choice.pipeline();
     let Some(case) = generate_from_bytes(bytes, &GenConfig::default()) else {
         return Ok(Imported::NoGraph);

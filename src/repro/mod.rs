@@ -5,6 +5,8 @@
 //! * [`replay`]: re-run a repro on the rewrite engine + reference interpreter;
 //! * [`dedup`]: bucket findings by signature, keep the smallest;
 //! * [`report`]: markdown / JSON reports of a findings directory;
+//! * [`sink`]: the one writer of finding directories, [`read_finding_dir`] the one reader;
+//! * [`triage`]: `uopfuzz triage DIR` (Z3 triage of a finding directory);
 //! * [`load_path`]: a repro file or a fuzz-loop finding directory (`finding.json`, `original.py`,
 //!   `rewritten.py`) as a [`file::Repro`].
 pub mod dedup;
@@ -13,6 +15,8 @@ pub mod import;
 pub mod pylit;
 pub mod replay;
 pub mod report;
+pub mod sink;
+pub mod triage;
 
 use crate::ir::text::{ParseError, parse_graph};
 use crate::ir::{Graph, UOp};
@@ -81,9 +85,22 @@ pub fn import_graph(dst: &mut Graph, src: &Graph, root: UOp) -> UOp {
     map[&root]
 }
 
-/// Reads a finding directory written by the fuzz loop: `finding.json` (serde of [`Finding`]),
-/// `original.py` (root `root`) and `rewritten.py` (its first root; optional).
+/// A finding directory read back: its record and the repro built from it.
+#[derive(Clone, Debug)]
+pub struct FindingDir {
+    pub finding: Finding,
+    pub repro: Repro,
+}
+
+/// Reads a finding directory ([`sink::FindingDirs`] writes them) as a repro.
 pub fn load_finding_dir(dir: &Path) -> Result<Repro, ParseError> {
+    read_finding_dir(dir).map(|d| d.repro)
+}
+
+/// The one reader of finding directories: `finding.json` (serde of [`Finding`]), `original.py`
+/// (root `root`) and `rewritten.py` (its first root; optional). `repro.py` is not read: it is
+/// written from the other three.
+pub fn read_finding_dir(dir: &Path) -> Result<FindingDir, ParseError> {
     let label = |f: &str| dir.join(f).display().to_string();
     let json = read_text(&dir.join("finding.json"))?;
     let finding: Finding = serde_json::from_str(&json).map_err(|e| ParseError {
@@ -115,12 +132,14 @@ pub fn load_finding_dir(dir: &Path) -> Result<Repro, ParseError> {
     } else {
         None
     };
-    Repro::from_finding(&finding, graph, root, rewritten).map_err(|msg| ParseError {
-        file: label("finding.json"),
-        line: 1,
-        col: 1,
-        msg,
-    })
+    let repro =
+        Repro::from_finding(&finding, graph, root, rewritten).map_err(|msg| ParseError {
+            file: label("finding.json"),
+            line: 1,
+            col: 1,
+            msg,
+        })?;
+    Ok(FindingDir { finding, repro })
 }
 
 /// Loads a repro file, or a finding directory (holding `finding.json`).

@@ -170,9 +170,9 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     // the fuzz loop's own resolution of --rules/--inject (oracle::inject::ruleset_with per stage)
     let choice = choose_rules(&rules_name, inject.as_deref()).map_err(|m| {
         if opts.rules.is_none() && opts.inject.is_none() {
-            at(r.locs.rules, m.replace("--rules: ", ""))
+            at(r.locs.rules, m.to_string().replace("--rules: ", ""))
         } else {
-            ReplayError::Usage(m)
+            ReplayError::Usage(m.to_string())
         }
     })?;
     let policy = parse_policy(&r.meta.float_policy).ok_or_else(|| {

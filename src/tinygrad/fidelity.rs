@@ -7,6 +7,7 @@
 //! [`Verdict::BothError`] (same exception class), every other verdict is a disagreement.
 use super::builtin_gen::{self, Family};
 use super::{BridgeError, find_python, harness_script, port_error, run_script};
+use crate::corpus::ListError;
 use crate::ir::text::{parse_graph, write_graph};
 use crate::ir::{Graph, UOp};
 use crate::rewrite::rules::by_name;
@@ -375,7 +376,7 @@ impl FidelityReport {
     }
 }
 
-/// One row of `known-divergences.tsv`: a class of remaining disagreements and why.
+/// One row of `corpus/known-divergences.tsv`: a class of remaining disagreements and why.
 /// Columns (tab-separated; `#` lines are comments): `id`, `verdict` (a `by_verdict` key such as
 /// `repr-only` or `port-error-only:PortOverflow`), `sets` (comma list or `*`), `condition`
 /// (`-`, or `huge-input`: the input holds an int constant or variable bound of magnitude
@@ -414,26 +415,13 @@ pub fn huge_input(text: &str) -> bool {
     })
 }
 
-/// Reads a known-divergence list (see [`KnownDivergence`]).
-pub fn parse_known(text: &str) -> anyhow::Result<Vec<KnownDivergence>> {
+/// Reads a known-divergence list (see [`KnownDivergence`]); `file` names it in errors.
+pub fn parse_known(text: &str, file: &str) -> Result<Vec<KnownDivergence>, ListError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 5 {
-            anyhow::bail!(
-                "known-divergences line {}: expected 5 tab-separated fields",
-                i + 1
-            );
-        }
+    for row in crate::corpus::rows(text) {
+        let f = row.columns(file, 5, "id verdict sets condition reason")?;
         if !matches!(f[3], "-" | "huge-input") {
-            anyhow::bail!(
-                "known-divergences line {}: unknown condition {:?}",
-                i + 1,
-                f[3]
-            );
+            return Err(row.error(file, format!("unknown condition {:?}", f[3])));
         }
         out.push(KnownDivergence {
             id: f[0].to_string(),
@@ -446,15 +434,13 @@ pub fn parse_known(text: &str) -> anyhow::Result<Vec<KnownDivergence>> {
     Ok(out)
 }
 
-/// `<repo>/known-divergences.tsv` (or `path`); a missing default file is an empty list.
-pub fn load_known(path: Option<&Path>) -> anyhow::Result<Vec<KnownDivergence>> {
-    let default = super::repo_root().join("known-divergences.tsv");
-    let p = path.unwrap_or(&default);
-    match std::fs::read_to_string(p) {
-        Ok(t) => parse_known(&t),
-        Err(e) if path.is_none() && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(anyhow::anyhow!("{}: {e}", p.display())),
-    }
+/// `<repo>/corpus/known-divergences.tsv` (or `path`).
+pub fn load_known(path: Option<&Path>) -> Result<Vec<KnownDivergence>, ListError> {
+    let p = match path {
+        Some(p) => p.to_path_buf(),
+        None => super::repo_root().join(crate::corpus::KNOWN_DIVERGENCES),
+    };
+    parse_known(&crate::corpus::read(&p)?, &p.display().to_string())
 }
 
 /// Generates `n` graphs (graph `i` depends only on `(seed, i)`).
@@ -993,6 +979,7 @@ root = n3\n";
             "# comment\n\
 a\trepr-only\t*\t-\twhy\n\
 b\tdisagree\tsymbolic,sym\thuge-input\twhy\n",
+            "k.tsv",
         )
         .unwrap();
         assert_eq!(k.len(), 2);
@@ -1003,8 +990,16 @@ b\tdisagree\tsymbolic,sym\thuge-input\twhy\n",
         assert!(k[1].matches("sym", "disagree", big));
         assert!(!k[1].matches("sym", "disagree", small));
         assert!(!k[1].matches("symbolic_simple", "disagree", big));
-        assert!(parse_known("a\tb\tc\n").is_err());
-        assert!(parse_known("a\tb\t*\tsometimes\tr\n").is_err());
+        assert_eq!(
+            parse_known("a\tb\tc\n", "k.tsv").unwrap_err().to_string(),
+            "k.tsv:1: expected 5 tab-separated columns (id verdict sets condition reason), found 3"
+        );
+        assert_eq!(
+            parse_known("#\na\tb\t*\tsometimes\tr\n", "k.tsv")
+                .unwrap_err()
+                .to_string(),
+            "k.tsv:2: unknown condition \"sometimes\""
+        );
         // the checked-in list parses
         let listed = load_known(None).unwrap();
         assert!(

@@ -17,6 +17,9 @@ use std::process::{Command, Stdio};
 /// Exit status `harness/*.py` uses when `import tinygrad` fails (anything else is a crash).
 pub const EXIT_NO_TINYGRAD: i32 = 3;
 
+/// The tinygrad release the port follows (the spec).
+pub const TINYGRAD_VERSION: &str = "0.14.0";
+
 /// Why the bridge could not produce an answer.
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
@@ -28,6 +31,8 @@ pub enum BridgeError {
     ScriptMissing(PathBuf),
     #[error("tinygrad is not importable by {python}: {msg}")]
     TinygradMissing { python: PathBuf, msg: String },
+    #[error("{python} imports tinygrad {found}, not {TINYGRAD_VERSION}")]
+    WrongVersion { python: PathBuf, found: String },
     #[error("harness {script} failed (exit {code:?}): {msg}")]
     HarnessFailed {
         script: String,
@@ -38,19 +43,64 @@ pub enum BridgeError {
     Io(#[from] std::io::Error),
     #[error("harness protocol: {0}")]
     Protocol(String),
+    /// A cached [`tinygrad_python`] failure.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
-impl BridgeError {
-    /// The harness cannot run here at all (no venv Python, no tinygrad, no script): callers that
-    /// compare against tinygrad skip with a message instead of failing.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            BridgeError::PythonMissing(_)
-                | BridgeError::TinygradMissing { .. }
-                | BridgeError::ScriptMissing(_)
-        )
+/// The harness Python, checked to import tinygrad [`TINYGRAD_VERSION`] (one subprocess per
+/// process; the answer is cached).
+pub fn tinygrad_python() -> Result<PathBuf, BridgeError> {
+    use std::sync::OnceLock;
+    static ANSWER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let probe = || -> Result<PathBuf, BridgeError> {
+        let python = find_python()?;
+        let out = Command::new(&python)
+            .args([
+                "-c",
+                "import tinygrad, importlib.metadata as m; print(m.version('tinygrad'))",
+            ])
+            .output()
+            .map_err(|_| BridgeError::PythonMissing(python.clone()))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let msg = err.lines().last().unwrap_or("import failed").to_string();
+            return Err(BridgeError::TinygradMissing { python, msg });
+        }
+        let found = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if found != TINYGRAD_VERSION {
+            return Err(BridgeError::WrongVersion { python, found });
+        }
+        Ok(python)
+    };
+    ANSWER
+        .get_or_init(|| probe().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(BridgeError::Unavailable)
+}
+
+/// For a test that compares against real tinygrad: `Some(python)` to run it. Without a usable
+/// tinygrad [`TINYGRAD_VERSION`] it panics under `CI=true` (CI must run every such test), and
+/// elsewhere reports a skip and returns `None`: a `SKIP` line on stderr and one line in the file
+/// `$UOPFUZZ_SKIP_LOG`, which `scripts/test.sh` counts as skipped in its closing line.
+pub fn python_for_test(test: &str) -> Option<PathBuf> {
+    let why = match tinygrad_python() {
+        Ok(p) => return Some(p),
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test} needs tinygrad {TINYGRAD_VERSION} and CI=true does not skip: {why}");
     }
+    eprintln!("SKIP {test}: {why}");
+    if let Some(log) = std::env::var_os("UOPFUZZ_SKIP_LOG") {
+        let line = format!("{test}\t{why}\n");
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+    None
 }
 
 /// The repository root: `UOPFUZZ_ROOT`, else the current directory when it holds

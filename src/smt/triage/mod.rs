@@ -1,6 +1,6 @@
 //! Triage of a finding: confirm it with Z3, shrink it, blame one rule application, and classify
 //! float mismatches by re-asking the question over the reals. [`triage`] runs the stages on a
-//! generated case; [`dir::triage_dir`] on a finding directory (`uopfuzz triage DIR`).
+//! case; `repro::triage::triage_dir` on a finding directory (`uopfuzz triage DIR`).
 //!
 //! 1. **Confirm**: the original and the rewritten graph are encoded over shared inputs
 //!    (variable ranges and `multiple_of` included) and Z3 looks for an input where the rewrite
@@ -34,12 +34,11 @@
 //! Every query has a time bound (`timeout_ms` for the confirming, shrinking and classifying
 //! ones, `step_timeout_ms` for minimization candidates and blame steps); `unknown` is counted
 //! in [`QueryStats`], and repeated unknowns make the minimizer and blame stop asking Z3.
-pub mod dir;
 pub mod minimize;
 pub mod real;
 
 use crate::exec::interp::Env;
-use crate::generate::Generated;
+use crate::generate::Case;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
@@ -1370,7 +1369,7 @@ pub(crate) fn blame_interp(
 
 /// Triages one finding: `case` is the generated graph, `pipe` the run's pipeline (with any
 /// injection switched in), `det` what the oracle detected.
-pub fn triage(case: &Generated, pipe: &Pipeline, det: &Detected, opts: &TriageOpts) -> Triage {
+pub fn triage(case: &Case, pipe: &Pipeline, det: &Detected, opts: &TriageOpts) -> Triage {
     triage_against(case, pipe, None, det, opts)
 }
 
@@ -1378,7 +1377,7 @@ pub fn triage(case: &Generated, pipe: &Pipeline, det: &Detected, opts: &TriageOp
 /// witnesses the reference gets right (an injected rule's own bug, not one it shares with the
 /// rule it replaces).
 pub fn triage_against<'p, 'r>(
-    case: &Generated,
+    case: &Case,
     pipe: &'p Pipeline<'r>,
     reference: Option<&'p Pipeline<'r>>,
     det: &Detected,
