@@ -6,8 +6,9 @@
 use super::inputs::{float_boundaries, int_boundaries, point_rng, random_float, random_int};
 use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
 use super::verdict::Class;
-use crate::exec::interp::{self, Buffer, Env, ExecError};
-use crate::exec::tape::Tape;
+pub use crate::exec::Observed;
+use crate::exec::interp::{self, Buffer, Env};
+pub use crate::exec::interp_backend::{Runner, is_budget_error, observe, observe_plan};
 use crate::generate::Generated;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
@@ -132,17 +133,6 @@ impl Default for CheckOpts {
 #[derive(Clone, Debug)]
 pub struct Point {
     pub env: Env,
-}
-
-/// What a graph produced on one point.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Observed {
-    pub value: Option<Val>,
-    pub buffers: Vec<Buffer>,
-    pub ub: bool,
-    pub error: Option<String>,
-    /// The root is `Invalid` (a masked index: don't-care).
-    pub invalid: bool,
 }
 
 /// A detected problem, before it is written out.
@@ -388,73 +378,6 @@ fn end_runners<T>(g: &Graph, leaves: &[(T, UOp)]) -> Vec<Option<Runner>> {
         .collect()
 }
 
-/// Runs one graph at one point.
-pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
-    observe_plan(g, &interp::Plan::new(g, root), env)
-}
-
-/// How one graph runs at many points: the straight-line tape where the graph is scalar ALU
-/// (`exec::tape`), else the interpreter's plan. The plan is also built lazily for tape points
-/// that raise, so errors carry the interpreter's exact wording.
-pub struct Runner {
-    root: UOp,
-    tape: Option<Tape>,
-    plan: std::cell::OnceCell<interp::Plan>,
-    slots: Vec<Option<Val>>,
-}
-
-impl Runner {
-    pub fn new(g: &Graph, root: UOp) -> Runner {
-        Runner {
-            root,
-            tape: Tape::new(g, root),
-            plan: std::cell::OnceCell::new(),
-            slots: Vec::new(),
-        }
-    }
-    /// `observe(g, root, env)`, identical result.
-    pub fn observe(&mut self, g: &Graph, env: &Env) -> Observed {
-        if let Some(t) = &self.tape
-            && let Some(o) = t.run(env, &mut self.slots)
-        {
-            return Observed {
-                value: o.value,
-                buffers: vec![],
-                ub: o.hard_ub,
-                error: None,
-                invalid: o.value.is_none(),
-            };
-        }
-        let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
-        observe_plan(g, plan, env)
-    }
-}
-
-/// `observe` with the interpreter's plan built once per graph.
-pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
-    match interp::eval_plan(g, plan, env) {
-        // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
-        Ok(o) => Observed {
-            value: o.value,
-            buffers: o.buffers,
-            ub: o.hard_ub,
-            error: None,
-            invalid: o.invalid,
-        },
-        Err(e) => Observed {
-            value: None,
-            buffers: vec![],
-            ub: false,
-            error: Some(e.to_string()),
-            invalid: false,
-        },
-    }
-}
-
-fn is_budget(e: &Option<String>) -> bool {
-    e.as_deref().is_some_and(|s| s.contains("budget"))
-}
-
 /// The verdict on one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PointVerdict {
@@ -494,7 +417,7 @@ fn decide(
     if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
     }
-    if is_budget(&n.error) {
+    if n.error.as_ref().is_some_and(|e| e.is_resource_limit()) {
         return PointVerdict::Skip;
     }
     if n.invalid && has_invalid(g, orig) {
@@ -854,7 +777,7 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                     } else {
                         format!(
                             "the rewritten graph raises: {}",
-                            n.error.clone().unwrap_or_default()
+                            n.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
                         )
                     }
                 } else if orig_is_kernel {
@@ -951,9 +874,4 @@ pub fn dtype_family(dt: DType) -> &'static str {
         d if d.is_float() => "float",
         _ => "other",
     }
-}
-
-/// Whether an exec error is the interpreter's budget (not a property of the graph).
-pub fn is_budget_error(e: &ExecError) -> bool {
-    matches!(e, ExecError::Budget(_))
 }

@@ -154,9 +154,13 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             msg,
         })
     };
-    if r.meta.signature.class == Class::BackendBug {
+    if matches!(
+        r.meta.signature.class,
+        Class::BackendBug | Class::BackendUb | Class::BackendCrash
+    ) {
         return Err(ReplayError::Usage(format!(
-            "{file}: a backend-bug finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
+            "{file}: a {} finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
+            r.meta.signature.class.name(),
             r.meta.signature.backend
         )));
     }
@@ -252,7 +256,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
     let (c, o, n) = compare(&g, r.root, out.root, &env, policy);
     if let Some(e) = &o.error
-        && !e.contains("budget")
+        && !e.is_resource_limit()
     {
         // the recorded inputs do not fit the graph (unbound variable, wrong buffer, ...)
         return Err(at(
