@@ -4,11 +4,12 @@
 //! Deterministic: the rewrite engine, the interpreter and the comparison depend only on the file,
 //! so a file gives the same outcome on every machine.
 use super::file::Repro;
+use crate::exec::Observed;
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
-use crate::oracle::check::{Observed, PointVerdict, compare_point};
+use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::fuzz::choose_rules;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
@@ -85,7 +86,7 @@ pub enum Compared {
     Differ,
 }
 
-/// The one comparison replay uses: the oracle's point check (`oracle::check::compare_point`:
+/// The one comparison replay uses: the oracle's point check (`oracle::compare::compare_point`:
 /// refinement under UB — the rewritten graph may be more defined than the original, never
 /// less — and the float tolerance model under the recorded policy), so replay and the fuzz loop
 /// judge a point the same way. Returns the verdict and both observations.
