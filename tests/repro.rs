@@ -705,7 +705,8 @@ fn fuzz_loop_findings_replay_and_report() {
 #[test]
 fn tail_evaluator_matches_interpreter() {
     use uopfuzz::generate::{Family, GenConfig, generate_seeded};
-    use uopfuzz::oracle::check::{CheckOpts, make_points};
+    use uopfuzz::oracle::check::CheckOpts;
+    use uopfuzz::oracle::inputs::make_points;
     let Some(py) = python_for_test("tail_evaluator_matches_interpreter") else {
         return;
     };

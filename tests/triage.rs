@@ -340,10 +340,12 @@ fn every_injection_is_caught_confirmed_blamed_and_shrunk() {
 
 use std::path::PathBuf;
 use uopfuzz::generate::{Case, Family, Generated, VarInfo};
-use uopfuzz::oracle::check::{Detected, Pipeline, Point};
+use uopfuzz::oracle::check::Detected;
+use uopfuzz::oracle::inputs::Point;
 use uopfuzz::oracle::sink::FindingSink;
 use uopfuzz::repro::triage::triage_dir;
 use uopfuzz::rewrite::engine::RuleSet;
+use uopfuzz::rewrite::pipeline::Pipeline;
 use uopfuzz::rewrite::upat::UPat;
 use uopfuzz::smt::triage::triage;
 
@@ -380,6 +382,8 @@ fn detected(env: Env) -> Detected {
         point: Some(Point { env }),
         expected: None,
         actual: None,
+        backend: "interp".into(),
+        groups: Vec::new(),
     }
 }
 

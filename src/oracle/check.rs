@@ -3,109 +3,28 @@
 //! more defined than the original, never less) and the float tolerance model. A mismatch is
 //! blamed by bisecting the rewrite trace with fuel: the first rule application after which the
 //! graph computes something else at the failing point.
-use super::inputs::{float_boundaries, int_boundaries, point_rng, random_float, random_int};
-use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
+//!
+//! With other backends ([`check_case_on`]), each also runs the original and the rewritten
+//! graph at the same points: the original is compared with the reference (`backend-bug`,
+//! `backend-ub`, `backend-crash`), then the rewritten with the original on that backend (a
+//! rewrite bug only a backend shows keeps class `rewrite-bug`, with the backend in its
+//! signature). A detection lists which backends agree with which at its point (Rustlantis'
+//! groups).
+use super::blame::{blame, blame_on};
+use super::compare::{PointVerdict, decide, decide_on};
+use super::inputs::{Point, make_points};
+use super::tolerance::FloatPolicy;
 use super::verdict::Class;
-use crate::exec::interp::{self, Buffer, Env, ExecError};
-use crate::exec::tape::Tape;
+use crate::exec::backend::{self, Backend, ExecError};
+use crate::exec::interp::Env;
+use crate::exec::interp_backend::Runner;
+use crate::exec::{Observed, Prepared};
 use crate::generate::Case;
-use crate::ir::alu::{self, Val};
-use crate::ir::{Arg, DType, Graph, Ops, UOp};
+use crate::ir::alu::Val;
+use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::analysis::Cache;
-use crate::rewrite::engine::{
-    Limits, RuleError, RuleMemo, RuleSet, Step, Stop, graph_rewrite_memo,
-};
-use rand::RngExt;
-use rustc_hash::FxHashMap as HashMap;
-
-/// A rewrite pipeline: rule sets applied one after the other, as tinygrad's codegen runs
-/// `sym`, then the simplifying patterns, then the late decompositions. Fuel counts applications
-/// across all stages, so bisection spans the whole pipeline.
-pub struct Pipeline<'a> {
-    pub name: String,
-    pub stages: Vec<&'a RuleSet>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Rewritten {
-    pub root: UOp,
-    pub stop: Stop,
-    pub trace: Vec<Step>,
-}
-
-impl Pipeline<'_> {
-    pub fn rules(&self) -> impl Iterator<Item = &std::sync::Arc<crate::rewrite::Rule>> {
-        self.stages.iter().flat_map(|s| s.rules.iter())
-    }
-    /// [`Pipeline::rewrite`] to the end, keeping each stage's rule results in `memos` for a
-    /// later call on the same graph (`engine::RuleMemo`).
-    pub fn rewrite_memo(
-        &self,
-        g: &mut Graph,
-        cache: &mut Cache,
-        root: UOp,
-        memos: &mut Vec<RuleMemo>,
-    ) -> Rewritten {
-        memos.resize_with(self.stages.len(), RuleMemo::default);
-        self.run(g, cache, root, None, memos)
-    }
-
-    /// Runs every stage; stops at the first abnormal stop.
-    pub fn rewrite(
-        &self,
-        g: &mut Graph,
-        cache: &mut Cache,
-        root: UOp,
-        fuel: Option<usize>,
-    ) -> Rewritten {
-        let mut memos: Vec<RuleMemo> = (0..self.stages.len())
-            .map(|_| RuleMemo::default())
-            .collect();
-        self.run(g, cache, root, fuel, &mut memos)
-    }
-
-    /// `memos`: one per stage.
-    fn run(
-        &self,
-        g: &mut Graph,
-        cache: &mut Cache,
-        root: UOp,
-        fuel: Option<usize>,
-        memos: &mut [RuleMemo],
-    ) -> Rewritten {
-        let mut cur = root;
-        let mut trace = Vec::new();
-        for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
-            let left = fuel.map(|f| f.saturating_sub(trace.len()));
-            if left == Some(0) {
-                return Rewritten {
-                    root: cur,
-                    stop: Stop::FuelExhausted,
-                    trace,
-                };
-            }
-            let limits = Limits {
-                fuel: left,
-                ..Limits::default()
-            };
-            let out = graph_rewrite_memo(g, cache, cur, s, &limits, memo);
-            trace.extend(out.trace);
-            cur = out.root;
-            if out.stop != Stop::Done {
-                return Rewritten {
-                    root: cur,
-                    stop: out.stop,
-                    trace,
-                };
-            }
-        }
-        Rewritten {
-            root: cur,
-            stop: Stop::Done,
-            trace,
-        }
-    }
-}
+use crate::rewrite::engine::{RuleError, Stop};
+use crate::rewrite::pipeline::{Pipeline, Rewritten};
 
 #[derive(Clone, Debug)]
 pub struct CheckOpts {
@@ -128,23 +47,6 @@ impl Default for CheckOpts {
     }
 }
 
-/// One input point: variable, RANGE and SPECIAL values and kernel buffers.
-#[derive(Clone, Debug)]
-pub struct Point {
-    pub env: Env,
-}
-
-/// What a graph produced on one point.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Observed {
-    pub value: Option<Val>,
-    pub buffers: Vec<Buffer>,
-    pub ub: bool,
-    pub error: Option<String>,
-    /// The root is `Invalid` (a masked index: don't-care).
-    pub invalid: bool,
-}
-
 /// A detected problem, before it is written out.
 #[derive(Clone, Debug)]
 pub struct Detected {
@@ -155,6 +57,11 @@ pub struct Detected {
     pub point: Option<Point>,
     pub expected: Option<Observed>,
     pub actual: Option<Observed>,
+    /// The backend that showed it (`Backend::name`; the reference's for rewrite errors).
+    pub backend: String,
+    /// Backends (and `<name>/rewritten` for the rewritten graph) grouped by equal results at
+    /// `point`; empty when only the reference ran.
+    pub groups: Vec<Vec<String>>,
 }
 
 /// The outcome of checking one graph.
@@ -168,6 +75,8 @@ pub struct CaseResult {
     pub float_rounding: usize,
     /// The port left its i128 range (not a tinygrad behaviour): nothing was checked.
     pub out_of_range: bool,
+    /// Backends that answered `Unsupported` for this graph (skipped for it).
+    pub unsupported: Vec<&'static str>,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy
@@ -200,564 +109,53 @@ pub const FAST_MATH_RULES: &[&str] = &[
     "sym/recip_cube",
 ];
 
-/// Builds the input points of a generated graph: boundary values first (one variable at its
-/// boundaries while the others take a middle value), then random points.
-pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
-    let g = &case.graph;
-    let n = if case.buffers.is_empty() {
-        opts.points
-    } else {
-        opts.points.div_ceil(4)
-    };
-    let mut rng = point_rng(opts.seed);
-    // free RANGE / SPECIAL leaves of scalar graphs take a value in [0, end)
-    let mut ranges: Vec<(i64, UOp)> = Vec::new();
-    let mut specials: Vec<(String, UOp)> = Vec::new();
-    let in_kernel = g.dtype(case.root) == DType::Void;
-    if !in_kernel {
-        for u in g.toposort(&[case.root]) {
-            match (g.op(u), g.arg(u)) {
-                (Ops::RANGE, Arg::Range(axis, _)) => ranges.push((*axis, u)),
-                (Ops::SPECIAL, Arg::Name(nm)) => specials.push((nm.clone(), u)),
-                _ => {}
-            }
-        }
-    }
-    let var_values: Vec<Vec<Val>> = case
-        .vars
-        .iter()
-        .map(|v| {
-            if v.dtype.is_float() {
-                let mut b: Vec<Val> = float_boundaries(v.dtype, false)
-                    .into_iter()
-                    .filter(|x| *x >= v.lo as f64 && *x <= v.hi as f64)
-                    .map(Val::Float)
-                    .collect();
-                b.push(Val::Float(v.lo as f64));
-                b.push(Val::Float(v.hi as f64));
-                b
-            } else {
-                let m = v.multiple_of.max(1) as i128;
-                int_boundaries(v.lo, v.hi)
-                    .into_iter()
-                    .map(|x| if m > 1 { x - x.rem_euclid(m) } else { x })
-                    .filter(|x| *x >= v.lo && *x <= v.hi)
-                    .map(|x| {
-                        if v.dtype == DType::Bool {
-                            Val::Bool(x != 0)
-                        } else {
-                            Val::Int(x)
-                        }
-                    })
-                    .collect()
-            }
-        })
-        .collect();
-    // their ends are evaluated at every point: compile each once
-    let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
-    // each buffer element is an edge value with probability 0.3: list the edges once
-    let buffer_edges: Vec<Vec<Val>> = case.buffers.iter().map(|b| elem_edges(b.dtype)).collect();
-    let mut points = Vec::with_capacity(n);
-    for p in 0..n {
-        let mut env = Env::new();
-        for (i, v) in case.vars.iter().enumerate() {
-            let vals = &var_values[i];
-            // first points: walk each variable through its boundary list; later: random
-            let val = if p < 2 * vals.len().max(1) && !vals.is_empty() && rng.random_bool(0.7) {
-                vals[(p + i * 3) % vals.len()]
-            } else if v.dtype.is_float() {
-                let x = random_float(&mut rng, v.dtype).clamp(v.lo as f64, v.hi as f64);
-                Val::Float(crate::ir::truncate::round_float(v.dtype, x))
-            } else if v.dtype == DType::Bool {
-                Val::Bool(rng.random_bool(0.5))
-            } else {
-                let m = v.multiple_of.max(1) as i128;
-                let x = random_int(&mut rng, v.lo, v.hi);
-                let x = if m > 1 { x - x.rem_euclid(m) } else { x };
-                Val::Int(if x < v.lo { x + m } else { x })
-            };
-            env.vars.insert(v.name.clone(), val);
-        }
-        for (b, edges) in case.buffers.iter().zip(&buffer_edges) {
-            let size = b.size.clamp(0, 1 << 16) as usize;
-            let data: Vec<Val> = if b.output {
-                vec![zero_of(b.dtype); size]
-            } else {
-                (0..size)
-                    .map(|_| random_elem(&mut rng, b.dtype, edges))
-                    .collect()
-            };
-            match Buffer::from_vals(b.dtype, &data) {
-                Ok(buf) => {
-                    while env.buffers.len() < b.slot as usize {
-                        env.buffers.push(Buffer::zeros(DType::Int32, 0));
-                    }
-                    env.buffers.push(buf);
-                }
-                Err(_) => continue,
-            }
-        }
-        // ends of free RANGE/SPECIAL may depend on variables: evaluate them at this point
-        let mut ok = true;
-        for ((axis, _), end) in ranges.iter().zip(&mut range_ends) {
-            match end_of(g, end, &env) {
-                Some(e) if e > 0 => {
-                    let v = if rng.random_bool(0.5) {
-                        [0, e - 1][p % 2]
-                    } else {
-                        random_int(&mut rng, 0, e - 1)
-                    };
-                    env.ranges.insert(*axis, v);
-                }
-                _ => ok = false,
-            }
-        }
-        for ((name, _), end) in specials.iter().zip(&mut special_ends) {
-            match end_of(g, end, &env) {
-                Some(e) if e > 0 => {
-                    env.specials
-                        .insert(name.clone(), random_int(&mut rng, 0, e - 1));
-                }
-                _ => ok = false,
-            }
-        }
-        if ok {
-            points.push(Point { env });
-        }
-    }
-    points
-}
+/// The reference backend's name: every verdict is against it.
+const REFERENCE: &str = "interp";
 
-fn zero_of(dt: DType) -> Val {
-    if dt.is_float() {
-        Val::Float(0.0)
-    } else if dt == DType::Bool {
-        Val::Bool(false)
-    } else {
-        Val::Int(0)
-    }
-}
-
-/// Edge values of a buffer element of `dt`.
-fn elem_edges(dt: DType) -> Vec<Val> {
-    if dt.is_float() {
-        float_boundaries(dt, false)
-            .into_iter()
-            .map(Val::Float)
-            .collect()
-    } else if dt == DType::Bool {
-        vec![]
-    } else {
-        let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
-        int_boundaries(lo, hi).into_iter().map(Val::Int).collect()
-    }
-}
-
-fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType, edges: &[Val]) -> Val {
-    if dt.is_float() {
-        if rng.random_bool(0.3) {
-            edges[rng.random_range(0..edges.len())]
-        } else {
-            Val::Float(random_float(rng, dt))
-        }
-    } else if dt == DType::Bool {
-        Val::Bool(rng.random_bool(0.5))
-    } else {
-        let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
-        if rng.random_bool(0.3) {
-            edges[rng.random_range(0..edges.len())]
-        } else {
-            Val::Int(random_int(rng, lo.max(-(1 << 40)), hi.min(1 << 40)))
-        }
-    }
-}
-
-/// The value of a RANGE/SPECIAL end at this point (ends are scalar expressions of variables).
-fn end_of(g: &Graph, end: &mut Option<Runner>, env: &Env) -> Option<i128> {
-    let o = end.as_mut()?.observe(g, env);
-    if o.error.is_some() {
-        return None;
-    }
-    o.value?.as_i128()
-}
-
-fn end_runners<T>(g: &Graph, leaves: &[(T, UOp)]) -> Vec<Option<Runner>> {
-    leaves
-        .iter()
-        .map(|(_, u)| g.src(*u).first().map(|e| Runner::new(g, *e)))
-        .collect()
-}
-
-/// Runs one graph at one point.
-pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
-    observe_plan(g, &interp::Plan::new(g, root), env)
-}
-
-/// How one graph runs at many points: the straight-line tape where the graph is scalar ALU
-/// (`exec::tape`), else the interpreter's plan. The plan is also built lazily for tape points
-/// that raise, so errors carry the interpreter's exact wording.
-pub struct Runner {
-    root: UOp,
-    tape: Option<Tape>,
-    plan: std::cell::OnceCell<interp::Plan>,
-    slots: Vec<Option<Val>>,
-}
-
-impl Runner {
-    pub fn new(g: &Graph, root: UOp) -> Runner {
-        Runner {
-            root,
-            tape: Tape::new(g, root),
-            plan: std::cell::OnceCell::new(),
-            slots: Vec::new(),
-        }
-    }
-    /// `observe(g, root, env)`, identical result.
-    pub fn observe(&mut self, g: &Graph, env: &Env) -> Observed {
-        if let Some(t) = &self.tape
-            && let Some(o) = t.run(env, &mut self.slots)
-        {
-            return Observed {
-                value: o.value,
-                buffers: vec![],
-                ub: o.hard_ub,
-                error: None,
-                invalid: o.value.is_none(),
-            };
-        }
-        let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
-        observe_plan(g, plan, env)
-    }
-}
-
-/// `observe` with the interpreter's plan built once per graph.
-pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
-    match interp::eval_plan(g, plan, env) {
-        // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
-        Ok(o) => Observed {
-            value: o.value,
-            buffers: o.buffers,
-            ub: o.hard_ub,
-            error: None,
-            invalid: o.invalid,
-        },
-        Err(e) => Observed {
-            value: None,
-            buffers: vec![],
-            ub: false,
-            error: Some(e.to_string()),
-            invalid: false,
-        },
-    }
-}
-
-fn is_budget(e: &Option<String>) -> bool {
-    e.as_deref().is_some_and(|s| s.contains("budget"))
-}
-
-/// The verdict on one point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PointVerdict {
-    /// Not comparable: the original is undefined, raises, or the input is outside the policy's domain.
-    Skip,
-    Agree,
-    /// Floats differ within rounding the model cannot decide.
-    Rounding,
-    /// The rewritten graph is less defined (UB or an exception the original doesn't have).
-    LessDefined,
-    Differ,
-}
-
-/// Compares original and rewritten at one point, with refinement and the tolerance model.
-pub fn compare_point(
-    g: &Graph,
-    orig: UOp,
-    new: UOp,
-    env: &Env,
-    policy: FloatPolicy,
-) -> (PointVerdict, Observed, Observed) {
-    let o = observe(g, orig, env);
-    let n = observe(g, new, env);
-    let v = decide(g, orig, new, env, &o, &n, policy);
-    (v, o, n)
-}
-
-fn decide(
-    g: &Graph,
-    orig: UOp,
-    new: UOp,
-    env: &Env,
-    o: &Observed,
-    n: &Observed,
-    policy: FloatPolicy,
-) -> PointVerdict {
-    if o.error.is_some() || o.ub || o.invalid {
-        return PointVerdict::Skip;
-    }
-    if is_budget(&n.error) {
-        return PointVerdict::Skip;
-    }
-    if n.invalid && has_invalid(g, orig) {
-        // tinygrad's Invalid is poison: pm_data_invalid moves it outward through ALUs, which the
-        // interpreter (evaluating both WHERE arms) does not model. An Invalid rewritten result
-        // of a graph that contains Invalid is don't-care, not a less-defined rewrite.
-        return PointVerdict::Skip;
-    }
-    if n.error.is_some() || n.ub || n.invalid {
-        return PointVerdict::LessDefined;
-    }
-    let dt = g.dtype(orig);
-    // scalar results
-    if o.value.is_some() || n.value.is_some() {
-        let (Some(ov), Some(nv)) = (o.value, n.value) else {
-            return PointVerdict::Differ;
-        };
-        if same_val(ov, nv) {
-            return PointVerdict::Agree;
-        }
-        let (ao, an) = (approx_eval(g, orig, env), approx_eval(g, new, env));
-        let (Some(ao), Some(an)) = (ao, an) else {
-            return if dt.is_float() {
-                PointVerdict::Rounding
-            } else {
-                PointVerdict::Differ
-            };
-        };
-        if policy == FloatPolicy::FastMath && (ao.nonfinite || an.nonfinite) {
-            return PointVerdict::Skip;
-        }
-        if dt.is_float() {
-            return match tolerance::compare(dt, ao.root, an.root, false) {
-                FloatCmp::Identical | FloatCmp::WithinTolerance => PointVerdict::Agree,
-                FloatCmp::Inconclusive => PointVerdict::Rounding,
-                FloatCmp::Mismatch => PointVerdict::Differ,
-            };
-        }
-        // an int/bool result that depends on a rounding-sensitive float decision
-        return if ao.root.unstable || an.root.unstable {
-            PointVerdict::Rounding
-        } else {
-            PointVerdict::Differ
-        };
-    }
-    // kernels: compare buffers
-    if o.buffers.len() != n.buffers.len() {
-        return PointVerdict::Differ;
-    }
-    let mut rounding = false;
-    for (bo, bn) in o.buffers.iter().zip(&n.buffers) {
-        for (x, y) in bo.data.iter().zip(&bn.data) {
-            if same_val(*x, *y) {
-                continue;
-            }
-            match (x, y) {
-                (Val::Float(a), Val::Float(b)) => {
-                    if policy == FloatPolicy::FastMath && (!a.is_finite() || !b.is_finite()) {
-                        return PointVerdict::Skip;
-                    }
-                    // no per-element error analysis through loops: a few ulps per float op
-                    // of the kernel, scaled by the magnitude (documented in tolerance.rs)
-                    let nops = g
-                        .toposort(&[orig])
-                        .iter()
-                        .filter(|u| g.op(**u).is_alu())
-                        .count() as f64;
-                    let budget = (tolerance::BACKEND_SLACK_ULPS + 2.0 * nops)
-                        * tolerance::ulp(bo.dtype, a.abs().max(b.abs()));
-                    if (a - b).abs() <= budget {
-                        continue;
-                    }
-                    if (a - b).abs() <= 1e-2 * a.abs().max(b.abs()) {
-                        rounding = true;
-                        continue;
-                    }
-                    return PointVerdict::Differ;
-                }
-                _ => return PointVerdict::Differ,
-            }
-        }
-    }
-    if rounding {
-        PointVerdict::Rounding
-    } else {
-        PointVerdict::Agree
-    }
-}
-
-fn has_invalid(g: &Graph, root: UOp) -> bool {
-    g.toposort(&[root])
-        .iter()
-        .any(|u| g.const_val(*u).is_some_and(|c| c.is_invalid()))
-}
-
-/// Values compare exactly; NaN equals NaN whatever its payload, ±0 are equal.
-pub fn same_val(a: Val, b: Val) -> bool {
-    match (a, b) {
-        (Val::Float(x), Val::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
-        (Val::Int(x), Val::Int(y)) => x == y,
-        (Val::Bool(x), Val::Bool(y)) => x == y,
-        (Val::Bool(x), Val::Int(y)) | (Val::Int(y), Val::Bool(x)) => (x as i128) == y,
-        _ => false,
-    }
-}
-
-/// The running error analysis of a scalar graph at one point.
-pub struct ApproxResult {
-    pub root: Approx,
-    /// Some intermediate is inf or NaN (outside fast-math's domain).
-    pub nonfinite: bool,
-}
-
-/// Evaluates a scalar graph node by node with a running error bound per float value
-/// (tolerance.rs has the model). `None` for kernels or anything it does not model.
-pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
-    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::default();
-    let mut nonfinite = false;
-    for u in g.toposort(&[root]) {
-        let n = g.node(u);
-        let dt = n.dtype;
-        let srcs: Vec<(Val, Approx)> = n.src.iter().filter_map(|s| val.get(s).copied()).collect();
-        let unstable_in = srcs.iter().any(|(_, a)| a.unstable);
-        let exact = |v: Val| -> Approx {
-            let f = v.as_f64();
-            Approx {
-                v: f,
-                e: 0.0,
-                unstable: unstable_in,
-            }
-        };
-        let v: Val = match n.op {
-            Ops::CONST => {
-                let c = n.arg.as_const()?;
-                alu::const_val(dt, Val::from_const(c)?).ok()?
-            }
-            Ops::BUFFER | Ops::PARAM => {
-                let p = n.arg.as_param()?;
-                env.vars.get(p.name.as_deref()?).copied()?
-            }
-            Ops::RANGE => Val::Int(*env.ranges.get(&match n.arg {
-                Arg::Range(a, _) => a,
-                _ => return None,
-            })?),
-            Ops::SPECIAL => Val::Int(*env.specials.get(match &n.arg {
-                Arg::Name(s) => s,
-                _ => return None,
-            })?),
-            Ops::STACK if n.src.is_empty() => {
-                continue;
-            }
-            Ops::CAST => alu::cast_val(g.dtype(n.src[0]), dt, srcs.first()?.0).ok()?,
-            Ops::BITCAST => alu::bitcast_val(g.dtype(n.src[0]), dt, srcs.first()?.0).ok()?,
-            o if o.is_alu() => {
-                if srcs.len() != n.src.len() {
-                    return None;
-                }
-                let vs: Vec<Val> = srcs.iter().map(|s| s.0).collect();
-                interp::exec_runtime(o, dt, &vs).ok()?
-            }
-            _ => return None,
-        };
-        let f = v.as_f64();
-        if dt.is_float() && !f.is_finite() {
-            nonfinite = true;
-        }
-        let a = |i: usize| srcs[i].1;
-        let approx = match n.op {
-            Ops::ADD | Ops::SUB if dt.is_float() => tolerance::add(a(0), a(1), f, dt),
-            Ops::MUL if dt.is_float() => tolerance::mul(a(0), a(1), f, dt),
-            Ops::MULACC if dt.is_float() => {
-                let m = tolerance::mul(a(0), a(1), a(0).v * a(1).v, DType::Double);
-                tolerance::add(m, a(2), f, dt)
-            }
-            Ops::FDIV if dt.is_float() => {
-                let r = tolerance::reciprocal(a(1), 1.0 / a(1).v, DType::Double);
-                tolerance::mul(a(0), r, f, dt)
-            }
-            Ops::RECIPROCAL => tolerance::reciprocal(a(0), f, dt),
-            Ops::SQRT => tolerance::sqrt(a(0), f, dt),
-            Ops::EXP2 => tolerance::transcendental(Transcendental::Exp2, a(0), f, dt),
-            Ops::LOG2 => tolerance::transcendental(Transcendental::Log2, a(0), f, dt),
-            Ops::SIN => tolerance::transcendental(Transcendental::Sin, a(0), f, dt),
-            Ops::POW => tolerance::transcendental(Transcendental::Pow, a(0), f, dt),
-            Ops::NEG => Approx { v: f, ..a(0) },
-            Ops::MAX if dt.is_float() => {
-                let (x, y) = (a(0), a(1));
-                let unstable = tolerance::comparison_unstable(x, y);
-                let pick = if y.v > x.v { y } else { x };
-                Approx {
-                    v: f,
-                    e: pick.e,
-                    unstable: unstable || pick.unstable,
-                }
-            }
-            Ops::CMPLT | Ops::CMPNE | Ops::CMPEQ if g.dtype(n.src[0]).is_float() => Approx {
-                v: f,
-                e: 0.0,
-                unstable: tolerance::comparison_unstable(a(0), a(1)),
-            },
-            Ops::TRUNC => Approx {
-                v: f,
-                e: 0.0,
-                unstable: tolerance::trunc_unstable(a(0)),
-            },
-            Ops::WHERE => {
-                let pick = if srcs[0].0.truthy() { a(1) } else { a(2) };
-                Approx {
-                    v: f,
-                    e: pick.e,
-                    unstable: pick.unstable || a(0).unstable,
-                }
-            }
-            Ops::CAST if g.dtype(n.src[0]).is_float() && dt.is_float() => {
-                let s = a(0);
-                let narrower = dt.finfo().map(|x| x.1) < g.dtype(n.src[0]).finfo().map(|x| x.1);
-                if narrower {
-                    Approx::rounded_pub(f, s.e, dt, s.unstable)
-                } else {
-                    Approx { v: f, ..s }
-                }
-            }
-            Ops::CAST if g.dtype(n.src[0]).is_float() => Approx {
-                v: f,
-                e: 0.0,
-                unstable: tolerance::trunc_unstable(a(0)),
-            },
-            Ops::CAST if dt.is_float() => {
-                // int → float: rounds when the int has more bits than the significand
-                Approx::rounded_pub(f, 0.0, dt, unstable_in)
-            }
-            // bitcasts, bitwise and int ops: exact given their inputs; a float input with an
-            // error bound makes a bitcast unstable
-            Ops::BITCAST => Approx {
-                v: f,
-                e: 0.0,
-                unstable: unstable_in || srcs.iter().any(|s| s.1.e > 0.0),
-            },
-            _ => exact(v),
-        };
-        val.insert(u, (v, approx));
-    }
-    let (_, root_a) = *val.get(&root)?;
-    Some(ApproxResult {
-        root: root_a,
-        nonfinite,
-    })
-}
-
-/// Checks one generated graph under a pipeline.
+/// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
-    check_case_in(case, pipe, opts, &mut case.graph.clone())
+    check_case_on(case, pipe, opts, &[backend::reference()])
 }
 
-/// [`check_case`], also returning the graph the rewrite ran in: it holds the original and the
+/// Checks one generated graph under a pipeline on `backends`. The reference interpreter always
+/// runs first (the error model, refinement and blame are its); the other backends are then
+/// compared with it point by point. A backend that answers `Unsupported` is skipped for this
+/// graph (`CaseResult::unsupported`); one that panics is a `backend-crash`, never the end of a
+/// run.
+pub fn check_case_on(
+    case: &Case,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> CaseResult {
+    check_case_in(case, pipe, opts, backends, &mut case.graph.clone())
+}
+
+/// [`check_case_on`], also returning the graph the rewrite ran in: it holds the original and the
 /// rewritten graph (`CaseResult::rewritten.root`), as a finding's files show them.
-pub fn check_case_graph(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> (CaseResult, Graph) {
+pub fn check_case_graph(
+    case: &Case,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> (CaseResult, Graph) {
     let mut g = case.graph.clone();
-    let res = check_case_in(case, pipe, opts, &mut g);
+    let res = check_case_in(case, pipe, opts, backends, &mut g);
     (res, g)
 }
 
-fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) -> CaseResult {
+fn check_case_in(
+    case: &Case,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+    g: &mut Graph,
+) -> CaseResult {
+    let others: Vec<&dyn Backend> = backends
+        .iter()
+        .copied()
+        .filter(|b| b.name() != REFERENCE)
+        .collect();
     let mut cache = Cache::default();
     let mut memos = Vec::new();
     let rw = pipe.rewrite_memo(g, &mut cache, case.root, &mut memos);
@@ -767,6 +165,7 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
         points_compared: 0,
         float_rounding: 0,
         out_of_range: false,
+        unsupported: Vec::new(),
     };
     match &rw.stop {
         Stop::Done => {}
@@ -786,6 +185,8 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -797,6 +198,8 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -811,6 +214,8 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -828,16 +233,40 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             // keep going: a semantic difference matters more than idempotence
         }
     }
-    if rw.root == case.root {
+    if rw.root == case.root && others.is_empty() {
         return res;
     }
+    let points = make_points(case, opts);
+    if rw.root != case.root && check_reference(g, case, pipe, &rw, &points, opts, &mut res) {
+        return res;
+    }
+    if !others.is_empty()
+        && let Some(d) = check_backends(g, case, pipe, &rw, &points, opts, &others, &mut res)
+    {
+        res.detected = Some(d);
+    }
+    res
+}
+
+/// The reference's comparison of original and rewritten; `true` when it detected something.
+fn check_reference(
+    g: &Graph,
+    case: &Case,
+    pipe: &Pipeline,
+    rw: &Rewritten,
+    points: &[Point],
+    opts: &CheckOpts,
+    res: &mut CaseResult,
+) -> bool {
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
     let (mut run_o, mut run_n) = (Runner::new(g, case.root), Runner::new(g, rw.root));
-    for p in make_points(case, opts) {
+    for p in points {
         let o = run_o.observe(g, &p.env);
         let n = run_n.observe(g, &p.env);
         let v = decide(g, case.root, rw.root, &p.env, &o, &n, opts.policy);
@@ -865,7 +294,7 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                     } else {
                         format!(
                             "the rewritten graph raises: {}",
-                            n.error.clone().unwrap_or_default()
+                            n.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
                         )
                     }
                 } else if orig_is_kernel {
@@ -881,74 +310,235 @@ fn check_case_in(case: &Case, pipe: &Pipeline, opts: &CheckOpts, g: &mut Graph) 
                     class,
                     summary: what,
                     blamed,
-                    point: Some(p),
+                    point: Some(p.clone()),
                     expected: Some(o),
                     actual: Some(n),
+                    backend: REFERENCE.into(),
+                    groups: Vec::new(),
                 });
-                return res;
+                return true;
             }
         }
     }
-    res
+    false
 }
 
-/// The first rule application that is wrong at this point.
-///
-/// Fuel bisection over the trace finds the first partial graph that computes something else
-/// (checked step by step so a later rule that hides the error cannot mislead it). That step is
-/// not always the culprit: a wrong rewrite can be masked in its context (`v0&(v0&1)` → `v0`
-/// under another `&1`) and surface later, when a harmless rule (commutative/flip) builds a node
-/// whose replacement the engine already knows and reuses without a new step (tinygrad's
-/// `replace` dict does the same). So the steps up to there are checked node by node too: the
-/// first one whose own `before` and `after` differ at this point is blamed.
-pub fn blame(
-    case: &Case,
-    pipe: &Pipeline,
-    env: &Env,
-    policy: FloatPolicy,
-    steps: usize,
-) -> Option<usize> {
-    let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
-    let mut first_bad_graph = None;
-    // the original's nodes keep their handles in every clone: observe it once
-    let o = observe(&case.graph, case.root, env);
-    for k in 1..=steps {
-        let mut g = case.graph.clone();
-        let mut cache = Cache::default();
-        let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
-        let n = Runner::new(&g, rw.root).observe(&g, env);
-        if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
-            first_bad_graph = Some(k - 1);
-            break;
+fn is_bad(v: PointVerdict) -> bool {
+    matches!(v, PointVerdict::Differ | PointVerdict::LessDefined)
+}
+
+/// Prepares and runs `roots` on `b` at every point; a panic becomes `ExecError::Crash` on every
+/// observation, so a crashing backend is a verdict.
+fn run_guarded(
+    b: &dyn Backend,
+    g: &Graph,
+    roots: &[UOp],
+    envs: &[&Env],
+) -> Result<Vec<Vec<Observed>>, backend::Unsupported> {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut p: Box<dyn Prepared + '_> = b.prepare(g, roots)?;
+        Ok(p.run(envs))
+    }));
+    match ran {
+        Ok(Ok(rows)) if rows.len() == envs.len() && rows.iter().all(|r| r.len() == roots.len()) => {
+            Ok(rows)
+        }
+        Ok(Ok(_)) => Ok(crashed(
+            "returned the wrong number of observations".into(),
+            roots,
+            envs,
+        )),
+        Ok(Err(u)) => Err(u),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Ok(crashed(format!("panicked: {msg}"), roots, envs))
         }
     }
-    let last = first_bad_graph?;
-    let mut g = case.graph.clone();
-    let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
-    let upto = full.trace.get(..=last).unwrap_or(&full.trace);
-    Some(first_wrong_step(&g, upto, env, policy).unwrap_or(last))
 }
 
-/// The first of `steps` (in `g`) whose own `before` and `after` differ at `env`. A node inside a
-/// kernel loop has no value on its own (its RANGE is unbound): the interpreter raises, `decide`
-/// skips it.
-pub fn first_wrong_step(
-    g: &Graph,
-    steps: &[Step],
-    env: &Env,
-    policy: FloatPolicy,
-) -> Option<usize> {
-    steps.iter().position(|s| {
-        if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
-            return false;
+fn crashed(what: String, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observed>> {
+    let o = Observed::failed(ExecError::Crash { what });
+    vec![vec![o; roots.len()]; envs.len()]
+}
+
+/// A result as a group key: equal keys are equal results (NaN payloads and the sign of zero
+/// aside, as `compare::same_val`).
+fn result_key(o: &Observed) -> String {
+    let val = |v: &Val| match v {
+        Val::Float(x) if *x == 0.0 => "0.0".to_string(),
+        v => v.py_repr(),
+    };
+    match (&o.value, &o.error) {
+        (_, Some(e)) => format!("error: {e}"),
+        (Some(v), None) => val(v),
+        (None, None) if o.ub => "undefined".into(),
+        (None, None) if o.invalid => "Invalid".into(),
+        _ => format!(
+            "{:?}",
+            o.buffers
+                .iter()
+                .map(|b| b.data.iter().map(val).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// Rustlantis' agreeing groups: names with equal results, in first-seen order.
+fn agreeing_groups(obs: &[(String, &Observed)]) -> Vec<Vec<String>> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, o) in obs {
+        let k = result_key(o);
+        match groups.iter_mut().find(|(gk, _)| *gk == k) {
+            Some((_, names)) => names.push(name.clone()),
+            None => groups.push((k, vec![name.clone()])),
         }
-        let o = Runner::new(g, s.before).observe(g, env);
-        let n = Runner::new(g, s.after).observe(g, env);
-        matches!(
-            decide(g, s.before, s.after, env, &o, &n, policy),
-            PointVerdict::Differ | PointVerdict::LessDefined
-        )
-    })
+    }
+    groups.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The other backends against the reference, point by point: first the original graph across
+/// backends, then original vs rewritten on each backend.
+#[allow(clippy::too_many_arguments)]
+fn check_backends(
+    g: &Graph,
+    case: &Case,
+    pipe: &Pipeline,
+    rw: &Rewritten,
+    points: &[Point],
+    opts: &CheckOpts,
+    others: &[&dyn Backend],
+    res: &mut CaseResult,
+) -> Option<Detected> {
+    let changed = rw.root != case.root;
+    let roots: Vec<UOp> = if changed {
+        vec![case.root, rw.root]
+    } else {
+        vec![case.root]
+    };
+    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
+    let reference = run_guarded(backend::reference(), g, &roots, &envs).ok()?;
+    let mut runs: Vec<(&dyn Backend, Vec<Vec<Observed>>)> = Vec::new();
+    for b in others {
+        match run_guarded(*b, g, &roots, &envs) {
+            Ok(rows) => runs.push((*b, rows)),
+            Err(_) => res.unsupported.push(b.name()),
+        }
+    }
+    let policy = opts.policy;
+    for (i, p) in points.iter().enumerate() {
+        let o_ref = &reference[i][0];
+        // the reference leaves this point undefined (division by zero, INT_MIN/-1, shift
+        // count, float→int out of range, out of bounds) or raises: whatever a backend does
+        // here is its rule, by design
+        if o_ref.error.is_some() || o_ref.ub || o_ref.invalid {
+            continue;
+        }
+        let groups = || {
+            let mut obs: Vec<(String, &Observed)> = Vec::new();
+            for (k, root) in roots.iter().enumerate() {
+                let suffix = if *root == case.root { "" } else { "/rewritten" };
+                obs.push((format!("{REFERENCE}{suffix}"), &reference[i][k]));
+                for (b, rows) in &runs {
+                    obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
+                }
+            }
+            agreeing_groups(&obs)
+        };
+        let found =
+            |class: Class, b: &dyn Backend, summary: String, blamed, o: &Observed, n: &Observed| {
+                Detected {
+                    class,
+                    summary,
+                    blamed,
+                    point: Some(p.clone()),
+                    expected: Some(o.clone()),
+                    actual: Some(n.clone()),
+                    backend: b.name().into(),
+                    groups: groups(),
+                }
+            };
+        // the original across backends
+        for (b, rows) in &runs {
+            let ob = &rows[i][0];
+            match &ob.error {
+                Some(e) if e.is_resource_limit() => continue,
+                Some(e) if e.is_backend_failure() => {
+                    let s = format!("{} fails on the original graph: {e}", b.name());
+                    return Some(found(Class::BackendCrash, *b, s, None, o_ref, ob));
+                }
+                _ => {}
+            }
+            if !is_bad(decide_on(
+                g, case.root, case.root, &p.env, o_ref, ob, policy,
+            )) || b.by_design(o_ref, ob).is_some()
+            {
+                continue;
+            }
+            // a UB-exploiting backend whose strict twin agrees: the graph relies on UB
+            let twin_agrees = b.strict_twin().is_some_and(|t| {
+                runs.iter().any(|(x, trows)| {
+                    let to = &trows[i][0];
+                    x.name() == t
+                        && to.error.is_none()
+                        && !is_bad(decide_on(
+                            g, case.root, case.root, &p.env, o_ref, to, policy,
+                        ))
+                })
+            });
+            let class = if twin_agrees {
+                Class::BackendUb
+            } else {
+                Class::BackendBug
+            };
+            let s = format!(
+                "{} computes the original graph differently from {REFERENCE}: expected {} got {}",
+                b.name(),
+                result_key(o_ref),
+                result_key(ob)
+            );
+            return Some(found(class, *b, s, None, o_ref, ob));
+        }
+        if !changed {
+            continue;
+        }
+        // original vs rewritten on each backend (the reference's own check ran first)
+        for (b, rows) in &runs {
+            let (ob, nb) = (&rows[i][0], &rows[i][1]);
+            match &nb.error {
+                Some(e) if e.is_resource_limit() => continue,
+                Some(e) if e.is_backend_failure() => {
+                    let s = format!("{} fails on the rewritten graph: {e}", b.name());
+                    return Some(found(Class::BackendCrash, *b, s, None, ob, nb));
+                }
+                _ => {}
+            }
+            if ob.error.is_some()
+                || !is_bad(decide_on(g, case.root, rw.root, &p.env, ob, nb, policy))
+            {
+                continue;
+            }
+            let blamed = blame_on(*b, case, pipe, &p.env, policy, rw.trace.len());
+            let mut class = Class::RewriteBug;
+            if policy == FloatPolicy::Strict
+                && let Some(k) = blamed
+                && FAST_MATH_RULES.contains(&rw.trace[k].rule)
+            {
+                class = Class::FastMathUnsound;
+            }
+            let s = format!(
+                "on {}: expected {} got {}",
+                b.name(),
+                result_key(ob),
+                result_key(nb)
+            );
+            return Some(found(class, *b, s, blamed, ob, nb));
+        }
+    }
+    None
 }
 
 /// Dtype family of a node for the dedup signature.
@@ -962,9 +552,4 @@ pub fn dtype_family(dt: DType) -> &'static str {
         d if d.is_float() => "float",
         _ => "other",
     }
-}
-
-/// Whether an exec error is the interpreter's budget (not a property of the graph).
-pub fn is_budget_error(e: &ExecError) -> bool {
-    matches!(e, ExecError::Budget(_))
 }

@@ -6,18 +6,20 @@
 //! panic fence), [`Coverage`] (rule hits and the directed targets drawn from them), [`Dedup`]
 //! (one finding per signature, known or new), the sink (disk) and [`Progress`] (the spinner).
 use super::check::{
-    CaseResult, CheckOpts, Detected, Pipeline, check_case, check_case_graph, dtype_family,
+    CaseResult, CheckOpts, Detected, check_case_graph, check_case_on, dtype_family,
 };
 use super::inject;
 use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
 use super::verdict::{Finding, Signature, TraceStep};
 use crate::corpus::{self, ListError};
+use crate::exec::backend::{self, Backend};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
 use crate::ir::Graph;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
+use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -46,6 +48,8 @@ pub struct FuzzOpts {
     pub known: Vec<(Signature, String)>,
     /// Stop at the first finding not in `known`.
     pub stop_on_new: bool,
+    /// `--backend`: names for `exec::backend::build`; the reference interpreter always runs.
+    pub backends: Vec<String>,
 }
 
 impl Default for FuzzOpts {
@@ -64,6 +68,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: builtin_known(),
             stop_on_new: false,
+            backends: vec!["interp".into()],
         }
     }
 }
@@ -117,6 +122,8 @@ pub enum FuzzError {
     /// Findings saved before it are kept.
     #[error(transparent)]
     Sink(#[from] SinkError),
+    #[error("--backend: {0}")]
+    Backend(#[from] crate::exec::backend::UnknownBackend),
 }
 
 /// The rule sets a run uses, owned (an injection makes a modified copy).
@@ -194,6 +201,13 @@ pub struct FindingRef {
     pub known: bool,
     /// Graphs generated when it was first seen (iterations to detection).
     pub iter: u64,
+    /// The backend of its signature; left out for the reference interpreter.
+    #[serde(skip_serializing_if = "is_reference")]
+    pub backend: String,
+}
+
+fn is_reference(name: &str) -> bool {
+    name == backend::reference().name()
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -220,6 +234,9 @@ pub struct Summary {
     pub port_panics: Vec<u64>,
     pub rules: String,
     pub seed: u64,
+    /// Graphs each backend answered `Unsupported` for (skipped on it).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_unsupported: BTreeMap<String, u64>,
 }
 
 /// Per-iteration seed: a fixed mix so neighbouring iterations are unrelated.
@@ -252,15 +269,24 @@ pub fn run_one(
     pipe: &Pipeline,
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
+    run_one_on(seed, family, target, pipe, opts, &[backend::reference()])
+}
+
+/// [`run_one`] on `backends` (`check::check_case_on`).
+pub fn run_one_on(
+    seed: u64,
+    family: Option<Family>,
+    target: Option<&Rule>,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> (Generated, CaseResult) {
     let case = make_case(seed, family, target);
-    let res = check_case(
-        &case,
-        pipe,
-        &CheckOpts {
-            seed,
-            ..opts.clone()
-        },
-    );
+    let o = CheckOpts {
+        seed,
+        ..opts.clone()
+    };
+    let res = check_case_on(&case, pipe, &o, backends);
     (case, res)
 }
 
@@ -278,6 +304,7 @@ fn run_one_kept(
     target: Option<&Rule>,
     pipe: &Pipeline,
     opts: &CheckOpts,
+    backends: &[&dyn Backend],
 ) -> Checked {
     let case = make_case(seed, family, target);
     let (res, graph) = check_case_graph(
@@ -287,6 +314,7 @@ fn run_one_kept(
             seed,
             ..opts.clone()
         },
+        backends,
     );
     Checked { case, res, graph }
 }
@@ -334,9 +362,9 @@ pub fn to_finding(
         class: det.class,
         rule,
         dtype: dt.to_string(),
-        backend: "interp".into(),
+        backend: det.backend.clone(),
     };
-    let show = |o: &Option<super::check::Observed>| -> Option<String> {
+    let show = |o: &Option<crate::exec::Observed>| -> Option<String> {
         o.as_ref().map(|o| match (&o.value, &o.error) {
             (Some(v), _) => v.py_repr(),
             (None, Some(e)) => format!("error: {e}"),
@@ -405,6 +433,7 @@ pub fn to_finding(
             })
             .collect(),
         nodes: (case.graph.len(), 0),
+        agreeing: det.groups.clone(),
     }
 }
 
@@ -620,6 +649,12 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
     let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
     let pipe = choice.pipeline();
     let all_rules = choice.distinct_rules();
+    let built: Vec<Box<dyn Backend>> = opts
+        .backends
+        .iter()
+        .map(|n| backend::build(n))
+        .collect::<Result<_, _>>()?;
+    let backends: Vec<&dyn Backend> = built.iter().map(|b| &**b).collect();
     let check = CheckOpts {
         policy: opts.policy,
         points: opts.points,
@@ -649,7 +684,9 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
         }
         let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
         let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
-        let results = workers.batch(&jobs, |s, t| run_one_kept(s, opts.family, t, &pipe, &check));
+        let results = workers.batch(&jobs, |s, t| {
+            run_one_kept(s, opts.family, t, &pipe, &check, &backends)
+        });
         for (s, r) in results {
             sum.execs += 1;
             let Some(Checked { case, res, graph }) = r else {
@@ -660,6 +697,9 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
             sum.points_compared += res.points_compared as u64;
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
+            for b in &res.unsupported {
+                *sum.backend_unsupported.entry(b.to_string()).or_insert(0) += 1;
+            }
             let Some(det) = &res.detected else { continue };
             let mut finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
             sum.findings_total += 1;
@@ -692,6 +732,7 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
                 path,
                 known,
                 iter: sum.execs,
+                backend: sig.backend.clone(),
             });
             if opts.stop_on_new && !known {
                 break 'outer;
@@ -741,7 +782,7 @@ pub fn fuzz_one(data: &[u8], sink: &mut dyn FindingSink) -> bool {
         seed: 0,
         ..CheckOpts::default()
     };
-    let (res, graph) = check_case_graph(&case, &pipe, &opts);
+    let (res, graph) = check_case_graph(&case, &pipe, &opts, &[backend::reference()]);
     if let Some(det) = &res.detected {
         let mut f = to_finding(&case, &res, det, &choice.name, opts.policy, 0);
         if let Some((_, note)) = known.iter().find(|(k, _)| *k == f.signature) {

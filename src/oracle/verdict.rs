@@ -17,8 +17,14 @@ pub enum Class {
     NotIdempotent,
     /// A by-design fast-math rewrite changed an IEEE result (reported under `--float-policy strict`).
     FastMathUnsound,
-    /// A backend computes the same graph differently from the reference interpreter.
+    /// A backend computes the original graph differently from the reference interpreter at a
+    /// point the reference defines.
     BackendBug,
+    /// A UB-exploiting backend disagrees with the reference but its strict twin
+    /// (`Backend::strict_twin`) agrees: the graph relies on behaviour C leaves undefined.
+    BackendUb,
+    /// A backend crashed, or would not compile a graph it accepted.
+    BackendCrash,
     /// The difference is within float rounding that the tolerance model cannot decide.
     FloatRounding,
     Unknown,
@@ -33,6 +39,8 @@ impl Class {
             Class::NotIdempotent => "not-idempotent",
             Class::FastMathUnsound => "fast-math-unsound",
             Class::BackendBug => "backend-bug",
+            Class::BackendUb => "backend-ub",
+            Class::BackendCrash => "backend-crash",
             Class::FloatRounding => "float-rounding",
             Class::Unknown => "unknown",
         }
@@ -44,6 +52,8 @@ impl Class {
         Class::NotIdempotent,
         Class::FastMathUnsound,
         Class::BackendBug,
+        Class::BackendUb,
+        Class::BackendCrash,
         Class::FloatRounding,
         Class::Unknown,
     ];
@@ -89,13 +99,17 @@ impl std::fmt::Display for Signature {
 
 impl Signature {
     /// A file-name-safe form (`class-rule.with.dots-dtype`), the stem of finding directories.
+    /// Findings of another backend than the reference end in `-backend`.
     pub fn slug(&self) -> String {
-        let raw = format!(
+        let mut raw = format!(
             "{}-{}-{}",
             self.class.name(),
             self.rule.replace('/', "."),
             self.dtype
         );
+        if self.backend != crate::exec::backend::reference().name() {
+            raw = format!("{raw}-{}", self.backend);
+        }
         raw.chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
@@ -143,6 +157,10 @@ pub struct Finding {
     pub trace: Vec<TraceStep>,
     /// Node counts of the original / rewritten graph.
     pub nodes: (usize, usize),
+    /// Backends grouped by equal results at the finding's point (`name/rewritten` for the
+    /// rewritten graph), Rustlantis-style; absent when only the reference ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreeing: Vec<Vec<String>>,
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 use super::{FindingDir, read_finding_dir};
 use crate::generate::{Case, Family};
 use crate::ir::text::ParseError;
-use crate::oracle::check::{Detected, Point};
+use crate::oracle::check::Detected;
 use crate::oracle::fuzz::{RuleChoice, RulesError, choose_rules};
 use crate::oracle::inject;
+use crate::oracle::inputs::Point;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::{Class, Finding};
 use crate::rewrite::analysis::Cache;
@@ -118,6 +119,8 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
         point,
         expected: None,
         actual: None,
+        backend: finding.signature.backend.clone(),
+        groups: finding.agreeing.clone(),
     };
     Ok(Loaded {
         case,

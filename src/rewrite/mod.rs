@@ -5,6 +5,7 @@ mod cx;
 pub mod engine;
 pub mod error;
 pub mod nodes;
+pub mod pipeline;
 mod prefilter;
 pub mod rules;
 pub mod shape;
@@ -14,4 +15,5 @@ pub mod upat;
 pub use engine::{
     Cx, Limits, Outcome, Rule, RuleError, RuleResult, RuleSet, Step, Stop, graph_rewrite,
 };
+pub use pipeline::{Pipeline, Rewritten};
 pub use upat::{Bindings, UPat};
