@@ -18,6 +18,8 @@ export UOPFUZZ_SKIP_LOG="$root/target/skips.log"
 rm -f "$UOPFUZZ_SKIP_LOG"
 status=0
 cargo test --profile suite --no-fail-fast 2>&1 | tee target/test.log || status=$?
+echo "== cargo test --lib with overflow checks (profile checked)"
+cargo test --profile checked --lib 2>&1 | tee -a target/test.log || status=$?
 skips=0
 if [ -f "$UOPFUZZ_SKIP_LOG" ]; then
   skips=$(wc -l <"$UOPFUZZ_SKIP_LOG")

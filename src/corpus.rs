@@ -21,7 +21,7 @@ pub const BUILTIN_KNOWN_FINDINGS: &str = include_str!("../corpus/known-findings.
 
 /// A list that cannot be read or has a bad line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {msg}")]
+#[error("{file}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub struct ListError {
     pub file: String,
     /// 1-based; 0 when the file itself could not be read.

@@ -21,12 +21,13 @@ const CASES: &str = include_str!("common/every_rule_fires_cases.txt");
 const SEEDS: u64 = 200;
 
 /// One hand-built case: the rule it targets, the rule set, the input text, tinygrad's result text
-/// (or its `RAISES ...` line).
+/// (or its `RAISES ...` line), and the tinygrad pattern lines that fired (`symbolic.py:75`).
 struct Case {
     rule: &'static str,
     set: &'static str,
     input: &'static str,
     tinygrad: &'static str,
+    fired: BTreeSet<&'static str>,
 }
 
 fn cases() -> Vec<Case> {
@@ -37,12 +38,13 @@ fn cases() -> Vec<Case> {
             let (head, rest) = block.split_once('\n').expect("a case header line");
             let (rule, set) = head.split_once(' ').expect("`rule set` in the header");
             let (input, rest) = rest.split_once("-- tinygrad\n").expect("a result section");
-            let (tinygrad, _) = rest.split_once("-- fired").expect("a fired line");
+            let (tinygrad, fired) = rest.split_once("-- fired").expect("a fired line");
             Case {
                 rule,
                 set,
                 input,
                 tinygrad,
+                fired: fired.split_whitespace().collect(),
             }
         })
         .collect()
@@ -150,6 +152,18 @@ fn hand_built_cases_match_tinygrad() {
         assert!(
             fired.contains(&c.rule),
             "{}: did not fire ({fired:?})",
+            c.rule
+        );
+        // the same tinygrad patterns fired on both sides (the port cites each rule's line as
+        // `tinygrad/<dir>/<file>:<line>`, tinygrad's TRACK_MATCH_STATS records `<file>:<line>`)
+        let port_lines: BTreeSet<&str> = out
+            .trace
+            .iter()
+            .map(|s| s.source.rsplit('/').next().unwrap_or(s.source))
+            .collect();
+        assert_eq!(
+            port_lines, c.fired,
+            "{}: the port fired other tinygrad patterns than tinygrad",
             c.rule
         );
         assert!(!c.tinygrad.starts_with("RAISES"), "{}", c.rule);

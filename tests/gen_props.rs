@@ -3,6 +3,7 @@
 //! indexes), it is deterministic per seed, and the grammar reaches every op, dtype and kernel
 //! shape it claims to.
 use proptest::prelude::*;
+mod seeded;
 use std::collections::{BTreeMap, BTreeSet};
 use uopfuzz::generate::check::check_typing;
 use uopfuzz::generate::{
@@ -128,7 +129,7 @@ fn empty_and_short_byte_inputs() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+    #![proptest_config(seeded::config(2000))]
     #[test]
     fn arbitrary_bytes_give_well_typed_graphs(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         if let Some(x) = generate_from_bytes(&bytes, &GenConfig::default()) {

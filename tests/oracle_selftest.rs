@@ -34,6 +34,11 @@ fn every_injection_is_caught() {
                 &mut Discard,
             )
             .unwrap();
+            assert!(
+                s.port_panics.is_empty(),
+                "{name}: the port panicked at seeds {:?}",
+                s.port_panics
+            );
             if let Some(f) = s
                 .findings
                 .iter()
@@ -67,6 +72,11 @@ fn faithful_rules_have_no_rewrite_bug_on_index_math() {
         &mut Discard,
     )
     .unwrap();
+    assert!(
+        s.port_panics.is_empty(),
+        "the port panicked at seeds {:?}",
+        s.port_panics
+    );
     // directed graphs may carry fixed-width ints too: those findings are wraparound bugs (known list)
     let bugs: Vec<_> = s
         .findings

@@ -5,6 +5,7 @@
 //!     re-serialization must equal ours text-identically; tinygrad's `type_verify` verdicts
 //!     (spec_tensor, spec_program) and the SPEC=2 dtype check must equal `ir::spec`'s.
 use proptest::prelude::*;
+mod seeded;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use std::path::Path;
@@ -601,7 +602,7 @@ fn roundtrip_identity(b: &Built) -> Result<String, TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+    #![proptest_config(seeded::config(10_000))]
 
     #[test]
     fn print_parse_print_is_identity(r in recipe(true)) {

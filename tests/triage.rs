@@ -8,6 +8,7 @@ use uopfuzz::smt::verify::free_variable;
 
 #[test]
 fn optimize_prefers_powers_of_two() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // for v >= 1, v < (v << 1) is False exactly where the shift drops the top bit: v >= 2^63;
     // the simplest such value is 2^63
     let mut g = Graph::new();
@@ -29,6 +30,7 @@ fn optimize_prefers_powers_of_two() {
 
 #[test]
 fn reassociation_is_valid_over_reals_only() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // (x + 1e20) + -1e20 -> x: exact over the reals, not in IEEE
     let mut g = Graph::new();
     let x = free_variable(&mut g, "x", DType::Float);
@@ -60,6 +62,7 @@ fn reassociation_is_valid_over_reals_only() {
 
 #[test]
 fn real_check_keeps_int_wraparound_and_refuses_bitwise() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     let mut g = Graph::new();
     let x = g.variable("x", 0, 255, DType::UInt8);
     let one = g.cint(DType::UInt8, 1);
@@ -314,6 +317,7 @@ fn report(rows: &[Row]) {
 /// confirmation, blame, size and values, and prints the figures (`--nocapture`; about 25 s).
 #[test]
 fn every_injection_is_caught_confirmed_blamed_and_shrunk() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     let rows: Vec<Row> = inject::all()
         .iter()
         .map(|inj| {
@@ -402,6 +406,7 @@ fn bad_float_rules() -> RuleSet {
 
 #[test]
 fn a_wrong_float_rule_is_a_rewrite_bug_over_the_reals() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     let mut g = Graph::new();
     let x = g.variable("x", -100, 100, DType::Float);
     let three = g.cfloat(DType::Float, 3.0);
@@ -432,6 +437,7 @@ fn a_wrong_float_rule_is_a_rewrite_bug_over_the_reals() {
 
 #[test]
 fn reassociation_in_half_is_float_rounding() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // (x + 2048) + -2048 -> x (symbolic/assoc_fold_ADD): exact over the reals, off by the half
     // spacing at 2048 in IEEE
     let mut g = Graph::new();
@@ -454,6 +460,7 @@ fn reassociation_in_half_is_float_rounding() {
 
 #[test]
 fn subnormal_reassociation_is_float_rounding_or_fast_math_unsound() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // (c1 * x) * c2 -> x * fl(c1*c2) at a subnormal x: the rounded product of the constants
     // changes the subnormal result by more than the oracle's tolerance; over the reals the two
     // agree up to that one rounding
@@ -484,6 +491,7 @@ fn subnormal_reassociation_is_float_rounding_or_fast_math_unsound() {
 
 #[test]
 fn encoding_and_interpreter_disagreement_is_reported() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // v0 < (2222475514 + 2222475514) on uint: const folding leaves CONST uint 4444951028 (no
     // wrap, tinygrad's #9080). The interpreter holds a fixed-width CONST wrapped (149983732), so
     // the fold changes nothing there; the encoding compares an out-of-range CONST exactly, so Z3
@@ -518,6 +526,7 @@ fn encoding_and_interpreter_disagreement_is_reported() {
 
 #[test]
 fn a_saved_finding_directory_is_triaged() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // the first finding of the floordiv-floordiv hunt, saved as `uopfuzz fuzz` saves it
     let name = "floordiv-floordiv-no-c2-guard";
     let h = Hunt::new(name);
@@ -567,6 +576,7 @@ fn a_saved_finding_directory_is_triaged() {
 
 #[test]
 fn a_masked_wrong_rewrite_is_blamed_not_the_flip_that_exposes_it() {
+    uopfuzz::smt::z3x::use_rlimit(uopfuzz::smt::z3x::TEST_RLIMIT_PER_MS);
     // A cargo-fuzz finding: ((1&v0) & ...) AND chain over weakint v0 in [-16, 16]. `sym/
     // simplify_valid` rewrites v0&(v0&1) to v0 (wrong for v0 = -16; tinygrad 0.14.0 does the
     // same), but the surrounding `&1` masks it, and the partial graphs only go wrong after a

@@ -825,6 +825,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_panicking_job_is_a_recorded_seed_not_the_end_of_the_batch() {
+        let w = Workers::new(Some(2)).unwrap();
+        let jobs: Vec<(u64, Option<&Rule>)> = (0..8).map(|s| (s, None)).collect();
+        let out = w.batch(&jobs, |s, _| {
+            assert!(s != 5, "port bug at seed 5");
+            s * 10
+        });
+        let got: Vec<(u64, Option<u64>)> = out;
+        let want: Vec<(u64, Option<u64>)> =
+            (0..8).map(|s| (s, (s != 5).then_some(s * 10))).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn dedup_reports_first_sightings_and_whether_known() {
+        let known = vec![(
+            Signature::parse("rewrite-bug|a|int|interp").unwrap(),
+            String::new(),
+        )];
+        let mut d = Dedup::new(&known);
+        let a = Signature::parse("rewrite-bug|a|int|interp").unwrap();
+        let b = Signature::parse("rewrite-bug|b|int|interp").unwrap();
+        assert_eq!(d.first(&a), Some(true));
+        assert_eq!(d.first(&a), None);
+        assert_eq!(d.first(&b), Some(false));
+        assert_eq!(d.signatures(), 2);
+    }
+
+    #[test]
     fn builtin_known_list_parses() {
         let k = parse_known(corpus::BUILTIN_KNOWN_FINDINGS, corpus::KNOWN_FINDINGS).unwrap();
         assert!(k.len() > 100, "{}", k.len());

@@ -10,7 +10,7 @@ use crate::ir::truncate::{round_float, wrap_int};
 use crate::ir::{ConstVal, DType, Graph, UOp};
 use serde::Serialize;
 use z3::ast::{Ast, BV, Bool, Float, Int};
-use z3::{Params, SatResult, Solver};
+use z3::{SatResult, Solver};
 
 /// How float outputs are compared and which float inputs are allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -195,9 +195,7 @@ pub fn check_refinement(
         }
     };
     let s = Solver::new();
-    let mut p = Params::new();
-    p.set_u32("timeout", timeout_ms.max(1));
-    s.set_params(&p);
+    s.set_params(&crate::smt::z3x::query_params(timeout_ms));
     for d in &vm.domain {
         s.assert(d);
     }
@@ -378,6 +376,7 @@ mod tests {
 
     #[test]
     fn wraparound_breaks_mul_div_on_uint8() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         // (x*2)//2 == x fails where x*2 wraps; on uint8 that is UB (8-bit arithmetic leaving its
         // range: C computes it in int), so the original is never defined there
         let mut g = Graph::new();
@@ -406,6 +405,7 @@ mod tests {
 
     #[test]
     fn float_max_is_pythons_max() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         // max(x, nan) = x but max(nan, x) = nan: MAX is not commutative under NaN
         let mut g = Graph::new();
         let x = v(&mut g, DType::Float);
@@ -435,6 +435,7 @@ mod tests {
 
     #[test]
     fn half_rounds_and_overflows_like_struct_e() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         let mut g = Graph::new();
         let x = v(&mut g, DType::Half);
         let c = g.cfloat(DType::Half, 65504.0);
@@ -456,6 +457,7 @@ mod tests {
 
     #[test]
     fn out_of_range_const_is_compared_exactly() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         // CONST uchar 300 (const folding leaves it) is 300 in a compare, 44 in an ADD
         let mut g = Graph::new();
         let x = g.variable("x", 0, 255, DType::UInt8);
@@ -482,6 +484,7 @@ mod tests {
 
     #[test]
     fn changed_root_dtype_compares_exact_values() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         let mut g = Graph::new();
         let x = g.variable("x", 0, 10, DType::Int32);
         let w = g.mk(Ops::CAST, DType::WeakInt, &[x], Arg::DType(DType::WeakInt));

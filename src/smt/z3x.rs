@@ -155,3 +155,34 @@ pub fn float_value(f: &Float) -> Option<f64> {
         _ => return None,
     })
 }
+
+static RLIMIT_PER_MS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Z3 resource units a test query gets per millisecond of its time bound. A one-second
+/// bit-vector query counts 656,086 units on a loaded 2-core machine; at 650 per ms the triage
+/// acceptance test's value-shrinking `Optimize` query (floordiv-to-idiv) gives up where its
+/// 2-second timeout does not, at 1500 it passes (20 s for the whole test).
+pub const TEST_RLIMIT_PER_MS: u32 = 1500;
+
+/// Bounds every later query of this process by Z3's deterministic resource limit (`rlimit`,
+/// `per_ms` units for each millisecond its time bound allows) instead of wall-clock time, and
+/// turns off the wall-clock budgets that decide how much work a run does (`VerifyOpts::budget_ms`):
+/// the same answers however loaded the machine is. Tests call it; 0 restores time bounds.
+pub fn use_rlimit(per_ms: u32) {
+    RLIMIT_PER_MS.store(per_ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`use_rlimit`] is in force.
+pub fn deterministic() -> bool {
+    RLIMIT_PER_MS.load(std::sync::atomic::Ordering::Relaxed) != 0
+}
+
+/// The bound of one query of `timeout_ms`: a `timeout`, or an `rlimit` under [`use_rlimit`].
+pub fn query_params(timeout_ms: u32) -> z3::Params {
+    let mut p = z3::Params::new();
+    match RLIMIT_PER_MS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => p.set_u32("timeout", timeout_ms.max(1)),
+        k => p.set_u32("rlimit", timeout_ms.max(1).saturating_mul(k)),
+    }
+    p
+}

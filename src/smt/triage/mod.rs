@@ -60,7 +60,7 @@ use real::{RealVerdict, check_real};
 use serde::Serialize;
 use std::time::Instant;
 use z3::ast::{Bool, Float, Int};
-use z3::{Optimize, Params, SatResult, Solver};
+use z3::{Optimize, SatResult, Solver};
 
 /// Knobs of one triage.
 #[derive(Clone, Debug)]
@@ -483,8 +483,7 @@ pub fn ieee_query(
             return Z3Answer::Unsupported(why);
         }
     };
-    let mut p = Params::new();
-    p.set_u32("timeout", timeout_ms.max(1));
+    let p = crate::smt::z3x::query_params(timeout_ms);
     let (res, model, reason) = if ask.simplest {
         st.optimize += 1;
         let o = Optimize::new();

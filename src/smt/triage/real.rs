@@ -18,7 +18,7 @@ use crate::smt::query::Model;
 use crate::smt::z3x::{and_all, or_all};
 use std::collections::HashMap;
 use z3::ast::{Ast, Bool, Float, Int, Real};
-use z3::{FuncDecl, Params, SatResult, Solver, Sort};
+use z3::{FuncDecl, SatResult, Solver, Sort};
 
 /// A term over the reals.
 #[derive(Clone, Debug)]
@@ -499,9 +499,7 @@ pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdic
         }
     };
     let s = Solver::new();
-    let mut p = Params::new();
-    p.set_u32("timeout", timeout_ms.max(1));
-    s.set_params(&p);
+    s.set_params(&crate::smt::z3x::query_params(timeout_ms));
     s.assert(and_all(&vars.domain));
     s.assert(eo.undef.not());
     s.assert(en.undef | same.not());
