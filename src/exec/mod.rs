@@ -2,5 +2,6 @@
 //! semantics over `ir::alu`); `semantics` checks `ir::alu` cell by cell against tinygrad's own
 //! `exec_alu`.
 pub mod interp;
+pub mod render;
 pub mod semantics;
 pub mod tape;
