@@ -1,7 +1,15 @@
-//! Stage 4: executing UOp graphs. `interp` is the reference interpreter (`DEV=PYTHON`
-//! semantics over `ir::alu`); `semantics` checks `ir::alu` cell by cell against tinygrad's own
+//! Stage 4: executing UOp graphs. `backend` is the seam every executor plugs into (trait
+//! `Backend`, `Observed`, `ExecError`, the factory); `interp` is the reference interpreter
+//! (`DEV=PYTHON` semantics over `ir::alu`) and `interp_backend` exposes it (with the `tape` fast
+//! path) as the first backend; `semantics` checks `ir::alu` cell by cell against tinygrad's own
 //! `exec_alu`.
+pub mod backend;
 pub mod interp;
+pub mod interp_backend;
 pub mod render;
 pub mod semantics;
 pub mod tape;
+
+pub use backend::{
+    Backend, Capabilities, ExecError, Observed, Prepared, Support, UnknownBackend, Unsupported,
+};

@@ -1,7 +1,7 @@
 //! `ClangRenderer` (renderer/cstyle.py:256-306) for `x86_64` with `THREADS=1`: the C source
 //! tinygrad's CPU device compiles with `ClangCompiler` (runtime/support/compiler_cpu.py).
-use super::{CSTYLE_OPS, CStyleLanguage, cstyle_code_for_op};
-use crate::ir::{DType, Ops};
+use super::{BufArg, CSTYLE_OPS, CStyleLanguage, cstyle_code_for_op, cstyle_render_kernel};
+use crate::ir::{DType, Graph, Ops};
 use crate::rewrite::engine::RuleSet;
 
 pub struct ClangRenderer;
@@ -64,6 +64,18 @@ impl CStyleLanguage for ClangRenderer {
     // cstyle.py:300-301 on x86_64: everything but fp8 (bf16 is kept on x86/arm)
     fn supported_dtypes(&self) -> Vec<DType> {
         DType::ALL.iter().copied().filter(|d| !d.is_fp8()).collect()
+    }
+    // cstyle.py:296-298: vector typedefs (none in scalar kernels), body, `_render_entry` ("")
+    fn render_kernel(
+        &self,
+        g: &Graph,
+        function_name: &str,
+        kernel: &[String],
+        bufs: &[BufArg],
+    ) -> String {
+        let defines = "";
+        let body = cstyle_render_kernel(self, g, function_name, kernel, bufs);
+        format!("{defines}\n{body}\n")
     }
     // cstyle.py:278-281
     fn extra_matcher(&self) -> Option<RuleSet> {

@@ -199,7 +199,7 @@ pub trait CStyleLanguage: Sync {
             cx.get(x)
         )
     }
-    /// `render_kernel` (cstyle.py:148-160), without images and launch bounds.
+    /// `render_kernel` (cstyle.py:148-160): [`cstyle_render_kernel`] unless overridden.
     fn render_kernel(
         &self,
         g: &Graph,
@@ -207,37 +207,48 @@ pub trait CStyleLanguage: Sync {
         kernel: &[String],
         bufs: &[BufArg],
     ) -> String {
-        let mut args: Vec<String> = bufs
-            .iter()
-            .map(|(name, (u, _mutable))| {
-                let ad = addrspace(g, *u);
-                let alu = ad == Some(AddrSpace::Alu);
-                let t = format!(
-                    "{}{}{}",
-                    if alu { self.var_prefix() } else { "" },
-                    self.render_dtype_full(g.dtype(*u), 1, ad, false),
-                    if alu {
-                        self.var_suffix()
-                    } else {
-                        self.buffer_suffix()
-                    }
-                );
-                format!("{t} {name}")
-            })
-            .collect();
-        args.extend(self.extra_args());
-        format!(
-            "{} {function_name}({}) {{\n{}\n}}",
-            self.kernel_typedef(),
-            args.join(", "),
-            kernel.join("\n")
-        )
+        cstyle_render_kernel(self, g, function_name, kernel, bufs)
     }
     /// `render(uops)` (cstyle.py:254): `render_kernel(*_render(uops), uops)`.
     fn render(&self, g: &Graph, uops: &[UOp]) -> Result<String, CannotRender> {
         let (name, kernel, bufs) = render_lines(self, g, uops)?;
         Ok(self.render_kernel(g, &name, &kernel, &bufs))
     }
+}
+
+/// `CStyleLanguage.render_kernel` (cstyle.py:148-160), without images and launch bounds.
+pub fn cstyle_render_kernel<R: CStyleLanguage + ?Sized>(
+    ren: &R,
+    g: &Graph,
+    function_name: &str,
+    kernel: &[String],
+    bufs: &[BufArg],
+) -> String {
+    let mut args: Vec<String> = bufs
+        .iter()
+        .map(|(name, (u, _mutable))| {
+            let ad = addrspace(g, *u);
+            let alu = ad == Some(AddrSpace::Alu);
+            let t = format!(
+                "{}{}{}",
+                if alu { ren.var_prefix() } else { "" },
+                ren.render_dtype_full(g.dtype(*u), 1, ad, false),
+                if alu {
+                    ren.var_suffix()
+                } else {
+                    ren.buffer_suffix()
+                }
+            );
+            format!("{t} {name}")
+        })
+        .collect();
+    args.extend(ren.extra_args());
+    format!(
+        "{} {function_name}({}) {{\n{}\n}}",
+        ren.kernel_typedef(),
+        args.join(", "),
+        kernel.join("\n")
+    )
 }
 
 /// `CStyleLanguage.code_for_op` keys in dict order (cstyle.py:136-144).
