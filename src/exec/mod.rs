@@ -4,6 +4,7 @@
 //! path) as the first backend; `semantics` checks `ir::alu` cell by cell against tinygrad's own
 //! `exec_alu`.
 pub mod backend;
+pub mod c;
 pub mod interp;
 pub mod interp_backend;
 pub mod render;
