@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod backends;
 pub mod bench;
 pub mod fidelity;
 pub mod fuzz;
@@ -43,6 +44,9 @@ pub enum Cmd {
     Report(report::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
+    /// The backends `--backend` knows, each with its op × dtype table (runs / lowered first /
+    /// unsupported) and whether it can run here.
+    Backends(backends::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -56,6 +60,7 @@ pub fn main() -> ExitCode {
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
+        Cmd::Backends(a) => backends::run(a),
     }
 }
 
