@@ -325,14 +325,15 @@ pub struct UnknownBackend {
 }
 
 /// Every backend [`build`] knows, in the order `uopfuzz backends` prints them.
-pub const NAMES: &[&str] = &["interp"];
+pub const NAMES: &[&str] = &["interp", "c", "c-strict"];
 
 /// The backend called `name`. A known backend is built even where it cannot run
 /// ([`Backend::available`] says why).
 pub fn build(name: &str) -> Result<Box<dyn Backend>, UnknownBackend> {
     match name {
         "interp" => Ok(Box::new(super::interp_backend::Interp)),
-        // one arm per backend file, e.g. `"c" => Ok(Box::new(super::c::C::ub_exploiting())),`
+        "c" => Ok(Box::new(super::c::C::ub_exploiting())),
+        "c-strict" => Ok(Box::new(super::c::C::strict())),
         _ => Err(UnknownBackend {
             name: name.to_string(),
         }),

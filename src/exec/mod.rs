@@ -4,8 +4,10 @@
 //! path) as the first backend; `semantics` checks `ir::alu` cell by cell against tinygrad's own
 //! `exec_alu`.
 pub mod backend;
+pub mod c;
 pub mod interp;
 pub mod interp_backend;
+pub mod render;
 pub mod semantics;
 pub mod tape;
 
