@@ -1,0 +1,369 @@
+//! The CUDA device under the `cuda` and `cuda-strict` backends: a context acquired as a value,
+//! CUDA C compiled to PTX by NVRTC with tinygrad's options, one module holding many kernels,
+//! device buffers kept per slot across runs, results copied back.
+//!
+//! cudarc loads libcuda and libnvrtc at run time and *panics* when they are missing
+//! (docs/rust-deps.md §3), so every entry point first asks `is_culib_present()`; a machine
+//! without them gets `Unavailable`, never a panic.
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{DriverError, PushKernelArg};
+use std::sync::Arc;
+
+/// Why no CUDA device is here: a value, so a caller can skip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no CUDA device: {}", self.0)
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum CudaError {
+    /// NVRTC rejected the source (its log), or the PTX did not load.
+    #[error("NVRTC compile: {0}")]
+    Compile(String),
+    /// A driver call failed (launch, copy, sync); after a kernel fault the context is dead.
+    #[error("CUDA driver: {0}")]
+    Driver(String),
+    #[error("CUDA launch: {0}")]
+    Launch(String),
+}
+
+fn drv(e: DriverError) -> CudaError {
+    CudaError::Driver(e.to_string())
+}
+
+/// NVRTC options as tinygrad passes them (runtime/support/compiler_cuda.py:46-58):
+/// `--gpu-architecture=sm_XY`, the CUDA include dirs (`$CUDA_PATH/include`, else the three
+/// defaults, :51), `--minimal` from NVRTC 12.4 (:52-53). Nothing else, so NVRTC's own defaults
+/// hold (`--fmad=true`); `strict` adds `--fmad=false` for the `cuda-strict` backend.
+pub fn nvrtc_options(arch: &str, nvrtc_version: (i32, i32), strict: bool) -> Vec<String> {
+    let mut o = vec![format!("--gpu-architecture={arch}")];
+    match std::env::var("CUDA_PATH") {
+        Ok(p) if !p.is_empty() => o.push(format!("-I{p}/include")),
+        _ => o.extend(
+            [
+                "/usr/local/cuda/include",
+                "/usr/include",
+                "/opt/cuda/include",
+            ]
+            .map(|d| format!("-I{d}")),
+        ),
+    }
+    if nvrtc_version >= (12, 4) {
+        o.push("--minimal".into());
+    }
+    if strict {
+        o.push("--fmad=false".into());
+    }
+    o
+}
+
+/// A loaded module: many `extern "C" __global__` kernels from one source.
+pub struct Module {
+    module: Arc<CudaModule>,
+    /// The PTX NVRTC produced, for reports.
+    pub ptx: String,
+}
+
+impl Module {
+    pub fn function(&self, name: &str) -> Result<CudaFunction, CudaError> {
+        self.module
+            .load_function(name)
+            .map_err(|e| CudaError::Compile(format!("{name}: {e}")))
+    }
+}
+
+/// One launch: `func` over slots `bufs`, then the i32 `vals`, as tinygrad's CUDAProgram
+/// passes them (buffers, then variables; runtime/ops_cuda.py).
+pub struct Launch<'a> {
+    pub func: &'a CudaFunction,
+    pub bufs: &'a [usize],
+    pub vals: &'a [i32],
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+}
+
+struct Slot {
+    buf: CudaSlice<u8>,
+    len: usize,
+}
+
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// `sm_XY` from the device's compute capability (runtime/ops_cuda.py:121-122).
+    pub arch: String,
+    pub nvrtc_version: (i32, i32),
+    /// Device name, arch and NVRTC version, for reports.
+    pub info: String,
+    slots: Vec<Option<Slot>>,
+}
+
+/// libcuda and libnvrtc both load; cudarc panics on the first call otherwise.
+pub fn libraries_present() -> Result<(), Unavailable> {
+    // SAFETY: these only try to dlopen the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Unavailable("libcuda.so not found".into()));
+    }
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Unavailable("libnvrtc.so not found".into()));
+    }
+    Ok(())
+}
+
+impl CudaDevice {
+    /// Device `ordinal` with its default stream.
+    pub fn acquire(ordinal: usize) -> Result<CudaDevice, Unavailable> {
+        libraries_present()?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| Unavailable(e.to_string()))?;
+        let (maj, min) = ctx
+            .compute_capability()
+            .map_err(|e| Unavailable(e.to_string()))?;
+        let (mut vmaj, mut vmin) = (0, 0);
+        // SAFETY: libnvrtc is present (checked above); two out-pointers to locals.
+        let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
+        if rc != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(Unavailable(format!("nvrtcVersion: {rc:?}")));
+        }
+        let arch = format!("sm_{maj}{min}");
+        let name = ctx.name().unwrap_or_else(|_| "?".into());
+        Ok(CudaDevice {
+            stream: ctx.default_stream(),
+            info: format!("{name} ({arch}, NVRTC {vmaj}.{vmin})"),
+            ctx,
+            arch,
+            nvrtc_version: (vmaj, vmin),
+            slots: Vec::new(),
+        })
+    }
+
+    /// NVRTC with tinygrad's options (plus `--fmad=false` when `strict`), loaded as a module.
+    pub fn compile(&self, src: &str, strict: bool) -> Result<Module, CudaError> {
+        let opts = cudarc::nvrtc::CompileOptions {
+            options: nvrtc_options(&self.arch, self.nvrtc_version, strict),
+            // tinygrad names every program "<null>" (compiler_cuda.py:57)
+            name: Some("<null>".into()),
+            ..Default::default()
+        };
+        if src.contains('\0') {
+            return Err(CudaError::Compile("source contains a NUL byte".into()));
+        }
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| match e {
+            cudarc::nvrtc::CompileError::CompileError { nvrtc, log, .. } => {
+                CudaError::Compile(format!("{nvrtc:?}: {}", log.to_string_lossy()))
+            }
+            e => CudaError::Compile(e.to_string()),
+        })?;
+        let text = ptx.to_src();
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(|e| CudaError::Compile(format!("load PTX: {e}")))?;
+        Ok(Module { module, ptx: text })
+    }
+
+    /// Put `data` in slot `slot`; the device buffer is reused when it is big enough.
+    pub fn write(&mut self, slot: usize, data: &[u8]) -> Result<(), CudaError> {
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.len() >= data.len().max(1));
+        if !reuse {
+            let buf = self
+                .stream
+                .alloc_zeros::<u8>(data.len().max(1).next_power_of_two().max(16))
+                .map_err(drv)?;
+            self.slots[slot] = Some(Slot { buf, len: 0 });
+        }
+        let s = self.slots[slot].as_mut().expect("slot just filled");
+        if !data.is_empty() {
+            let mut view = s.buf.slice_mut(0..data.len());
+            self.stream.memcpy_htod(data, &mut view).map_err(drv)?;
+        }
+        s.len = data.len();
+        Ok(())
+    }
+
+    /// Launch every kernel in order on the stream, then wait once.
+    pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), CudaError> {
+        for l in launches {
+            let mut args = self.stream.launch_builder(l.func);
+            for &b in l.bufs {
+                let s = self
+                    .slots
+                    .get(b)
+                    .and_then(|s| s.as_ref())
+                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
+                args.arg(&s.buf);
+            }
+            for v in l.vals {
+                args.arg(v);
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (l.global[0], l.global[1], l.global[2]),
+                block_dim: (l.local[0], l.local[1], l.local[2]),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the argument list is the kernel's (buffers then int32 variables, as the
+            // renderer declares them); a kernel that faults makes the sync below fail, which
+            // the caller sees as an error, and out-of-bounds accesses are the renderer's
+            // contract with the interpreter's bounds (flagged as UB there).
+            unsafe { args.launch(cfg) }.map_err(|e| CudaError::Launch(e.to_string()))?;
+        }
+        self.stream.synchronize().map_err(drv)
+    }
+
+    /// The bytes of each slot (as many as were last written).
+    pub fn read(&mut self, slots: &[usize]) -> Result<Vec<Vec<u8>>, CudaError> {
+        slots
+            .iter()
+            .map(|&b| {
+                let s = self
+                    .slots
+                    .get(b)
+                    .and_then(|s| s.as_ref())
+                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
+                let mut out = vec![0u8; s.len];
+                if s.len > 0 {
+                    let view = s.buf.slice(0..s.len);
+                    self.stream.memcpy_dtoh(&view, &mut out).map_err(drv)?;
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+/// `CudaDevice::acquire(0)`, or `None` after printing why the caller skips. CUDA is never
+/// required: CI has no GPU.
+pub fn acquire_or_skip(what: &str) -> Option<CudaDevice> {
+    match CudaDevice::acquire(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("{what}: skipped: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_KERNELS: &str = r#"
+#define INFINITY (__int_as_float(0x7f800000))
+extern "C" __global__ void __launch_bounds__(1) scale(float* out, float* a, int n) {
+  int i = blockIdx.x;
+  out[i] = a[i] * (float)n + (i == 3 ? INFINITY : 0.0f);
+}
+extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) {
+  int i = blockIdx.x;
+  float p = a[0] * a[1];
+  out[i] = p - a[2];
+}
+"#;
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+    fn bytes(x: &[f32]) -> Vec<u8> {
+        x.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn options_are_tinygrads() {
+        let o = nvrtc_options("sm_90", (12, 8), false);
+        assert_eq!(o[0], "--gpu-architecture=sm_90");
+        assert!(o.contains(&"--minimal".to_string()));
+        assert!(!o.iter().any(|x| x.starts_with("--fmad")));
+        let o = nvrtc_options("sm_80", (12, 0), true);
+        assert!(!o.contains(&"--minimal".to_string()));
+        assert_eq!(o.last().unwrap(), "--fmad=false");
+    }
+
+    #[test]
+    fn absent_libraries_are_a_value() {
+        // Where libcuda is missing this returns; cudarc alone would panic here.
+        match CudaDevice::acquire(0) {
+            Ok(d) => eprintln!("cuda present: {}", d.info),
+            Err(e) => eprintln!("cuda absent: {e}"),
+        }
+    }
+
+    #[test]
+    fn smoke_module_two_kernels_reused_buffers() {
+        let Some(mut dev) = acquire_or_skip("cuda smoke") else {
+            return;
+        };
+        let m = dev.compile(TWO_KERNELS, false).unwrap();
+        let strict = dev.compile(TWO_KERNELS, true).unwrap();
+        assert!(m.ptx.contains(".entry scale") && m.ptx.contains(".entry fma_probe"));
+        let scale = m.function("scale").unwrap();
+        dev.write(0, &[0u8; 16]).unwrap();
+        dev.write(1, &bytes(&[1.0, -2.0, 7.0, 0.5])).unwrap();
+        dev.run(&[Launch {
+            func: &scale,
+            bufs: &[0, 1],
+            vals: &[3],
+            global: [4, 1, 1],
+            local: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(
+            f32s(&dev.read(&[0]).unwrap()[0]),
+            vec![3.0, -6.0, 21.0, f32::INFINITY]
+        );
+        // a*b - c with a*b rounding away exactly what c holds: 0 when the product is rounded
+        // (--fmad=false), the rounding error when NVRTC fuses it (its default --fmad=true).
+        let a = 1.0f32 + f32::EPSILON;
+        let c = a * a;
+        dev.write(1, &bytes(&[a, a, c])).unwrap();
+        let (fused, unfused) = (
+            m.function("fma_probe").unwrap(),
+            strict.function("fma_probe").unwrap(),
+        );
+        dev.write(2, &[0u8; 4]).unwrap();
+        dev.run(&[
+            Launch {
+                func: &fused,
+                bufs: &[0, 1],
+                vals: &[],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            },
+            Launch {
+                func: &unfused,
+                bufs: &[2, 1],
+                vals: &[],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            },
+        ])
+        .unwrap();
+        let r = dev.read(&[0, 2]).unwrap();
+        let exact = (a as f64 * a as f64 - c as f64) as f32;
+        assert_eq!(f32s(&r[1])[0], 0.0, "--fmad=false must round the product");
+        assert_eq!(
+            f32s(&r[0])[0],
+            exact,
+            "NVRTC's default --fmad=true fuses a*b-c"
+        );
+    }
+
+    #[test]
+    fn bad_source_is_a_value() {
+        let Some(dev) = acquire_or_skip("cuda smoke") else {
+            return;
+        };
+        let e = dev
+            .compile("extern \"C\" __global__ void k( {", false)
+            .err()
+            .unwrap();
+        assert!(matches!(e, CudaError::Compile(_)), "{e}");
+    }
+}

@@ -1,0 +1,529 @@
+//! The WebGPU device under the `wgpu` backend: an adapter acquired as a value, WGSL compiled
+//! into compute pipelines, storage buffers kept per slot across runs, many dispatches in one
+//! submission, results read back through one staging buffer.
+//!
+//! The binding layout is tinygrad's (runtime/ops_webgpu.py:73-97): binding 0 is a uniform f32
+//! `+inf` (`INFINITY`, :97), the storage buffers follow from binding 1, then each integer
+//! variable as its own uniform; `dispatchWorkgroups(global_size)` (:123). The layout is
+//! explicit, not derived from the shader, so a kernel that never reads `INFINITY` still binds it
+//! as tinygrad's does.
+//!
+//! Only the Vulkan backend is enabled: wgpu's GL backend gives `x/0 = 0` where WGSL says `x`
+//! (docs/rust-deps.md §2), and in CI that is lavapipe (Mesa's CPU Vulkan). Shaders are built
+//! with wgpu's default runtime checks (bounds checks and naga's integer-division polyfills), the
+//! semantics the WGSL spec gives.
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why no WebGPU device is here (no Vulkan driver, no adapter): a value, so a caller can skip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no WebGPU adapter: {}", self.0)
+    }
+}
+
+/// What went wrong on a device that exists.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// The shader did not validate (naga's message) or its pipeline could not be built.
+    #[error("WGSL compile: {0}")]
+    Compile(String),
+    /// A dispatch or copy was rejected (wrong binding count, buffer too small...).
+    #[error("WebGPU validation: {0}")]
+    Validation(String),
+    /// The submission did not finish in time; the device is not reusable after this.
+    #[error("WebGPU submission did not finish within {0:?}")]
+    Timeout(Duration),
+    /// The device was lost or a map failed.
+    #[error("WebGPU device: {0}")]
+    Device(String),
+}
+
+/// How long one submission may run before it counts as hung: generated kernels finish in
+/// milliseconds on lavapipe, so ten seconds only catches real non-termination.
+pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A compiled entry point with the binding layout it was built for.
+pub struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    n_bufs: usize,
+    n_vals: usize,
+}
+
+/// One dispatch: `kernel` over storage slots `bufs` (binding 1..) and variables `vals`.
+pub struct Launch<'a> {
+    pub kernel: &'a Kernel,
+    pub bufs: &'a [usize],
+    pub vals: &'a [i32],
+    pub global: [u32; 3],
+}
+
+struct Slot {
+    buf: wgpu::Buffer,
+    len: usize,
+}
+
+/// An acquired WebGPU device with its buffer slots.
+pub struct WgpuDevice {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    /// `AdapterInfo` name, driver and backend, for reports.
+    pub info: String,
+    /// The adapter has `shader-f16` and the device was created with it (tinygrad's arch
+    /// `"shader-f16"`, ops_webgpu.py:113-131).
+    pub has_f16: bool,
+    inf: wgpu::Buffer,
+    slots: Vec<Option<Slot>>,
+    staging: Option<wgpu::Buffer>,
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+impl WgpuDevice {
+    /// The first Vulkan adapter, with `shader-f16` when it has it. `WGPU_BACKEND` (e.g.
+    /// `vulkan`) narrows the search further, as wgpu reads it.
+    pub fn acquire() -> Result<WgpuDevice, Unavailable> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        desc.backends &= wgpu::Backends::VULKAN;
+        if desc.backends.is_empty() {
+            return Err(Unavailable(
+                "WGPU_BACKEND names no backend this build has (only vulkan)".into(),
+            ));
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| Unavailable(e.to_string()))?;
+        let info = adapter.get_info();
+        let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
+        // tinygrad asks for the adapter's own limits (ops_webgpu.py:120-122).
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("uopfuzz"),
+            required_features: if has_f16 {
+                wgpu::Features::SHADER_F16
+            } else {
+                wgpu::Features::empty()
+            },
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| Unavailable(format!("request_device: {e}")))?;
+        // wgpu's default handler panics on an error outside a scope: keep it as a value.
+        let uncaptured = Arc::new(Mutex::new(None));
+        let sink = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut s) = sink.lock() {
+                s.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let inf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("INFINITY"),
+            size: 4,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&inf, 0, &f32::INFINITY.to_le_bytes());
+        Ok(WgpuDevice {
+            device,
+            queue,
+            info: format!(
+                "{} ({}, {}, {:?})",
+                info.name, info.driver, info.driver_info, info.backend
+            ),
+            has_f16,
+            inf,
+            slots: Vec::new(),
+            staging: None,
+            uncaptured,
+        })
+    }
+
+    fn scoped<T>(&self, f: impl FnOnce() -> T) -> (T, Option<String>) {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let t = f();
+        let err = pollster::block_on(scope.pop()).map(|e| e.to_string());
+        (t, err)
+    }
+
+    fn take_uncaptured(&self) -> Option<String> {
+        self.uncaptured.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Compile `entry` of WGSL `src` for `n_bufs` storage buffers and `n_vals` i32 uniforms.
+    pub fn compile(
+        &self,
+        src: &str,
+        entry: &str,
+        n_bufs: usize,
+        n_vals: usize,
+    ) -> Result<Kernel, GpuError> {
+        let entry_ty = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let (kernel, err) = self.scoped(|| {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(entry),
+                    source: wgpu::ShaderSource::Wgsl(src.into()),
+                });
+            let entries: Vec<_> =
+                std::iter::once(entry_ty(0, wgpu::BufferBindingType::Uniform))
+                    .chain((0..n_bufs).map(|i| {
+                        entry_ty(
+                            i as u32 + 1,
+                            wgpu::BufferBindingType::Storage { read_only: false },
+                        )
+                    }))
+                    .chain((0..n_vals).map(|i| {
+                        entry_ty((n_bufs + i) as u32 + 1, wgpu::BufferBindingType::Uniform)
+                    }))
+                    .collect();
+            let layout = self
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: None,
+                    entries: &entries,
+                });
+            let pl = self
+                .device
+                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&layout)],
+                    immediate_size: 0,
+                });
+            let pipeline = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: Some(&pl),
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+            Kernel {
+                pipeline,
+                layout,
+                n_bufs,
+                n_vals,
+            }
+        });
+        match err.or_else(|| self.take_uncaptured()) {
+            Some(e) => Err(GpuError::Compile(e)),
+            None => Ok(kernel),
+        }
+    }
+
+    /// Put `data` in storage slot `slot`; the slot's buffer is reused when it is big enough.
+    /// WebGPU storage bindings are 4-byte multiples, so the tail is zero-padded
+    /// (ops_webgpu.py:155-158).
+    pub fn write(&mut self, slot: usize, data: &[u8]) {
+        let padded = data.len().div_ceil(4).max(1) * 4;
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.size() as usize >= padded);
+        if !reuse {
+            let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: padded.next_power_of_two().max(16) as u64,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            self.slots[slot] = Some(Slot { buf, len: 0 });
+        }
+        let s = self.slots[slot].as_mut().expect("slot just filled");
+        let mut bytes = data.to_vec();
+        bytes.resize(padded, 0);
+        self.queue.write_buffer(&s.buf, 0, &bytes);
+        s.len = data.len();
+    }
+
+    fn slot(&self, slot: usize) -> Result<&Slot, GpuError> {
+        self.slots
+            .get(slot)
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| GpuError::Validation(format!("slot {slot} was never written")))
+    }
+
+    /// Encode every launch into one submission and wait for it.
+    pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), GpuError> {
+        for l in launches {
+            if l.bufs.len() != l.kernel.n_bufs || l.vals.len() != l.kernel.n_vals {
+                return Err(GpuError::Validation(format!(
+                    "kernel takes {} buffers and {} values, launch gives {} and {}",
+                    l.kernel.n_bufs,
+                    l.kernel.n_vals,
+                    l.bufs.len(),
+                    l.vals.len()
+                )));
+            }
+            for &b in l.bufs {
+                self.slot(b)?;
+            }
+        }
+        let (submitted, err) = self.scoped(|| {
+            let uniforms: Vec<Vec<wgpu::Buffer>> = launches
+                .iter()
+                .map(|l| {
+                    l.vals
+                        .iter()
+                        .map(|v| {
+                            let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+                                label: None,
+                                size: 4,
+                                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                                mapped_at_creation: false,
+                            });
+                            self.queue.write_buffer(&b, 0, &v.to_le_bytes());
+                            b
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            for (l, unis) in launches.iter().zip(&uniforms) {
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: self.inf.as_entire_binding(),
+                }];
+                for (i, &b) in l.bufs.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: i as u32 + 1,
+                        resource: self.slots[b]
+                            .as_ref()
+                            .expect("checked above")
+                            .buf
+                            .as_entire_binding(),
+                    });
+                }
+                for (i, u) in unis.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: (l.bufs.len() + i) as u32 + 1,
+                        resource: u.as_entire_binding(),
+                    });
+                }
+                let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &l.kernel.layout,
+                    entries: &entries,
+                });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(&l.kernel.pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                pass.dispatch_workgroups(l.global[0], l.global[1], l.global[2]);
+            }
+            self.queue.submit([enc.finish()])
+        });
+        if let Some(e) = err.or_else(|| self.take_uncaptured()) {
+            return Err(GpuError::Validation(e));
+        }
+        self.wait(submitted)
+    }
+
+    fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), GpuError> {
+        match self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(idx),
+            timeout: Some(SUBMIT_TIMEOUT),
+        }) {
+            Ok(_) => Ok(()),
+            Err(wgpu::PollError::Timeout) => Err(GpuError::Timeout(SUBMIT_TIMEOUT)),
+            Err(e) => Err(GpuError::Device(e.to_string())),
+        }
+    }
+
+    /// The bytes of each slot (as many as were last written to it), copied out in one go.
+    pub fn read(&mut self, slots: &[usize]) -> Result<Vec<Vec<u8>>, GpuError> {
+        let mut offsets = Vec::with_capacity(slots.len());
+        let mut total = 0u64;
+        for &s in slots {
+            let len = self.slot(s)?.len.div_ceil(4).max(1) as u64 * 4;
+            offsets.push((total, len));
+            total += len;
+        }
+        if self.staging.as_ref().is_none_or(|b| b.size() < total) {
+            self.staging = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                size: total.next_power_of_two().max(256),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.as_ref().expect("staging just made");
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        for (&s, &(off, len)) in slots.iter().zip(&offsets) {
+            let src = &self.slots[s].as_ref().expect("checked above").buf;
+            enc.copy_buffer_to_buffer(src, 0, staging, off, Some(len));
+        }
+        let idx = self.queue.submit([enc.finish()]);
+        self.wait(idx)?;
+        let slice = staging.slice(..NonZeroU64::new(total).map_or(4, |t| t.get()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Device(e.to_string()))?
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        let out = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| GpuError::Device(e.to_string()))?;
+            slots
+                .iter()
+                .zip(&offsets)
+                .map(|(&s, &(off, _))| {
+                    let n = self.slots[s].as_ref().expect("checked above").len;
+                    view[off as usize..off as usize + n].to_vec()
+                })
+                .collect()
+        };
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+/// `WgpuDevice::acquire`, or why the caller must skip. In CI (`CI` set) a missing adapter
+/// is a setup failure, never a skip: lavapipe is installed there by scripts/setup.sh.
+pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
+    match WgpuDevice::acquire() {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") => {
+            panic!(
+                "{what}: CI is set but {e} (scripts/setup.sh installs mesa-vulkan-drivers; run with WGPU_BACKEND=vulkan)"
+            )
+        }
+        Err(e) => {
+            eprintln!("{what}: skipped: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_KERNELS: &str = "
+@group(0) @binding(0) var<uniform> INFINITY : f32;
+@group(0) @binding(1) var<storage,read_write> out: array<f32>;
+@group(0) @binding(2) var<storage,read_write> a: array<f32>;
+@group(0) @binding(3) var<uniform> n: i32;
+@compute @workgroup_size(1) fn scale(@builtin(workgroup_id) gindex: vec3<u32>) {
+  let i = i32(gindex.x);
+  out[i] = a[i] * f32(n) + select(0.0, INFINITY, i == 3);
+}
+@compute @workgroup_size(1) fn idiv(@builtin(workgroup_id) gindex: vec3<u32>) {
+  let i = i32(gindex.x);
+  out[i] = f32(i32(a[i]) / (i - 2));
+}
+";
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn smoke_two_entry_points_one_submission_reused_buffers() {
+        let Some(mut dev) = acquire_or_skip("wgpu smoke") else {
+            return;
+        };
+        let scale = dev.compile(TWO_KERNELS, "scale", 2, 1).unwrap();
+        let idiv = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        let a: Vec<u8> = [1.0f32, -2.0, 7.0, 0.5]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        dev.write(0, &[0u8; 16]);
+        dev.write(1, &a);
+        dev.write(2, &[0u8; 16]);
+        dev.run(&[
+            Launch {
+                kernel: &scale,
+                bufs: &[0, 1],
+                vals: &[3],
+                global: [4, 1, 1],
+            },
+            Launch {
+                kernel: &idiv,
+                bufs: &[2, 1],
+                vals: &[],
+                global: [4, 1, 1],
+            },
+        ])
+        .unwrap();
+        let r = dev.read(&[0, 2]).unwrap();
+        assert_eq!(f32s(&r[0]), vec![3.0, -6.0, 21.0, f32::INFINITY]);
+        // i32(7.0) / 0 = 7 in WGSL (naga's polyfill), not a trap or 0 as on GL.
+        assert_eq!(f32s(&r[1]), vec![0.0, 2.0, 7.0, 0.0]);
+        // second run: same slots, smaller input, buffers reused, stale tail not read back
+        dev.write(1, &2.0f32.to_le_bytes());
+        dev.write(0, &[0u8; 4]);
+        dev.run(&[Launch {
+            kernel: &scale,
+            bufs: &[0, 1],
+            vals: &[-1],
+            global: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+
+    #[test]
+    fn bad_wgsl_and_bad_launch_are_values() {
+        let Some(mut dev) = acquire_or_skip("wgpu smoke") else {
+            return;
+        };
+        let e = dev
+            .compile("fn nope( {", "nope", 0, 0)
+            .err()
+            .expect("bad WGSL compiled");
+        assert!(matches!(e, GpuError::Compile(_)), "{e}");
+        let k = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        dev.write(0, &[0u8; 4]);
+        let e = dev
+            .run(&[Launch {
+                kernel: &k,
+                bufs: &[0],
+                vals: &[],
+                global: [1, 1, 1],
+            }])
+            .unwrap_err();
+        assert!(matches!(e, GpuError::Validation(_)), "{e}");
+        // the device still works afterwards
+        dev.write(1, &5.0f32.to_le_bytes());
+        dev.run(&[Launch {
+            kernel: &k,
+            bufs: &[0, 1],
+            vals: &[],
+            global: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+}
