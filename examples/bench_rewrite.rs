@@ -1,6 +1,7 @@
 // Profiling aid: rewrite the bench's weakint graphs with `symbolic` many times.
 use uopfuzz::generate::{self, Family, GenConfig};
-use uopfuzz::oracle::check::{CheckOpts, Pipeline, check_case};
+use uopfuzz::oracle::check::{CheckOpts, check_case};
+use uopfuzz::rewrite::pipeline::Pipeline;
 use uopfuzz::rewrite::rules;
 fn main() {
     let cfg = GenConfig::family(Family::Index);

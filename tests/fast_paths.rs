@@ -3,10 +3,13 @@
 //! original and rewritten graphs of every family at the loop's own points, and the second,
 //! idempotence rewrite seeded with the first one's rule results (engine::RuleMemo) must return
 //! what a fresh second rewrite returns.
+use uopfuzz::exec::interp_backend::{Runner, observe};
 use uopfuzz::exec::tape::Tape;
 use uopfuzz::generate::{self, Family, GenConfig};
-use uopfuzz::oracle::check::{CheckOpts, Pipeline, Runner, make_points, observe};
+use uopfuzz::oracle::check::CheckOpts;
+use uopfuzz::oracle::inputs::make_points;
 use uopfuzz::rewrite::analysis::Cache;
+use uopfuzz::rewrite::pipeline::Pipeline;
 use uopfuzz::rewrite::rules;
 
 #[test]

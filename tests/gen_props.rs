@@ -841,8 +841,9 @@ fn port_sym_smoke() {
 #[test]
 fn vector_and_idiom_shapes_fire_their_rules_and_execute() {
     use uopfuzz::exec::interp::ExecError;
-    use uopfuzz::oracle::check::{CheckOpts, make_points};
+    use uopfuzz::oracle::check::CheckOpts;
     use uopfuzz::oracle::fuzz::choose_rules;
+    use uopfuzz::oracle::inputs::make_points;
     let choice = choose_rules("pipeline", None).unwrap();
     let pipe = choice.pipeline();
     let targets = [

@@ -711,7 +711,8 @@ fn fuzz_loop_findings_replay_and_report() {
 #[test]
 fn tail_evaluator_matches_interpreter() {
     use uopfuzz::generate::{Family, GenConfig, generate_seeded};
-    use uopfuzz::oracle::check::{CheckOpts, make_points};
+    use uopfuzz::oracle::check::CheckOpts;
+    use uopfuzz::oracle::inputs::make_points;
     let Some(py) = python() else {
         println!("SKIP tail_evaluator_matches_interpreter: .venv/bin/python is missing");
         return;

@@ -339,8 +339,10 @@ fn every_injection_is_caught_confirmed_blamed_and_shrunk() {
 // stage behaviour on hand-made findings
 
 use uopfuzz::generate::{Family, Generated, Swarm, VarInfo};
-use uopfuzz::oracle::check::{Detected, Pipeline, Point};
+use uopfuzz::oracle::check::Detected;
+use uopfuzz::oracle::inputs::Point;
 use uopfuzz::rewrite::engine::RuleSet;
+use uopfuzz::rewrite::pipeline::Pipeline;
 use uopfuzz::rewrite::upat::UPat;
 use uopfuzz::smt::triage::dir::triage_dir;
 use uopfuzz::smt::triage::triage;

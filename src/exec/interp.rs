@@ -157,51 +157,7 @@ impl UbKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ExecError {
-    /// `exec_alu` (or CAST/BITCAST) raised, as it would on `DEV=PYTHON`.
-    #[error("{op:?} at node {node:?}: {err}")]
-    Alu { node: UOp, op: Ops, err: AluError },
-    #[error("step budget of {0} exhausted")]
-    Budget(u64),
-    #[error("no value for variable {0:?}")]
-    UnboundVar(String),
-    #[error("variable {name:?} = {value} is outside its declared range {lo}..={hi} or its dtype")]
-    VarOutOfRange {
-        name: String,
-        value: Val,
-        lo: i128,
-        hi: i128,
-    },
-    #[error("RANGE {0:?} is not inside an END and has no value in env.ranges")]
-    UnboundRange(UOp),
-    #[error("SPECIAL {0:?} has no value (only a void kernel root iterates SPECIALs)")]
-    UnboundSpecial(String),
-    #[error("no buffer for PARAM slot {0}")]
-    MissingBuffer(i64),
-    #[error(
-        "buffer for slot {slot} has {have} elements of {have_dt}, the PARAM wants {need} of {need_dt}"
-    )]
-    BufferMismatch {
-        slot: i64,
-        need: usize,
-        have: usize,
-        need_dt: DType,
-        have_dt: DType,
-    },
-    #[error("{op:?} at node {node:?}: {what}")]
-    Unsupported {
-        node: UOp,
-        op: Ops,
-        what: &'static str,
-    },
-    #[error("{op:?} at node {node:?}: {what}")]
-    Malformed {
-        node: UOp,
-        op: Ops,
-        what: &'static str,
-    },
-}
+pub use super::backend::ExecError;
 
 /// Runs `root` of `g` on `env`.
 pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {

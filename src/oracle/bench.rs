@@ -3,10 +3,11 @@
 //! expression with `symbolic` and checks it with its z3 validation; uopfuzz rewrites the same
 //! graphs and checks them by executing original and rewritten at many points. Both rates are
 //! measured here, now, on this machine, and reported as ratios (no stored anchor).
-use super::check::{CheckOpts, Pipeline, check_case};
+use super::check::{CheckOpts, check_case};
 use crate::generate::{self, Family, GenConfig};
 use crate::ir::text::write_graph;
 use crate::rewrite::analysis::Cache;
+use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use serde::Serialize;
 use std::io::Write;

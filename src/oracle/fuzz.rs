@@ -1,7 +1,7 @@
 //! The in-process fuzz loop: generate → rewrite → execute original and rewritten → compare →
 //! save findings. Batches run in parallel (rayon) and are merged in seed order, so a run is
 //! reproducible from its seed whatever the core count.
-use super::check::{CaseResult, CheckOpts, Detected, Pipeline, check_case, dtype_family};
+use super::check::{CaseResult, CheckOpts, Detected, check_case, dtype_family};
 use super::inject;
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
@@ -9,6 +9,7 @@ use crate::generate::{self, Family, GenConfig, Generated, directed};
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
+use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -276,7 +277,7 @@ pub fn to_finding(
         dtype: dt.to_string(),
         backend: "interp".into(),
     };
-    let show = |o: &Option<super::check::Observed>| -> Option<String> {
+    let show = |o: &Option<crate::exec::Observed>| -> Option<String> {
         o.as_ref().map(|o| match (&o.value, &o.error) {
             (Some(v), _) => v.py_repr(),
             (None, Some(e)) => format!("error: {e}"),

@@ -1,7 +1,16 @@
 //! Input points: boundary values per dtype and random values within each variable's declared
 //! range. Many points per graph are cheap (the graph is rewritten once, executed many times),
 //! and boundary values are where rewrites break (overflow at max, sign at -1/0, NaN/inf).
+//! [`make_points`] builds a generated graph's points; the ends of free RANGE/SPECIAL leaves
+//! are evaluated on the reference interpreter (inputs are the reference's business, never a
+//! backend's).
+use super::check::CheckOpts;
+use crate::exec::interp::{Buffer, Env};
+use crate::exec::interp_backend::Runner;
+use crate::generate::Generated;
+use crate::ir::alu::Val;
 use crate::ir::dtype::DType;
+use crate::ir::{Arg, Graph, Ops, UOp};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
 /// Boundary values of an int range `[lo, hi]`: the ends, 0, ±1, min+1/max−1, powers of two ±1
@@ -113,4 +122,198 @@ mod tests {
             assert!(random_float(&mut rng, DType::BFloat16).is_finite());
         }
     }
+}
+
+/// One input point: variable, RANGE and SPECIAL values and kernel buffers.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub env: Env,
+}
+
+/// Builds the input points of a generated graph: boundary values first (one variable at its
+/// boundaries while the others take a middle value), then random points.
+pub fn make_points(case: &Generated, opts: &CheckOpts) -> Vec<Point> {
+    let g = &case.graph;
+    let n = if case.buffers.is_empty() {
+        opts.points
+    } else {
+        opts.points.div_ceil(4)
+    };
+    let mut rng = point_rng(opts.seed);
+    // free RANGE / SPECIAL leaves of scalar graphs take a value in [0, end)
+    let mut ranges: Vec<(i64, UOp)> = Vec::new();
+    let mut specials: Vec<(String, UOp)> = Vec::new();
+    let in_kernel = g.dtype(case.root) == DType::Void;
+    if !in_kernel {
+        for u in g.toposort(&[case.root]) {
+            match (g.op(u), g.arg(u)) {
+                (Ops::RANGE, Arg::Range(axis, _)) => ranges.push((*axis, u)),
+                (Ops::SPECIAL, Arg::Name(nm)) => specials.push((nm.clone(), u)),
+                _ => {}
+            }
+        }
+    }
+    let var_values: Vec<Vec<Val>> = case
+        .vars
+        .iter()
+        .map(|v| {
+            if v.dtype.is_float() {
+                let mut b: Vec<Val> = float_boundaries(v.dtype, false)
+                    .into_iter()
+                    .filter(|x| *x >= v.lo as f64 && *x <= v.hi as f64)
+                    .map(Val::Float)
+                    .collect();
+                b.push(Val::Float(v.lo as f64));
+                b.push(Val::Float(v.hi as f64));
+                b
+            } else {
+                let m = v.multiple_of.max(1) as i128;
+                int_boundaries(v.lo, v.hi)
+                    .into_iter()
+                    .map(|x| if m > 1 { x - x.rem_euclid(m) } else { x })
+                    .filter(|x| *x >= v.lo && *x <= v.hi)
+                    .map(|x| {
+                        if v.dtype == DType::Bool {
+                            Val::Bool(x != 0)
+                        } else {
+                            Val::Int(x)
+                        }
+                    })
+                    .collect()
+            }
+        })
+        .collect();
+    // their ends are evaluated at every point: compile each once
+    let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
+    // each buffer element is an edge value with probability 0.3: list the edges once
+    let buffer_edges: Vec<Vec<Val>> = case.buffers.iter().map(|b| elem_edges(b.dtype)).collect();
+    let mut points = Vec::with_capacity(n);
+    for p in 0..n {
+        let mut env = Env::new();
+        for (i, v) in case.vars.iter().enumerate() {
+            let vals = &var_values[i];
+            // first points: walk each variable through its boundary list; later: random
+            let val = if p < 2 * vals.len().max(1) && !vals.is_empty() && rng.random_bool(0.7) {
+                vals[(p + i * 3) % vals.len()]
+            } else if v.dtype.is_float() {
+                let x = random_float(&mut rng, v.dtype).clamp(v.lo as f64, v.hi as f64);
+                Val::Float(crate::ir::truncate::round_float(v.dtype, x))
+            } else if v.dtype == DType::Bool {
+                Val::Bool(rng.random_bool(0.5))
+            } else {
+                let m = v.multiple_of.max(1) as i128;
+                let x = random_int(&mut rng, v.lo, v.hi);
+                let x = if m > 1 { x - x.rem_euclid(m) } else { x };
+                Val::Int(if x < v.lo { x + m } else { x })
+            };
+            env.vars.insert(v.name.clone(), val);
+        }
+        for (b, edges) in case.buffers.iter().zip(&buffer_edges) {
+            let size = b.size.clamp(0, 1 << 16) as usize;
+            let data: Vec<Val> = if b.output {
+                vec![zero_of(b.dtype); size]
+            } else {
+                (0..size)
+                    .map(|_| random_elem(&mut rng, b.dtype, edges))
+                    .collect()
+            };
+            match Buffer::from_vals(b.dtype, &data) {
+                Ok(buf) => {
+                    while env.buffers.len() < b.slot as usize {
+                        env.buffers.push(Buffer::zeros(DType::Int32, 0));
+                    }
+                    env.buffers.push(buf);
+                }
+                Err(_) => continue,
+            }
+        }
+        // ends of free RANGE/SPECIAL may depend on variables: evaluate them at this point
+        let mut ok = true;
+        for ((axis, _), end) in ranges.iter().zip(&mut range_ends) {
+            match end_of(g, end, &env) {
+                Some(e) if e > 0 => {
+                    let v = if rng.random_bool(0.5) {
+                        [0, e - 1][p % 2]
+                    } else {
+                        random_int(&mut rng, 0, e - 1)
+                    };
+                    env.ranges.insert(*axis, v);
+                }
+                _ => ok = false,
+            }
+        }
+        for ((name, _), end) in specials.iter().zip(&mut special_ends) {
+            match end_of(g, end, &env) {
+                Some(e) if e > 0 => {
+                    env.specials
+                        .insert(name.clone(), random_int(&mut rng, 0, e - 1));
+                }
+                _ => ok = false,
+            }
+        }
+        if ok {
+            points.push(Point { env });
+        }
+    }
+    points
+}
+
+fn zero_of(dt: DType) -> Val {
+    if dt.is_float() {
+        Val::Float(0.0)
+    } else if dt == DType::Bool {
+        Val::Bool(false)
+    } else {
+        Val::Int(0)
+    }
+}
+
+/// Edge values of a buffer element of `dt`.
+fn elem_edges(dt: DType) -> Vec<Val> {
+    if dt.is_float() {
+        float_boundaries(dt, false)
+            .into_iter()
+            .map(Val::Float)
+            .collect()
+    } else if dt == DType::Bool {
+        vec![]
+    } else {
+        let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
+        int_boundaries(lo, hi).into_iter().map(Val::Int).collect()
+    }
+}
+
+fn random_elem(rng: &mut rand::rngs::StdRng, dt: DType, edges: &[Val]) -> Val {
+    if dt.is_float() {
+        if rng.random_bool(0.3) {
+            edges[rng.random_range(0..edges.len())]
+        } else {
+            Val::Float(random_float(rng, dt))
+        }
+    } else if dt == DType::Bool {
+        Val::Bool(rng.random_bool(0.5))
+    } else {
+        let (lo, hi) = dt.int_bounds().unwrap_or((-1000, 1000));
+        if rng.random_bool(0.3) {
+            edges[rng.random_range(0..edges.len())]
+        } else {
+            Val::Int(random_int(rng, lo.max(-(1 << 40)), hi.min(1 << 40)))
+        }
+    }
+}
+
+/// The value of a RANGE/SPECIAL end at this point (ends are scalar expressions of variables).
+fn end_of(g: &Graph, end: &mut Option<Runner>, env: &Env) -> Option<i128> {
+    let o = end.as_mut()?.observe(g, env);
+    if o.error.is_some() {
+        return None;
+    }
+    o.value?.as_i128()
+}
+
+fn end_runners<T>(g: &Graph, leaves: &[(T, UOp)]) -> Vec<Option<Runner>> {
+    leaves
+        .iter()
+        .map(|(_, u)| g.src(*u).first().map(|e| Runner::new(g, *e)))
+        .collect()
 }

@@ -1,7 +1,9 @@
 //! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
 //! model and policy, and verdicts.
 pub mod bench;
+pub mod blame;
 pub mod check;
+pub mod compare;
 pub mod fuzz;
 pub mod inject;
 pub mod inputs;

@@ -17,8 +17,14 @@ pub enum Class {
     NotIdempotent,
     /// A by-design fast-math rewrite changed an IEEE result (reported under `--float-policy strict`).
     FastMathUnsound,
-    /// A backend computes the same graph differently from the reference interpreter.
+    /// A backend computes the original graph differently from the reference interpreter at a
+    /// point the reference defines.
     BackendBug,
+    /// A UB-exploiting backend disagrees with the reference but its strict twin
+    /// (`Backend::strict_twin`) agrees: the graph relies on behaviour C leaves undefined.
+    BackendUb,
+    /// A backend crashed, or would not compile a graph it accepted.
+    BackendCrash,
     /// The difference is within float rounding that the tolerance model cannot decide.
     FloatRounding,
     Unknown,
@@ -33,6 +39,8 @@ impl Class {
             Class::NotIdempotent => "not-idempotent",
             Class::FastMathUnsound => "fast-math-unsound",
             Class::BackendBug => "backend-bug",
+            Class::BackendUb => "backend-ub",
+            Class::BackendCrash => "backend-crash",
             Class::FloatRounding => "float-rounding",
             Class::Unknown => "unknown",
         }
@@ -44,6 +52,8 @@ impl Class {
         Class::NotIdempotent,
         Class::FastMathUnsound,
         Class::BackendBug,
+        Class::BackendUb,
+        Class::BackendCrash,
         Class::FloatRounding,
         Class::Unknown,
     ];

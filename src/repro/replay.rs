@@ -4,11 +4,12 @@
 //! Deterministic: the rewrite engine, the interpreter and the comparison depend only on the file,
 //! so a file gives the same outcome on every machine.
 use super::file::Repro;
+use crate::exec::Observed;
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
-use crate::oracle::check::{Observed, PointVerdict, compare_point};
+use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::fuzz::choose_rules;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
@@ -85,7 +86,7 @@ pub enum Compared {
     Differ,
 }
 
-/// The one comparison replay uses: the oracle's point check (`oracle::check::compare_point`:
+/// The one comparison replay uses: the oracle's point check (`oracle::compare::compare_point`:
 /// refinement under UB — the rewritten graph may be more defined than the original, never
 /// less — and the float tolerance model under the recorded policy), so replay and the fuzz loop
 /// judge a point the same way. Returns the verdict and both observations.
@@ -154,9 +155,13 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             msg,
         })
     };
-    if r.meta.signature.class == Class::BackendBug {
+    if matches!(
+        r.meta.signature.class,
+        Class::BackendBug | Class::BackendUb | Class::BackendCrash
+    ) {
         return Err(ReplayError::Usage(format!(
-            "{file}: a backend-bug finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
+            "{file}: a {} finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
+            r.meta.signature.class.name(),
             r.meta.signature.backend
         )));
     }
@@ -252,7 +257,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
     let (c, o, n) = compare(&g, r.root, out.root, &env, policy);
     if let Some(e) = &o.error
-        && !e.contains("budget")
+        && !e.is_resource_limit()
     {
         // the recorded inputs do not fit the graph (unbound variable, wrong buffer, ...)
         return Err(at(

@@ -20,7 +20,7 @@ use super::{
 use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
-use crate::oracle::check::compare_point;
+use crate::oracle::compare::compare_point;
 use crate::rewrite::analysis::{Cache, min_max};
 use crate::rewrite::engine::Stop;
 use crate::smt::verify::free_variable;

@@ -38,17 +38,20 @@ pub mod dir;
 pub mod minimize;
 pub mod real;
 
+use crate::exec::Observed;
 use crate::exec::interp::Env;
 use crate::generate::Generated;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
-use crate::oracle::check::first_wrong_step;
-use crate::oracle::check::{Detected, Observed, Pipeline, PointVerdict, Rewritten, compare_point};
+use crate::oracle::blame::first_wrong_step;
+use crate::oracle::check::Detected;
+use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::tolerance::FloatPolicy as OraclePolicy;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::Stop;
+use crate::rewrite::pipeline::{Pipeline, Rewritten};
 use crate::smt::encode::{Encoded, Term, VarMap, encode};
 use crate::smt::query::{
     Counterexample, FloatPolicy as SmtPolicy, Model, eval_term, same_output, term_value,
@@ -1046,7 +1049,7 @@ fn disagreement(cex: &Counterexample, o: &Observed, n: &Observed) -> Option<Stri
             return None;
         }
         match (obs.value, z.and_then(Val::from_const)) {
-            (Some(a), Some(b)) if !crate::oracle::check::same_val(a, b) => Some(format!(
+            (Some(a), Some(b)) if !crate::oracle::compare::same_val(a, b) => Some(format!(
                 "{side}: interpreter {} vs Z3 {}",
                 a.py_repr(),
                 b.py_repr()
@@ -1170,7 +1173,7 @@ fn fuel_roots(cx: &mut Ctx, g: &Graph, root: UOp) -> Option<(Graph, Vec<UOp>, Re
         return None;
     }
     let n = full.trace.len();
-    // every prefix is rebuilt from scratch (as `oracle::check::blame` does) and copied into one
+    // every prefix is rebuilt from scratch (as `oracle::blame::blame` does) and copied into one
     // graph so the queries can compare any two of them
     let mut gall = g.clone();
     let mut roots = vec![root];
@@ -1230,7 +1233,7 @@ const MAX_BLAME_UNKNOWN: usize = 3;
 /// Blames the first rule application that breaks refinement, with Z3 (see the module docs).
 /// The graph-level answer is then checked node by node: a wrong rewrite can be masked in its
 /// context and surface only when a later, harmless step builds a node whose replacement the
-/// engine already knows (`oracle::check::blame` explains the case); the first step whose own
+/// engine already knows (`oracle::blame::blame` explains the case); the first step whose own
 /// `before` and `after` differ (Z3 model replayed on the interpreter) is blamed instead.
 pub(crate) fn blame_z3(cx: &mut Ctx, g: &Graph, root: UOp, j: Judge, which: &str) -> Option<Blame> {
     // the trace's before/after nodes live in the full rewrite's arena `gfull`
@@ -1341,7 +1344,7 @@ fn blame_z3_graph(
     None
 }
 
-/// The first rule application that is wrong at `env` (execution; `oracle::check::blame` on a
+/// The first rule application that is wrong at `env` (execution; `oracle::blame::blame` on a
 /// bare graph). Returns the trace index and the full rewrite.
 pub(crate) fn blame_interp(
     cx: &mut Ctx,
@@ -1357,7 +1360,7 @@ pub(crate) fn blame_interp(
         let (gk, rk) = cx.rewrite(g, root, Some(k));
         let (v, _, _) = compare_point(&gk, root, rk.root, env, cx.policy);
         if is_bad(v) {
-            // node by node up to here, as `blame_z3` and `oracle::check::blame` do
+            // node by node up to here, as `blame_z3` and `oracle::blame::blame` do
             let first = first_wrong_step(&gfull, &full.trace[..k], env, cx.policy);
             return Some((first.unwrap_or(k - 1), full, gfull));
         }
