@@ -3,6 +3,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod bench;
+pub mod conformance;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -43,6 +44,8 @@ pub enum Cmd {
     Report(report::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
+    /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a mismatch.
+    Conformance(conformance::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
+        Cmd::Conformance(a) => conformance::run(a),
     }
 }
 

@@ -76,12 +76,52 @@ impl Module {
     }
 }
 
-/// One launch: `func` over slots `bufs`, then the i32 `vals`, as tinygrad's CUDAProgram
-/// passes them (buffers, then variables; runtime/ops_cuda.py).
+/// A scalar kernel argument in its C type (half and bfloat16 as their 16 bits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Scalar {
+    /// `v` as a `const T` argument of dtype `dt`.
+    pub fn of(dt: crate::ir::DType, v: crate::ir::alu::Val) -> Scalar {
+        use crate::ir::DType as D;
+        let b = super::kernel_io::encode(dt, v);
+        let mut w = [0u8; 8];
+        w[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+        let u = u64::from_le_bytes(w);
+        match dt {
+            D::Bool => Scalar::Bool(u != 0),
+            D::Int8 => Scalar::I8(u as i8),
+            D::UInt8 => Scalar::U8(u as u8),
+            D::Int16 => Scalar::I16(u as i16),
+            D::UInt16 | D::Half | D::BFloat16 => Scalar::U16(u as u16),
+            D::Int32 => Scalar::I32(u as i32),
+            D::UInt32 => Scalar::U32(u as u32),
+            D::Int64 => Scalar::I64(u as i64),
+            D::Float => Scalar::F32(f32::from_bits(u as u32)),
+            D::Double => Scalar::F64(f64::from_bits(u)),
+            _ => Scalar::U64(u),
+        }
+    }
+}
+
+/// One launch: `func` over slots `bufs`, then the scalar `vals`, as tinygrad's CUDAProgram
+/// passes them (buffers, then variables; runtime/ops_cuda.py:18-21).
 pub struct Launch<'a> {
     pub func: &'a CudaFunction,
     pub bufs: &'a [usize],
-    pub vals: &'a [i32],
+    pub vals: &'a [Scalar],
     pub global: [u32; 3],
     pub local: [u32; 3],
 }
@@ -200,7 +240,19 @@ impl CudaDevice {
                 args.arg(&s.buf);
             }
             for v in l.vals {
-                args.arg(v);
+                match v {
+                    Scalar::Bool(x) => args.arg(x),
+                    Scalar::I8(x) => args.arg(x),
+                    Scalar::U8(x) => args.arg(x),
+                    Scalar::I16(x) => args.arg(x),
+                    Scalar::U16(x) => args.arg(x),
+                    Scalar::I32(x) => args.arg(x),
+                    Scalar::U32(x) => args.arg(x),
+                    Scalar::I64(x) => args.arg(x),
+                    Scalar::U64(x) => args.arg(x),
+                    Scalar::F32(x) => args.arg(x),
+                    Scalar::F64(x) => args.arg(x),
+                };
             }
             let cfg = LaunchConfig {
                 grid_dim: (l.global[0], l.global[1], l.global[2]),
@@ -246,6 +298,190 @@ pub fn acquire_or_skip(what: &str) -> Option<CudaDevice> {
             eprintln!("{what}: skipped: {e}");
             None
         }
+    }
+}
+
+// ---- the `cuda` and `cuda-strict` backends ------------------------------------------------
+
+use super::backend::{
+    Backend, Capabilities, ExecError, Observed, Prepared, Support, TABLE_OPS, Unsupported,
+};
+use super::interp::Env;
+use super::kernel_io::{self, RenderedKernel};
+use super::render::CStyleLanguage;
+use super::render::cuda::CudaRenderer;
+use crate::ir::{DType, Graph, UOp};
+use std::sync::{Mutex, OnceLock};
+
+/// The process's one CUDA context (device 0).
+fn device() -> &'static Result<Mutex<CudaDevice>, Unavailable> {
+    static DEV: OnceLock<Result<Mutex<CudaDevice>, Unavailable>> = OnceLock::new();
+    DEV.get_or_init(|| CudaDevice::acquire(0).map(Mutex::new))
+}
+
+/// `--backend cuda` / `cuda-strict`: tinygrad's `CUDARenderer` source (renderer/cstyle.py:397-473)
+/// compiled by NVRTC to PTX for the device's `sm_XY`, one thread per kernel.
+///
+/// `cuda` uses tinygrad's NVRTC options only, so NVRTC's defaults hold: `--fmad=true` contracts
+/// `a*b+c` across statements, `--prec-div=true`, `--prec-sqrt=true`, no FTZ. `cuda-strict` adds
+/// `--fmad=false`: every product rounded, its strict twin. C++ leaves int overflow, shifts out
+/// of range and division by zero undefined (no trap on the GPU); those points never reach the
+/// comparison. float→int saturates (`cvt.rzi`), NaN→0. Unsupported: fp8 (`lower` has no fp8),
+/// half below sm_53, bfloat16 below sm_80 (cstyle.py:470-473).
+pub struct Cuda {
+    pub strict: bool,
+}
+
+impl Cuda {
+    fn renderer() -> CudaRenderer {
+        let arch = match device() {
+            Ok(d) => d.lock().map(|d| d.arch.clone()).unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        // without a device, render for sm_89 (what docs/renderers.md's examples use)
+        CudaRenderer {
+            arch: if arch.is_empty() { "sm_89".into() } else { arch },
+        }
+    }
+}
+
+impl Backend for Cuda {
+    fn name(&self) -> &'static str {
+        if self.strict { "cuda-strict" } else { "cuda" }
+    }
+    fn capabilities(&self) -> &Capabilities {
+        static CAPS: OnceLock<Capabilities> = OnceLock::new();
+        CAPS.get_or_init(|| {
+            let ren = Cuda::renderer();
+            let ok = ren.supported_dtypes();
+            let no: Vec<DType> = DType::ALL
+                .iter()
+                .copied()
+                .filter(|d| !d.is_weak() && !ok.contains(d))
+                .collect();
+            let lowered: Vec<_> = TABLE_OPS
+                .iter()
+                .copied()
+                .filter(|o| o.is_alu() && !crate::exec::render::CSTYLE_OPS.contains(o))
+                .collect();
+            Capabilities::all(Support::Runs)
+                .with(&lowered, DType::ALL, Support::LoweredFirst)
+                .with(TABLE_OPS, &no, Support::Unsupported)
+        })
+    }
+    fn available(&self) -> Result<(), String> {
+        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn strict_twin(&self) -> Option<&'static str> {
+        (!self.strict).then_some("cuda-strict")
+    }
+    fn prepare<'g>(
+        &self,
+        g: &'g Graph,
+        roots: &[UOp],
+    ) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        self.capabilities().check(g, roots)?;
+        let k = kernel_io::render_kernel(&Cuda::renderer(), g, roots)?;
+        let module = match dev.lock() {
+            Ok(d) => d.compile(&k.src, self.strict),
+            Err(_) => Err(CudaError::Driver("CUDA device poisoned".into())),
+        };
+        Ok(Box::new(CudaPrepared { k, module }))
+    }
+}
+
+/// A compiled CUDA kernel; a compile failure is kept and reported on every point.
+pub struct CudaPrepared {
+    pub k: RenderedKernel,
+    module: Result<Module, CudaError>,
+}
+
+impl Prepared for CudaPrepared {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let n_out = self.k.outputs.len();
+        let fail = |e: ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
+        let func = match self.module.as_ref().map_err(Clone::clone).and_then(|m| m.function(&self.k.entry)) {
+            Ok(f) => f,
+            Err(e) => {
+                return fail(ExecError::Compile {
+                    what: e.to_string(),
+                });
+            }
+        };
+        let Ok(Ok(mut dev)) = device().as_ref().map(|d| d.lock()) else {
+            return fail(ExecError::Crash {
+                what: "no CUDA device".into(),
+            });
+        };
+        let mut vals: Vec<Vec<Scalar>> = Vec::with_capacity(points.len());
+        let mut missing = vec![false; points.len()];
+        for (pi, env) in points.iter().enumerate() {
+            let mut vs = Vec::new();
+            for p in self.k.params.iter().filter(|p| !p.pointer) {
+                match kernel_io::input_val(p, env) {
+                    Some(v) => vs.push(Scalar::of(p.dtype, v)),
+                    None => {
+                        missing[pi] = true;
+                        vs.push(Scalar::of(p.dtype, crate::ir::alu::Val::Int(0)));
+                    }
+                }
+            }
+            vals.push(vs);
+            for (o, dt) in self.k.outputs.iter().enumerate() {
+                if let Err(e) = dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]) {
+                    return fail(ExecError::Crash {
+                        what: e.to_string(),
+                    });
+                }
+            }
+        }
+        let slots: Vec<Vec<usize>> = (0..points.len())
+            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .collect();
+        let launches: Vec<Launch> = (0..points.len())
+            .map(|pi| Launch {
+                func: &func,
+                bufs: &slots[pi],
+                vals: &vals[pi],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            })
+            .collect();
+        let all: Vec<usize> = slots.iter().flatten().copied().collect();
+        let bytes = match dev.run(&launches).and_then(|_| dev.read(&all)) {
+            Ok(b) => b,
+            Err(e) => {
+                return fail(ExecError::Crash {
+                    what: e.to_string(),
+                });
+            }
+        };
+        (0..points.len())
+            .map(|pi| {
+                (0..n_out)
+                    .map(|o| {
+                        if missing[pi] {
+                            return Observed::failed(ExecError::UnboundVar(
+                                "a kernel input".into(),
+                            ));
+                        }
+                        Observed {
+                            value: Some(kernel_io::decode(
+                                self.k.outputs[o],
+                                &bytes[pi * n_out + o],
+                            )),
+                            buffers: vec![],
+                            ub: false,
+                            error: None,
+                            invalid: false,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
     }
 }
 
@@ -309,7 +545,7 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
         dev.run(&[Launch {
             func: &scale,
             bufs: &[0, 1],
-            vals: &[3],
+            vals: &[Scalar::I32(3)],
             global: [4, 1, 1],
             local: [1, 1, 1],
         }])
@@ -353,6 +589,34 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
             exact,
             "NVRTC's default --fmad=true fuses a*b-c"
         );
+    }
+
+    #[test]
+    fn backend_smoke() {
+        use crate::ir::Ops;
+        use crate::ir::alu::Val;
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let x = g.variable("x", -4, 4, DType::Float);
+        let q = g.alu(Ops::CDIV, &[a, b]).unwrap();
+        let s = g.alu(Ops::SQRT, &[x]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        for be in [Cuda { strict: false }, Cuda { strict: true }] {
+            if let Err(why) = be.available() {
+                eprintln!("cuda backend smoke: skipped: {why}");
+                return;
+            }
+            let mut p = be.prepare(&g, &[q, s, lt]).unwrap_or_else(|u| panic!("{u}"));
+            let e1 = Env::new()
+                .var("a", Val::Int(-7))
+                .var("b", Val::Int(2))
+                .var("x", Val::Float(2.25));
+            let rows = p.run(&[&e1]);
+            assert_eq!(rows[0][0].value, Some(Val::Int(-3)), "{:?}", rows[0][0]);
+            assert_eq!(rows[0][1].value, Some(Val::Float(1.5)));
+            assert_eq!(rows[0][2].value, Some(Val::Bool(true)));
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod cuda;
 pub mod interp;
 pub mod interp_backend;
+pub mod kernel_io;
 pub mod render;
 pub mod semantics;
 pub mod tape;

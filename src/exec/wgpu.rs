@@ -55,11 +55,12 @@ pub struct Kernel {
     n_vals: usize,
 }
 
-/// One dispatch: `kernel` over storage slots `bufs` (binding 1..) and variables `vals`.
+/// One dispatch: `kernel` over storage slots `bufs` (binding 1..) and variables `vals` (each
+/// uniform's bits, little-endian in one 4-byte word: i32, u32, f32, or f16 in the low half).
 pub struct Launch<'a> {
     pub kernel: &'a Kernel,
     pub bufs: &'a [usize],
-    pub vals: &'a [i32],
+    pub vals: &'a [u32],
     pub global: [u32; 3],
 }
 
@@ -155,7 +156,7 @@ impl WgpuDevice {
         self.uncaptured.lock().ok().and_then(|mut s| s.take())
     }
 
-    /// Compile `entry` of WGSL `src` for `n_bufs` storage buffers and `n_vals` i32 uniforms.
+    /// Compile `entry` of WGSL `src` for `n_bufs` storage buffers and `n_vals` scalar uniforms.
     pub fn compile(
         &self,
         src: &str,
@@ -423,6 +424,212 @@ pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
     }
 }
 
+// ---- the `wgpu` backend -------------------------------------------------------------------
+
+use super::backend::{Backend, Capabilities, Observed, Prepared, Support, TABLE_OPS, Unsupported};
+use super::interp::Env;
+use super::kernel_io::{self, RenderedKernel};
+use super::render::CStyleLanguage;
+use super::render::wgsl::WgslRenderer;
+use crate::ir::{DType, Graph, UOp};
+use std::sync::OnceLock;
+
+/// The process's one WebGPU device (acquiring an adapter costs 40-260 ms on lavapipe).
+fn device() -> &'static Result<Mutex<WgpuDevice>, Unavailable> {
+    static DEV: OnceLock<Result<Mutex<WgpuDevice>, Unavailable>> = OnceLock::new();
+    DEV.get_or_init(|| WgpuDevice::acquire().map(Mutex::new))
+}
+
+/// `--backend wgpu`: tinygrad's `WGSLRenderer` source (renderer/wgsl.py) on a Vulkan adapter
+/// through wgpu/naga (lavapipe in CI), one workgroup per kernel.
+///
+/// Computes as WGSL says: integer `x/0 = x`, `x%0 = 0`, `INT_MIN/-1 = INT_MIN` (naga's
+/// polyfills), int overflow wraps, shift counts taken mod 32 (after tinygrad's u32 cast,
+/// wgsl.py:48-49), float→int saturates; f32 math in hardware (transcendentals to WGSL's
+/// accuracy, not correctly rounded). Those UB points never reach the comparison (the oracle
+/// skips them for every backend). Unsupported: int64/uint64 (tinygrad emulates them as two
+/// words, the port's `lower` does not), double (tinygrad has no WGSL type for it), bfloat16/fp8
+/// (emulated in tinygrad), half without `shader-f16`, and sub-word (bool/char/short) *scalar
+/// inputs*: tinygrad renders those as `var<uniform> x: atomic<u32>`, which WGSL rejects.
+pub struct Wgpu;
+
+/// The dtypes `wgpu` runs, given whether the adapter has `shader-f16`.
+fn runs_dtype(dt: DType, f16: bool) -> bool {
+    WgslRenderer { f16 }.supported_dtypes().contains(&dt) || dt.is_weak()
+}
+
+impl Backend for Wgpu {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+    fn capabilities(&self) -> &Capabilities {
+        static CAPS: OnceLock<Capabilities> = OnceLock::new();
+        CAPS.get_or_init(|| {
+            let f16 = matches!(device(), Ok(d) if d.lock().is_ok_and(|d| d.has_f16));
+            let lowered: Vec<_> = TABLE_OPS
+                .iter()
+                .copied()
+                .filter(|o| o.is_alu() && !crate::exec::render::CSTYLE_OPS.contains(o))
+                .collect();
+            let no: Vec<DType> = DType::ALL
+                .iter()
+                .copied()
+                .filter(|d| !runs_dtype(*d, f16))
+                .collect();
+            Capabilities::all(Support::Runs)
+                .with(&lowered, DType::ALL, Support::LoweredFirst)
+                .with(TABLE_OPS, &no, Support::Unsupported)
+        })
+    }
+    fn available(&self) -> Result<(), String> {
+        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn prepare<'g>(
+        &self,
+        g: &'g Graph,
+        roots: &[UOp],
+    ) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        self.capabilities().check(g, roots)?;
+        let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
+        let k = kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots)?;
+        if let Some(p) = k.params.iter().find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half) {
+            return Err(Unsupported {
+                reason: format!(
+                    "scalar input of {}: tinygrad's WGSL makes it a uniform atomic<u32> (wgsl.py:98, :110), which WGSL rejects",
+                    p.dtype.py_name()
+                ),
+            });
+        }
+        if let Some(p) = k.params.iter().find(|p| !runs_dtype(p.dtype, f16)) {
+            return Err(Unsupported {
+                reason: format!("{} after lowering", p.dtype.py_name()),
+            });
+        }
+        let compiled = dev.lock().map_err(|_| Unsupported {
+            reason: "WebGPU device poisoned by an earlier panic".into(),
+        })?;
+        let n_bufs = k.params.iter().filter(|p| p.pointer).count();
+        let n_vals = k.params.len() - n_bufs;
+        let kernel = compiled.compile(&k.src, &k.entry, n_bufs, n_vals);
+        drop(compiled);
+        Ok(Box::new(WgpuPrepared { k, kernel }))
+    }
+}
+
+/// A compiled WGSL kernel; a compile failure is kept and reported on every point.
+pub struct WgpuPrepared {
+    pub k: RenderedKernel,
+    kernel: Result<Kernel, GpuError>,
+}
+
+impl WgpuPrepared {
+    /// The WGSL source it runs.
+    pub fn source(&self) -> &str {
+        &self.k.src
+    }
+}
+
+/// The uniform word of a scalar input (f16 in the low half).
+fn uniform_word(dt: DType, v: crate::ir::alu::Val) -> u32 {
+    let mut b = kernel_io::encode(dt, v);
+    b.resize(4, 0);
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl Prepared for WgpuPrepared {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let n_out = self.k.outputs.len();
+        let fail = |e: super::backend::ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
+        let kernel = match &self.kernel {
+            Ok(k) => k,
+            Err(e) => {
+                return fail(super::backend::ExecError::Compile {
+                    what: e.to_string(),
+                });
+            }
+        };
+        let Ok(dev) = device() else {
+            return fail(super::backend::ExecError::Crash {
+                what: "no WebGPU device".into(),
+            });
+        };
+        let Ok(mut dev) = dev.lock() else {
+            return fail(super::backend::ExecError::Crash {
+                what: "WebGPU device poisoned".into(),
+            });
+        };
+        // every point in one submission: point p's outputs live in slots p*n_out..
+        let mut vals: Vec<Vec<u32>> = Vec::with_capacity(points.len());
+        let mut missing = vec![false; points.len()];
+        for (pi, env) in points.iter().enumerate() {
+            let mut vs = Vec::new();
+            for p in self.k.params.iter().filter(|p| !p.pointer) {
+                match kernel_io::input_val(p, env) {
+                    Some(v) => vs.push(uniform_word(p.dtype, v)),
+                    None => {
+                        missing[pi] = true;
+                        vs.push(0);
+                    }
+                }
+            }
+            vals.push(vs);
+            for (o, dt) in self.k.outputs.iter().enumerate() {
+                dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]);
+            }
+        }
+        let slots: Vec<Vec<usize>> = (0..points.len())
+            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .collect();
+        let launches: Vec<Launch> = (0..points.len())
+            .map(|pi| Launch {
+                kernel,
+                bufs: &slots[pi],
+                vals: &vals[pi],
+                global: [1, 1, 1],
+            })
+            .collect();
+        let all: Vec<usize> = slots.iter().flatten().copied().collect();
+        let read = dev.run(&launches).and_then(|_| dev.read(&all));
+        let bytes = match read {
+            Ok(b) => b,
+            Err(GpuError::Timeout(d)) => {
+                return fail(super::backend::ExecError::Timeout {
+                    ms: d.as_millis() as u64,
+                });
+            }
+            Err(e) => {
+                return fail(super::backend::ExecError::Crash {
+                    what: e.to_string(),
+                });
+            }
+        };
+        (0..points.len())
+            .map(|pi| {
+                (0..n_out)
+                    .map(|o| {
+                        if missing[pi] {
+                            return Observed::failed(super::backend::ExecError::UnboundVar(
+                                "a kernel input".into(),
+                            ));
+                        }
+                        let v = kernel_io::decode(self.k.outputs[o], &bytes[pi * n_out + o]);
+                        Observed {
+                            value: Some(v),
+                            buffers: vec![],
+                            ub: false,
+                            error: None,
+                            invalid: false,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,7 +673,7 @@ mod tests {
             Launch {
                 kernel: &scale,
                 bufs: &[0, 1],
-                vals: &[3],
+                vals: &[3i32 as u32],
                 global: [4, 1, 1],
             },
             Launch {
@@ -487,11 +694,48 @@ mod tests {
         dev.run(&[Launch {
             kernel: &scale,
             bufs: &[0, 1],
-            vals: &[-1],
+            vals: &[-1i32 as u32],
             global: [1, 1, 1],
         }])
         .unwrap();
         assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+
+    #[test]
+    fn backend_smoke() {
+        use crate::ir::Ops;
+        use crate::ir::alu::Val;
+        if acquire_or_skip("wgpu backend smoke").is_none() {
+            return;
+        }
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let x = g.variable("x", -4, 4, DType::Float);
+        let q = g.alu(Ops::CDIV, &[a, b]).unwrap();
+        let sh = g.alu(Ops::SHL, &[a, b]).unwrap();
+        let s = g.alu(Ops::SQRT, &[x]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        let be: &dyn Backend = &Wgpu;
+        let mut p = be.prepare(&g, &[q, sh, s, lt]).unwrap_or_else(|u| panic!("{u}"));
+        let e1 = Env::new().var("a", Val::Int(-7)).var("b", Val::Int(2)).var("x", Val::Float(2.25));
+        let e2 = Env::new().var("a", Val::Int(7)).var("b", Val::Int(0)).var("x", Val::Float(0.0));
+        let rows = p.run(&[&e1, &e2]);
+        let v = |r: usize, c: usize| rows[r][c].value;
+        assert_eq!(v(0, 0), Some(Val::Int(-3)), "{:?}", rows[0][0]);
+        // -7 << 2 through u32 (wgsl.py:48)
+        assert_eq!(v(0, 1), Some(Val::Int(-28)));
+        assert_eq!(v(0, 2), Some(Val::Float(1.5)));
+        assert_eq!(v(0, 3), Some(Val::Bool(true)));
+        // WGSL's x/0 = x, where the interpreter says 0 and flags UB
+        assert_eq!(v(1, 0), Some(Val::Int(7)));
+        assert_eq!(v(1, 3), Some(Val::Bool(false)));
+        drop(p);
+        // a double graph is a value, not an error
+        let d = g.variable("d", -4, 4, DType::Double);
+        let ds = g.alu(Ops::SQRT, &[d]).unwrap();
+        let u = be.prepare(&g, &[ds]).err().expect("double ran on wgpu");
+        assert!(u.reason.contains("double"), "{}", u.reason);
     }
 
     #[test]
