@@ -381,6 +381,8 @@ fn detected(env: Env) -> Detected {
         point: Some(Point { env }),
         expected: None,
         actual: None,
+        backend: "interp".into(),
+        groups: Vec::new(),
     }
 }
 

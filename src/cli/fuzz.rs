@@ -48,6 +48,10 @@ pub struct Args {
     /// Print a JSON summary as the last line.
     #[arg(long)]
     pub json: bool,
+    /// Backends to compare with the reference interpreter, comma-separated (`uopfuzz backends`
+    /// lists them); one that cannot run on this machine is skipped with the reason.
+    #[arg(long, value_delimiter = ',', default_value = "interp")]
+    pub backend: Vec<String>,
 }
 
 fn parse_family(s: &str) -> Result<Family, String> {
@@ -62,6 +66,19 @@ pub fn run_cmd(a: Args) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let mut backends = Vec::new();
+    for name in &a.backend {
+        match crate::exec::backend::build(name) {
+            Err(e) => {
+                eprintln!("uopfuzz fuzz: --backend: {e}");
+                return ExitCode::from(2);
+            }
+            Ok(b) => match b.available() {
+                Ok(()) => backends.push(name.clone()),
+                Err(why) => eprintln!("uopfuzz fuzz: backend {name} skipped: {why}"),
+            },
+        }
+    }
     let mut opts = FuzzOpts {
         seed: a.seed,
         time_secs: a.time.or(if a.iters.is_some() { None } else { Some(20.0) }),
@@ -74,6 +91,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         points: a.points,
         threads: a.threads,
         progress: !a.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        backends,
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
@@ -132,12 +150,17 @@ pub fn run_cmd(a: Args) -> ExitCode {
     }
     for f in &s.findings {
         println!(
-            "  {:18} {:40} {:8} {}{}",
+            "  {:18} {:40} {:8} {}{}{}",
             f.class,
             f.rule,
             f.dtype,
             f.path,
-            if f.known { "  (known)" } else { "" }
+            if f.known { "  (known)" } else { "" },
+            if f.backend == crate::exec::backend::reference().name() {
+                String::new()
+            } else {
+                format!("  on {}", f.backend)
+            }
         );
     }
     let reachable = s.rules_total - s.rules_unreachable.len();
@@ -150,6 +173,9 @@ pub fn run_cmd(a: Args) -> ExitCode {
         s.rules_hit,
         reachable
     );
+    for (b, n) in &s.backend_unsupported {
+        println!("backend {b}: {n} graphs unsupported (skipped on it)");
+    }
     if !s.port_panics.is_empty() {
         println!(
             "port panics (uopfuzz bugs) at iteration seeds: {:?}",

@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod backends;
 pub mod bench;
 pub mod conformance;
 pub mod fidelity;
@@ -46,6 +47,9 @@ pub enum Cmd {
     ImportArtifact(import_artifact::Args),
     /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a mismatch.
     Conformance(conformance::Args),
+    /// The backends `--backend` knows, each with its op × dtype table (runs / lowered first /
+    /// unsupported) and whether it can run here.
+    Backends(backends::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -60,6 +64,7 @@ pub fn main() -> ExitCode {
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
         Cmd::Conformance(a) => conformance::run(a),
+        Cmd::Backends(a) => backends::run(a),
     }
 }
 

@@ -324,17 +324,18 @@ pub struct UnknownBackend {
 }
 
 /// Every backend [`build`] knows, in the order `uopfuzz backends` prints them.
-pub const NAMES: &[&str] = &["interp", "wgpu", "cuda", "cuda-strict"];
+pub const NAMES: &[&str] = &["interp", "c", "c-strict", "wgpu", "cuda", "cuda-strict"];
 
 /// The backend called `name`. A known backend is built even where it cannot run
 /// ([`Backend::available`] says why).
 pub fn build(name: &str) -> Result<Box<dyn Backend>, UnknownBackend> {
     match name {
         "interp" => Ok(Box::new(super::interp_backend::Interp)),
+        "c" => Ok(Box::new(super::c::C::ub_exploiting())),
+        "c-strict" => Ok(Box::new(super::c::C::strict())),
         "wgpu" => Ok(Box::new(super::wgpu::Wgpu)),
         "cuda" => Ok(Box::new(super::cuda::Cuda { strict: false })),
         "cuda-strict" => Ok(Box::new(super::cuda::Cuda { strict: true })),
-        // one arm per backend file, e.g. `"c" => Ok(Box::new(super::c::C::ub_exploiting())),`
         _ => Err(UnknownBackend {
             name: name.to_string(),
         }),

@@ -4,6 +4,7 @@
 //! path) as the first backend; `semantics` checks `ir::alu` cell by cell against tinygrad's own
 //! `exec_alu`. `wgpu` and `cuda` are the GPU devices under the `wgpu` and `cuda` backends.
 pub mod backend;
+pub mod c;
 pub mod cuda;
 pub mod interp;
 pub mod interp_backend;

@@ -2,10 +2,11 @@
 //! something else at a failing point.
 use super::compare::{PointVerdict, decide};
 use super::tolerance::FloatPolicy;
+use crate::exec::Observed;
+use crate::exec::backend::{self, Backend};
 use crate::exec::interp::Env;
-use crate::exec::interp_backend::{Runner, observe};
 use crate::generate::Generated;
-use crate::ir::{DType, Graph};
+use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::Step;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::pipeline::Pipeline;
@@ -26,15 +27,30 @@ pub fn blame(
     policy: FloatPolicy,
     steps: usize,
 ) -> Option<usize> {
+    blame_on(backend::reference(), case, pipe, env, policy, steps)
+}
+
+/// [`blame`] with every graph run on `b`: a rewrite bug that only a backend shows is blamed
+/// on that backend. A prefix graph `b` cannot run counts as not wrong.
+pub fn blame_on(
+    b: &dyn Backend,
+    case: &Generated,
+    pipe: &Pipeline,
+    env: &Env,
+    policy: FloatPolicy,
+    steps: usize,
+) -> Option<usize> {
     let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
     let mut first_bad_graph = None;
     // the original's nodes keep their handles in every clone: observe it once
-    let o = observe(&case.graph, case.root, env);
+    let o = observe_on(b, &case.graph, case.root, env)?;
     for k in 1..=steps {
         let mut g = case.graph.clone();
         let mut cache = Cache::default();
         let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
-        let n = Runner::new(&g, rw.root).observe(&g, env);
+        let Some(n) = observe_on(b, &g, rw.root, env) else {
+            continue;
+        };
         if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
             first_bad_graph = Some(k - 1);
             break;
@@ -44,7 +60,13 @@ pub fn blame(
     let mut g = case.graph.clone();
     let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
     let upto = full.trace.get(..=last).unwrap_or(&full.trace);
-    Some(first_wrong_step(&g, upto, env, policy).unwrap_or(last))
+    Some(first_wrong_step_on(b, &g, upto, env, policy).unwrap_or(last))
+}
+
+/// `root` of `g` at one point on `b`; `None` where `b` cannot run the graph.
+pub fn observe_on(b: &dyn Backend, g: &Graph, root: UOp, env: &Env) -> Option<Observed> {
+    let mut p = b.prepare(g, &[root]).ok()?;
+    p.run(&[env]).pop()?.pop()
 }
 
 /// The first of `steps` (in `g`) whose own `before` and `after` differ at `env`. A node inside a
@@ -56,12 +78,27 @@ pub fn first_wrong_step(
     env: &Env,
     policy: FloatPolicy,
 ) -> Option<usize> {
+    first_wrong_step_on(backend::reference(), g, steps, env, policy)
+}
+
+/// [`first_wrong_step`] on `b`.
+pub fn first_wrong_step_on(
+    b: &dyn Backend,
+    g: &Graph,
+    steps: &[Step],
+    env: &Env,
+    policy: FloatPolicy,
+) -> Option<usize> {
     steps.iter().position(|s| {
         if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
             return false;
         }
-        let o = Runner::new(g, s.before).observe(g, env);
-        let n = Runner::new(g, s.after).observe(g, env);
+        let (Some(o), Some(n)) = (
+            observe_on(b, g, s.before, env),
+            observe_on(b, g, s.after, env),
+        ) else {
+            return false;
+        };
         matches!(
             decide(g, s.before, s.after, env, &o, &n, policy),
             PointVerdict::Differ | PointVerdict::LessDefined

@@ -3,15 +3,25 @@
 //! more defined than the original, never less) and the float tolerance model. A mismatch is
 //! blamed by bisecting the rewrite trace with fuel: the first rule application after which the
 //! graph computes something else at the failing point.
-use super::blame::blame;
-use super::compare::{PointVerdict, decide};
+//!
+//! With other backends ([`check_case_on`]), each also runs the original and the rewritten
+//! graph at the same points: the original is compared with the reference (`backend-bug`,
+//! `backend-ub`, `backend-crash`), then the rewritten with the original on that backend (a
+//! rewrite bug only a backend shows keeps class `rewrite-bug`, with the backend in its
+//! signature). A detection lists which backends agree with which at its point (Rustlantis'
+//! groups).
+use super::blame::{blame, blame_on};
+use super::compare::{PointVerdict, decide, decide_on};
 use super::inputs::{Point, make_points};
 use super::tolerance::FloatPolicy;
 use super::verdict::Class;
-use crate::exec::Observed;
+use crate::exec::backend::{self, Backend, ExecError};
+use crate::exec::interp::Env;
 use crate::exec::interp_backend::Runner;
+use crate::exec::{Observed, Prepared};
 use crate::generate::Generated;
-use crate::ir::DType;
+use crate::ir::alu::Val;
+use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{RuleError, Stop};
 use crate::rewrite::pipeline::{Pipeline, Rewritten};
@@ -47,6 +57,11 @@ pub struct Detected {
     pub point: Option<Point>,
     pub expected: Option<Observed>,
     pub actual: Option<Observed>,
+    /// The backend that showed it (`Backend::name`; the reference's for rewrite errors).
+    pub backend: String,
+    /// Backends (and `<name>/rewritten` for the rewritten graph) grouped by equal results at
+    /// `point`; empty when only the reference ran.
+    pub groups: Vec<Vec<String>>,
 }
 
 /// The outcome of checking one graph.
@@ -60,6 +75,8 @@ pub struct CaseResult {
     pub float_rounding: usize,
     /// The port left its i128 range (not a tinygrad behaviour): nothing was checked.
     pub out_of_range: bool,
+    /// Backends that answered `Unsupported` for this graph (skipped for it).
+    pub unsupported: Vec<&'static str>,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy
@@ -92,8 +109,30 @@ pub const FAST_MATH_RULES: &[&str] = &[
     "sym/recip_cube",
 ];
 
-/// Checks one generated graph under a pipeline.
+/// The reference backend's name: every verdict is against it.
+const REFERENCE: &str = "interp";
+
+/// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
+    check_case_on(case, pipe, opts, &[backend::reference()])
+}
+
+/// Checks one generated graph under a pipeline on `backends`. The reference interpreter always
+/// runs first (the error model, refinement and blame are its); the other backends are then
+/// compared with it point by point. A backend that answers `Unsupported` is skipped for this
+/// graph (`CaseResult::unsupported`); one that panics is a `backend-crash`, never the end of a
+/// run.
+pub fn check_case_on(
+    case: &Generated,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> CaseResult {
+    let others: Vec<&dyn Backend> = backends
+        .iter()
+        .copied()
+        .filter(|b| b.name() != REFERENCE)
+        .collect();
     let mut g = case.graph.clone();
     let mut cache = Cache::default();
     let mut memos = Vec::new();
@@ -104,6 +143,7 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
         points_compared: 0,
         float_rounding: 0,
         out_of_range: false,
+        unsupported: Vec::new(),
     };
     match &rw.stop {
         Stop::Done => {}
@@ -123,6 +163,8 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -134,6 +176,8 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -148,6 +192,8 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             return res;
         }
@@ -165,19 +211,43 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                 point: None,
                 expected: None,
                 actual: None,
+                backend: REFERENCE.into(),
+                groups: Vec::new(),
             });
             // keep going: a semantic difference matters more than idempotence
         }
     }
-    if rw.root == case.root {
+    if rw.root == case.root && others.is_empty() {
         return res;
     }
+    let points = make_points(case, opts);
+    if rw.root != case.root && check_reference(&g, case, pipe, &rw, &points, opts, &mut res) {
+        return res;
+    }
+    if !others.is_empty()
+        && let Some(d) = check_backends(&g, case, pipe, &rw, &points, opts, &others, &mut res)
+    {
+        res.detected = Some(d);
+    }
+    res
+}
+
+/// The reference's comparison of original and rewritten; `true` when it detected something.
+fn check_reference(
+    g: &Graph,
+    case: &Generated,
+    pipe: &Pipeline,
+    rw: &Rewritten,
+    points: &[Point],
+    opts: &CheckOpts,
+    res: &mut CaseResult,
+) -> bool {
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
-    let (mut run_o, mut run_n) = (Runner::new(&g, case.root), Runner::new(&g, rw.root));
-    for p in make_points(case, opts) {
-        let o = run_o.observe(&g, &p.env);
-        let n = run_n.observe(&g, &p.env);
-        let v = decide(&g, case.root, rw.root, &p.env, &o, &n, opts.policy);
+    let (mut run_o, mut run_n) = (Runner::new(g, case.root), Runner::new(g, rw.root));
+    for p in points {
+        let o = run_o.observe(g, &p.env);
+        let n = run_n.observe(g, &p.env);
+        let v = decide(g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
             PointVerdict::Agree => res.points_compared += 1,
@@ -218,15 +288,235 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
                     class,
                     summary: what,
                     blamed,
-                    point: Some(p),
+                    point: Some(p.clone()),
                     expected: Some(o),
                     actual: Some(n),
+                    backend: REFERENCE.into(),
+                    groups: Vec::new(),
                 });
-                return res;
+                return true;
             }
         }
     }
-    res
+    false
+}
+
+fn is_bad(v: PointVerdict) -> bool {
+    matches!(v, PointVerdict::Differ | PointVerdict::LessDefined)
+}
+
+/// Prepares and runs `roots` on `b` at every point; a panic becomes `ExecError::Crash` on every
+/// observation, so a crashing backend is a verdict.
+fn run_guarded(
+    b: &dyn Backend,
+    g: &Graph,
+    roots: &[UOp],
+    envs: &[&Env],
+) -> Result<Vec<Vec<Observed>>, backend::Unsupported> {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut p: Box<dyn Prepared + '_> = b.prepare(g, roots)?;
+        Ok(p.run(envs))
+    }));
+    match ran {
+        Ok(Ok(rows)) if rows.len() == envs.len() && rows.iter().all(|r| r.len() == roots.len()) => {
+            Ok(rows)
+        }
+        Ok(Ok(_)) => Ok(crashed(
+            "returned the wrong number of observations".into(),
+            roots,
+            envs,
+        )),
+        Ok(Err(u)) => Err(u),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Ok(crashed(format!("panicked: {msg}"), roots, envs))
+        }
+    }
+}
+
+fn crashed(what: String, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observed>> {
+    let o = Observed::failed(ExecError::Crash { what });
+    vec![vec![o; roots.len()]; envs.len()]
+}
+
+/// A result as a group key: equal keys are equal results (NaN payloads and the sign of zero
+/// aside, as `compare::same_val`).
+fn result_key(o: &Observed) -> String {
+    let val = |v: &Val| match v {
+        Val::Float(x) if *x == 0.0 => "0.0".to_string(),
+        v => v.py_repr(),
+    };
+    match (&o.value, &o.error) {
+        (_, Some(e)) => format!("error: {e}"),
+        (Some(v), None) => val(v),
+        (None, None) if o.ub => "undefined".into(),
+        (None, None) if o.invalid => "Invalid".into(),
+        _ => format!(
+            "{:?}",
+            o.buffers
+                .iter()
+                .map(|b| b.data.iter().map(val).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// Rustlantis' agreeing groups: names with equal results, in first-seen order.
+fn agreeing_groups(obs: &[(String, &Observed)]) -> Vec<Vec<String>> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, o) in obs {
+        let k = result_key(o);
+        match groups.iter_mut().find(|(gk, _)| *gk == k) {
+            Some((_, names)) => names.push(name.clone()),
+            None => groups.push((k, vec![name.clone()])),
+        }
+    }
+    groups.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The other backends against the reference, point by point: first the original graph across
+/// backends, then original vs rewritten on each backend.
+#[allow(clippy::too_many_arguments)]
+fn check_backends(
+    g: &Graph,
+    case: &Generated,
+    pipe: &Pipeline,
+    rw: &Rewritten,
+    points: &[Point],
+    opts: &CheckOpts,
+    others: &[&dyn Backend],
+    res: &mut CaseResult,
+) -> Option<Detected> {
+    let changed = rw.root != case.root;
+    let roots: Vec<UOp> = if changed {
+        vec![case.root, rw.root]
+    } else {
+        vec![case.root]
+    };
+    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
+    let reference = run_guarded(backend::reference(), g, &roots, &envs).ok()?;
+    let mut runs: Vec<(&dyn Backend, Vec<Vec<Observed>>)> = Vec::new();
+    for b in others {
+        match run_guarded(*b, g, &roots, &envs) {
+            Ok(rows) => runs.push((*b, rows)),
+            Err(_) => res.unsupported.push(b.name()),
+        }
+    }
+    let policy = opts.policy;
+    for (i, p) in points.iter().enumerate() {
+        let o_ref = &reference[i][0];
+        // the reference leaves this point undefined (division by zero, INT_MIN/-1, shift
+        // count, float→int out of range, out of bounds) or raises: whatever a backend does
+        // here is its rule, by design
+        if o_ref.error.is_some() || o_ref.ub || o_ref.invalid {
+            continue;
+        }
+        let groups = || {
+            let mut obs: Vec<(String, &Observed)> = Vec::new();
+            for (k, root) in roots.iter().enumerate() {
+                let suffix = if *root == case.root { "" } else { "/rewritten" };
+                obs.push((format!("{REFERENCE}{suffix}"), &reference[i][k]));
+                for (b, rows) in &runs {
+                    obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
+                }
+            }
+            agreeing_groups(&obs)
+        };
+        let found =
+            |class: Class, b: &dyn Backend, summary: String, blamed, o: &Observed, n: &Observed| {
+                Detected {
+                    class,
+                    summary,
+                    blamed,
+                    point: Some(p.clone()),
+                    expected: Some(o.clone()),
+                    actual: Some(n.clone()),
+                    backend: b.name().into(),
+                    groups: groups(),
+                }
+            };
+        // the original across backends
+        for (b, rows) in &runs {
+            let ob = &rows[i][0];
+            match &ob.error {
+                Some(e) if e.is_resource_limit() => continue,
+                Some(e) if e.is_backend_failure() => {
+                    let s = format!("{} fails on the original graph: {e}", b.name());
+                    return Some(found(Class::BackendCrash, *b, s, None, o_ref, ob));
+                }
+                _ => {}
+            }
+            if !is_bad(decide_on(
+                g, case.root, case.root, &p.env, o_ref, ob, policy,
+            )) || b.by_design(o_ref, ob).is_some()
+            {
+                continue;
+            }
+            // a UB-exploiting backend whose strict twin agrees: the graph relies on UB
+            let twin_agrees = b.strict_twin().is_some_and(|t| {
+                runs.iter().any(|(x, trows)| {
+                    let to = &trows[i][0];
+                    x.name() == t
+                        && to.error.is_none()
+                        && !is_bad(decide_on(
+                            g, case.root, case.root, &p.env, o_ref, to, policy,
+                        ))
+                })
+            });
+            let class = if twin_agrees {
+                Class::BackendUb
+            } else {
+                Class::BackendBug
+            };
+            let s = format!(
+                "{} computes the original graph differently from {REFERENCE}: expected {} got {}",
+                b.name(),
+                result_key(o_ref),
+                result_key(ob)
+            );
+            return Some(found(class, *b, s, None, o_ref, ob));
+        }
+        if !changed {
+            continue;
+        }
+        // original vs rewritten on each backend (the reference's own check ran first)
+        for (b, rows) in &runs {
+            let (ob, nb) = (&rows[i][0], &rows[i][1]);
+            match &nb.error {
+                Some(e) if e.is_resource_limit() => continue,
+                Some(e) if e.is_backend_failure() => {
+                    let s = format!("{} fails on the rewritten graph: {e}", b.name());
+                    return Some(found(Class::BackendCrash, *b, s, None, ob, nb));
+                }
+                _ => {}
+            }
+            if ob.error.is_some()
+                || !is_bad(decide_on(g, case.root, rw.root, &p.env, ob, nb, policy))
+            {
+                continue;
+            }
+            let blamed = blame_on(*b, case, pipe, &p.env, policy, rw.trace.len());
+            let mut class = Class::RewriteBug;
+            if policy == FloatPolicy::Strict
+                && let Some(k) = blamed
+                && FAST_MATH_RULES.contains(&rw.trace[k].rule)
+            {
+                class = Class::FastMathUnsound;
+            }
+            let s = format!(
+                "on {}: expected {} got {}",
+                b.name(),
+                result_key(ob),
+                result_key(nb)
+            );
+            return Some(found(class, *b, s, blamed, ob, nb));
+        }
+    }
+    None
 }
 
 /// Dtype family of a node for the dedup signature.

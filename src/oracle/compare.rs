@@ -36,6 +36,8 @@ pub fn compare_point(
     (v, o, n)
 }
 
+/// The verdict on the reference's observations of `orig` (`o`) and `new` (`n`) at `env`: floats
+/// that differ are judged on the values the error model recomputes, which are the reference's.
 pub fn decide(
     g: &Graph,
     orig: UOp,
@@ -44,6 +46,35 @@ pub fn decide(
     o: &Observed,
     n: &Observed,
     policy: FloatPolicy,
+) -> PointVerdict {
+    decide_with(g, orig, new, env, o, n, policy, false)
+}
+
+/// [`decide`] for observations made by any backend: floats that differ are judged on the
+/// observed values with the error model's bounds. With `orig == new` it compares two backends
+/// on one graph: both approximate the same real value within the same bound.
+pub fn decide_on(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    o: &Observed,
+    n: &Observed,
+    policy: FloatPolicy,
+) -> PointVerdict {
+    decide_with(g, orig, new, env, o, n, policy, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decide_with(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    o: &Observed,
+    n: &Observed,
+    policy: FloatPolicy,
+    observed: bool,
 ) -> PointVerdict {
     if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
@@ -80,8 +111,22 @@ pub fn decide(
         if policy == FloatPolicy::FastMath && (ao.nonfinite || an.nonfinite) {
             return PointVerdict::Skip;
         }
+        let (ro, rn) = if observed {
+            (
+                Approx {
+                    v: ov.as_f64(),
+                    ..ao.root
+                },
+                Approx {
+                    v: nv.as_f64(),
+                    ..an.root
+                },
+            )
+        } else {
+            (ao.root, an.root)
+        };
         if dt.is_float() {
-            return match tolerance::compare(dt, ao.root, an.root, false) {
+            return match tolerance::compare(dt, ro, rn, false) {
                 FloatCmp::Identical | FloatCmp::WithinTolerance => PointVerdict::Agree,
                 FloatCmp::Inconclusive => PointVerdict::Rounding,
                 FloatCmp::Mismatch => PointVerdict::Differ,

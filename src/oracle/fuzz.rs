@@ -1,10 +1,11 @@
 //! The in-process fuzz loop: generate → rewrite → execute original and rewritten → compare →
 //! save findings. Batches run in parallel (rayon) and are merged in seed order, so a run is
 //! reproducible from its seed whatever the core count.
-use super::check::{CaseResult, CheckOpts, Detected, check_case, dtype_family};
+use super::check::{CaseResult, CheckOpts, Detected, check_case, check_case_on, dtype_family};
 use super::inject;
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
+use crate::exec::backend::{self, Backend};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
@@ -42,6 +43,8 @@ pub struct FuzzOpts {
     pub known: Vec<(Signature, String)>,
     /// Stop at the first finding not in `known`.
     pub stop_on_new: bool,
+    /// `--backend`: names for `exec::backend::build`; the reference interpreter always runs.
+    pub backends: Vec<String>,
 }
 
 impl Default for FuzzOpts {
@@ -61,6 +64,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: parse_known(BUILTIN_KNOWN).unwrap_or_default(),
             stop_on_new: false,
+            backends: vec!["interp".into()],
         }
     }
 }
@@ -165,6 +169,13 @@ pub struct FindingRef {
     pub known: bool,
     /// Graphs generated when it was first seen (iterations to detection).
     pub iter: u64,
+    /// The backend of its signature; left out for the reference interpreter.
+    #[serde(skip_serializing_if = "is_reference")]
+    pub backend: String,
+}
+
+fn is_reference(name: &str) -> bool {
+    name == backend::reference().name()
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -191,6 +202,9 @@ pub struct Summary {
     pub port_panics: Vec<u64>,
     pub rules: String,
     pub seed: u64,
+    /// Graphs each backend answered `Unsupported` for (skipped on it).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_unsupported: BTreeMap<String, u64>,
 }
 
 /// Per-iteration seed: a fixed mix so neighbouring iterations are unrelated.
@@ -223,12 +237,24 @@ pub fn run_one(
     pipe: &Pipeline,
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
+    run_one_on(seed, family, target, pipe, opts, &[backend::reference()])
+}
+
+/// [`run_one`] on `backends` (`check::check_case_on`).
+pub fn run_one_on(
+    seed: u64,
+    family: Option<Family>,
+    target: Option<&Rule>,
+    pipe: &Pipeline,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> (Generated, CaseResult) {
     let case = make_case(seed, family, target);
     let o = CheckOpts {
         seed,
         ..opts.clone()
     };
-    let res = check_case(&case, pipe, &o);
+    let res = check_case_on(&case, pipe, &o, backends);
     (case, res)
 }
 
@@ -275,7 +301,7 @@ pub fn to_finding(
         class: det.class,
         rule,
         dtype: dt.to_string(),
-        backend: "interp".into(),
+        backend: det.backend.clone(),
     };
     let show = |o: &Option<crate::exec::Observed>| -> Option<String> {
         o.as_ref().map(|o| match (&o.value, &o.error) {
@@ -346,6 +372,7 @@ pub fn to_finding(
             })
             .collect(),
         nodes: (case.graph.len(), 0),
+        agreeing: det.groups.clone(),
     }
 }
 
@@ -402,12 +429,15 @@ pub fn save_finding(
 }
 
 fn slug(s: &Signature) -> String {
-    let raw = format!(
+    let mut raw = format!(
         "{}-{}-{}",
         s.class.name(),
         s.rule.replace('/', "."),
         s.dtype
     );
+    if !is_reference(&s.backend) {
+        raw = format!("{raw}-{}", s.backend);
+    }
     raw.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
@@ -454,6 +484,12 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
     let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
     let pipe = choice.pipeline();
     let all_rules = choice.distinct_rules();
+    let built: Vec<Box<dyn Backend>> = opts
+        .backends
+        .iter()
+        .map(|n| backend::build(n).map_err(|e| format!("--backend: {e}")))
+        .collect::<Result<_, _>>()?;
+    let backends: Vec<&dyn Backend> = built.iter().map(|b| &**b).collect();
     let check = CheckOpts {
         policy: opts.policy,
         points: opts.points,
@@ -523,7 +559,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             jobs.par_iter()
                 .map(|(s, t)| {
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_one(*s, opts.family, *t, &pipe, &check)
+                        run_one_on(*s, opts.family, *t, &pipe, &check, &backends)
                     }));
                     (*s, r.ok())
                 })
@@ -541,6 +577,9 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             sum.points_compared += res.points_compared as u64;
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
+            for b in &res.unsupported {
+                *sum.backend_unsupported.entry(b.to_string()).or_insert(0) += 1;
+            }
             let Some(det) = &res.detected else { continue };
             let finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
             sum.findings_total += 1;
@@ -571,6 +610,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                     path,
                     known,
                     iter: sum.execs,
+                    backend: sig.backend.clone(),
                 });
                 if opts.stop_on_new && !known {
                     break 'outer;

@@ -142,6 +142,10 @@ pub struct Finding {
     pub trace: Vec<TraceStep>,
     /// Node counts of the original / rewritten graph.
     pub nodes: (usize, usize),
+    /// Backends grouped by equal results at the finding's point (`name/rewritten` for the
+    /// rewritten graph), Rustlantis-style; absent when only the reference ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreeing: Vec<Vec<String>>,
 }
 
 #[cfg(test)]

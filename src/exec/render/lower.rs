@@ -622,11 +622,23 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
                     .cloned()
                     .unwrap_or_else(|| ParamArg::buffer(-1, dt));
             let name = p.name.clone().unwrap_or_default();
-            p.slot = -1;
-            Some((
-                cx.g.mk(Ops::PARAM, dt, &[empty], Arg::Param(Box::new(p))),
-                ArgSource::Var(name),
-            ))
+            if dt == DType::Half {
+                // C has no `__fp16` parameters ("parameters cannot have __fp16 type"): a half
+                // input is read from a one-element buffer, as tinygrad kernels read inputs
+                let buf = cx.g.param(-1, dt, 1);
+                let zero = cx.g.cint(DType::Int32, 0);
+                let idx = cx.g.mk(Ops::INDEX, dt, &[buf, zero], Arg::None);
+                let ld = cx.g.mk(Ops::LOAD, dt, &[idx], Arg::None);
+                leaf.insert(u, ld);
+                sources.push((buf, ArgSource::Var(name)));
+                None
+            } else {
+                p.slot = -1;
+                Some((
+                    cx.g.mk(Ops::PARAM, dt, &[empty], Arg::Param(Box::new(p))),
+                    ArgSource::Var(name),
+                ))
+            }
         } else {
             None
         };
@@ -743,13 +755,10 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
                 next += 1;
                 nu = g.mk(n.op, n.dtype, &src, Arg::Param(Box::new(p.clone())));
             }
-            let source = if p.addrspace() == AddrSpace::Alu {
-                match sources.iter().find(|(q, _)| *q == u) {
-                    Some((_, s)) => s.clone(),
-                    None => return Err(CannotRender("a kernel input lost its source".into())),
-                }
-            } else {
-                ArgSource::Output(p.slot as usize)
+            let source = match sources.iter().find(|(q, _)| *q == u) {
+                Some((_, s)) => s.clone(),
+                None if p.addrspace() != AddrSpace::Alu => ArgSource::Output(p.slot as usize),
+                None => return Err(CannotRender("a kernel input lost its source".into())),
             };
             params.push(KernelParam {
                 slot: p.slot,

@@ -196,6 +196,8 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, String>
         point,
         expected: None,
         actual: None,
+        backend: finding.signature.backend.clone(),
+        groups: finding.agreeing.clone(),
     };
     Ok(Loaded {
         case,

@@ -1,0 +1,718 @@
+//! The `c` and `c-strict` backends: tinygrad's C as `ClangRenderer` renders it (`exec::render`),
+//! compiled by the system `clang` and run in a long-lived worker process.
+//!
+//! * `c`: exactly `ClangCompiler`'s flags (runtime/support/compiler_cpu.py:10, :21-22; see
+//!   [`CLANG_FLAGS`]): no `-fwrapv` (signed overflow and `x<<k` of a negative `x` are UB clang may
+//!   exploit) and clang's default `-ffp-contract=on` (`a*b+c` within one expression may fuse).
+//! * `c-strict`: the same source with `-fwrapv -ffp-contract=off` appended: it separates "clang
+//!   exploited UB in tinygrad's C" (`c` differs, `c-strict` agrees) from renderer bugs.
+//!
+//! Many graphs go into one translation unit ([`Backend::prepare_many`]): compiled to an object
+//! with tinygrad's flags (`-c`), linked with a small entry TU into one shared object. The worker
+//! (a C program built once per process) `dlopen`s it and calls one kernel per request line, so
+//! `x/0` and `INT_MIN/-1` (SIGFPE) or a hang end the worker, not the fuzzer: that point is an
+//! `ExecError::Crash`/`Timeout` and the worker is restarted for the next one.
+//!
+//! Rules where the reference leaves a point undefined (the oracle skips those points anyway):
+//! division by zero and `INT_MIN/-1` trap (x86 `idiv`); float→int out of range gives x86's
+//! "integer indefinite"; shift counts ≥ width give whatever `shl`/`sar` make of them.
+//!
+//! Outside what tinygrad's C can be on this machine (a value, [`Unsupported`]): bfloat16
+//! (clang 14 has no `__bf16` on x86_64), kernel graphs with buffers and loops (the scalar
+//! lowering only), THREEFRY, fp8.
+use super::backend::{Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported};
+use super::interp::Env;
+use super::render::clang::{CLANG_FLAGS, ClangRenderer};
+use super::render::lower::{ArgSource, Kernel, lower};
+use super::render::{CStyleLanguage, linearize};
+use crate::ir::alu::Val;
+use crate::ir::{DType, Graph, Ops, UOp};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The flags `c-strict` adds to tinygrad's.
+pub const STRICT_FLAGS: &[&str] = &["-fwrapv", "-ffp-contract=off"];
+
+/// Wall-clock limit of one kernel call in the worker. Scalar kernels are straight-line code
+/// that runs in microseconds; the limit only has to tell a hang from a busy machine.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The `c` backend (`strict = false`) or `c-strict`.
+pub struct C {
+    pub strict: bool,
+}
+
+impl C {
+    pub fn ub_exploiting() -> C {
+        C { strict: false }
+    }
+    pub fn strict() -> C {
+        C { strict: true }
+    }
+    fn flags(&self) -> Vec<&'static str> {
+        let mut f: Vec<&'static str> = CLANG_FLAGS.to_vec();
+        if self.strict {
+            f.extend(STRICT_FLAGS);
+        }
+        f
+    }
+}
+
+/// `$CC` or `clang`, as `ClangCompiler` picks it (compiler_cpu.py:21).
+pub fn cc() -> String {
+    std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "clang".into())
+}
+
+/// Whether the compiler runs here (checked once).
+pub fn clang_available() -> Result<(), String> {
+    static R: OnceLock<Result<(), String>> = OnceLock::new();
+    R.get_or_init(|| match Command::new(cc()).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("`{} --version` exited with {}", cc(), o.status)),
+        Err(e) => Err(format!("no C compiler: `{}` cannot run ({e}); install clang", cc())),
+    })
+    .clone()
+}
+
+fn capabilities() -> &'static Capabilities {
+    static CAPS: OnceLock<Capabilities> = OnceLock::new();
+    CAPS.get_or_init(|| {
+        let all: Vec<DType> = DType::ALL.to_vec();
+        let floats = [DType::Half, DType::Float, DType::Double, DType::WeakFloat];
+        Capabilities::all(Support::Runs)
+            // not in ClangRenderer.code_for_op: decomposed first (decomp/op.py, transcendental.py)
+            .with(&[Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::POW], &floats, Support::LoweredFirst)
+            .with(
+                &[Ops::RECIPROCAL, Ops::MAX, Ops::FLOORDIV, Ops::FLOORMOD],
+                &all,
+                Support::LoweredFirst,
+            )
+            .with(&Ops::ALL.to_vec(), &[DType::BFloat16], Support::Unsupported)
+            .with(&Ops::ALL.to_vec(), DType::FP8S, Support::Unsupported)
+            .with(
+                &[
+                    Ops::INDEX,
+                    Ops::LOAD,
+                    Ops::STORE,
+                    Ops::END,
+                    Ops::REDUCE,
+                    Ops::THREEFRY,
+                    Ops::MULACC,
+                ],
+                &all,
+                Support::Unsupported,
+            )
+    })
+}
+
+impl Backend for C {
+    fn name(&self) -> &'static str {
+        if self.strict { "c-strict" } else { "c" }
+    }
+    fn capabilities(&self) -> &Capabilities {
+        capabilities()
+    }
+    fn available(&self) -> Result<(), String> {
+        clang_available()
+    }
+    fn strict_twin(&self) -> Option<&'static str> {
+        if self.strict { None } else { Some("c-strict") }
+    }
+    fn prepare<'g>(&self, g: &'g Graph, roots: &[UOp]) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+        self.prepare_many(&[(g, roots)]).pop().unwrap_or_else(|| {
+            Err(Unsupported {
+                reason: "nothing prepared".into(),
+            })
+        })
+    }
+    fn prepare_many<'g>(&self, jobs: &[(&'g Graph, &[UOp])]) -> Vec<Result<Box<dyn Prepared + 'g>, Unsupported>> {
+        let rendered: Vec<Result<CKernel, Unsupported>> =
+            jobs.iter().map(|(g, roots)| render_kernel(g, roots)).collect();
+        let ok: Vec<&CKernel> = rendered.iter().filter_map(|r| r.as_ref().ok()).collect();
+        let lib = compile_batch(&ok, &self.flags());
+        let mut i = 0usize;
+        rendered
+            .into_iter()
+            .map(|r| {
+                r.map(|k| {
+                    let lib = match &lib {
+                        Ok(libs) => libs[i].clone(),
+                        Err(e) => Err(e.clone()),
+                    };
+                    i += 1;
+                    Box::new(CPrepared { kernel: k, lib }) as Box<dyn Prepared + 'g>
+                })
+            })
+            .collect()
+    }
+}
+
+/// A kernel rendered as tinygrad's C, with its parameters.
+pub struct CKernel {
+    /// `ClangRenderer`'s source for the kernel, function named `test` as tinygrad names it
+    /// without a `KernelInfo`.
+    pub source: String,
+    pub params: Vec<super::render::lower::KernelParam>,
+    pub nroots: usize,
+}
+
+/// Lowers and renders `roots` of `g` as tinygrad's C (`Unsupported` when it cannot be).
+pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
+    capabilities().check(g, roots)?;
+    let k: Kernel = lower(&ClangRenderer, g, roots).map_err(|e| Unsupported { reason: e.0 })?;
+    if let Some(u) = k.graph.toposort(&[k.sink]).into_iter().find(|u| k.graph.dtype(*u) == DType::BFloat16) {
+        return Err(Unsupported {
+            reason: format!("bfloat16 after lowering (node {u:?}): clang 14 has no __bf16 on x86_64"),
+        });
+    }
+    let source = render_source(&k).map_err(|e| Unsupported { reason: e })?;
+    Ok(CKernel {
+        source,
+        params: k.params,
+        nroots: roots.len(),
+    })
+}
+
+/// `ren.render(line_rewrite(linearize(sink), pm_linearize_cleanups))` (renderers.md §3).
+pub fn render_source(k: &Kernel) -> Result<String, String> {
+    let mut g = k.graph.clone();
+    let lst = linearize::linearize(&g, k.sink);
+    let lst = linearize::linearize_cleanups(&mut g, &lst);
+    ClangRenderer.render(&g, &lst).map_err(|e| e.0)
+}
+
+/// The C type of a parameter as the kernel declares it (`ClangRenderer.type_map`).
+fn ctype(dt: DType) -> &'static str {
+    ClangRenderer.type_map(dt).unwrap_or(dt.cname())
+}
+
+/// The entry TU's wrapper for kernel `name`: `void e_name(void **a)` calls it with every
+/// parameter taken from `a` (pointers as they are, values dereferenced).
+fn entry_wrapper(name: &str, k: &CKernel) -> String {
+    let decl: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| {
+            if p.pointer {
+                format!("{}*", ctype(p.dtype))
+            } else {
+                format!("const {}", ctype(p.dtype))
+            }
+        })
+        .collect();
+    let call: Vec<String> = k
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if p.pointer {
+                format!("({}*)a[{i}]", ctype(p.dtype))
+            } else {
+                format!("*(const {}*)a[{i}]", ctype(p.dtype))
+            }
+        })
+        .collect();
+    format!(
+        "void {name}({});\nvoid e_{name}(void **a) {{ {name}({}); }}\n",
+        decl.join(", "),
+        call.join(", ")
+    )
+}
+
+/// A compiled shared object; removed with its directory when the last kernel using it goes.
+struct Lib {
+    path: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Lib {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+type LibRef = Result<(Arc<Lib>, String), ExecError>;
+
+fn scratch_dir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("uopfuzz-c-{}-{n}", std::process::id()))
+}
+
+fn run_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<(), String> {
+    let mut cmd = Command::new(cc());
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", cc()))?;
+    if let (Some(src), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(src.as_bytes()).map_err(|e| format!("writing the source: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(err.lines().take(6).collect::<Vec<_>>().join("\n"))
+    }
+}
+
+/// Compiles `kernels` into one shared object: tinygrad's flags on the kernels' TU (source on
+/// stdin, as `ClangCompiler.compile` feeds it), the entry wrappers apart, then `-shared`. A
+/// batch that fails to compile is split in halves until each failing kernel stands alone, so
+/// one bad kernel costs only its own result.
+fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, ExecError> {
+    if kernels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = scratch_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| ExecError::Compile {
+        what: format!("{}: {e}", dir.display()),
+    })?;
+    let names: Vec<String> = (0..kernels.len()).map(|i| format!("k{i}")).collect();
+    let mut src = String::new();
+    let mut entry = String::new();
+    for (k, name) in kernels.iter().zip(&names) {
+        // the renderer names every kernel `test` (no KernelInfo); the batch renames each
+        src.push_str(&k.source.replacen("void test(", &format!("void {name}("), 1));
+        entry.push_str(&entry_wrapper(name, k));
+    }
+    let mut args: Vec<&str> = flags.to_vec();
+    args.extend(["-", "-o", "kernels.o"]);
+    let res = run_cc(&args, Some(&src), &dir)
+        .and_then(|_| std::fs::write(dir.join("entry.c"), &entry).map_err(|e| e.to_string()))
+        .and_then(|_| run_cc(&["-c", "-O1", "-fPIC", "entry.c", "-o", "entry.o"], None, &dir))
+        .and_then(|_| run_cc(&["-shared", "kernels.o", "entry.o", "-o", "lib.so"], None, &dir));
+    match res {
+        Ok(()) => {
+            let lib = Arc::new(Lib {
+                path: dir.join("lib.so"),
+                dir,
+            });
+            Ok(names.into_iter().map(|n| Ok((lib.clone(), format!("e_{n}")))).collect())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            if kernels.len() == 1 {
+                return Ok(vec![Err(ExecError::Compile { what: e })]);
+            }
+            let (a, b) = kernels.split_at(kernels.len() / 2);
+            let mut out = compile_batch(a, flags)?;
+            out.extend(compile_batch(b, flags)?);
+            Ok(out)
+        }
+    }
+}
+
+struct CPrepared {
+    kernel: CKernel,
+    lib: LibRef,
+}
+
+/// The bytes of `v` stored as one element of `dt` (little-endian; half as IEEE binary16).
+pub fn encode(dt: DType, v: Val) -> Vec<u8> {
+    match dt {
+        DType::Bool => vec![v.truthy() as u8],
+        DType::Half => half::f16::from_f64(v.as_f64()).to_bits().to_le_bytes().to_vec(),
+        DType::BFloat16 => half::bf16::from_f64(v.as_f64()).to_bits().to_le_bytes().to_vec(),
+        DType::Float => (v.as_f64() as f32).to_le_bytes().to_vec(),
+        DType::Double => v.as_f64().to_le_bytes().to_vec(),
+        _ => {
+            let i = v.as_i128().unwrap_or(v.as_f64() as i128);
+            i.to_le_bytes()[..dt.itemsize() as usize].to_vec()
+        }
+    }
+}
+
+/// The value of one element of `dt` from its bytes.
+pub fn decode(dt: DType, b: &[u8]) -> Option<Val> {
+    let n = dt.itemsize() as usize;
+    if b.len() < n {
+        return None;
+    }
+    let mut w = [0u8; 16];
+    w[..n].copy_from_slice(&b[..n]);
+    let u = u128::from_le_bytes(w);
+    Some(match dt {
+        DType::Bool => Val::Bool(u != 0),
+        DType::Half => Val::Float(half::f16::from_bits(u as u16).to_f64()),
+        DType::BFloat16 => Val::Float(half::bf16::from_bits(u as u16).to_f64()),
+        DType::Float => Val::Float(f32::from_bits(u as u32) as f64),
+        DType::Double => Val::Float(f64::from_bits(u as u64)),
+        _ if dt.is_unsigned() => Val::Int(u as i128),
+        _ => {
+            let sh = 128 - 8 * n as u32;
+            Val::Int(((u << sh) as i128) >> sh)
+        }
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+impl Prepared for CPrepared {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let nroots = self.kernel.nroots;
+        let fail = |e: ExecError| vec![Observed::failed(e); nroots];
+        let (lib, func) = match &self.lib {
+            Ok(l) => l.clone(),
+            Err(e) => return points.iter().map(|_| fail(e.clone())).collect(),
+        };
+        let mut out = Vec::with_capacity(points.len());
+        for env in points {
+            let args = match self.args(env) {
+                Ok(a) => a,
+                Err(e) => {
+                    out.push(fail(e));
+                    continue;
+                }
+            };
+            match call(&lib, &func, &args) {
+                Ok(bufs) => out.push(self.observe(&bufs)),
+                Err(e) => out.push(fail(e)),
+            }
+        }
+        out
+    }
+}
+
+impl CPrepared {
+    /// Every parameter's bytes at this point (outputs zeroed).
+    fn args(&self, env: &Env) -> Result<Vec<Vec<u8>>, ExecError> {
+        self.kernel
+            .params
+            .iter()
+            .map(|p| {
+                let v = match &p.source {
+                    ArgSource::Output(_) => return Ok(vec![0u8; p.dtype.itemsize() as usize]),
+                    ArgSource::Var(n) => env.vars.get(n).copied().ok_or_else(|| ExecError::UnboundVar(n.clone()))?,
+                    ArgSource::Range(a) => {
+                        Val::Int(*env.ranges.get(a).ok_or_else(|| ExecError::UnboundVar(format!("ridx{a}")))?)
+                    }
+                    ArgSource::Special(n) => {
+                        Val::Int(*env.specials.get(n).ok_or_else(|| ExecError::UnboundSpecial(n.clone()))?)
+                    }
+                };
+                Ok(encode(p.dtype, v))
+            })
+            .collect()
+    }
+    fn observe(&self, bufs: &[Vec<u8>]) -> Vec<Observed> {
+        let mut vals: Vec<Option<Val>> = vec![None; self.kernel.nroots];
+        for (p, b) in self.kernel.params.iter().zip(bufs) {
+            if let ArgSource::Output(i) = p.source
+                && i < vals.len()
+            {
+                vals[i] = decode(p.dtype, b);
+            }
+        }
+        vals.into_iter()
+            .map(|v| match v {
+                Some(v) => Observed {
+                    value: Some(v),
+                    buffers: vec![],
+                    ub: false,
+                    error: None,
+                    invalid: false,
+                },
+                None => Observed::failed(ExecError::Crash {
+                    what: "the worker's answer lacks an output".into(),
+                }),
+            })
+            .collect()
+    }
+}
+
+/// The worker: a small C program that `dlopen`s shared objects and calls their `void e_k(void**)`
+/// entries, one request line at a time (`L id path`, `C id func hex…` → the args' hex back).
+const WORKER_C: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef void (*entry_t)(void **);
+static int hexv(char c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
+int main(void) {
+  char *line = NULL; size_t cap = 0;
+  void **libs = NULL; long nlibs = 0;
+  while (getline(&line, &cap, stdin) > 0) {
+    line[strcspn(line, "\n")] = 0;
+    if (line[0] == 'L') {
+      long id = strtol(line + 2, NULL, 10);
+      char *path = strchr(line + 2, ' ');
+      if (id >= nlibs) { libs = realloc(libs, sizeof(void*) * (id + 1)); for (long i = nlibs; i <= id; i++) libs[i] = NULL; nlibs = id + 1; }
+      libs[id] = path ? dlopen(path + 1, RTLD_NOW | RTLD_LOCAL) : NULL;
+      if (libs[id]) printf("ok\n"); else printf("E %s\n", dlerror());
+    } else if (line[0] == 'C') {
+      char *save = NULL;
+      strtok_r(line, " ", &save);
+      long id = strtol(strtok_r(NULL, " ", &save), NULL, 10);
+      char *func = strtok_r(NULL, " ", &save);
+      entry_t f = (id < nlibs && libs[id]) ? (entry_t)dlsym(libs[id], func) : NULL;
+      if (!f) { printf("E no %s\n", func); fflush(stdout); continue; }
+      unsigned char bufs[64][16]; void *args[64]; int n = 0; char *tok;
+      memset(bufs, 0, sizeof bufs);
+      while (n < 64 && (tok = strtok_r(NULL, " ", &save))) {
+        size_t len = strlen(tok) / 2;
+        for (size_t i = 0; i < len && i < 16; i++) bufs[n][i] = (unsigned char)(hexv(tok[2*i]) * 16 + hexv(tok[2*i+1]));
+        args[n] = bufs[n]; n++;
+      }
+      f(args);
+      for (int i = 0; i < n; i++) { for (int j = 0; j < 16; j++) printf("%02x", bufs[i][j]); putchar(i + 1 < n ? ' ' : '\n'); }
+      if (n == 0) putchar('\n');
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+"#;
+
+/// The worker executable, built once per process.
+fn worker_exe() -> Result<PathBuf, ExecError> {
+    static EXE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("uopfuzz-cworker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("worker.c"), WORKER_C).map_err(|e| e.to_string())?;
+        run_cc(&["-O1", "worker.c", "-o", "worker", "-ldl"], None, &dir)?;
+        Ok(dir.join("worker"))
+    })
+    .clone()
+    .map_err(|what| ExecError::Compile {
+        what: format!("building the C worker: {what}"),
+    })
+}
+
+/// A running worker: its stdin, a channel of its stdout lines, and the libraries it loaded.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    loaded: Vec<(PathBuf, usize)>,
+}
+
+impl Worker {
+    fn spawn() -> Result<Worker, ExecError> {
+        let exe = worker_exe()?;
+        let mut child = Command::new(exe)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| ExecError::Crash {
+                what: format!("cannot start the C worker: {e}"),
+            })?;
+        let stdin = child.stdin.take().ok_or_else(|| ExecError::Crash {
+            what: "worker without stdin".into(),
+        })?;
+        let stdout = child.stdout.take().ok_or_else(|| ExecError::Crash {
+            what: "worker without stdout".into(),
+        })?;
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Worker {
+            child,
+            stdin,
+            lines: rx,
+            loaded: Vec::new(),
+        })
+    }
+    /// One request line and its answer, or why none came (the worker is then dead).
+    fn request(&mut self, line: &str) -> Result<String, ExecError> {
+        if writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush()).is_err() {
+            return Err(self.died());
+        }
+        match self.lines.recv_timeout(CALL_TIMEOUT) {
+            Ok(l) => Ok(l),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                Err(ExecError::Timeout {
+                    ms: CALL_TIMEOUT.as_millis() as u64,
+                })
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.died()),
+        }
+    }
+    fn died(&mut self) -> ExecError {
+        let status = self.child.wait();
+        let what = match status {
+            Ok(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                match s.signal() {
+                    Some(8) => "SIGFPE (signal 8)".to_string(),
+                    Some(11) => "SIGSEGV (signal 11)".to_string(),
+                    Some(n) => format!("signal {n}"),
+                    None => format!("exit {s}"),
+                }
+            }
+            Err(e) => e.to_string(),
+        };
+        ExecError::Crash { what }
+    }
+    fn lib_id(&mut self, lib: &Lib) -> Result<usize, ExecError> {
+        if let Some((_, id)) = self.loaded.iter().find(|(p, _)| *p == lib.path) {
+            return Ok(*id);
+        }
+        let id = self.loaded.len();
+        let ans = self.request(&format!("L {id} {}", lib.path.display()))?;
+        if ans != "ok" {
+            return Err(ExecError::Compile { what: ans });
+        }
+        self.loaded.push((lib.path.clone(), id));
+        Ok(id)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Idle workers, one taken per call (so fuzz threads run in parallel).
+static POOL: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
+
+/// Calls `func` of `lib` with `args` in a worker; the args' bytes after the call.
+fn call(lib: &Lib, func: &str, args: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ExecError> {
+    let mut w = match POOL.lock().ok().and_then(|mut p| p.pop()) {
+        Some(w) => w,
+        None => Worker::spawn()?,
+    };
+    let res = (|| {
+        let id = w.lib_id(lib)?;
+        let mut line = format!("C {id} {func}");
+        for a in args {
+            line.push(' ');
+            line.push_str(&hex(a));
+        }
+        let ans = w.request(&line)?;
+        if let Some(e) = ans.strip_prefix("E ") {
+            return Err(ExecError::Crash { what: e.to_string() });
+        }
+        let out: Option<Vec<Vec<u8>>> = ans.split_whitespace().map(unhex).collect();
+        out.filter(|o| o.len() == args.len()).ok_or_else(|| ExecError::Crash {
+            what: format!("garbled worker answer {ans:?}"),
+        })
+    })();
+    // a worker that crashed or hung is dropped (killed); a healthy one goes back
+    if !matches!(res, Err(ExecError::Crash { .. } | ExecError::Timeout { .. }))
+        && let Ok(mut p) = POOL.lock()
+    {
+        p.push(w);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::alu::Val;
+
+    /// Skips (with the reason) where clang is missing.
+    fn have_clang() -> bool {
+        match clang_available() {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn smoke() {
+        if !have_clang() {
+            return;
+        }
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let s = g.alu(Ops::ADD, &[a, b]).unwrap();
+        let m = g.alu(Ops::MAX, &[s, a]).unwrap();
+        for be in [C::ub_exploiting(), C::strict()] {
+            let mut p = be.prepare(&g, &[s, m]).unwrap_or_else(|u| panic!("{u}"));
+            let e1 = Env::new().var("a", Val::Int(3)).var("b", Val::Int(-7));
+            let e2 = Env::new().var("a", Val::Int(50)).var("b", Val::Int(9));
+            let rows = p.run(&[&e1, &e2]);
+            let vals: Vec<Vec<Option<Val>>> =
+                rows.iter().map(|r| r.iter().map(|o| o.value).collect()).collect();
+            assert_eq!(
+                vals,
+                vec![
+                    vec![Some(Val::Int(-4)), Some(Val::Int(3))],
+                    vec![Some(Val::Int(59)), Some(Val::Int(59))]
+                ],
+                "{}",
+                be.name()
+            );
+        }
+    }
+
+    #[test]
+    fn division_by_zero_is_a_crash_and_the_worker_restarts() {
+        if !have_clang() {
+            return;
+        }
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let d = g.alu(Ops::CDIV, &[a, b]).unwrap();
+        let mut p = C::ub_exploiting().prepare(&g, &[d]).unwrap_or_else(|u| panic!("{u}"));
+        let ok = Env::new().var("a", Val::Int(9)).var("b", Val::Int(2));
+        let zero = Env::new().var("a", Val::Int(9)).var("b", Val::Int(0));
+        let rows = p.run(&[&ok, &zero, &ok]);
+        assert_eq!(rows[0][0].value, Some(Val::Int(4)));
+        assert!(
+            matches!(&rows[1][0].error, Some(ExecError::Crash { what }) if what.contains("SIGFPE")),
+            "{:?}",
+            rows[1][0]
+        );
+        assert_eq!(rows[2][0].value, Some(Val::Int(4)));
+    }
+
+    #[test]
+    fn bfloat16_and_buffers_are_unsupported_values() {
+        let mut g = Graph::new();
+        let a = g.variable("a", -1, 1, DType::BFloat16);
+        let n = g.alu(Ops::NEG, &[a]).unwrap();
+        assert!(render_kernel(&g, &[n]).is_err());
+    }
+
+    #[test]
+    fn encode_decode_roundtrip() {
+        for (dt, v) in [
+            (DType::Int8, Val::Int(-5)),
+            (DType::UInt16, Val::Int(65535)),
+            (DType::Int64, Val::Int(i64::MIN as i128)),
+            (DType::UInt64, Val::Int(u64::MAX as i128)),
+            (DType::Half, Val::Float(0.5)),
+            (DType::Float, Val::Float(-1.25)),
+            (DType::Double, Val::Float(1e300)),
+            (DType::Bool, Val::Bool(true)),
+        ] {
+            assert_eq!(decode(dt, &encode(dt, v)), Some(v), "{dt:?}");
+        }
+    }
+}
