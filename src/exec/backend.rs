@@ -119,8 +119,9 @@ impl ExecError {
     pub fn is_resource_limit(&self) -> bool {
         matches!(self, ExecError::Budget(_) | ExecError::Timeout { .. })
     }
-    /// The backend itself failed (crashed, hung past its limit is not this, or would not
-    /// compile a graph it accepted in `prepare`): the `backend-crash` verdict.
+    /// The backend itself failed: it crashed, or would not compile a graph it accepted in
+    /// `prepare`. The oracle's `backend-crash` verdict. (A timeout is a resource limit, like the
+    /// interpreter's budget: the point is skipped.)
     pub fn is_backend_failure(&self) -> bool {
         matches!(self, ExecError::Crash { .. } | ExecError::Compile { .. })
     }

@@ -69,7 +69,7 @@ fn zero(dt: DType) -> Val {
 pub const DEFAULT_MAX_STEPS: u64 = 1 << 24;
 
 /// Inputs of a run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Env {
     /// Variable values (`UOp.variable`: BUFFER/PARAM in the ALU addrspace), by name.
     pub vars: HashMap<String, Val>,
@@ -79,20 +79,6 @@ pub struct Env {
     pub ranges: HashMap<i64, i128>,
     /// Values of SPECIALs, by name; a kernel (void root) iterates the unbound ones like a launch grid.
     pub specials: HashMap<String, i128>,
-    /// Budget of node evaluations plus loop iterations.
-    pub max_steps: u64,
-}
-
-impl Default for Env {
-    fn default() -> Env {
-        Env {
-            vars: HashMap::default(),
-            buffers: Vec::new(),
-            ranges: HashMap::default(),
-            specials: HashMap::default(),
-            max_steps: DEFAULT_MAX_STEPS,
-        }
-    }
 }
 
 impl Env {
@@ -349,6 +335,9 @@ pub struct Plan {
     dt: Vec<DType>,
     alu: Vec<bool>,
     cmp: Vec<bool>,
+    /// Budget of node evaluations plus loop iterations: the interpreter's own limit, so it lives
+    /// here and not in the inputs (`Env`).
+    max_steps: u64,
 }
 
 impl Plan {
@@ -370,9 +359,16 @@ impl Plan {
             nodes,
             lid,
             srcs,
+            max_steps: DEFAULT_MAX_STEPS,
         };
         p.compute_ranges(g);
         p
+    }
+
+    /// The same plan with another step budget.
+    pub fn with_max_steps(mut self, max_steps: u64) -> Plan {
+        self.max_steps = max_steps;
+        self
     }
 
     /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
@@ -548,8 +544,8 @@ impl<'a> Interp<'a> {
     }
     fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;
-        if self.steps > self.env.max_steps {
-            return Err(ExecError::Budget(self.env.max_steps));
+        if self.steps > self.p.max_steps {
+            return Err(ExecError::Budget(self.p.max_steps));
         }
         Ok(())
     }
@@ -1244,8 +1240,8 @@ impl<'a> Interp<'a> {
         }
         if matches!(p.addrspace(), AddrSpace::Reg | AddrSpace::Local) {
             let n = size.ok_or_else(|| self.err_malformed(i, "local buffer without a size"))?;
-            if n as u128 > self.env.max_steps as u128 {
-                return Err(ExecError::Budget(self.env.max_steps));
+            if n as u128 > self.p.max_steps as u128 {
+                return Err(ExecError::Budget(self.p.max_steps));
             }
             self.locals.insert(u, Buffer::zeros(dt, n as usize));
             return Ok(V::Buf(BufRef::Local(u)));
@@ -1884,9 +1880,8 @@ mod tests {
         let ir = mk(&mut g, Ops::INDEX, Int32, &[buf, c0]);
         let st = mk(&mut g, Ops::STORE, Void, &[ir, r]);
         let e = mk(&mut g, Ops::END, Void, &[st, r]);
-        let mut env2 = env.clone();
-        env2.max_steps = 10_000;
-        assert_eq!(eval(&g, e, &env2), Err(ExecError::Budget(10_000)));
+        let plan = Plan::new(&g, e).with_max_steps(10_000);
+        assert_eq!(eval_plan(&g, &plan, &env), Err(ExecError::Budget(10_000)));
         // missing buffer
         assert_eq!(eval(&g, ld, &Env::new()), Err(ExecError::MissingBuffer(0)));
     }

@@ -403,7 +403,7 @@ impl Tape {
     /// Evaluates at `env`; `None` where the interpreter would raise (run it for the error).
     /// `slots` is scratch space reused across points.
     pub fn run(&self, env: &Env, slots: &mut Vec<Option<Val>>) -> Option<TapeOut> {
-        if self.steps.len() as u64 > env.max_steps {
+        if self.steps.len() as u64 > super::interp::DEFAULT_MAX_STEPS {
             return None;
         }
         slots.clear();

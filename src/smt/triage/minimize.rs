@@ -460,10 +460,7 @@ fn focus_nodes(cx: &mut Ctx, g: &Graph, root: UOp) -> Vec<UOp> {
 
 /// Keeps only the inputs the graph reads (and buffers only for kernels).
 fn restrict_env(g: &Graph, root: UOp, env: &Env) -> Env {
-    let mut out = Env {
-        max_steps: env.max_steps,
-        ..Env::default()
-    };
+    let mut out = Env::default();
     for u in g.toposort(&[root]) {
         match (g.op(u), g.arg(u)) {
             (Ops::RANGE, Arg::Range(a, _)) => {
