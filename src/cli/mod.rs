@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 pub mod backends;
 pub mod bench;
+pub mod conformance;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -44,6 +45,8 @@ pub enum Cmd {
     Report(report::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
+    /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a mismatch.
+    Conformance(conformance::Args),
     /// The backends `--backend` knows, each with its op × dtype table (runs / lowered first /
     /// unsupported) and whether it can run here.
     Backends(backends::Args),
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
+        Cmd::Conformance(a) => conformance::run(a),
         Cmd::Backends(a) => backends::run(a),
     }
 }

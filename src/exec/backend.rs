@@ -325,7 +325,7 @@ pub struct UnknownBackend {
 }
 
 /// Every backend [`build`] knows, in the order `uopfuzz backends` prints them.
-pub const NAMES: &[&str] = &["interp", "c", "c-strict"];
+pub const NAMES: &[&str] = &["interp", "c", "c-strict", "wgpu", "cuda", "cuda-strict"];
 
 /// The backend called `name`. A known backend is built even where it cannot run
 /// ([`Backend::available`] says why).
@@ -334,6 +334,9 @@ pub fn build(name: &str) -> Result<Box<dyn Backend>, UnknownBackend> {
         "interp" => Ok(Box::new(super::interp_backend::Interp)),
         "c" => Ok(Box::new(super::c::C::ub_exploiting())),
         "c-strict" => Ok(Box::new(super::c::C::strict())),
+        "wgpu" => Ok(Box::new(super::wgpu::Wgpu)),
+        "cuda" => Ok(Box::new(super::cuda::Cuda { strict: false })),
+        "cuda-strict" => Ok(Box::new(super::cuda::Cuda { strict: true })),
         _ => Err(UnknownBackend {
             name: name.to_string(),
         }),

@@ -14,8 +14,10 @@
 //! Scope: scalar kernels (no vector dtypes, no images, WMMA or CUSTOM): `lower` answers
 //! "unsupported" for graphs that need more, as a value.
 pub mod clang;
+pub mod cuda;
 pub mod linearize;
 pub mod lower;
+pub mod wgsl;
 
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::FxHashMap as HashMap;

@@ -1,0 +1,633 @@
+//! The CUDA device under the `cuda` and `cuda-strict` backends: a context acquired as a value,
+//! CUDA C compiled to PTX by NVRTC with tinygrad's options, one module holding many kernels,
+//! device buffers kept per slot across runs, results copied back.
+//!
+//! cudarc loads libcuda and libnvrtc at run time and *panics* when they are missing
+//! (docs/rust-deps.md §3), so every entry point first asks `is_culib_present()`; a machine
+//! without them gets `Unavailable`, never a panic.
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::{DriverError, PushKernelArg};
+use std::sync::Arc;
+
+/// Why no CUDA device is here: a value, so a caller can skip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no CUDA device: {}", self.0)
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum CudaError {
+    /// NVRTC rejected the source (its log), or the PTX did not load.
+    #[error("NVRTC compile: {0}")]
+    Compile(String),
+    /// A driver call failed (launch, copy, sync); after a kernel fault the context is dead.
+    #[error("CUDA driver: {0}")]
+    Driver(String),
+    #[error("CUDA launch: {0}")]
+    Launch(String),
+}
+
+fn drv(e: DriverError) -> CudaError {
+    CudaError::Driver(e.to_string())
+}
+
+/// NVRTC options as tinygrad passes them (runtime/support/compiler_cuda.py:46-58):
+/// `--gpu-architecture=sm_XY`, the CUDA include dirs (`$CUDA_PATH/include`, else the three
+/// defaults, :51), `--minimal` from NVRTC 12.4 (:52-53). Nothing else, so NVRTC's own defaults
+/// hold (`--fmad=true`); `strict` adds `--fmad=false` for the `cuda-strict` backend.
+pub fn nvrtc_options(arch: &str, nvrtc_version: (i32, i32), strict: bool) -> Vec<String> {
+    let mut o = vec![format!("--gpu-architecture={arch}")];
+    match std::env::var("CUDA_PATH") {
+        Ok(p) if !p.is_empty() => o.push(format!("-I{p}/include")),
+        _ => o.extend(
+            [
+                "/usr/local/cuda/include",
+                "/usr/include",
+                "/opt/cuda/include",
+            ]
+            .map(|d| format!("-I{d}")),
+        ),
+    }
+    if nvrtc_version >= (12, 4) {
+        o.push("--minimal".into());
+    }
+    if strict {
+        o.push("--fmad=false".into());
+    }
+    o
+}
+
+/// A loaded module: many `extern "C" __global__` kernels from one source.
+pub struct Module {
+    module: Arc<CudaModule>,
+    /// The PTX NVRTC produced, for reports.
+    pub ptx: String,
+}
+
+impl Module {
+    pub fn function(&self, name: &str) -> Result<CudaFunction, CudaError> {
+        self.module
+            .load_function(name)
+            .map_err(|e| CudaError::Compile(format!("{name}: {e}")))
+    }
+}
+
+/// A scalar kernel argument in its C type (half and bfloat16 as their 16 bits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Scalar {
+    /// `v` as a `const T` argument of dtype `dt`.
+    pub fn of(dt: crate::ir::DType, v: crate::ir::alu::Val) -> Scalar {
+        use crate::ir::DType as D;
+        let b = super::kernel_io::encode(dt, v);
+        let mut w = [0u8; 8];
+        w[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+        let u = u64::from_le_bytes(w);
+        match dt {
+            D::Bool => Scalar::Bool(u != 0),
+            D::Int8 => Scalar::I8(u as i8),
+            D::UInt8 => Scalar::U8(u as u8),
+            D::Int16 => Scalar::I16(u as i16),
+            D::UInt16 | D::Half | D::BFloat16 => Scalar::U16(u as u16),
+            D::Int32 => Scalar::I32(u as i32),
+            D::UInt32 => Scalar::U32(u as u32),
+            D::Int64 => Scalar::I64(u as i64),
+            D::Float => Scalar::F32(f32::from_bits(u as u32)),
+            D::Double => Scalar::F64(f64::from_bits(u)),
+            _ => Scalar::U64(u),
+        }
+    }
+}
+
+/// One launch: `func` over slots `bufs`, then the scalar `vals`, as tinygrad's CUDAProgram
+/// passes them (buffers, then variables; runtime/ops_cuda.py:18-21).
+pub struct Launch<'a> {
+    pub func: &'a CudaFunction,
+    pub bufs: &'a [usize],
+    pub vals: &'a [Scalar],
+    pub global: [u32; 3],
+    pub local: [u32; 3],
+}
+
+struct Slot {
+    buf: CudaSlice<u8>,
+    len: usize,
+}
+
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// `sm_XY` from the device's compute capability (runtime/ops_cuda.py:121-122).
+    pub arch: String,
+    pub nvrtc_version: (i32, i32),
+    /// Device name, arch and NVRTC version, for reports.
+    pub info: String,
+    slots: Vec<Option<Slot>>,
+}
+
+/// libcuda and libnvrtc both load; cudarc panics on the first call otherwise.
+pub fn libraries_present() -> Result<(), Unavailable> {
+    // SAFETY: these only try to dlopen the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Unavailable("libcuda.so not found".into()));
+    }
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Unavailable("libnvrtc.so not found".into()));
+    }
+    Ok(())
+}
+
+impl CudaDevice {
+    /// Device `ordinal` with its default stream.
+    pub fn acquire(ordinal: usize) -> Result<CudaDevice, Unavailable> {
+        libraries_present()?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| Unavailable(e.to_string()))?;
+        let (maj, min) = ctx
+            .compute_capability()
+            .map_err(|e| Unavailable(e.to_string()))?;
+        let (mut vmaj, mut vmin) = (0, 0);
+        // SAFETY: libnvrtc is present (checked above); two out-pointers to locals.
+        let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
+        if rc != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(Unavailable(format!("nvrtcVersion: {rc:?}")));
+        }
+        let arch = format!("sm_{maj}{min}");
+        let name = ctx.name().unwrap_or_else(|_| "?".into());
+        Ok(CudaDevice {
+            stream: ctx.default_stream(),
+            info: format!("{name} ({arch}, NVRTC {vmaj}.{vmin})"),
+            ctx,
+            arch,
+            nvrtc_version: (vmaj, vmin),
+            slots: Vec::new(),
+        })
+    }
+
+    /// NVRTC with tinygrad's options (plus `--fmad=false` when `strict`), loaded as a module.
+    pub fn compile(&self, src: &str, strict: bool) -> Result<Module, CudaError> {
+        let opts = cudarc::nvrtc::CompileOptions {
+            options: nvrtc_options(&self.arch, self.nvrtc_version, strict),
+            // tinygrad names every program "<null>" (compiler_cuda.py:57)
+            name: Some("<null>".into()),
+            ..Default::default()
+        };
+        if src.contains('\0') {
+            return Err(CudaError::Compile("source contains a NUL byte".into()));
+        }
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| match e {
+            cudarc::nvrtc::CompileError::CompileError { nvrtc, log, .. } => {
+                CudaError::Compile(format!("{nvrtc:?}: {}", log.to_string_lossy()))
+            }
+            e => CudaError::Compile(e.to_string()),
+        })?;
+        let text = ptx.to_src();
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(|e| CudaError::Compile(format!("load PTX: {e}")))?;
+        Ok(Module { module, ptx: text })
+    }
+
+    /// Put `data` in slot `slot`; the device buffer is reused when it is big enough.
+    pub fn write(&mut self, slot: usize, data: &[u8]) -> Result<(), CudaError> {
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.len() >= data.len().max(1));
+        if !reuse {
+            let buf = self
+                .stream
+                .alloc_zeros::<u8>(data.len().max(1).next_power_of_two().max(16))
+                .map_err(drv)?;
+            self.slots[slot] = Some(Slot { buf, len: 0 });
+        }
+        let s = self.slots[slot].as_mut().expect("slot just filled");
+        if !data.is_empty() {
+            let mut view = s.buf.slice_mut(0..data.len());
+            self.stream.memcpy_htod(data, &mut view).map_err(drv)?;
+        }
+        s.len = data.len();
+        Ok(())
+    }
+
+    /// Launch every kernel in order on the stream, then wait once.
+    pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), CudaError> {
+        for l in launches {
+            let mut args = self.stream.launch_builder(l.func);
+            for &b in l.bufs {
+                let s = self
+                    .slots
+                    .get(b)
+                    .and_then(|s| s.as_ref())
+                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
+                args.arg(&s.buf);
+            }
+            for v in l.vals {
+                match v {
+                    Scalar::Bool(x) => args.arg(x),
+                    Scalar::I8(x) => args.arg(x),
+                    Scalar::U8(x) => args.arg(x),
+                    Scalar::I16(x) => args.arg(x),
+                    Scalar::U16(x) => args.arg(x),
+                    Scalar::I32(x) => args.arg(x),
+                    Scalar::U32(x) => args.arg(x),
+                    Scalar::I64(x) => args.arg(x),
+                    Scalar::U64(x) => args.arg(x),
+                    Scalar::F32(x) => args.arg(x),
+                    Scalar::F64(x) => args.arg(x),
+                };
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (l.global[0], l.global[1], l.global[2]),
+                block_dim: (l.local[0], l.local[1], l.local[2]),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the argument list is the kernel's (buffers then int32 variables, as the
+            // renderer declares them); a kernel that faults makes the sync below fail, which
+            // the caller sees as an error, and out-of-bounds accesses are the renderer's
+            // contract with the interpreter's bounds (flagged as UB there).
+            unsafe { args.launch(cfg) }.map_err(|e| CudaError::Launch(e.to_string()))?;
+        }
+        self.stream.synchronize().map_err(drv)
+    }
+
+    /// The bytes of each slot (as many as were last written).
+    pub fn read(&mut self, slots: &[usize]) -> Result<Vec<Vec<u8>>, CudaError> {
+        slots
+            .iter()
+            .map(|&b| {
+                let s = self
+                    .slots
+                    .get(b)
+                    .and_then(|s| s.as_ref())
+                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
+                let mut out = vec![0u8; s.len];
+                if s.len > 0 {
+                    let view = s.buf.slice(0..s.len);
+                    self.stream.memcpy_dtoh(&view, &mut out).map_err(drv)?;
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+/// `CudaDevice::acquire(0)`, or `None` after printing why the caller skips. CUDA is never
+/// required: CI has no GPU.
+pub fn acquire_or_skip(what: &str) -> Option<CudaDevice> {
+    match CudaDevice::acquire(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("{what}: skipped: {e}");
+            None
+        }
+    }
+}
+
+// ---- the `cuda` and `cuda-strict` backends ------------------------------------------------
+
+use super::backend::{
+    Backend, Capabilities, ExecError, Observed, Prepared, Support, TABLE_OPS, Unsupported,
+};
+use super::interp::Env;
+use super::kernel_io::{self, RenderedKernel};
+use super::render::CStyleLanguage;
+use super::render::cuda::CudaRenderer;
+use crate::ir::{DType, Graph, UOp};
+use std::sync::{Mutex, OnceLock};
+
+/// The process's one CUDA context (device 0).
+fn device() -> &'static Result<Mutex<CudaDevice>, Unavailable> {
+    static DEV: OnceLock<Result<Mutex<CudaDevice>, Unavailable>> = OnceLock::new();
+    DEV.get_or_init(|| CudaDevice::acquire(0).map(Mutex::new))
+}
+
+/// `--backend cuda` / `cuda-strict`: tinygrad's `CUDARenderer` source (renderer/cstyle.py:397-473)
+/// compiled by NVRTC to PTX for the device's `sm_XY`, one thread per kernel.
+///
+/// `cuda` uses tinygrad's NVRTC options only, so NVRTC's defaults hold: `--fmad=true` contracts
+/// `a*b+c` across statements, `--prec-div=true`, `--prec-sqrt=true`, no FTZ. `cuda-strict` adds
+/// `--fmad=false`: every product rounded, its strict twin. C++ leaves int overflow, shifts out
+/// of range and division by zero undefined (no trap on the GPU); those points never reach the
+/// comparison. float→int saturates (`cvt.rzi`), NaN→0. Unsupported: fp8 (`lower` has no fp8),
+/// half below sm_53, bfloat16 below sm_80 (cstyle.py:470-473).
+pub struct Cuda {
+    pub strict: bool,
+}
+
+impl Cuda {
+    fn renderer() -> CudaRenderer {
+        let arch = match device() {
+            Ok(d) => d.lock().map(|d| d.arch.clone()).unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        // without a device, render for sm_89 (what docs/renderers.md's examples use)
+        CudaRenderer {
+            arch: if arch.is_empty() { "sm_89".into() } else { arch },
+        }
+    }
+}
+
+impl Backend for Cuda {
+    fn name(&self) -> &'static str {
+        if self.strict { "cuda-strict" } else { "cuda" }
+    }
+    fn capabilities(&self) -> &Capabilities {
+        static CAPS: OnceLock<Capabilities> = OnceLock::new();
+        CAPS.get_or_init(|| {
+            let ren = Cuda::renderer();
+            let ok = ren.supported_dtypes();
+            let no: Vec<DType> = DType::ALL
+                .iter()
+                .copied()
+                .filter(|d| !d.is_weak() && !ok.contains(d))
+                .collect();
+            let lowered: Vec<_> = TABLE_OPS
+                .iter()
+                .copied()
+                .filter(|o| o.is_alu() && !crate::exec::render::CSTYLE_OPS.contains(o))
+                .collect();
+            Capabilities::all(Support::Runs)
+                .with(&lowered, DType::ALL, Support::LoweredFirst)
+                .with(TABLE_OPS, &no, Support::Unsupported)
+        })
+    }
+    fn available(&self) -> Result<(), String> {
+        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn strict_twin(&self) -> Option<&'static str> {
+        (!self.strict).then_some("cuda-strict")
+    }
+    fn prepare<'g>(
+        &self,
+        g: &'g Graph,
+        roots: &[UOp],
+    ) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        self.capabilities().check(g, roots)?;
+        let k = kernel_io::render_kernel(&Cuda::renderer(), g, roots)?;
+        let module = match dev.lock() {
+            Ok(d) => d.compile(&k.src, self.strict),
+            Err(_) => Err(CudaError::Driver("CUDA device poisoned".into())),
+        };
+        Ok(Box::new(CudaPrepared { k, module }))
+    }
+}
+
+/// A compiled CUDA kernel; a compile failure is kept and reported on every point.
+pub struct CudaPrepared {
+    pub k: RenderedKernel,
+    module: Result<Module, CudaError>,
+}
+
+impl Prepared for CudaPrepared {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let n_out = self.k.outputs.len();
+        let fail = |e: ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
+        let func = match self.module.as_ref().map_err(Clone::clone).and_then(|m| m.function(&self.k.entry)) {
+            Ok(f) => f,
+            Err(e) => {
+                return fail(ExecError::Compile {
+                    what: e.to_string(),
+                });
+            }
+        };
+        let Ok(Ok(mut dev)) = device().as_ref().map(|d| d.lock()) else {
+            return fail(ExecError::Crash {
+                what: "no CUDA device".into(),
+            });
+        };
+        let mut vals: Vec<Vec<Scalar>> = Vec::with_capacity(points.len());
+        let mut missing = vec![false; points.len()];
+        for (pi, env) in points.iter().enumerate() {
+            let mut vs = Vec::new();
+            for p in self.k.params.iter().filter(|p| !p.pointer) {
+                match kernel_io::input_val(p, env) {
+                    Some(v) => vs.push(Scalar::of(p.dtype, v)),
+                    None => {
+                        missing[pi] = true;
+                        vs.push(Scalar::of(p.dtype, crate::ir::alu::Val::Int(0)));
+                    }
+                }
+            }
+            vals.push(vs);
+            for (o, dt) in self.k.outputs.iter().enumerate() {
+                if let Err(e) = dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]) {
+                    return fail(ExecError::Crash {
+                        what: e.to_string(),
+                    });
+                }
+            }
+        }
+        let slots: Vec<Vec<usize>> = (0..points.len())
+            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .collect();
+        let launches: Vec<Launch> = (0..points.len())
+            .map(|pi| Launch {
+                func: &func,
+                bufs: &slots[pi],
+                vals: &vals[pi],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            })
+            .collect();
+        let all: Vec<usize> = slots.iter().flatten().copied().collect();
+        let bytes = match dev.run(&launches).and_then(|_| dev.read(&all)) {
+            Ok(b) => b,
+            Err(e) => {
+                return fail(ExecError::Crash {
+                    what: e.to_string(),
+                });
+            }
+        };
+        (0..points.len())
+            .map(|pi| {
+                (0..n_out)
+                    .map(|o| {
+                        if missing[pi] {
+                            return Observed::failed(ExecError::UnboundVar(
+                                "a kernel input".into(),
+                            ));
+                        }
+                        Observed {
+                            value: Some(kernel_io::decode(
+                                self.k.outputs[o],
+                                &bytes[pi * n_out + o],
+                            )),
+                            buffers: vec![],
+                            ub: false,
+                            error: None,
+                            invalid: false,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_KERNELS: &str = r#"
+#define INFINITY (__int_as_float(0x7f800000))
+extern "C" __global__ void __launch_bounds__(1) scale(float* out, float* a, int n) {
+  int i = blockIdx.x;
+  out[i] = a[i] * (float)n + (i == 3 ? INFINITY : 0.0f);
+}
+extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) {
+  int i = blockIdx.x;
+  float p = a[0] * a[1];
+  out[i] = p - a[2];
+}
+"#;
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+    fn bytes(x: &[f32]) -> Vec<u8> {
+        x.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn options_are_tinygrads() {
+        let o = nvrtc_options("sm_90", (12, 8), false);
+        assert_eq!(o[0], "--gpu-architecture=sm_90");
+        assert!(o.contains(&"--minimal".to_string()));
+        assert!(!o.iter().any(|x| x.starts_with("--fmad")));
+        let o = nvrtc_options("sm_80", (12, 0), true);
+        assert!(!o.contains(&"--minimal".to_string()));
+        assert_eq!(o.last().unwrap(), "--fmad=false");
+    }
+
+    #[test]
+    fn absent_libraries_are_a_value() {
+        // Where libcuda is missing this returns; cudarc alone would panic here.
+        match CudaDevice::acquire(0) {
+            Ok(d) => eprintln!("cuda present: {}", d.info),
+            Err(e) => eprintln!("cuda absent: {e}"),
+        }
+    }
+
+    #[test]
+    fn smoke_module_two_kernels_reused_buffers() {
+        let Some(mut dev) = acquire_or_skip("cuda smoke") else {
+            return;
+        };
+        let m = dev.compile(TWO_KERNELS, false).unwrap();
+        let strict = dev.compile(TWO_KERNELS, true).unwrap();
+        assert!(m.ptx.contains(".entry scale") && m.ptx.contains(".entry fma_probe"));
+        let scale = m.function("scale").unwrap();
+        dev.write(0, &[0u8; 16]).unwrap();
+        dev.write(1, &bytes(&[1.0, -2.0, 7.0, 0.5])).unwrap();
+        dev.run(&[Launch {
+            func: &scale,
+            bufs: &[0, 1],
+            vals: &[Scalar::I32(3)],
+            global: [4, 1, 1],
+            local: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(
+            f32s(&dev.read(&[0]).unwrap()[0]),
+            vec![3.0, -6.0, 21.0, f32::INFINITY]
+        );
+        // a*b - c with a*b rounding away exactly what c holds: 0 when the product is rounded
+        // (--fmad=false), the rounding error when NVRTC fuses it (its default --fmad=true).
+        let a = 1.0f32 + f32::EPSILON;
+        let c = a * a;
+        dev.write(1, &bytes(&[a, a, c])).unwrap();
+        let (fused, unfused) = (
+            m.function("fma_probe").unwrap(),
+            strict.function("fma_probe").unwrap(),
+        );
+        dev.write(2, &[0u8; 4]).unwrap();
+        dev.run(&[
+            Launch {
+                func: &fused,
+                bufs: &[0, 1],
+                vals: &[],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            },
+            Launch {
+                func: &unfused,
+                bufs: &[2, 1],
+                vals: &[],
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            },
+        ])
+        .unwrap();
+        let r = dev.read(&[0, 2]).unwrap();
+        let exact = (a as f64 * a as f64 - c as f64) as f32;
+        assert_eq!(f32s(&r[1])[0], 0.0, "--fmad=false must round the product");
+        assert_eq!(
+            f32s(&r[0])[0],
+            exact,
+            "NVRTC's default --fmad=true fuses a*b-c"
+        );
+    }
+
+    #[test]
+    fn backend_smoke() {
+        use crate::ir::Ops;
+        use crate::ir::alu::Val;
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let x = g.variable("x", -4, 4, DType::Float);
+        let q = g.alu(Ops::CDIV, &[a, b]).unwrap();
+        let s = g.alu(Ops::SQRT, &[x]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        for be in [Cuda { strict: false }, Cuda { strict: true }] {
+            if let Err(why) = be.available() {
+                eprintln!("cuda backend smoke: skipped: {why}");
+                return;
+            }
+            let mut p = be.prepare(&g, &[q, s, lt]).unwrap_or_else(|u| panic!("{u}"));
+            let e1 = Env::new()
+                .var("a", Val::Int(-7))
+                .var("b", Val::Int(2))
+                .var("x", Val::Float(2.25));
+            let rows = p.run(&[&e1]);
+            assert_eq!(rows[0][0].value, Some(Val::Int(-3)), "{:?}", rows[0][0]);
+            assert_eq!(rows[0][1].value, Some(Val::Float(1.5)));
+            assert_eq!(rows[0][2].value, Some(Val::Bool(true)));
+        }
+    }
+
+    #[test]
+    fn bad_source_is_a_value() {
+        let Some(dev) = acquire_or_skip("cuda smoke") else {
+            return;
+        };
+        let e = dev
+            .compile("extern \"C\" __global__ void k( {", false)
+            .err()
+            .unwrap();
+        assert!(matches!(e, CudaError::Compile(_)), "{e}");
+    }
+}

@@ -1,0 +1,122 @@
+//! What the compiled GPU backends share: a graph lowered, linearized and rendered by one
+//! renderer into a kernel, its scalar inputs bound from an [`Env`], and values moved to and
+//! from device bytes in a dtype's little-endian layout.
+use super::backend::Unsupported;
+use super::interp::Env;
+use super::render::lower::{ArgSource, KernelParam};
+use super::render::{CStyleLanguage, linearize, lower};
+use crate::ir::alu::Val;
+use crate::ir::{DType, Graph, UOp};
+
+/// A rendered kernel: its source, its entry point, its parameters in slot order.
+pub struct RenderedKernel {
+    pub src: String,
+    pub entry: String,
+    pub params: Vec<KernelParam>,
+    /// The dtype of each root's one-element output buffer, by root index.
+    pub outputs: Vec<DType>,
+}
+
+/// `lower` → `linearize` → `pm_linearize_cleanups` → `ren.render`, as tinygrad's
+/// `full_rewrite_to_sink` + `do_linearize` + `do_render` (codegen/__init__.py:289-445). A
+/// graph the renderer cannot take is [`Unsupported`].
+pub fn render_kernel<R: CStyleLanguage + ?Sized>(
+    ren: &R,
+    g: &Graph,
+    roots: &[UOp],
+) -> Result<RenderedKernel, Unsupported> {
+    let unsup = |e: super::render::CannotRender| Unsupported { reason: e.0 };
+    let k = lower::lower(ren, g, roots).map_err(unsup)?;
+    let mut kg = k.graph;
+    let lst = linearize::linearize(&kg, k.sink);
+    let lst = linearize::linearize_cleanups(&mut kg, &lst);
+    let src = ren.render(&kg, &lst).map_err(unsup)?;
+    let outputs = k
+        .params
+        .iter()
+        .filter(|p| p.pointer)
+        .map(|p| p.dtype)
+        .collect();
+    Ok(RenderedKernel {
+        src,
+        // `_render` names the kernel "test" when the SINK has no KernelInfo (cstyle.py:210)
+        entry: "test".into(),
+        params: k.params,
+        outputs,
+    })
+}
+
+/// The value an input parameter takes at `env`.
+pub fn input_val(p: &KernelParam, env: &Env) -> Option<Val> {
+    match &p.source {
+        ArgSource::Var(n) => env.vars.get(n).copied(),
+        ArgSource::Range(a) => env.ranges.get(a).map(|v| Val::Int(*v)),
+        ArgSource::Special(n) => env.specials.get(n).map(|v| Val::Int(*v)),
+        ArgSource::Output(_) => None,
+    }
+}
+
+/// `v` stored as `dt` in `dt.itemsize()` little-endian bytes (ints wrap, floats round).
+pub fn encode(dt: DType, v: Val) -> Vec<u8> {
+    let i = match v {
+        Val::Bool(b) => b as i128,
+        Val::Int(i) => i,
+        Val::Float(f) => f as i128,
+    };
+    let f = v.as_f64();
+    match dt {
+        DType::Float => (f as f32).to_le_bytes().to_vec(),
+        DType::Double => f.to_le_bytes().to_vec(),
+        DType::Half => half::f16::from_f64(f).to_le_bytes().to_vec(),
+        DType::BFloat16 => half::bf16::from_f64(f).to_le_bytes().to_vec(),
+        DType::Bool => vec![(i != 0) as u8],
+        _ => i.to_le_bytes()[..dt.itemsize() as usize].to_vec(),
+    }
+}
+
+/// The value of a `dt` held in the first `dt.itemsize()` bytes of `b` (zero-extended when
+/// shorter).
+pub fn decode(dt: DType, b: &[u8]) -> Val {
+    let mut w = [0u8; 8];
+    let n = (dt.itemsize() as usize).min(8).min(b.len());
+    w[..n].copy_from_slice(&b[..n]);
+    let u = u64::from_le_bytes(w);
+    match dt {
+        DType::Float => Val::Float(f32::from_bits(u as u32) as f64),
+        DType::Double => Val::Float(f64::from_bits(u)),
+        DType::Half => Val::Float(half::f16::from_bits(u as u16).to_f64()),
+        DType::BFloat16 => Val::Float(half::bf16::from_bits(u as u16).to_f64()),
+        DType::Bool => Val::Bool(u & 0xFF != 0),
+        DType::Int8 => Val::Int(u as u8 as i8 as i128),
+        DType::Int16 => Val::Int(u as u16 as i16 as i128),
+        DType::Int32 => Val::Int(u as u32 as i32 as i128),
+        DType::Int64 => Val::Int(u as i64 as i128),
+        DType::UInt8 => Val::Int((u & 0xFF) as i128),
+        DType::UInt16 => Val::Int((u & 0xFFFF) as i128),
+        DType::UInt32 => Val::Int((u & 0xFFFF_FFFF) as i128),
+        _ => Val::Int(u as i128),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip_and_wrap() {
+        for (dt, v, back) in [
+            (DType::Int8, Val::Int(-3), Val::Int(-3)),
+            (DType::UInt8, Val::Int(300), Val::Int(44)),
+            (DType::Int32, Val::Int(-7), Val::Int(-7)),
+            (DType::UInt32, Val::Int(-1), Val::Int(0xFFFF_FFFF)),
+            (DType::Float, Val::Float(1.5), Val::Float(1.5)),
+            (DType::Half, Val::Float(-2.25), Val::Float(-2.25)),
+            (DType::Bool, Val::Bool(true), Val::Bool(true)),
+            (DType::Int64, Val::Int(-5_000_000_000), Val::Int(-5_000_000_000)),
+        ] {
+            let b = encode(dt, v);
+            assert_eq!(b.len(), dt.itemsize() as usize, "{dt}");
+            assert_eq!(decode(dt, &b), back, "{dt}");
+        }
+    }
+}

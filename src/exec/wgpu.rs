@@ -1,0 +1,773 @@
+//! The WebGPU device under the `wgpu` backend: an adapter acquired as a value, WGSL compiled
+//! into compute pipelines, storage buffers kept per slot across runs, many dispatches in one
+//! submission, results read back through one staging buffer.
+//!
+//! The binding layout is tinygrad's (runtime/ops_webgpu.py:73-97): binding 0 is a uniform f32
+//! `+inf` (`INFINITY`, :97), the storage buffers follow from binding 1, then each integer
+//! variable as its own uniform; `dispatchWorkgroups(global_size)` (:123). The layout is
+//! explicit, not derived from the shader, so a kernel that never reads `INFINITY` still binds it
+//! as tinygrad's does.
+//!
+//! Only the Vulkan backend is enabled: wgpu's GL backend gives `x/0 = 0` where WGSL says `x`
+//! (docs/rust-deps.md §2), and in CI that is lavapipe (Mesa's CPU Vulkan). Shaders are built
+//! with wgpu's default runtime checks (bounds checks and naga's integer-division polyfills), the
+//! semantics the WGSL spec gives.
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why no WebGPU device is here (no Vulkan driver, no adapter): a value, so a caller can skip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no WebGPU adapter: {}", self.0)
+    }
+}
+
+/// What went wrong on a device that exists.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// The shader did not validate (naga's message) or its pipeline could not be built.
+    #[error("WGSL compile: {0}")]
+    Compile(String),
+    /// A dispatch or copy was rejected (wrong binding count, buffer too small...).
+    #[error("WebGPU validation: {0}")]
+    Validation(String),
+    /// The submission did not finish in time; the device is not reusable after this.
+    #[error("WebGPU submission did not finish within {0:?}")]
+    Timeout(Duration),
+    /// The device was lost or a map failed.
+    #[error("WebGPU device: {0}")]
+    Device(String),
+}
+
+/// How long one submission may run before it counts as hung: generated kernels finish in
+/// milliseconds on lavapipe, so ten seconds only catches real non-termination.
+pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A compiled entry point with the binding layout it was built for.
+pub struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    n_bufs: usize,
+    n_vals: usize,
+}
+
+/// One dispatch: `kernel` over storage slots `bufs` (binding 1..) and variables `vals` (each
+/// uniform's bits, little-endian in one 4-byte word: i32, u32, f32, or f16 in the low half).
+pub struct Launch<'a> {
+    pub kernel: &'a Kernel,
+    pub bufs: &'a [usize],
+    pub vals: &'a [u32],
+    pub global: [u32; 3],
+}
+
+struct Slot {
+    buf: wgpu::Buffer,
+    len: usize,
+}
+
+/// An acquired WebGPU device with its buffer slots.
+pub struct WgpuDevice {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    /// `AdapterInfo` name, driver and backend, for reports.
+    pub info: String,
+    /// The adapter has `shader-f16` and the device was created with it (tinygrad's arch
+    /// `"shader-f16"`, ops_webgpu.py:113-131).
+    pub has_f16: bool,
+    inf: wgpu::Buffer,
+    slots: Vec<Option<Slot>>,
+    staging: Option<wgpu::Buffer>,
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+impl WgpuDevice {
+    /// The first Vulkan adapter, with `shader-f16` when it has it. `WGPU_BACKEND` (e.g.
+    /// `vulkan`) narrows the search further, as wgpu reads it.
+    pub fn acquire() -> Result<WgpuDevice, Unavailable> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        desc.backends &= wgpu::Backends::VULKAN;
+        if desc.backends.is_empty() {
+            return Err(Unavailable(
+                "WGPU_BACKEND names no backend this build has (only vulkan)".into(),
+            ));
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| Unavailable(e.to_string()))?;
+        let info = adapter.get_info();
+        let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
+        // tinygrad asks for the adapter's own limits (ops_webgpu.py:120-122).
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("uopfuzz"),
+            required_features: if has_f16 {
+                wgpu::Features::SHADER_F16
+            } else {
+                wgpu::Features::empty()
+            },
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| Unavailable(format!("request_device: {e}")))?;
+        // wgpu's default handler panics on an error outside a scope: keep it as a value.
+        let uncaptured = Arc::new(Mutex::new(None));
+        let sink = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut s) = sink.lock() {
+                s.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let inf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("INFINITY"),
+            size: 4,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&inf, 0, &f32::INFINITY.to_le_bytes());
+        Ok(WgpuDevice {
+            device,
+            queue,
+            info: format!(
+                "{} ({}, {}, {:?})",
+                info.name, info.driver, info.driver_info, info.backend
+            ),
+            has_f16,
+            inf,
+            slots: Vec::new(),
+            staging: None,
+            uncaptured,
+        })
+    }
+
+    fn scoped<T>(&self, f: impl FnOnce() -> T) -> (T, Option<String>) {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let t = f();
+        let err = pollster::block_on(scope.pop()).map(|e| e.to_string());
+        (t, err)
+    }
+
+    fn take_uncaptured(&self) -> Option<String> {
+        self.uncaptured.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Compile `entry` of WGSL `src` for `n_bufs` storage buffers and `n_vals` scalar uniforms.
+    pub fn compile(
+        &self,
+        src: &str,
+        entry: &str,
+        n_bufs: usize,
+        n_vals: usize,
+    ) -> Result<Kernel, GpuError> {
+        let entry_ty = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let (kernel, err) = self.scoped(|| {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(entry),
+                    source: wgpu::ShaderSource::Wgsl(src.into()),
+                });
+            let entries: Vec<_> =
+                std::iter::once(entry_ty(0, wgpu::BufferBindingType::Uniform))
+                    .chain((0..n_bufs).map(|i| {
+                        entry_ty(
+                            i as u32 + 1,
+                            wgpu::BufferBindingType::Storage { read_only: false },
+                        )
+                    }))
+                    .chain((0..n_vals).map(|i| {
+                        entry_ty((n_bufs + i) as u32 + 1, wgpu::BufferBindingType::Uniform)
+                    }))
+                    .collect();
+            let layout = self
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: None,
+                    entries: &entries,
+                });
+            let pl = self
+                .device
+                .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&layout)],
+                    immediate_size: 0,
+                });
+            let pipeline = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: Some(&pl),
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+            Kernel {
+                pipeline,
+                layout,
+                n_bufs,
+                n_vals,
+            }
+        });
+        match err.or_else(|| self.take_uncaptured()) {
+            Some(e) => Err(GpuError::Compile(e)),
+            None => Ok(kernel),
+        }
+    }
+
+    /// Put `data` in storage slot `slot`; the slot's buffer is reused when it is big enough.
+    /// WebGPU storage bindings are 4-byte multiples, so the tail is zero-padded
+    /// (ops_webgpu.py:155-158).
+    pub fn write(&mut self, slot: usize, data: &[u8]) {
+        let padded = data.len().div_ceil(4).max(1) * 4;
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.size() as usize >= padded);
+        if !reuse {
+            let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: padded.next_power_of_two().max(16) as u64,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            self.slots[slot] = Some(Slot { buf, len: 0 });
+        }
+        let s = self.slots[slot].as_mut().expect("slot just filled");
+        let mut bytes = data.to_vec();
+        bytes.resize(padded, 0);
+        self.queue.write_buffer(&s.buf, 0, &bytes);
+        s.len = data.len();
+    }
+
+    fn slot(&self, slot: usize) -> Result<&Slot, GpuError> {
+        self.slots
+            .get(slot)
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| GpuError::Validation(format!("slot {slot} was never written")))
+    }
+
+    /// Encode every launch into one submission and wait for it.
+    pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), GpuError> {
+        for l in launches {
+            if l.bufs.len() != l.kernel.n_bufs || l.vals.len() != l.kernel.n_vals {
+                return Err(GpuError::Validation(format!(
+                    "kernel takes {} buffers and {} values, launch gives {} and {}",
+                    l.kernel.n_bufs,
+                    l.kernel.n_vals,
+                    l.bufs.len(),
+                    l.vals.len()
+                )));
+            }
+            for &b in l.bufs {
+                self.slot(b)?;
+            }
+        }
+        let (submitted, err) = self.scoped(|| {
+            let uniforms: Vec<Vec<wgpu::Buffer>> = launches
+                .iter()
+                .map(|l| {
+                    l.vals
+                        .iter()
+                        .map(|v| {
+                            let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+                                label: None,
+                                size: 4,
+                                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                                mapped_at_creation: false,
+                            });
+                            self.queue.write_buffer(&b, 0, &v.to_le_bytes());
+                            b
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+            for (l, unis) in launches.iter().zip(&uniforms) {
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: self.inf.as_entire_binding(),
+                }];
+                for (i, &b) in l.bufs.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: i as u32 + 1,
+                        resource: self.slots[b]
+                            .as_ref()
+                            .expect("checked above")
+                            .buf
+                            .as_entire_binding(),
+                    });
+                }
+                for (i, u) in unis.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: (l.bufs.len() + i) as u32 + 1,
+                        resource: u.as_entire_binding(),
+                    });
+                }
+                let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &l.kernel.layout,
+                    entries: &entries,
+                });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(&l.kernel.pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                pass.dispatch_workgroups(l.global[0], l.global[1], l.global[2]);
+            }
+            self.queue.submit([enc.finish()])
+        });
+        if let Some(e) = err.or_else(|| self.take_uncaptured()) {
+            return Err(GpuError::Validation(e));
+        }
+        self.wait(submitted)
+    }
+
+    fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), GpuError> {
+        match self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(idx),
+            timeout: Some(SUBMIT_TIMEOUT),
+        }) {
+            Ok(_) => Ok(()),
+            Err(wgpu::PollError::Timeout) => Err(GpuError::Timeout(SUBMIT_TIMEOUT)),
+            Err(e) => Err(GpuError::Device(e.to_string())),
+        }
+    }
+
+    /// The bytes of each slot (as many as were last written to it), copied out in one go.
+    pub fn read(&mut self, slots: &[usize]) -> Result<Vec<Vec<u8>>, GpuError> {
+        let mut offsets = Vec::with_capacity(slots.len());
+        let mut total = 0u64;
+        for &s in slots {
+            let len = self.slot(s)?.len.div_ceil(4).max(1) as u64 * 4;
+            offsets.push((total, len));
+            total += len;
+        }
+        if self.staging.as_ref().is_none_or(|b| b.size() < total) {
+            self.staging = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                size: total.next_power_of_two().max(256),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.as_ref().expect("staging just made");
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        for (&s, &(off, len)) in slots.iter().zip(&offsets) {
+            let src = &self.slots[s].as_ref().expect("checked above").buf;
+            enc.copy_buffer_to_buffer(src, 0, staging, off, Some(len));
+        }
+        let idx = self.queue.submit([enc.finish()]);
+        self.wait(idx)?;
+        let slice = staging.slice(..NonZeroU64::new(total).map_or(4, |t| t.get()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Device(e.to_string()))?
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        let out = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| GpuError::Device(e.to_string()))?;
+            slots
+                .iter()
+                .zip(&offsets)
+                .map(|(&s, &(off, _))| {
+                    let n = self.slots[s].as_ref().expect("checked above").len;
+                    view[off as usize..off as usize + n].to_vec()
+                })
+                .collect()
+        };
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+/// `WgpuDevice::acquire`, or why the caller must skip. In CI (`CI` set) a missing adapter
+/// is a setup failure, never a skip: lavapipe is installed there by scripts/setup.sh.
+pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
+    match WgpuDevice::acquire() {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") => {
+            panic!(
+                "{what}: CI is set but {e} (scripts/setup.sh installs mesa-vulkan-drivers; run with WGPU_BACKEND=vulkan)"
+            )
+        }
+        Err(e) => {
+            eprintln!("{what}: skipped: {e}");
+            None
+        }
+    }
+}
+
+// ---- the `wgpu` backend -------------------------------------------------------------------
+
+use super::backend::{Backend, Capabilities, Observed, Prepared, Support, TABLE_OPS, Unsupported};
+use super::interp::Env;
+use super::kernel_io::{self, RenderedKernel};
+use super::render::CStyleLanguage;
+use super::render::wgsl::WgslRenderer;
+use crate::ir::{DType, Graph, UOp};
+use std::sync::OnceLock;
+
+/// The process's one WebGPU device (acquiring an adapter costs 40-260 ms on lavapipe).
+fn device() -> &'static Result<Mutex<WgpuDevice>, Unavailable> {
+    static DEV: OnceLock<Result<Mutex<WgpuDevice>, Unavailable>> = OnceLock::new();
+    DEV.get_or_init(|| WgpuDevice::acquire().map(Mutex::new))
+}
+
+/// `--backend wgpu`: tinygrad's `WGSLRenderer` source (renderer/wgsl.py) on a Vulkan adapter
+/// through wgpu/naga (lavapipe in CI), one workgroup per kernel.
+///
+/// Computes as WGSL says: integer `x/0 = x`, `x%0 = 0`, `INT_MIN/-1 = INT_MIN` (naga's
+/// polyfills), int overflow wraps, shift counts taken mod 32 (after tinygrad's u32 cast,
+/// wgsl.py:48-49), float→int saturates; f32 math in hardware (transcendentals to WGSL's
+/// accuracy, not correctly rounded). Those UB points never reach the comparison (the oracle
+/// skips them for every backend). Unsupported: int64/uint64 (tinygrad emulates them as two
+/// words, the port's `lower` does not), double (tinygrad has no WGSL type for it), bfloat16/fp8
+/// (emulated in tinygrad), half without `shader-f16`, and sub-word (bool/char/short) *scalar
+/// inputs*: tinygrad renders those as `var<uniform> x: atomic<u32>`, which WGSL rejects.
+pub struct Wgpu;
+
+/// The dtypes `wgpu` runs, given whether the adapter has `shader-f16`.
+fn runs_dtype(dt: DType, f16: bool) -> bool {
+    WgslRenderer { f16 }.supported_dtypes().contains(&dt) || dt.is_weak()
+}
+
+impl Backend for Wgpu {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+    fn capabilities(&self) -> &Capabilities {
+        static CAPS: OnceLock<Capabilities> = OnceLock::new();
+        CAPS.get_or_init(|| {
+            let f16 = matches!(device(), Ok(d) if d.lock().is_ok_and(|d| d.has_f16));
+            let lowered: Vec<_> = TABLE_OPS
+                .iter()
+                .copied()
+                .filter(|o| o.is_alu() && !crate::exec::render::CSTYLE_OPS.contains(o))
+                .collect();
+            let no: Vec<DType> = DType::ALL
+                .iter()
+                .copied()
+                .filter(|d| !runs_dtype(*d, f16))
+                .collect();
+            Capabilities::all(Support::Runs)
+                .with(&lowered, DType::ALL, Support::LoweredFirst)
+                .with(TABLE_OPS, &no, Support::Unsupported)
+        })
+    }
+    fn available(&self) -> Result<(), String> {
+        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn prepare<'g>(
+        &self,
+        g: &'g Graph,
+        roots: &[UOp],
+    ) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        self.capabilities().check(g, roots)?;
+        let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
+        let k = kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots)?;
+        if let Some(p) = k.params.iter().find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half) {
+            return Err(Unsupported {
+                reason: format!(
+                    "scalar input of {}: tinygrad's WGSL makes it a uniform atomic<u32> (wgsl.py:98, :110), which WGSL rejects",
+                    p.dtype.py_name()
+                ),
+            });
+        }
+        if let Some(p) = k.params.iter().find(|p| !runs_dtype(p.dtype, f16)) {
+            return Err(Unsupported {
+                reason: format!("{} after lowering", p.dtype.py_name()),
+            });
+        }
+        let compiled = dev.lock().map_err(|_| Unsupported {
+            reason: "WebGPU device poisoned by an earlier panic".into(),
+        })?;
+        let n_bufs = k.params.iter().filter(|p| p.pointer).count();
+        let n_vals = k.params.len() - n_bufs;
+        let kernel = compiled.compile(&k.src, &k.entry, n_bufs, n_vals);
+        drop(compiled);
+        Ok(Box::new(WgpuPrepared { k, kernel }))
+    }
+}
+
+/// A compiled WGSL kernel; a compile failure is kept and reported on every point.
+pub struct WgpuPrepared {
+    pub k: RenderedKernel,
+    kernel: Result<Kernel, GpuError>,
+}
+
+impl WgpuPrepared {
+    /// The WGSL source it runs.
+    pub fn source(&self) -> &str {
+        &self.k.src
+    }
+}
+
+/// The uniform word of a scalar input (f16 in the low half).
+fn uniform_word(dt: DType, v: crate::ir::alu::Val) -> u32 {
+    let mut b = kernel_io::encode(dt, v);
+    b.resize(4, 0);
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl Prepared for WgpuPrepared {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let n_out = self.k.outputs.len();
+        let fail = |e: super::backend::ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
+        let kernel = match &self.kernel {
+            Ok(k) => k,
+            Err(e) => {
+                return fail(super::backend::ExecError::Compile {
+                    what: e.to_string(),
+                });
+            }
+        };
+        let Ok(dev) = device() else {
+            return fail(super::backend::ExecError::Crash {
+                what: "no WebGPU device".into(),
+            });
+        };
+        let Ok(mut dev) = dev.lock() else {
+            return fail(super::backend::ExecError::Crash {
+                what: "WebGPU device poisoned".into(),
+            });
+        };
+        // every point in one submission: point p's outputs live in slots p*n_out..
+        let mut vals: Vec<Vec<u32>> = Vec::with_capacity(points.len());
+        let mut missing = vec![false; points.len()];
+        for (pi, env) in points.iter().enumerate() {
+            let mut vs = Vec::new();
+            for p in self.k.params.iter().filter(|p| !p.pointer) {
+                match kernel_io::input_val(p, env) {
+                    Some(v) => vs.push(uniform_word(p.dtype, v)),
+                    None => {
+                        missing[pi] = true;
+                        vs.push(0);
+                    }
+                }
+            }
+            vals.push(vs);
+            for (o, dt) in self.k.outputs.iter().enumerate() {
+                dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]);
+            }
+        }
+        let slots: Vec<Vec<usize>> = (0..points.len())
+            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .collect();
+        let launches: Vec<Launch> = (0..points.len())
+            .map(|pi| Launch {
+                kernel,
+                bufs: &slots[pi],
+                vals: &vals[pi],
+                global: [1, 1, 1],
+            })
+            .collect();
+        let all: Vec<usize> = slots.iter().flatten().copied().collect();
+        let read = dev.run(&launches).and_then(|_| dev.read(&all));
+        let bytes = match read {
+            Ok(b) => b,
+            Err(GpuError::Timeout(d)) => {
+                return fail(super::backend::ExecError::Timeout {
+                    ms: d.as_millis() as u64,
+                });
+            }
+            Err(e) => {
+                return fail(super::backend::ExecError::Crash {
+                    what: e.to_string(),
+                });
+            }
+        };
+        (0..points.len())
+            .map(|pi| {
+                (0..n_out)
+                    .map(|o| {
+                        if missing[pi] {
+                            return Observed::failed(super::backend::ExecError::UnboundVar(
+                                "a kernel input".into(),
+                            ));
+                        }
+                        let v = kernel_io::decode(self.k.outputs[o], &bytes[pi * n_out + o]);
+                        Observed {
+                            value: Some(v),
+                            buffers: vec![],
+                            ub: false,
+                            error: None,
+                            invalid: false,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_KERNELS: &str = "
+@group(0) @binding(0) var<uniform> INFINITY : f32;
+@group(0) @binding(1) var<storage,read_write> out: array<f32>;
+@group(0) @binding(2) var<storage,read_write> a: array<f32>;
+@group(0) @binding(3) var<uniform> n: i32;
+@compute @workgroup_size(1) fn scale(@builtin(workgroup_id) gindex: vec3<u32>) {
+  let i = i32(gindex.x);
+  out[i] = a[i] * f32(n) + select(0.0, INFINITY, i == 3);
+}
+@compute @workgroup_size(1) fn idiv(@builtin(workgroup_id) gindex: vec3<u32>) {
+  let i = i32(gindex.x);
+  out[i] = f32(i32(a[i]) / (i - 2));
+}
+";
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn smoke_two_entry_points_one_submission_reused_buffers() {
+        let Some(mut dev) = acquire_or_skip("wgpu smoke") else {
+            return;
+        };
+        let scale = dev.compile(TWO_KERNELS, "scale", 2, 1).unwrap();
+        let idiv = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        let a: Vec<u8> = [1.0f32, -2.0, 7.0, 0.5]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        dev.write(0, &[0u8; 16]);
+        dev.write(1, &a);
+        dev.write(2, &[0u8; 16]);
+        dev.run(&[
+            Launch {
+                kernel: &scale,
+                bufs: &[0, 1],
+                vals: &[3i32 as u32],
+                global: [4, 1, 1],
+            },
+            Launch {
+                kernel: &idiv,
+                bufs: &[2, 1],
+                vals: &[],
+                global: [4, 1, 1],
+            },
+        ])
+        .unwrap();
+        let r = dev.read(&[0, 2]).unwrap();
+        assert_eq!(f32s(&r[0]), vec![3.0, -6.0, 21.0, f32::INFINITY]);
+        // i32(7.0) / 0 = 7 in WGSL (naga's polyfill), not a trap or 0 as on GL.
+        assert_eq!(f32s(&r[1]), vec![0.0, 2.0, 7.0, 0.0]);
+        // second run: same slots, smaller input, buffers reused, stale tail not read back
+        dev.write(1, &2.0f32.to_le_bytes());
+        dev.write(0, &[0u8; 4]);
+        dev.run(&[Launch {
+            kernel: &scale,
+            bufs: &[0, 1],
+            vals: &[-1i32 as u32],
+            global: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+
+    #[test]
+    fn backend_smoke() {
+        use crate::ir::Ops;
+        use crate::ir::alu::Val;
+        if acquire_or_skip("wgpu backend smoke").is_none() {
+            return;
+        }
+        let mut g = Graph::new();
+        let a = g.variable("a", -100, 100, DType::Int32);
+        let b = g.variable("b", -100, 100, DType::Int32);
+        let x = g.variable("x", -4, 4, DType::Float);
+        let q = g.alu(Ops::CDIV, &[a, b]).unwrap();
+        let sh = g.alu(Ops::SHL, &[a, b]).unwrap();
+        let s = g.alu(Ops::SQRT, &[x]).unwrap();
+        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
+        let be: &dyn Backend = &Wgpu;
+        let mut p = be.prepare(&g, &[q, sh, s, lt]).unwrap_or_else(|u| panic!("{u}"));
+        let e1 = Env::new().var("a", Val::Int(-7)).var("b", Val::Int(2)).var("x", Val::Float(2.25));
+        let e2 = Env::new().var("a", Val::Int(7)).var("b", Val::Int(0)).var("x", Val::Float(0.0));
+        let rows = p.run(&[&e1, &e2]);
+        let v = |r: usize, c: usize| rows[r][c].value;
+        assert_eq!(v(0, 0), Some(Val::Int(-3)), "{:?}", rows[0][0]);
+        // -7 << 2 through u32 (wgsl.py:48)
+        assert_eq!(v(0, 1), Some(Val::Int(-28)));
+        assert_eq!(v(0, 2), Some(Val::Float(1.5)));
+        assert_eq!(v(0, 3), Some(Val::Bool(true)));
+        // WGSL's x/0 = x, where the interpreter says 0 and flags UB
+        assert_eq!(v(1, 0), Some(Val::Int(7)));
+        assert_eq!(v(1, 3), Some(Val::Bool(false)));
+        drop(p);
+        // a double graph is a value, not an error
+        let d = g.variable("d", -4, 4, DType::Double);
+        let ds = g.alu(Ops::SQRT, &[d]).unwrap();
+        let u = be.prepare(&g, &[ds]).err().expect("double ran on wgpu");
+        assert!(u.reason.contains("double"), "{}", u.reason);
+    }
+
+    #[test]
+    fn bad_wgsl_and_bad_launch_are_values() {
+        let Some(mut dev) = acquire_or_skip("wgpu smoke") else {
+            return;
+        };
+        let e = dev
+            .compile("fn nope( {", "nope", 0, 0)
+            .err()
+            .expect("bad WGSL compiled");
+        assert!(matches!(e, GpuError::Compile(_)), "{e}");
+        let k = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        dev.write(0, &[0u8; 4]);
+        let e = dev
+            .run(&[Launch {
+                kernel: &k,
+                bufs: &[0],
+                vals: &[],
+                global: [1, 1, 1],
+            }])
+            .unwrap_err();
+        assert!(matches!(e, GpuError::Validation(_)), "{e}");
+        // the device still works afterwards
+        dev.write(1, &5.0f32.to_le_bytes());
+        dev.run(&[Launch {
+            kernel: &k,
+            bufs: &[0, 1],
+            vals: &[],
+            global: [1, 1, 1],
+        }])
+        .unwrap();
+        assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+}

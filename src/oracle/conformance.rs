@@ -1,0 +1,211 @@
+//! Backend conformance: generated graphs of every family run on the reference interpreter and on
+//! one backend at the same points; the backend agrees where the reference defines the point,
+//! ints exactly, floats within the tolerance model (`tolerance.rs`) plus the backend's own term
+//! ([`backend_abs_slack`]). Graphs the backend cannot run are counted by reason, never
+//! failures. This is the check `tests/gpu_conformance.rs` runs on lavapipe and
+//! `uopfuzz conformance --backend cuda` runs on a GPU box.
+use super::check::CheckOpts;
+use super::compare::approx_eval;
+use super::inputs::make_points;
+use super::tolerance::{self, Approx, FloatCmp};
+use crate::exec::interp_backend;
+use crate::exec::{Backend, Observed};
+use crate::generate::{Family, GenConfig, generate_seeded};
+use crate::ir::alu::Val;
+use std::collections::BTreeMap;
+
+/// An absolute error a backend may add to a float result: WGSL's `sin` is only bounded to
+/// 2^-11 absolute on [-π, π] and not at all outside, so a graph through SIN on `wgpu` is
+/// compared with that much slack (and outside [-π, π] only counted as rounding).
+pub fn backend_abs_slack(backend: &str, uses_sin: bool) -> f64 {
+    if backend == "wgpu" && uses_sin {
+        2f64.powi(-11)
+    } else {
+        0.0
+    }
+}
+
+/// The outcome of a conformance run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub backend: String,
+    /// Graphs generated, per family.
+    pub graphs: BTreeMap<String, usize>,
+    /// Graphs the backend ran, per family.
+    pub ran: BTreeMap<String, usize>,
+    /// Graphs it answered `Unsupported` for, by reason (the first words of the reason).
+    pub unsupported: BTreeMap<String, usize>,
+    pub points_compared: usize,
+    pub points_skipped: usize,
+    pub agree: usize,
+    /// Floats the tolerance model cannot decide (a comparison on a rounding edge...).
+    pub rounding: usize,
+    pub mismatches: usize,
+    /// The backend failed to compile or crashed on a graph it accepted.
+    pub failures: usize,
+    /// The first few mismatches and failures, with the graph and the point.
+    pub examples: Vec<String>,
+}
+
+impl Report {
+    pub fn total_graphs(&self) -> usize {
+        self.graphs.values().sum()
+    }
+    pub fn total_ran(&self) -> usize {
+        self.ran.values().sum()
+    }
+    /// The one-paragraph summary the test and the CLI print.
+    pub fn summary(&self) -> String {
+        let fam: Vec<String> = self
+            .graphs
+            .iter()
+            .map(|(f, n)| format!("{f} {}/{n}", self.ran.get(f).copied().unwrap_or(0)))
+            .collect();
+        let mut s = format!(
+            "conformance {}: {} graphs, {} ran ({}), {} points compared: {} agree, {} rounding, {} mismatches, {} failures; {} points skipped (reference undefined or non-finite)\n",
+            self.backend,
+            self.total_graphs(),
+            self.total_ran(),
+            fam.join(", "),
+            self.points_compared,
+            self.agree,
+            self.rounding,
+            self.mismatches,
+            self.failures,
+            self.points_skipped
+        );
+        for (r, n) in &self.unsupported {
+            s += &format!("  unsupported {n:5}  {r}\n");
+        }
+        for e in &self.examples {
+            s += &format!("  {e}\n");
+        }
+        s
+    }
+}
+
+fn reason_key(r: &str) -> String {
+    // group "SQRT at double (node 12)" with its siblings: drop the node number
+    r.split(" (node").next().unwrap_or(r).chars().take(90).collect()
+}
+
+/// Runs `per_family` graphs of every family (seeds `seed..`) on `backend` and the interpreter.
+pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -> Report {
+    let mut rep = Report {
+        backend: backend.name().to_string(),
+        ..Default::default()
+    };
+    let opts = CheckOpts {
+        points,
+        seed,
+        ..Default::default()
+    };
+    for fam in Family::ALL {
+        let cfg = GenConfig {
+            family: Some(fam),
+            ..Default::default()
+        };
+        for i in 0..per_family {
+            let s = seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9) ^ fam as u64;
+            let case = generate_seeded(s, &cfg);
+            *rep.graphs.entry(fam.name().into()).or_default() += 1;
+            let roots = [case.root];
+            let mut prepared = match backend.prepare(&case.graph, &roots) {
+                Ok(p) => p,
+                Err(u) => {
+                    *rep.unsupported.entry(reason_key(&u.reason)).or_default() += 1;
+                    continue;
+                }
+            };
+            *rep.ran.entry(fam.name().into()).or_default() += 1;
+            let pts = make_points(&case, &CheckOpts { seed: s, ..opts });
+            let envs: Vec<&crate::exec::interp::Env> = pts.iter().map(|p| &p.env).collect();
+            let got = prepared.run(&envs);
+            let uses_sin = case
+                .graph
+                .toposort(&roots)
+                .iter()
+                .any(|u| case.graph.op(*u) == crate::ir::Ops::SIN);
+            let dt = case.graph.dtype(case.root);
+            let mut failed = false;
+            for (env, row) in envs.iter().zip(&got) {
+                let r = interp_backend::observe(&case.graph, case.root, env);
+                if r.error.is_some() || r.ub || r.invalid || r.value.is_none() {
+                    rep.points_skipped += 1;
+                    continue;
+                }
+                let b: &Observed = &row[0];
+                if let Some(e) = &b.error {
+                    if e.is_resource_limit() {
+                        rep.points_skipped += 1;
+                        continue;
+                    }
+                    if !failed {
+                        rep.failures += 1;
+                        failed = true;
+                        if rep.examples.len() < 8 {
+                            rep.examples.push(format!(
+                                "failure [{}] seed {s}: {e}\n{}",
+                                fam.name(),
+                                crate::ir::text::write_graph(&case.graph, &roots, &["root"])
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                let (Some(rv), Some(bv)) = (r.value, b.value) else {
+                    rep.points_skipped += 1;
+                    continue;
+                };
+                let verdict = if dt.is_float() {
+                    let Some(ap) = approx_eval(&case.graph, case.root, env) else {
+                        rep.points_skipped += 1;
+                        continue;
+                    };
+                    // fast-math: tinygrad's float rules and WGSL assume finite values
+                    if ap.nonfinite || !rv.as_f64().is_finite() {
+                        rep.points_skipped += 1;
+                        continue;
+                    }
+                    let slack = backend_abs_slack(backend.name(), uses_sin);
+                    let o = Approx {
+                        e: ap.root.e + slack,
+                        ..ap.root
+                    };
+                    tolerance::compare(dt, o, Approx::exact(bv.as_f64()), false)
+                } else if super::compare::same_val(rv, bv) {
+                    FloatCmp::Identical
+                } else {
+                    FloatCmp::Mismatch
+                };
+                rep.points_compared += 1;
+                match verdict {
+                    FloatCmp::Identical | FloatCmp::WithinTolerance => rep.agree += 1,
+                    FloatCmp::Inconclusive => rep.rounding += 1,
+                    FloatCmp::Mismatch => {
+                        rep.mismatches += 1;
+                        if rep.examples.len() < 8 {
+                            rep.examples.push(format!(
+                                "mismatch [{}] seed {s}: reference {} vs {} {} at vars {:?}\n{}",
+                                fam.name(),
+                                show(rv),
+                                backend.name(),
+                                show(bv),
+                                env.vars,
+                                crate::ir::text::write_graph(&case.graph, &roots, &["root"])
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    rep
+}
+
+fn show(v: Val) -> String {
+    match v {
+        Val::Float(f) => format!("{f:e}"),
+        other => format!("{other:?}"),
+    }
+}
