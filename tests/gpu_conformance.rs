@@ -22,7 +22,11 @@ fn check(be: &dyn Backend) {
     assert_eq!(rep.failures, 0, "{}", rep.summary());
     // every scalar family runs; the kernel family is unsupported until `lower` takes kernels
     for fam in ["index", "fixedint", "float", "bool"] {
-        assert!(rep.ran.get(fam).copied().unwrap_or(0) > 0, "{fam}: {}", rep.summary());
+        assert!(
+            rep.ran.get(fam).copied().unwrap_or(0) > 0,
+            "{fam}: {}",
+            rep.summary()
+        );
     }
 }
 

@@ -86,7 +86,12 @@ impl Report {
 
 fn reason_key(r: &str) -> String {
     // group "SQRT at double (node 12)" with its siblings: drop the node number
-    r.split(" (node").next().unwrap_or(r).chars().take(90).collect()
+    r.split(" (node")
+        .next()
+        .unwrap_or(r)
+        .chars()
+        .take(90)
+        .collect()
 }
 
 /// Runs `per_family` graphs of every family (seeds `seed..`) on `backend` and the interpreter.

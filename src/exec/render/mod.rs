@@ -312,7 +312,7 @@ pub fn py_str(c: ConstVal) -> String {
     match c {
         ConstVal::Bool(b) => if b { "True" } else { "False" }.into(),
         ConstVal::Int(i) => i.to_string(),
-        ConstVal::Float(f) => crate::ir::text::py_float_repr(f),
+        ConstVal::Float(f) => crate::ir::num::py_float_repr(f),
         ConstVal::Invalid => "Invalid".into(),
     }
 }
