@@ -3,6 +3,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod bench;
+pub mod bugs;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -41,6 +42,8 @@ pub enum Cmd {
     Replay(replay::Args),
     /// Bucket a findings directory by signature into issue-ready markdown (or --json).
     Report(report::Args),
+    /// The distinct bugs behind a findings directory: root-cause keys, minimized repros, ranked.
+    Bugs(bugs::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
 }
@@ -55,6 +58,7 @@ pub fn main() -> ExitCode {
         Cmd::Triage(a) => triage::run(a),
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
+        Cmd::Bugs(a) => code(bugs::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
     }
 }

@@ -41,6 +41,9 @@ pub struct FuzzOpts {
     pub known: Vec<(Signature, String)>,
     /// Stop at the first finding not in `known`.
     pub stop_on_new: bool,
+    /// `not-idempotent` is a finding (`--check idempotence`); otherwise a health statistic
+    /// (`Summary::not_idempotent`): tinygrad does not promise one graph_rewrite is a fixpoint.
+    pub check_idempotence: bool,
 }
 
 impl Default for FuzzOpts {
@@ -60,6 +63,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: parse_known(BUILTIN_KNOWN).unwrap_or_default(),
             stop_on_new: false,
+            check_idempotence: false,
         }
     }
 }
@@ -164,6 +168,8 @@ pub struct FindingRef {
     pub known: bool,
     /// Graphs generated when it was first seen (iterations to detection).
     pub iter: u64,
+    /// Findings with this signature in the run.
+    pub count: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -172,6 +178,9 @@ pub struct Summary {
     pub graphs_per_sec: f64,
     pub secs: f64,
     pub findings_total: u64,
+    /// Graphs a second rewrite changes again, by the first rule of that rewrite (counted, not
+    /// findings, unless `check_idempotence`).
+    pub not_idempotent: BTreeMap<String, u64>,
     /// One entry per distinct signature (the first finding saved for it).
     pub findings: Vec<FindingRef>,
     pub by_class: BTreeMap<String, u64>,
@@ -541,6 +550,14 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
             let Some(det) = &res.detected else { continue };
+            if det.class == Class::NotIdempotent && !opts.check_idempotence {
+                let first = det
+                    .summary
+                    .rsplit_once("(first: ")
+                    .map_or("-", |(_, r)| r.trim_end_matches(')'));
+                *sum.not_idempotent.entry(first.to_string()).or_insert(0) += 1;
+                continue;
+            }
             let finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
             sum.findings_total += 1;
             *sum.by_class
@@ -570,6 +587,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                     path,
                     known,
                     iter: sum.execs,
+                    count: 0,
                 });
                 if opts.stop_on_new && !known {
                     break 'outer;
@@ -593,6 +611,12 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
     }
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    for f in &mut sum.findings {
+        f.count = seen
+            .iter()
+            .find(|(s, _)| s.class.name() == f.class && s.rule == f.rule && s.dtype == f.dtype)
+            .map_or(0, |(_, c)| *c as u64);
     }
     sum.secs = start.elapsed().as_secs_f64();
     sum.graphs_per_sec = sum.execs as f64 / sum.secs.max(1e-9);

@@ -1,6 +1,7 @@
 //! Stage 5: the differential oracle — input points, refinement under UB, the float tolerance
 //! model and policy, and verdicts.
 pub mod bench;
+pub mod bounds;
 pub mod check;
 pub mod fuzz;
 pub mod inject;
