@@ -361,6 +361,7 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
                 let srcs: Vec<String> = n.src.iter().map(|s| exprs[s].clone()).collect();
                 let arg = match &n.arg {
                     Arg::None => String::new(),
+                    Arg::DType(d) => format!(", {}", dtype_expr(*d)),
                     _ => return None,
                 };
                 format!(
@@ -382,7 +383,7 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     }
     let _ = writeln!(
         o,
-        "from tinygrad.dtype import dtypes, truncate{}",
+        "from tinygrad.dtype import dtypes, truncate, bitcast{}",
         if needs_param { ", AddrSpace" } else { "" }
     );
     if needs_param {
@@ -427,7 +428,7 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     match class {
         Class::RewriteBug => {
             o.push_str("for pm, ctx in PMS: new = graph_rewrite(new, pm, ctx=ctx)\n");
-            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
+            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
             let _ = writeln!(o, "ENV = {{{}}}", point.join(", "));
             o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
         }

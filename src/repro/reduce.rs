@@ -183,6 +183,9 @@ fn fresh_var(g: &mut Graph, u: UOp, name: &str, val: &Val) -> Option<UOp> {
 #[derive(Clone, Copy, Debug)]
 enum Cand {
     Root(UOp),
+    /// A kernel's value expression with every LOAD under it a variable holding the loaded value
+    /// at one iteration.
+    RootScalar(UOp),
     DropStmt(usize),
     Node(UOp, UOp),
     Var(UOp),
@@ -198,7 +201,13 @@ fn candidates(g: &Graph, root: UOp, env: &Env) -> Vec<Cand> {
         .map(|u| (g.toposort(&[*u]).len(), *u))
         .collect();
     descs.sort();
-    out.extend(descs.into_iter().map(|(_, u)| Cand::Root(u)));
+    let kernel = g.dtype(root) == DType::Void;
+    for (_, u) in descs {
+        out.push(Cand::Root(u));
+        if kernel && g.toposort(&[u]).iter().any(|x| g.op(*x) == Ops::LOAD) {
+            out.push(Cand::RootScalar(u));
+        }
+    }
     if matches!(g.op(root), Ops::SINK | Ops::GROUP) && g.src(root).len() > 1 {
         out.extend((0..g.src(root).len()).map(Cand::DropStmt));
     }
@@ -225,6 +234,11 @@ fn candidates(g: &Graph, root: UOp, env: &Env) -> Vec<Cand> {
                     }
                 }
             }
+            continue;
+        }
+        // a free loop index of a scalar expression becomes a variable holding its value
+        if matches!(op, Ops::RANGE | Ops::SPECIAL) && g.dtype(root) != DType::Void {
+            out.push(Cand::Var(u));
             continue;
         }
         if !is_value_node(g, u) {
@@ -274,7 +288,7 @@ const MAX_COMPLETIONS: usize = 48;
 
 /// Points for a scalar graph taken out of its loops: the free indices over their iterations
 /// (row-major, up to [`MAX_COMPLETIONS`]); just `env` when none is free.
-fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
+pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
     let free = free_indices(g, root, env);
     if free.is_empty() || g.dtype(root) == DType::Void {
         return vec![env.clone()];
@@ -305,11 +319,65 @@ fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
     out
 }
 
-fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, Env)> {
+/// `d` with every LOAD under it replaced by a fresh variable holding its value at `e`.
+fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
+    let mut g2 = g.clone();
+    let mut env2 = Env {
+        max_steps: e.max_steps,
+        ..Env::default()
+    };
+    env2.vars = e.vars.clone();
+    let mut map = HashMap::new();
+    for u in g.toposort(&[d]) {
+        if g.op(u) == Ops::LOAD {
+            let v = value_at(g, u, e)?;
+            let name = fresh_name(&g2, d, &env2);
+            let dt = g.dtype(u);
+            let var = match dt {
+                DType::Bool => g2.variable(&name, 0, 1, dt),
+                d if d.is_float() => crate::smt::verify::free_variable(&mut g2, &name, d),
+                d => {
+                    let (lo, hi) = d
+                        .int_bounds()
+                        .filter(|_| d.is_fixed_int())
+                        .unwrap_or((i64::MIN as i128, i64::MAX as i128));
+                    g2.variable(&name, lo, hi, d)
+                }
+            };
+            env2.vars.insert(name, v);
+            map.insert(u, var);
+        }
+    }
+    let r = substitute(&mut g2, d, &map);
+    // loop indices the scalar still reads keep their values
+    env2.ranges = e.ranges.clone();
+    env2.specials = e.specials.clone();
+    let (g3, rr) = g2.extract(&[r]);
+    Some((g3, rr[0], env2))
+}
+
+fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Vec<(Graph, UOp, Env)> {
+    if let Cand::RootScalar(d) = c {
+        return completions(g, d, env)
+            .iter()
+            .filter_map(|e| scalarize(g, d, e))
+            .collect();
+    }
+    let one = apply_one(g, root, env, c);
+    let Some((g2, r2, e2)) = one else {
+        return vec![];
+    };
+    completions(&g2, r2, &e2)
+        .into_iter()
+        .map(|e| (g2.clone(), r2, e))
+        .collect()
+}
+
+fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, Env)> {
     let mut g2 = g.clone();
     let mut env2 = env.clone();
     let new_root = match c {
-        Cand::Root(d) => d,
+        Cand::Root(d) | Cand::RootScalar(d) => d,
         Cand::DropStmt(i) => {
             let n = g.node(root).clone();
             let src: Vec<UOp> = n
@@ -443,13 +511,13 @@ pub fn reduce(
             if tried >= max_tries {
                 break 'outer;
             }
-            let Some((g2, r2, e2)) = apply(&g, root, &env, c) else {
-                continue;
-            };
-            if measure(&g2, r2) >= cur || (!had_zero_div && zero_divisor(&g2, r2)) {
-                continue;
-            }
-            for e3 in completions(&g2, r2, &e2) {
+            for (g2, r2, e3) in apply(&g, root, &env, c) {
+                if measure(&g2, r2) >= cur || (!had_zero_div && zero_divisor(&g2, r2)) {
+                    break;
+                }
+                if tried >= max_tries {
+                    break 'outer;
+                }
                 tried += 1;
                 if keep(&g2, r2, &e3) {
                     (g, root, env) = (g2, r2, e3);

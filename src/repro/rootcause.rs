@@ -235,9 +235,32 @@ fn wraps(o: &Outcome) -> bool {
     o.ub_at.is_some_and(|(_, k)| !k.is_hard())
 }
 
-/// The symptom of `before` → `after` at `env` (both in `g`).
+/// The symptom of `before` → `after` at `env` (both in `g`). A step inside a kernel loop has no
+/// value on its own: its free loop indices are tried over their iterations, and the first one
+/// where the two differ is read.
 fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
-    let (Some(o), Some(n)) = (outcome(g, before, env), outcome(g, after, env)) else {
+    let pair = |e: &Env| Some((outcome(g, before, e)?, outcome(g, after, e)?));
+    let differ = |(o, n): &(Outcome, Outcome)| {
+        o.hard_ub != n.hard_ub
+            || lanes(o) != lanes(n)
+            || match (o.value, n.value) {
+                (Some(a), Some(b)) => !a.same(&b),
+                _ => false,
+            }
+    };
+    let found = pair(env).or_else(|| {
+        super::reduce::completions(g, before, env)
+            .iter()
+            .filter_map(|e| {
+                let mut e2 = e.clone();
+                for (k, v) in super::reduce::completions(g, after, e).first()?.ranges.iter() {
+                    e2.ranges.entry(*k).or_insert(*v);
+                }
+                pair(&e2)
+            })
+            .find(differ)
+    });
+    let Some((o, n)) = found else {
         return Symptom::WrongValue;
     };
     if n.hard_ub && !o.hard_ub {
