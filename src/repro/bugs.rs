@@ -258,7 +258,7 @@ fn short_ok(g: &Graph, root: UOp) -> bool {
                 .as_param()
                 .is_some_and(|p| p.slot < 0 && p.name.is_some()),
             Ops::STACK => g.dtype(u) == DType::Void && g.src(u).is_empty(),
-            Ops::FDIV | Ops::THREEFRY | Ops::BITCAST => false,
+            Ops::FDIV | Ops::THREEFRY => false,
             _ => op.is_alu() && g.dtype(u) != DType::Void,
         }
     })
