@@ -47,7 +47,11 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     .expect("fast_idiv's negative-divisor assertion is its own bug");
     assert!(idiv.off_by_default);
     // minimized to the negative divisor, never to a division by zero
-    assert!(idiv.expr.contains("// -"), "{}", idiv.expr);
+    assert!(
+        idiv.expr.contains("// -") || idiv.expr.contains("% -"),
+        "{}",
+        idiv.expr
+    );
     assert!(!idiv.python.contains("UOp.const(0,"), "{}", idiv.python);
     let self_dep = all
         .iter()
@@ -68,7 +72,13 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
         assert!(b.key_kept, "{}: key lost", b.key);
         assert!(b.nodes_after <= 12, "{}: {} nodes", b.key, b.nodes_after);
         assert!(RootCause::parse(&b.keys[0]).is_some(), "{}", b.keys[0]);
-        assert!(b.python_lines <= 15, "{}: {} lines\n{}", b.key, b.python_lines, b.python);
+        assert!(
+            b.python_lines <= 15,
+            "{}: {} lines\n{}",
+            b.key,
+            b.python_lines,
+            b.python
+        );
         if py.is_some() {
             let t = b.tinygrad_0140.as_deref().unwrap_or("-");
             assert!(

@@ -253,7 +253,11 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
             .iter()
             .filter_map(|e| {
                 let mut e2 = e.clone();
-                for (k, v) in super::reduce::completions(g, after, e).first()?.ranges.iter() {
+                for (k, v) in super::reduce::completions(g, after, e)
+                    .first()?
+                    .ranges
+                    .iter()
+                {
                     e2.ranges.entry(*k).or_insert(*v);
                 }
                 pair(&e2)
