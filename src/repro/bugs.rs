@@ -28,6 +28,26 @@ use std::path::{Path, PathBuf};
 /// Rules tinygrad 0.14.0 has off by default (`DISABLE_FAST_IDIV=1`, codegen/decomp/op.py).
 pub const OFF_BY_DEFAULT: &[&str] = &["late/fast_idiv", "late/cmod_to_cdiv"];
 
+/// Float rules that regroup or cancel on purpose (tinygrad's float rules assume fast-math:
+/// reassociation, `x/x → 1`, `x*(1/y)`), so a float difference they make is intended.
+pub const FAST_MATH_RULES: &[&str] = &[
+    "symbolic/assoc_fold_ADD",
+    "symbolic/assoc_fold_MUL",
+    "symbolic/add_const_to_end",
+    "symbolic/mul_const_to_end",
+    "symbolic/y_x_plus_x",
+    "symbolic/x_plus_x",
+    "symbolic/combine_x_xc",
+    "symbolic/combine_y_x_xc",
+    "symbolic/combine_y_xc_x",
+    "symbolic/div_div",
+    "symbolic/fold_where_closure",
+    "sym/x_div_1_plus_x_mul",
+    "sym/recip_mul_const",
+    "symbolic_simple/mul_div_cancel",
+    "symbolic_simple/div_self_float",
+];
+
 /// Most candidates the minimizer checks per representative.
 pub const MAX_TRIES: usize = 1500;
 
@@ -195,6 +215,9 @@ pub fn minimize_loaded(l: &Loaded, key: &RootCause, max_tries: usize) -> Result<
 pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
     let float = DType::from_py_name(&key.dtype).is_some_and(|d| d.is_float());
     match key.class {
+        Class::RewriteBug if float && FAST_MATH_RULES.contains(&key.blamed.as_str()) => Some(
+            "fast-math: the rule regroups or cancels float operations on purpose (tinygrad's float rules assume fast-math)".into(),
+        ),
         Class::RewriteBug if float && key.symptom == "precision" => Some(
             "fast-math: a float regrouping or approximation within rounding (tinygrad's float rules assume fast-math)".into(),
         ),
@@ -202,15 +225,32 @@ pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
             "fast-math: the difference is a NaN or infinity, which fast-math assumes away".into(),
         ),
         Class::RewriteError
-            if key.op == "ZeroDivisionError" && zero_divisor(g, root) =>
+            if key.op == "ZeroDivisionError" && may_divide_by_zero(g, root) =>
         {
-            Some("undefined input: the program divides by a constant zero".into())
+            Some("undefined input: a divisor is zero or its range includes zero (the program divides by zero there)".into())
         }
         Class::NotIdempotent => Some(
             "tinygrad does not promise that one graph_rewrite reaches a fixpoint of a second".into(),
         ),
         _ => None,
     }
+}
+
+/// Whether some int division or modulo under `root` has a divisor whose vmin/vmax includes 0.
+fn may_divide_by_zero(g: &Graph, root: UOp) -> bool {
+    if zero_divisor(g, root) {
+        return true;
+    }
+    let mut cache = crate::rewrite::analysis::Cache::default();
+    g.toposort(&[root]).into_iter().any(|u| {
+        matches!(
+            g.op(u),
+            Ops::FLOORDIV | Ops::FLOORMOD | Ops::CDIV | Ops::CMOD
+        ) && g.src(u).get(1).is_some_and(|d| {
+            let (lo, hi) = crate::rewrite::analysis::min_max(g, &mut cache, *d);
+            matches!((lo.as_i128(), hi.as_i128()), (Some(a), Some(b)) if a <= 0 && 0 <= b)
+        })
+    })
 }
 
 /// A one-line title for a bug.
@@ -258,7 +298,7 @@ fn short_ok(g: &Graph, root: UOp) -> bool {
                 .as_param()
                 .is_some_and(|p| p.slot < 0 && p.name.is_some()),
             Ops::STACK => g.dtype(u) == DType::Void && g.src(u).is_empty(),
-            Ops::FDIV | Ops::THREEFRY => false,
+            Ops::THREEFRY => false,
             _ => op.is_alu() && g.dtype(u) != DType::Void,
         }
     })
@@ -302,6 +342,16 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     if !short_ok(g, root) {
         return None;
     }
+    // the decompositions divide with FDIV: the evaluator then needs C's float division
+    let rewritten_has_fdiv = choose_rules(rules, None).ok().is_some_and(|ch| {
+        let mut gw = g.clone();
+        let rw = ch
+            .pipeline()
+            .rewrite(&mut gw, &mut Default::default(), root, None);
+        gw.toposort(&[rw.root])
+            .iter()
+            .any(|u| gw.op(*u) == Ops::FDIV)
+    });
     let (extra, pms) = stages_py(rules)?;
     let order = g.toposort(&[root]);
     let mut uses: HashMap<UOp, usize> = HashMap::new();
@@ -428,7 +478,11 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     match class {
         Class::RewriteBug => {
             o.push_str("for pm, ctx in PMS: new = graph_rewrite(new, pm, ctx=ctx)\n");
-            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
+            if order.iter().any(|u| g.op(*u) == Ops::FDIV) || rewritten_has_fdiv {
+                o.push_str("fdiv = lambda a, b: a / b if b else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)\n");
+                o.insert_str(0, "import math\n");
+            }
+            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else truncate[u.dtype](fdiv(float(ev(u.src[0])), float(ev(u.src[1])))) if u.op is Ops.FDIV else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
             let _ = writeln!(o, "ENV = {{{}}}", point.join(", "));
             o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
         }

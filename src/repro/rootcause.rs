@@ -90,16 +90,17 @@ impl std::fmt::Display for RootCause {
 }
 
 impl RootCause {
-    /// The key without the exact dtype: the defect, as the bug list groups it (one line of
-    /// tinygrad is wrong for every dtype it shows on).
+    /// The defect, as the bug list groups keys: one tinygrad line is wrong for every dtype it
+    /// shows on, and a rule is one defect for every op it rewrites with the same symptom (a
+    /// bounds case keeps its op in `blamed`); an error is its rule and exception type (the
+    /// message varies with the operands).
     pub fn bug_key(&self) -> String {
-        format!(
-            "{}|{}|{}|{}",
-            self.class.name(),
-            self.blamed,
-            self.op,
-            self.symptom
-        )
+        match self.class {
+            Class::RewriteError | Class::Nontermination => {
+                format!("{}|{}|{}", self.class.name(), self.blamed, self.op)
+            }
+            _ => format!("{}|{}|{}", self.class.name(), self.blamed, self.symptom),
+        }
     }
     /// Parses [`Display`]'s form (the known-findings list).
     pub fn parse(s: &str) -> Option<RootCause> {
@@ -194,7 +195,24 @@ pub fn normalize_error(e: &str) -> (String, String) {
             out.push(c);
         }
     }
-    let msg = out.trim().trim_end_matches(':').trim().to_string();
+    let mut msg = out.trim().trim_end_matches(':').trim().to_string();
+    // operand dtypes and shapes vary with the case, not with the defect
+    for (from, to) in [("(N, N, N)", "(…)"), ("(N, N)", "(…)"), ("(N,)", "(…)")] {
+        msg = msg.replace(from, to);
+    }
+    let mut words: Vec<String> = Vec::new();
+    for w in msg.split(' ') {
+        words.push(match w.find("dtypes.") {
+            Some(i) => {
+                let end = w[i + 7..]
+                    .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .map_or(w.len(), |e| i + 7 + e);
+                format!("{}dtypes.*{}", &w[..i], &w[end..])
+            }
+            None => w.to_string(),
+        });
+    }
+    let msg = words.join(" ");
     (ty, if msg.is_empty() { "-".into() } else { msg })
 }
 
@@ -577,7 +595,14 @@ mod tests {
         );
         assert_eq!(
             normalize_error("ValueError: bad reshape: () -> (3,)"),
-            ("ValueError".into(), "bad reshape: () -> (N,)".into())
+            ("ValueError".into(), "bad reshape: () -> (…)".into())
+        );
+        assert_eq!(
+            normalize_error(
+                "RuntimeError: shift operands must be int, got [dtypes.bool, dtypes.weakint]"
+            )
+            .1,
+            "shift operands must be int, got [dtypes.*, dtypes.*]"
         );
         let k = RootCause {
             class: Class::RewriteBug,
