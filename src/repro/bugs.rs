@@ -25,6 +25,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// Known bugs by [`RootCause::bug_key`] (checked in as `corpus/known-bugs.tsv`).
+pub const BUILTIN_KNOWN_BUGS: &str = include_str!("../../corpus/known-bugs.tsv");
+
+/// The keys of a known-bugs list: `bug_key<TAB>note` per line, `#` comments.
+pub fn parse_known_bugs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split('\t').next().unwrap_or("").trim().to_string())
+        .collect()
+}
+
 /// Rules tinygrad 0.14.0 has off by default (`DISABLE_FAST_IDIV=1`, codegen/decomp/op.py).
 pub const OFF_BY_DEFAULT: &[&str] = &["late/fast_idiv", "late/cmod_to_cdiv"];
 
@@ -105,6 +116,8 @@ pub struct Bug {
     /// Why it is intended behaviour (`None`: a real defect).
     pub by_design: Option<String>,
     pub off_by_default: bool,
+    /// Listed in `corpus/known-bugs.tsv`.
+    pub known: bool,
     /// The representative: its directory, size before/after minimization, and the case.
     pub representative: String,
     pub nodes_before: usize,
@@ -650,6 +663,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
     for (j, (k, _)) in reps.iter().enumerate() {
         groups.entry(k.bug_key()).or_default().push(j);
     }
+    let known = parse_known_bugs(BUILTIN_KNOWN_BUGS);
     let mut bugs: Vec<Bug> = Vec::new();
     for (bk, js) in groups {
         let ok: Vec<usize> = js
@@ -731,6 +745,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
         });
         bugs.push(Bug {
             title: title(key, &dtypes),
+            known: known.contains(&bk),
             key: bk,
             class: key.class.name().into(),
             blamed: key.blamed.clone(),
