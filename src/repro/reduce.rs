@@ -64,7 +64,7 @@ fn bits(x: u128) -> u64 {
 fn const_cost(c: ConstVal) -> u64 {
     match c {
         ConstVal::Int(i) => bits(i.unsigned_abs()) + (i < 0) as u64,
-        ConstVal::Float(f) if f == 0.0 => 0,
+        ConstVal::Float(0.0) => 0,
         ConstVal::Float(f) if f.abs() == 1.0 => 1,
         ConstVal::Float(f) if f.fract() == 0.0 && f.abs() < 1e6 => 1 + bits(f.abs() as u128),
         ConstVal::Float(_) => 40,
@@ -530,10 +530,7 @@ pub fn reduce(
     }
     // values, one input at a time; then halving toward zero
     for (name, dt, (lo, hi), m) in inputs(&g, root) {
-        loop {
-            let Some(v) = env.vars.get(&name).copied() else {
-                break;
-            };
+        while let Some(v) = env.vars.get(&name).copied() {
             let tries: Vec<Val> = match v {
                 Val::Int(i) => {
                     let mut t: Vec<Val> = simple_ints(lo, hi, m, i)

@@ -153,10 +153,7 @@ fn rewrite(pipe: &Pipeline, g: &Graph, root: UOp, fuel: Option<usize>) -> (Graph
 pub fn normalize_error(e: &str) -> (String, String) {
     let mut rest = e.trim();
     let mut ty = String::from("Exception");
-    loop {
-        let Some((head, tail)) = rest.split_once(": ") else {
-            break;
-        };
+    while let Some((head, tail)) = rest.split_once(": ") {
         let is_type = !head.is_empty()
             && head.chars().all(|c| c.is_ascii_alphanumeric())
             && (head.ends_with("Error") || head.ends_with("Exception"));
