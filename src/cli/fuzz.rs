@@ -46,6 +46,10 @@ pub struct Args {
     /// Known-findings list (default: the built-in corpus/known-findings.tsv).
     #[arg(long)]
     pub known: Option<PathBuf>,
+    /// Extra checks: `idempotence` makes a graph a second rewrite changes again a finding
+    /// (default: counted per rule as a health statistic).
+    #[arg(long, value_parser = ["idempotence"])]
+    pub check: Vec<String>,
     /// Print a JSON summary as the last line.
     #[arg(long)]
     pub json: bool,
@@ -92,6 +96,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         threads: a.threads,
         progress: !a.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         backends,
+        check_idempotence: a.check.iter().any(|c| c == "idempotence"),
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
@@ -125,6 +130,35 @@ pub fn run_cmd(a: Args) -> ExitCode {
             format!(" by class {:?}", s.by_class)
         }
     );
+    if !s.not_idempotent.is_empty() {
+        let n: u64 = s.not_idempotent.values().sum();
+        println!(
+            "not idempotent (a health statistic; findings with --check idempotence): {n} graphs, by first rule of the second rewrite: {:?}",
+            s.not_idempotent
+        );
+    }
+    // raw findings per signature, for `uopfuzz bugs` (one directory is saved per signature)
+    if let Some(out) = &opts.out
+        && !s.findings.is_empty()
+    {
+        // runs into the same directory add up
+        let file = out.join("counts.json");
+        let mut counts: std::collections::BTreeMap<String, u64> = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        for f in &s.findings {
+            *counts
+                .entry(f.signature().to_string())
+                .or_insert(0) += f.count;
+        }
+        if let Err(e) = std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&counts).unwrap_or_default(),
+        ) {
+            eprintln!("uopfuzz fuzz: {}: {e}", file.display());
+        }
+    }
     for f in &s.findings {
         println!(
             "  {:18} {:40} {:8} {}{}{}",

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 pub mod backends;
 pub mod bench;
 pub mod conformance;
+pub mod bugs;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -43,6 +44,8 @@ pub enum Cmd {
     Replay(replay::Args),
     /// Bucket a findings directory by signature into issue-ready markdown (or --json).
     Report(report::Args),
+    /// The distinct bugs behind a findings directory: root-cause keys, minimized repros, ranked.
+    Bugs(bugs::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
     /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a mismatch.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
         Cmd::Triage(a) => triage::run(a),
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
+        Cmd::Bugs(a) => code(bugs::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
         Cmd::Conformance(a) => conformance::run(a),
         Cmd::Backends(a) => backends::run(a),

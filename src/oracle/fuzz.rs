@@ -11,7 +11,7 @@ use super::check::{
 use super::inject;
 use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
-use super::verdict::{Finding, Signature, TraceStep};
+use super::verdict::{Class, Finding, Signature, TraceStep};
 use crate::corpus::{self, ListError};
 use crate::exec::backend::{self, Backend};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
@@ -50,6 +50,9 @@ pub struct FuzzOpts {
     pub stop_on_new: bool,
     /// `--backend`: names for `exec::backend::build`; the reference interpreter always runs.
     pub backends: Vec<String>,
+    /// `not-idempotent` is a finding (`--check idempotence`); otherwise a health statistic
+    /// (`Summary::not_idempotent`): tinygrad does not promise one graph_rewrite is a fixpoint.
+    pub check_idempotence: bool,
 }
 
 impl Default for FuzzOpts {
@@ -69,6 +72,7 @@ impl Default for FuzzOpts {
             known: builtin_known(),
             stop_on_new: false,
             backends: vec!["interp".into()],
+            check_idempotence: false,
         }
     }
 }
@@ -204,6 +208,19 @@ pub struct FindingRef {
     /// The backend of its signature; left out for the reference interpreter.
     #[serde(skip_serializing_if = "is_reference")]
     pub backend: String,
+    /// Findings with this signature in the run.
+    pub count: u64,
+}
+
+impl FindingRef {
+    pub fn signature(&self) -> Signature {
+        Signature {
+            class: Class::from_name(&self.class).unwrap_or(Class::Unknown),
+            rule: self.rule.clone(),
+            dtype: self.dtype.clone(),
+            backend: self.backend.clone(),
+        }
+    }
 }
 
 fn is_reference(name: &str) -> bool {
@@ -216,6 +233,9 @@ pub struct Summary {
     pub graphs_per_sec: f64,
     pub secs: f64,
     pub findings_total: u64,
+    /// Graphs a second rewrite changes again, by the first rule of that rewrite (counted, not
+    /// findings, unless `check_idempotence`).
+    pub not_idempotent: BTreeMap<String, u64>,
     /// One entry per distinct signature (the first finding saved for it).
     pub findings: Vec<FindingRef>,
     pub by_class: BTreeMap<String, u64>,
@@ -606,6 +626,10 @@ impl<'k> Dedup<'k> {
     pub fn signatures(&self) -> usize {
         self.seen.len()
     }
+    /// Findings of `sig` counted so far.
+    pub fn count(&self, sig: &Signature) -> u64 {
+        self.seen.get(sig).map_or(0, |c| *c as u64)
+    }
 }
 
 /// The terminal spinner (stderr), when asked for.
@@ -701,6 +725,14 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
                 *sum.backend_unsupported.entry(b.to_string()).or_insert(0) += 1;
             }
             let Some(det) = &res.detected else { continue };
+            if det.class == Class::NotIdempotent && !opts.check_idempotence {
+                let first = det
+                    .summary
+                    .rsplit_once("(first: ")
+                    .map_or("-", |(_, r)| r.trim_end_matches(')'));
+                *sum.not_idempotent.entry(first.to_string()).or_insert(0) += 1;
+                continue;
+            }
             let mut finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
             sum.findings_total += 1;
             *sum.by_class
@@ -733,6 +765,7 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
                 known,
                 iter: sum.execs,
                 backend: sig.backend.clone(),
+                count: 0,
             });
             if opts.stop_on_new && !known {
                 break 'outer;
@@ -747,6 +780,9 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
         );
     }
     progress.finish();
+    for f in &mut sum.findings {
+        f.count = dedup.count(&f.signature());
+    }
     sum.secs = start.elapsed().as_secs_f64();
     sum.graphs_per_sec = sum.execs as f64 / sum.secs.max(1e-9);
     coverage.finish(&mut sum);

@@ -2,6 +2,7 @@
 //! model and policy, and verdicts.
 pub mod bench;
 pub mod blame;
+pub mod bounds;
 pub mod check;
 pub mod compare;
 pub mod conformance;

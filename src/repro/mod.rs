@@ -7,16 +7,21 @@
 //! * [`report`]: markdown / JSON reports of a findings directory;
 //! * [`sink`]: the one writer of finding directories, [`read_finding_dir`] the one reader;
 //! * [`triage`]: `uopfuzz triage DIR` (Z3 triage of a finding directory);
+//! * [`rootcause`], [`reduce`], [`bugs`]: root-cause keys, cause-preserving minimization and the
+//!   ranked bug list of a findings directory;
 //! * [`load_path`]: a repro file or a fuzz-loop finding directory (`finding.json`, `original.py`,
 //!   `rewritten.py`) as a [`file::Repro`].
+pub mod bugs;
 pub mod dedup;
 pub mod file;
 pub mod import;
 pub mod pylit;
+pub mod reduce;
 pub mod replay;
 pub mod report;
 pub mod sink;
 pub mod triage;
+pub mod rootcause;
 
 use crate::ir::text::{ParseError, parse_graph};
 use crate::ir::{Graph, UOp};

@@ -1,0 +1,1015 @@
+//! From findings to bugs: every finding of a directory gets its [`RootCause`] key at its own
+//! point, the findings are grouped by key, one representative per key is minimized with the
+//! key kept ([`super::reduce`]), and keys that differ only in the exact dtype are one bug (the
+//! same tinygrad line is wrong on each dtype it shows on). Each bug gets a short tinygrad
+//! Python repro ([`python_repro`]), which can be run against tinygrad 0.14.0 and another
+//! checkout ([`check_in_tinygrad`]).
+//!
+//! Bugs whose cause is intended behaviour are set apart with the reason ([`by_design`]):
+//! fast-math regrouping (float differences within rounding, or a NaN/inf that fast-math
+//! assumes away), rewrites of programs that are undefined anyway (a constant zero divisor),
+//! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
+use super::Loaded;
+use super::reduce::{reduce, zero_divisor};
+use super::replay::parse_policy;
+use super::rootcause::{Cause, RootCause, analyze};
+use crate::exec::interp::Env;
+use crate::ir::alu::Val;
+use crate::ir::text::py_str_repr;
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::oracle::fuzz::choose_rules;
+use crate::oracle::verdict::Class;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Known bugs by [`RootCause::bug_key`] (checked in as `corpus/known-bugs.tsv`).
+pub const BUILTIN_KNOWN_BUGS: &str = include_str!("../../corpus/known-bugs.tsv");
+
+/// The keys of a known-bugs list: `bug_key<TAB>note` per line, `#` comments.
+pub fn parse_known_bugs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split('\t').next().unwrap_or("").trim().to_string())
+        .collect()
+}
+
+/// Rules tinygrad 0.14.0 has off by default (`DISABLE_FAST_IDIV=1`, codegen/decomp/op.py).
+pub const OFF_BY_DEFAULT: &[&str] = &["late/fast_idiv", "late/cmod_to_cdiv"];
+
+/// Float rules that regroup or cancel on purpose (tinygrad's float rules assume fast-math:
+/// reassociation, `x/x → 1`, `x*(1/y)`), so a float difference they make is intended.
+pub const FAST_MATH_RULES: &[&str] = &[
+    "symbolic/assoc_fold_ADD",
+    "symbolic/assoc_fold_MUL",
+    "symbolic/add_const_to_end",
+    "symbolic/mul_const_to_end",
+    "symbolic/y_x_plus_x",
+    "symbolic/x_plus_x",
+    "symbolic/combine_x_xc",
+    "symbolic/combine_y_x_xc",
+    "symbolic/combine_y_xc_x",
+    "symbolic/div_div",
+    "symbolic/fold_where_closure",
+    "sym/x_div_1_plus_x_mul",
+    "sym/recip_mul_const",
+    "symbolic_simple/mul_div_cancel",
+    "symbolic_simple/div_self_float",
+];
+
+/// Most candidates the minimizer checks per representative.
+pub const MAX_TRIES: usize = 1500;
+
+/// Longest Python repro the report inlines as the short form.
+pub const MAX_REPRO_LINES: usize = 15;
+
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// Check each bug's repro in tinygrad: 0.14.0 with this Python, and at `tinygrad` if given.
+    pub python: Option<PathBuf>,
+    pub tinygrad: Option<PathBuf>,
+    /// `not-idempotent` findings are bugs (default: a health statistic).
+    pub check_idempotence: bool,
+    pub max_tries: usize,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        Opts {
+            python: None,
+            tinygrad: None,
+            check_idempotence: false,
+            max_tries: MAX_TRIES,
+        }
+    }
+}
+
+/// One finding directory as analyzed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analyzed {
+    pub label: String,
+    pub signature: String,
+    pub nodes: usize,
+    /// Raw findings this directory stands for (from the run's `counts.json`; 1 without it).
+    pub raw: u64,
+    pub cause: Option<Cause>,
+}
+
+/// One distinct bug.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bug {
+    pub title: String,
+    /// [`RootCause::bug_key`].
+    pub key: String,
+    pub class: String,
+    pub blamed: String,
+    /// tinygrad file:line of the blamed rule or bounds case.
+    pub source: String,
+    /// The exact keys (one per dtype) behind it.
+    pub keys: Vec<String>,
+    pub dtypes: Vec<String>,
+    pub signatures: Vec<String>,
+    pub finding_dirs: usize,
+    pub raw_findings: u64,
+    /// Why it is intended behaviour (`None`: a real defect).
+    pub by_design: Option<String>,
+    pub off_by_default: bool,
+    /// Listed in `corpus/known-bugs.tsv`.
+    pub known: bool,
+    /// The representative: its directory, size before/after minimization, and the case.
+    pub representative: String,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    /// The minimized case still has the representative's key (checked after minimizing).
+    pub key_kept: bool,
+    pub expr: String,
+    pub rewritten_expr: String,
+    pub inputs: String,
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    pub step: Option<String>,
+    pub error: Option<String>,
+    pub bounds: Option<crate::oracle::bounds::Violation>,
+    /// The tinygrad Python repro (short form when the case allows it).
+    pub python: String,
+    pub python_lines: usize,
+    /// `reproduces`, `does-not-reproduce`, `ub-only` (a C-level UB `DEV=PYTHON` defines) or
+    /// `error: ...` for tinygrad 0.14.0, and at `--tinygrad` (`live` / `fixed`).
+    pub tinygrad_0140: Option<String>,
+    pub at_path: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct Report {
+    pub finding_dirs: usize,
+    pub raw_findings: u64,
+    pub signatures: usize,
+    pub keys: usize,
+    pub bugs: Vec<Bug>,
+    pub by_design: Vec<Bug>,
+    /// Findings whose point shows nothing any more (label, why).
+    pub not_reproduced: Vec<(String, String)>,
+    /// `not-idempotent` findings as a health statistic: first rule of the second rewrite → count.
+    pub not_idempotent_by_rule: BTreeMap<String, u64>,
+    pub errors: Vec<String>,
+}
+
+fn policy_env(l: &Loaded) -> Result<(crate::oracle::tolerance::FloatPolicy, Env), String> {
+    let p = parse_policy(&l.repro.meta.float_policy)
+        .ok_or_else(|| format!("{}: unknown float policy", l.label))?;
+    let env = l.repro.env().map_err(|e| format!("{}: {e}", l.label))?;
+    Ok((p, env))
+}
+
+/// The key of `l` at its recorded point.
+pub fn analyze_loaded(l: &Loaded) -> Result<Option<Cause>, String> {
+    let m = &l.repro.meta;
+    let choice =
+        choose_rules(&m.rules, m.inject.as_deref()).map_err(|e| format!("{}: {e}", l.label))?;
+    let pipe = choice.pipeline();
+    let (policy, env) = policy_env(l)?;
+    let class = m.signature.class;
+    let r = &l.repro;
+    Ok(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        analyze(&pipe, &r.graph, r.root, &env, policy, class)
+    }))
+    .unwrap_or(None))
+}
+
+/// The minimized representative of a key.
+#[derive(Clone, Debug)]
+pub struct Minimal {
+    pub graph: Graph,
+    pub root: UOp,
+    pub env: Env,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    pub cause: Cause,
+    pub key_kept: bool,
+}
+
+/// Minimizes `l` keeping `key` (its own key).
+pub fn minimize_loaded(l: &Loaded, key: &RootCause, max_tries: usize) -> Result<Minimal, String> {
+    let m = &l.repro.meta;
+    let choice =
+        choose_rules(&m.rules, m.inject.as_deref()).map_err(|e| format!("{}: {e}", l.label))?;
+    let pipe = choice.pipeline();
+    let (policy, env) = policy_env(l)?;
+    let class = m.signature.class;
+    let r = &l.repro;
+    let mut keep = |g: &Graph, root: UOp, e: &Env| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            analyze(&pipe, g, root, e, policy, class).is_some_and(|c| c.key == *key)
+        }))
+        .unwrap_or(false)
+    };
+    let red = reduce(&r.graph, r.root, &env, &mut keep, max_tries);
+    let cause = analyze(&pipe, &red.graph, red.root, &red.env, policy, class);
+    let key_kept = cause.as_ref().is_some_and(|c| c.key == *key);
+    let cause = match cause {
+        Some(c) => c,
+        None => analyze(&pipe, &r.graph, r.root, &env, policy, class)
+            .ok_or_else(|| format!("{}: the finding shows nothing", l.label))?,
+    };
+    Ok(Minimal {
+        graph: red.graph,
+        root: red.root,
+        env: red.env,
+        nodes_before: red.nodes_before,
+        nodes_after: red.nodes_after,
+        cause,
+        key_kept,
+    })
+}
+
+/// Why a key is intended behaviour, if it is.
+pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
+    let float = DType::from_py_name(&key.dtype).is_some_and(|d| d.is_float());
+    match key.class {
+        Class::RewriteBug if float && FAST_MATH_RULES.contains(&key.blamed.as_str()) => Some(
+            "fast-math: the rule regroups or cancels float operations on purpose (tinygrad's float rules assume fast-math)".into(),
+        ),
+        Class::RewriteBug if float && key.symptom == "precision" => Some(
+            "fast-math: a float regrouping or approximation within rounding (tinygrad's float rules assume fast-math)".into(),
+        ),
+        Class::RewriteBug if float && key.symptom == "nan-inf" && !key.blamed.starts_with("transcendental/") => Some(
+            "fast-math: the difference is a NaN or infinity, which fast-math assumes away".into(),
+        ),
+        Class::RewriteError
+            if key.op == "ZeroDivisionError" && may_divide_by_zero(g, root) =>
+        {
+            Some("undefined input: a divisor is zero or its range includes zero (the program divides by zero there)".into())
+        }
+        Class::NotIdempotent => Some(
+            "tinygrad does not promise that one graph_rewrite reaches a fixpoint of a second".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Whether some int division or modulo under `root` has a divisor whose vmin/vmax includes 0.
+fn may_divide_by_zero(g: &Graph, root: UOp) -> bool {
+    if zero_divisor(g, root) {
+        return true;
+    }
+    let mut cache = crate::rewrite::analysis::Cache::default();
+    g.toposort(&[root]).into_iter().any(|u| {
+        matches!(
+            g.op(u),
+            Ops::FLOORDIV | Ops::FLOORMOD | Ops::CDIV | Ops::CMOD
+        ) && g.src(u).get(1).is_some_and(|d| {
+            let (lo, hi) = crate::rewrite::analysis::min_max(g, &mut cache, *d);
+            matches!((lo.as_i128(), hi.as_i128()), (Some(a), Some(b)) if a <= 0 && 0 <= b)
+        })
+    })
+}
+
+/// A one-line title for a bug.
+pub fn title(key: &RootCause, dtypes: &[String]) -> String {
+    let on = dtypes.join(", ");
+    match key.class {
+        Class::RewriteBug if key.blamed.starts_with("bounds:") => format!(
+            "vmin/vmax of {} is unsound ({} on {on}): rules that trust it miscompile",
+            key.op, key.symptom
+        ),
+        Class::RewriteBug => format!(
+            "`{}` rewrites {} wrongly on {on} ({})",
+            key.blamed, key.op, key.symptom
+        ),
+        Class::RewriteError if key.op == "KeyError" => format!(
+            "graph_rewrite raises KeyError (a node depends on itself) after `{}`",
+            key.blamed
+        ),
+        Class::RewriteError => format!("`{}` raises {}: {}", key.blamed, key.op, key.symptom),
+        Class::Nontermination => {
+            format!("graph_rewrite does not terminate: `{}` cycle", key.blamed)
+        }
+        _ => format!("{} in `{}`", key.class.name(), key.blamed),
+    }
+}
+
+fn dtype_expr(dt: DType) -> String {
+    format!("dtypes.{}", dt.py_name())
+}
+
+fn const_expr(dt: DType, c: ConstVal) -> Option<String> {
+    let v = Val::from_const(c)?;
+    Some(format!("UOp.const({}, {})", v.py_repr(), dtype_expr(dt)))
+}
+
+/// The ops the short repro's evaluator covers (`exec_alu` plus CONST, CAST and variables).
+fn short_ok(g: &Graph, root: UOp) -> bool {
+    g.toposort(&[root]).into_iter().all(|u| {
+        let op = g.op(u);
+        match op {
+            Ops::CONST => Val::from_const(g.const_val(u).unwrap_or(ConstVal::Invalid)).is_some(),
+            Ops::CAST => true,
+            Ops::BUFFER | Ops::PARAM => g
+                .arg(u)
+                .as_param()
+                .is_some_and(|p| p.slot < 0 && p.name.is_some()),
+            Ops::STACK => g.dtype(u) == DType::Void && g.src(u).is_empty(),
+            Ops::THREEFRY => false,
+            _ => op.is_alu() && g.dtype(u) != DType::Void,
+        }
+    })
+}
+
+/// The rule stages as tinygrad Python, for the repro (the same composition as the repro tail).
+fn stages_py(rules: &str) -> Option<(Vec<&'static str>, &'static str)> {
+    let simp = "from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns as simp, get_late_rewrite_patterns as late";
+    let tr = "from tinygrad.codegen.decomp.transcendental import get_transcendental_patterns as tr";
+    let ren = "class Ren: supported_dtypes = lambda self: list(dtypes.ints) + list(dtypes.floats) + [dtypes.bool]";
+    Some(match rules {
+        "symbolic_simple" | "symbolic" | "sym" => (
+            vec![],
+            match rules {
+                "sym" => "PMS = [(sym, None)]",
+                "symbolic" => "PMS = [(symbolic, None)]",
+                _ => "PMS = [(symbolic_simple, None)]",
+            },
+        ),
+        "simplifying" => (
+            vec![simp],
+            "PMS = [(symbolic_simple + simp(tuple(Ops)), None)]",
+        ),
+        "late" => (
+            vec![simp, tr, ren],
+            "PMS = [(symbolic_simple + late(A:=tuple(Ops), False) + tr(A, True), Ren())]",
+        ),
+        "pipeline" => (
+            vec![simp, tr, ren],
+            "A = tuple(Ops); PMS = [(sym, None), (symbolic_simple + simp(A), None), (symbolic_simple + late(A, False) + tr(A, True), Ren())]",
+        ),
+        _ => return None,
+    })
+}
+
+/// The short tinygrad Python repro of a scalar case: builds the graph with `UOp`, rewrites it
+/// with tinygrad's own rules and evaluates both with `exec_alu` (`DEV=PYTHON` semantics).
+/// Exit 1 when tinygrad shows the problem. `None` when the case needs the full repro file
+/// (kernels, ops the one-line evaluator does not cover, rule sets with an injection).
+pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) -> Option<String> {
+    if !short_ok(g, root) {
+        return None;
+    }
+    // the decompositions divide with FDIV: the evaluator then needs C's float division
+    let rewritten_has_fdiv = choose_rules(rules, None).ok().is_some_and(|ch| {
+        let mut gw = g.clone();
+        let rw = ch
+            .pipeline()
+            .rewrite(&mut gw, &mut Default::default(), root, None);
+        gw.toposort(&[rw.root])
+            .iter()
+            .any(|u| gw.op(*u) == Ops::FDIV)
+    });
+    let (extra, pms) = stages_py(rules)?;
+    let order = g.toposort(&[root]);
+    let mut uses: HashMap<UOp, usize> = HashMap::new();
+    for u in &order {
+        for s in g.src(*u) {
+            *uses.entry(*s).or_default() += 1;
+        }
+    }
+    let mut o = String::new();
+    o.push_str("from tinygrad.uop.ops import UOp, Ops, graph_rewrite, exec_alu\n");
+    let needs_param = order
+        .iter()
+        .any(|u| g.arg(*u).as_param().is_some_and(|p| p.vmin_vmax.is_none()));
+    let mut nonfinite = false;
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut exprs: HashMap<UOp, String> = HashMap::new();
+    let mut named: Vec<(String, String)> = Vec::new();
+    for &u in &order {
+        let n = g.node(u);
+        let e = match (n.op, &n.arg) {
+            (Ops::STACK, _) => continue,
+            (Ops::CONST, Arg::Const(c)) => {
+                if let ConstVal::Float(f) = c {
+                    nonfinite |= !f.is_finite();
+                }
+                const_expr(n.dtype, *c)?
+            }
+            (Ops::BUFFER | Ops::PARAM, Arg::Param(p)) => {
+                let name = p.name.clone()?;
+                let e = match p.vmin_vmax {
+                    Some((lo, hi)) => format!(
+                        "UOp.variable({}, {lo}, {hi}, {}{}{})",
+                        py_str_repr(&name),
+                        dtype_expr(n.dtype),
+                        match p.multiple_of {
+                            Some(m) if m > 1 => format!(", multiple_of={m}"),
+                            _ => String::new(),
+                        },
+                        if n.op == Ops::PARAM {
+                            ", param=True"
+                        } else {
+                            ""
+                        }
+                    ),
+                    None => format!(
+                        "UOp(Ops.{}, {dt}, (UOp(Ops.STACK, dtypes.void, ()),), ParamArg(-1, {dt}, name={}, addrspace=AddrSpace.ALU))",
+                        n.op.name(),
+                        py_str_repr(&name),
+                        dt = dtype_expr(n.dtype)
+                    ),
+                };
+                vars.push((name.clone(), e));
+                exprs.insert(u, name);
+                continue;
+            }
+            _ => {
+                let srcs: Vec<String> = n.src.iter().map(|s| exprs[s].clone()).collect();
+                let arg = match &n.arg {
+                    Arg::None => String::new(),
+                    Arg::DType(d) => format!(", {}", dtype_expr(*d)),
+                    _ => return None,
+                };
+                format!(
+                    "UOp(Ops.{}, {}, ({}{}){arg})",
+                    n.op.name(),
+                    dtype_expr(n.dtype),
+                    srcs.join(", "),
+                    if srcs.len() == 1 { "," } else { "" }
+                )
+            }
+        };
+        if u != root && uses.get(&u).copied().unwrap_or(0) > 1 && n.op != Ops::CONST {
+            let name = format!("x{}", named.len());
+            named.push((name.clone(), e));
+            exprs.insert(u, name);
+        } else {
+            exprs.insert(u, e);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "from tinygrad.dtype import dtypes, truncate, bitcast{}",
+        if needs_param { ", AddrSpace" } else { "" }
+    );
+    if needs_param {
+        o.push_str("from tinygrad.uop.ops import ParamArg\n");
+    }
+    o.push_str("from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n");
+    for l in extra {
+        let _ = writeln!(o, "{l}");
+    }
+    let _ = writeln!(o, "{pms}");
+    if !vars.is_empty() {
+        let names: Vec<&str> = vars.iter().map(|v| v.0.as_str()).collect();
+        let es: Vec<&str> = vars.iter().map(|v| v.1.as_str()).collect();
+        let _ = writeln!(o, "{} = {}", names.join(", "), es.join(", "));
+    }
+    for (n, e) in &named {
+        let _ = writeln!(o, "{n} = {e}");
+    }
+    let _ = writeln!(
+        o,
+        "root = {}{}",
+        if class == Class::RewriteBug {
+            "new = "
+        } else {
+            ""
+        },
+        exprs[&root]
+    );
+    let mut point: Vec<String> = Vec::new();
+    let mut keys: Vec<&String> = env.vars.keys().collect();
+    keys.sort();
+    for k in keys {
+        let v = env.vars[k];
+        if let Val::Float(f) = v {
+            nonfinite |= !f.is_finite();
+        }
+        point.push(format!("{}: {}", py_str_repr(k), v.py_repr()));
+    }
+    if nonfinite {
+        o.insert_str(0, "from math import inf, nan\n");
+    }
+    match class {
+        Class::RewriteBug => {
+            o.push_str("for pm, ctx in PMS: new = graph_rewrite(new, pm, ctx=ctx)\n");
+            if order.iter().any(|u| g.op(*u) == Ops::FDIV) || rewritten_has_fdiv {
+                o.push_str("fdiv = lambda a, b: a / b if b else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)\n");
+                o.insert_str(0, "import math\n");
+            }
+            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else truncate[u.dtype](fdiv(float(ev(u.src[0])), float(ev(u.src[1])))) if u.op is Ops.FDIV else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
+            let _ = writeln!(o, "ENV = {{{}}}", point.join(", "));
+            o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
+        }
+        _ => {
+            o.push_str("try:\n  for pm, ctx in PMS: root = graph_rewrite(root, pm, ctx=ctx)\nexcept Exception as e: print(f\"graph_rewrite raised {type(e).__name__}: {e}\"); raise SystemExit(1)\nprint(\"graph_rewrite finished\")\n");
+        }
+    }
+    Some(o)
+}
+
+/// Runs each `(id, script)` in one Python process with tinygrad importable from `tinygrad`
+/// (the installed one when `None`); returns id → `reproduces` / `does-not-reproduce` /
+/// `error: ...` (the script raised something other than its verdict).
+pub fn check_in_tinygrad(
+    python: &Path,
+    tinygrad: Option<&Path>,
+    scripts: &[(usize, String)],
+) -> Result<HashMap<usize, String>, String> {
+    let mut driver = String::from(
+        "import sys, json, io, contextlib, signal\nres = {}\nsys.setrecursionlimit(20000)\n",
+    );
+    driver.push_str(
+        "def _alarm(*a): raise TimeoutError('timed out')\nsignal.signal(signal.SIGALRM, _alarm)\n",
+    );
+    driver.push_str("for k, src in json.loads(sys.stdin.read()):\n  buf = io.StringIO()\n  signal.alarm(20)\n  try:\n    with contextlib.redirect_stdout(buf): exec(compile(src, f'bug{k}', 'exec'), {'__name__': '__main__'})\n    res[k] = 'does-not-reproduce'\n  except SystemExit as e:\n    res[k] = 'reproduces' if e.code not in (None, 0, False) else 'does-not-reproduce'\n  except BaseException as e:\n    res[k] = f'error: {type(e).__name__}: {e}'[:200]\n  finally: signal.alarm(0)\nprint(json.dumps(res))\n");
+    let payload = serde_json::to_string(scripts).map_err(|e| e.to_string())?;
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg("-c").arg(&driver);
+    if let Some(p) = tinygrad {
+        let old = std::env::var("PYTHONPATH").unwrap_or_default();
+        cmd.env(
+            "PYTHONPATH",
+            if old.is_empty() {
+                p.display().to_string()
+            } else {
+                format!("{}:{old}", p.display())
+            },
+        );
+    }
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("{}: cannot run: {e}", python.display()))?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        stdin
+            .write_all(payload.as_bytes())
+            .map_err(|e| format!("{}: {e}", python.display()))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or("");
+    let m: HashMap<String, String> = serde_json::from_str(last).map_err(|_| {
+        format!(
+            "{}: the tinygrad check printed no verdicts: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )
+    })?;
+    Ok(m.into_iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+        .collect())
+}
+
+/// Raw findings per signature from the run's `counts.json` (written by `uopfuzz fuzz`).
+pub fn read_counts(dir: &Path) -> HashMap<String, u64> {
+    let Ok(t) = std::fs::read_to_string(dir.join("counts.json")) else {
+        return HashMap::new();
+    };
+    serde_json::from_str(&t).unwrap_or_default()
+}
+
+fn ub_only(step: Option<&str>, actual: Option<&str>) -> bool {
+    [step, actual]
+        .into_iter()
+        .flatten()
+        .any(|s| s.contains("undefined"))
+}
+
+/// The whole analysis of `found` (the loaded finding directories of `dir`).
+pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> Report {
+    let mut rep = Report {
+        finding_dirs: found.len(),
+        ..Report::default()
+    };
+    // raw findings: a signature's count spread over its directories
+    let mut dirs_per_sig: HashMap<String, u64> = HashMap::new();
+    for l in &found {
+        *dirs_per_sig
+            .entry(l.repro.meta.signature.to_string())
+            .or_default() += 1;
+    }
+    let analyzed: Vec<(Analyzed, Result<(), String>)> = found
+        .par_iter()
+        .map(|l| {
+            let sig = l.repro.meta.signature.to_string();
+            let per = dirs_per_sig.get(&sig).copied().unwrap_or(1).max(1);
+            let raw = counts.get(&sig).map_or(1, |c| (c / per).max(1));
+            let (cause, err) = match analyze_loaded(l) {
+                Ok(c) => (c, Ok(())),
+                Err(e) => (None, Err(e)),
+            };
+            (
+                Analyzed {
+                    label: l.label.clone(),
+                    signature: sig,
+                    nodes: l.repro.nodes(),
+                    raw,
+                    cause,
+                },
+                err,
+            )
+        })
+        .collect();
+    let mut sigs: std::collections::BTreeSet<String> = Default::default();
+    // key → indices of its findings
+    let mut by_key: BTreeMap<RootCause, Vec<usize>> = BTreeMap::new();
+    for (i, (a, err)) in analyzed.iter().enumerate() {
+        sigs.insert(a.signature.clone());
+        rep.raw_findings += a.raw;
+        if let Err(e) = err {
+            rep.errors.push(e.clone());
+            continue;
+        }
+        let Some(c) = &a.cause else {
+            rep.not_reproduced
+                .push((a.label.clone(), "the recorded point shows nothing".into()));
+            continue;
+        };
+        if c.key.class == Class::NotIdempotent && !opts.check_idempotence {
+            *rep.not_idempotent_by_rule
+                .entry(c.key.blamed.clone())
+                .or_default() += a.raw;
+            continue;
+        }
+        by_key.entry(c.key.clone()).or_default().push(i);
+    }
+    rep.signatures = sigs.len();
+    rep.keys = by_key.len();
+    // one representative per key: the smallest original (then the label), minimized
+    let reps: Vec<(RootCause, usize)> = by_key
+        .iter()
+        .map(|(k, v)| {
+            let best = *v
+                .iter()
+                .min_by_key(|i| (analyzed[**i].0.nodes, analyzed[**i].0.label.clone()))
+                .unwrap_or(&v[0]);
+            (k.clone(), best)
+        })
+        .collect();
+    let minimized: Vec<Result<Minimal, String>> = reps
+        .par_iter()
+        .map(|(k, i)| minimize_loaded(&found[*i], k, opts.max_tries))
+        .collect();
+    // keys → bugs (the same key but the exact dtype)
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (j, (k, _)) in reps.iter().enumerate() {
+        groups.entry(k.bug_key()).or_default().push(j);
+    }
+    let known = parse_known_bugs(BUILTIN_KNOWN_BUGS);
+    let mut bugs: Vec<Bug> = Vec::new();
+    for (bk, js) in groups {
+        let ok: Vec<usize> = js
+            .iter()
+            .copied()
+            .filter(|j| minimized[*j].is_ok())
+            .collect();
+        for j in &js {
+            if let Err(e) = &minimized[*j] {
+                rep.errors.push(e.clone());
+            }
+        }
+        let Some(&best) = ok.iter().min_by_key(|j| {
+            let m = minimized[**j]
+                .as_ref()
+                .map(|m| m.nodes_after)
+                .unwrap_or(usize::MAX);
+            (m, reps[**j].0.dtype.clone())
+        }) else {
+            continue;
+        };
+        let Ok(m) = &minimized[best] else { continue };
+        let (key, rep_i) = &reps[best];
+        let l = &found[*rep_i];
+        let mut dtypes: Vec<String> = js.iter().map(|j| reps[*j].0.dtype.clone()).collect();
+        dtypes.sort();
+        dtypes.dedup();
+        let mut signatures: Vec<String> = Vec::new();
+        let (mut dirs, mut raw) = (0usize, 0u64);
+        for j in &js {
+            for i in &by_key[&reps[*j].0] {
+                signatures.push(analyzed[*i].0.signature.clone());
+                dirs += 1;
+                raw += analyzed[*i].0.raw;
+            }
+        }
+        signatures.sort();
+        signatures.dedup();
+        let c = &m.cause;
+        let source = match (&c.bounds, &c.rule_source) {
+            (Some(b), _) => b.source.to_string(),
+            (None, Some(s)) => s.clone(),
+            _ => "-".into(),
+        };
+        let (gw, new_root) = {
+            let choice = choose_rules(&l.repro.meta.rules, l.repro.meta.inject.as_deref()).ok();
+            let mut gw = m.graph.clone();
+            let nr = choice.map(|ch| {
+                ch.pipeline()
+                    .rewrite(&mut gw, &mut Default::default(), m.root, None)
+                    .root
+            });
+            (gw, nr)
+        };
+        let python = if l.repro.meta.inject.is_none() {
+            python_repro(&m.graph, m.root, &m.env, &l.repro.meta.rules, key.class)
+        } else {
+            None
+        };
+        let python = python.unwrap_or_else(|| {
+            let mut r = l.repro.clone();
+            r.graph = m.graph.clone();
+            r.root = m.root;
+            r.rewritten = None;
+            r.inputs = env_inputs(&m.env);
+            r.buffers = m
+                .env
+                .buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (i as i64, b.data.clone()))
+                .collect();
+            super::file::write_repro(&r, &l.label)
+        });
+        let off = OFF_BY_DEFAULT.iter().any(|r| {
+            key.blamed == *r
+                || c.rule.as_deref() == Some(*r)
+                || key.blamed.split('+').any(|b| b == *r)
+        });
+        bugs.push(Bug {
+            title: title(key, &dtypes),
+            known: known.contains(&bk),
+            key: bk,
+            class: key.class.name().into(),
+            blamed: key.blamed.clone(),
+            source,
+            keys: js.iter().map(|j| reps[*j].0.to_string()).collect(),
+            dtypes,
+            signatures,
+            finding_dirs: dirs,
+            raw_findings: raw,
+            by_design: by_design(key, &m.graph, m.root),
+            off_by_default: off,
+            representative: l.label.clone(),
+            nodes_before: m.nodes_before,
+            nodes_after: m.nodes_after,
+            key_kept: m.key_kept,
+            expr: crate::smt::triage::infix(&m.graph, m.root),
+            rewritten_expr: new_root.map_or("-".into(), |r| crate::smt::triage::infix(&gw, r)),
+            inputs: show_env(&m.env),
+            expected: c.expected.clone(),
+            actual: c.actual.clone(),
+            step: c.rule.as_ref().map(|r| {
+                format!(
+                    "{r}: {} -> {}",
+                    c.step_expected.as_deref().unwrap_or("-"),
+                    c.step_actual.as_deref().unwrap_or("-")
+                )
+            }),
+            error: c.error.clone(),
+            bounds: c.bounds.clone(),
+            python_lines: python.lines().count(),
+            python,
+            tinygrad_0140: None,
+            at_path: None,
+        });
+    }
+    if let Some(py) = &opts.python {
+        let scripts: Vec<(usize, String)> = bugs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i, b.python.clone()))
+            .collect();
+        match check_in_tinygrad(py, None, &scripts) {
+            Ok(m) => {
+                for (i, b) in bugs.iter_mut().enumerate() {
+                    let mut v = m.get(&i).cloned();
+                    if v.as_deref() == Some("does-not-reproduce")
+                        && ub_only(b.step.as_deref(), b.actual.as_deref())
+                    {
+                        v = Some("ub-only".into());
+                    }
+                    b.tinygrad_0140 = v;
+                }
+            }
+            Err(e) => rep.errors.push(e),
+        }
+        if let Some(tg) = &opts.tinygrad {
+            match check_in_tinygrad(py, Some(tg), &scripts) {
+                Ok(m) => {
+                    for (i, b) in bugs.iter_mut().enumerate() {
+                        b.at_path = m.get(&i).map(|v| match v.as_str() {
+                            "reproduces" => "live".into(),
+                            "does-not-reproduce" => "fixed".into(),
+                            o => o.to_string(),
+                        });
+                    }
+                }
+                Err(e) => rep.errors.push(e),
+            }
+        }
+    }
+    // ranked: real before by-design; most raw findings, then most signatures first
+    bugs.sort_by(|a, b| {
+        (b.raw_findings, b.signatures.len(), &a.key).cmp(&(
+            a.raw_findings,
+            a.signatures.len(),
+            &b.key,
+        ))
+    });
+    let (design, real): (Vec<Bug>, Vec<Bug>) =
+        bugs.into_iter().partition(|b| b.by_design.is_some());
+    rep.bugs = real;
+    rep.by_design = design;
+    rep
+}
+
+fn env_inputs(env: &Env) -> Vec<(String, Val)> {
+    let mut v: Vec<(String, Val)> = env.vars.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    v.extend(
+        env.ranges
+            .iter()
+            .map(|(a, x)| (format!("range:{a}"), Val::Int(*x))),
+    );
+    v.extend(
+        env.specials
+            .iter()
+            .map(|(n, x)| (format!("special:{n}"), Val::Int(*x))),
+    );
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+fn show_env(env: &Env) -> String {
+    let v = env_inputs(env);
+    if v.is_empty() && env.buffers.is_empty() {
+        return "(none)".into();
+    }
+    let mut parts: Vec<String> = v
+        .iter()
+        .map(|(k, x)| format!("{k}={}", x.py_repr()))
+        .collect();
+    for (i, b) in env.buffers.iter().enumerate() {
+        if !b.data.is_empty() {
+            parts.push(format!("buffer{i}=[{} values]", b.data.len()));
+        }
+    }
+    parts.join(", ")
+}
+
+fn bug_md(o: &mut String, n: usize, b: &Bug) {
+    let _ = writeln!(o, "### {n}. {}\n", b.title);
+    let _ = writeln!(
+        o,
+        "- **Root cause**: `{}` — `{}` (tinygrad 0.14.0)",
+        b.blamed, b.source
+    );
+    if let Some(v) = &b.bounds {
+        let _ = writeln!(
+            o,
+            "- **Unsound bound**: `{}` computes [{}, {}] but the node is {} at the point",
+            v.case, v.vmin, v.vmax, v.value
+        );
+    }
+    let _ = writeln!(o, "- **Dtypes**: {}", b.dtypes.join(", "));
+    let _ = writeln!(
+        o,
+        "- **Behind it**: {} raw finding(s) in {} finding dir(s), {} signature(s): {}",
+        b.raw_findings,
+        b.finding_dirs,
+        b.signatures.len(),
+        b.signatures
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if b.off_by_default {
+        o.push_str("- **Off by default**: the rule runs only with `DISABLE_FAST_IDIV=0` (tinygrad's default is 1)\n");
+    }
+    let _ = writeln!(o, "- **Case**: `{}`  →  `{}`", b.expr, b.rewritten_expr);
+    let _ = writeln!(o, "- **Inputs**: `{}`", b.inputs);
+    if b.expected.is_some() {
+        let _ = writeln!(
+            o,
+            "- **Expected** `{}`, **actual** `{}`{}",
+            b.expected.as_deref().unwrap_or("-"),
+            b.actual.as_deref().unwrap_or("-"),
+            b.step
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (blamed step {s})"))
+        );
+    }
+    if let Some(e) = &b.error {
+        let _ = writeln!(o, "- **Raises**: `{e}`");
+    }
+    let _ = writeln!(
+        o,
+        "- **Minimized**: {} → {} nodes{}",
+        b.nodes_before,
+        b.nodes_after,
+        if b.key_kept {
+            ""
+        } else {
+            " (the key was not kept: showing the closest)"
+        }
+    );
+    if let Some(t) = &b.tinygrad_0140 {
+        let _ = writeln!(o, "- **tinygrad 0.14.0**: {t}");
+    }
+    if let Some(t) = &b.at_path {
+        let _ = writeln!(o, "- **At --tinygrad**: {t}");
+    }
+    if let Some(r) = &b.by_design {
+        let _ = writeln!(o, "- **By design**: {r}");
+    }
+    let _ = writeln!(o, "- **Representative**: `{}`\n", b.representative);
+    if b.python_lines <= MAX_REPRO_LINES {
+        let _ = writeln!(o, "```python\n{}```\n", b.python);
+    } else {
+        let _ = writeln!(
+            o,
+            "<details><summary>repro ({} lines: a kernel or ops the short form does not cover)</summary>\n\n```python\n{}```\n\n</details>\n",
+            b.python_lines, b.python
+        );
+    }
+}
+
+/// The report as markdown: a summary, the ranked bugs, then the by-design ones.
+pub fn markdown(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# uopfuzz bugs: {} distinct bug(s), {} by design (tinygrad 0.14.0)\n",
+        r.bugs.len(),
+        r.by_design.len()
+    );
+    let _ = writeln!(
+        o,
+        "{} finding dir(s), {} raw finding(s), {} signature(s) → {} root-cause key(s) → {} bug(s) + {} by design.\n",
+        r.finding_dirs,
+        r.raw_findings,
+        r.signatures,
+        r.keys,
+        r.bugs.len(),
+        r.by_design.len()
+    );
+    if !r.bugs.is_empty() {
+        o.push_str("| # | bug | dtypes | raw | signatures | nodes | tinygrad 0.14.0 |\n|---|---|---|---|---|---|---|\n");
+        for (i, b) in r.bugs.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "| {} | {}{} | {} | {} | {} | {} | {} |",
+                i + 1,
+                b.title.replace('|', "\\|"),
+                if b.off_by_default {
+                    " (off by default)"
+                } else {
+                    ""
+                },
+                b.dtypes.join(", "),
+                b.raw_findings,
+                b.signatures.len(),
+                b.nodes_after,
+                b.tinygrad_0140.as_deref().unwrap_or("not checked")
+            );
+        }
+        o.push('\n');
+    }
+    o.push_str("## Bugs\n\n");
+    for (i, b) in r.bugs.iter().enumerate() {
+        bug_md(&mut o, i + 1, b);
+    }
+    if !r.by_design.is_empty() {
+        o.push_str("## By design\n\n");
+        for (i, b) in r.by_design.iter().enumerate() {
+            bug_md(&mut o, i + 1, b);
+        }
+    }
+    if !r.not_idempotent_by_rule.is_empty() {
+        o.push_str("## Health: not idempotent (not findings without `--check idempotence`)\n\n| first rule of the second rewrite | findings |\n|---|---|\n");
+        for (k, v) in &r.not_idempotent_by_rule {
+            let _ = writeln!(o, "| `{k}` | {v} |");
+        }
+        o.push('\n');
+    }
+    if !r.not_reproduced.is_empty() {
+        let _ = writeln!(
+            o,
+            "## Not reproduced at their point ({})\n",
+            r.not_reproduced.len()
+        );
+        for (l, why) in &r.not_reproduced {
+            let _ = writeln!(o, "- `{l}`: {why}");
+        }
+        o.push('\n');
+    }
+    o
+}

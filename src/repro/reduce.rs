@@ -1,0 +1,631 @@
+//! Cause-preserving minimization: delta debugging over a finding's graph and point that keeps
+//! its [`RootCause`](super::rootcause::RootCause) key at every step.
+//!
+//! Greedy and deterministic (wasm-smith's "only valid moves": every candidate is a well-typed
+//! graph). Candidates, cheapest first, the first one that keeps the key and makes the case
+//! strictly smaller (nodes, then constant complexity) is taken and the list is rebuilt:
+//! 1. the root becomes a value descendant (a kernel becomes the scalar expression it stores;
+//!    its free loop indices get values at the point), or a kernel's SINK loses a statement;
+//! 2. a node becomes one of its operands of the same dtype, a fresh variable holding its value
+//!    at the point (a LOAD becomes a scalar input this way), or a simple constant of its dtype;
+//! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
+//!    toward 0 while the key holds.
+//!
+//! Nothing the start case did not have is let in: a candidate that divides by a constant zero
+//! (when the start case did not) is dropped before it is checked, and the caller's check
+//! compares at a point where the original is defined (`compare_point` skips UB originals).
+//! Dtypes are not changed: the key names the exact dtype of the blamed step.
+use crate::exec::interp::{self, Env};
+use crate::ir::alu::Val;
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::rewrite::analysis::{Cache, min_max};
+use std::collections::{HashMap, HashSet};
+
+/// Rebuilds `root` with `map` applied (every use of a key replaced by its value).
+pub fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
+    let mut m: HashMap<UOp, UOp> = HashMap::new();
+    for u in g.toposort(&[root]) {
+        if let Some(r) = map.get(&u) {
+            m.insert(u, *r);
+            continue;
+        }
+        let n = g.node(u).clone();
+        let src: Vec<UOp> = n
+            .src
+            .iter()
+            .map(|s| m.get(s).copied().unwrap_or(*s))
+            .collect();
+        let nu = if src[..] != n.src[..] {
+            g.mk(n.op, n.dtype, &src, n.arg.clone())
+        } else {
+            u
+        };
+        m.insert(u, nu);
+    }
+    m.get(&root).copied().unwrap_or(root)
+}
+
+/// The outcome of a reduction.
+#[derive(Clone, Debug)]
+pub struct Reduced {
+    pub graph: Graph,
+    pub root: UOp,
+    pub env: Env,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    pub tried: usize,
+    pub accepted: usize,
+}
+
+fn bits(x: u128) -> u64 {
+    128 - x.leading_zeros() as u64
+}
+
+fn const_cost(c: ConstVal) -> u64 {
+    match c {
+        ConstVal::Int(i) => bits(i.unsigned_abs()) + (i < 0) as u64,
+        ConstVal::Float(0.0) => 0,
+        ConstVal::Float(f) if f.abs() == 1.0 => 1,
+        ConstVal::Float(f) if f.fract() == 0.0 && f.abs() < 1e6 => 1 + bits(f.abs() as u128),
+        ConstVal::Float(_) => 40,
+        _ => 0,
+    }
+}
+
+fn val_cost(v: &Val) -> u64 {
+    match v {
+        Val::Int(i) => bits(i.unsigned_abs()) + (*i < 0) as u64,
+        Val::Float(f) => const_cost(ConstVal::Float(*f)),
+        Val::Bool(b) => *b as u64,
+    }
+}
+
+fn measure(g: &Graph, root: UOp) -> (usize, u64) {
+    let order = g.toposort(&[root]);
+    let c = order
+        .iter()
+        .filter_map(|u| g.const_val(*u))
+        .map(const_cost)
+        .sum();
+    (order.len(), c)
+}
+
+fn is_div(op: Ops) -> bool {
+    matches!(op, Ops::FLOORDIV | Ops::FLOORMOD | Ops::CDIV | Ops::CMOD)
+}
+
+/// Whether some integer division or modulo under `root` has a constant zero divisor.
+pub fn zero_divisor(g: &Graph, root: UOp) -> bool {
+    g.toposort(&[root]).into_iter().any(|u| {
+        is_div(g.op(u))
+            && g.src(u)
+                .get(1)
+                .and_then(|d| g.const_val(*d))
+                .is_some_and(|c| {
+                    matches!(c, ConstVal::Int(0)) || matches!(c, ConstVal::Float(f) if f == 0.0)
+                })
+    })
+}
+
+fn is_value_node(g: &Graph, u: UOp) -> bool {
+    let op = g.op(u);
+    g.dtype(u) != DType::Void
+        && (op.is_alu() || matches!(op, Ops::CAST | Ops::BITCAST | Ops::LOAD | Ops::REDUCE))
+}
+
+fn is_input(g: &Graph, u: UOp) -> bool {
+    matches!(g.op(u), Ops::BUFFER | Ops::PARAM)
+        && g.arg(u)
+            .as_param()
+            .is_some_and(|p| p.vmin_vmax.is_some() || p.slot < 0)
+}
+
+fn value_at(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
+    let o = interp::eval(g, u, env).ok()?;
+    if o.ub || o.invalid {
+        return None;
+    }
+    o.value
+}
+
+fn simple_consts(dt: DType) -> Vec<ConstVal> {
+    if dt == DType::Bool {
+        vec![ConstVal::Bool(false), ConstVal::Bool(true)]
+    } else if dt.is_float() {
+        [0.0, 1.0, -1.0, 2.0].map(ConstVal::Float).to_vec()
+    } else if dt.is_int() {
+        let mut v = vec![0, 1, 2];
+        if !dt.is_unsigned() {
+            v.insert(2, -1);
+        }
+        v.into_iter().map(ConstVal::Int).collect()
+    } else {
+        vec![]
+    }
+}
+
+fn fresh_name(g: &Graph, root: UOp, env: &Env) -> String {
+    let mut used: HashSet<String> = env.vars.keys().cloned().collect();
+    for u in g.toposort(&[root]) {
+        if let Some(n) = g.arg(u).as_param().and_then(|p| p.name.clone()) {
+            used.insert(n);
+        }
+    }
+    (0..)
+        .map(|k| format!("v{k}"))
+        .find(|n| !used.contains(n))
+        .unwrap_or_default()
+}
+
+/// A fresh variable of `dt`: ints bounded by `u`'s vmin/vmax when they hold `val` (a variable
+/// keeps the bound the rules saw), else by the dtype.
+fn fresh_var(g: &mut Graph, u: UOp, name: &str, val: &Val) -> Option<UOp> {
+    let dt = g.dtype(u);
+    if dt == DType::Bool {
+        return Some(g.variable(name, 0, 1, DType::Bool));
+    }
+    if dt.is_float() {
+        return Some(crate::smt::verify::free_variable(g, name, dt));
+    }
+    let x = val.as_i128()?;
+    let (dlo, dhi) = dt
+        .int_bounds()
+        .filter(|_| dt.is_fixed_int())
+        .unwrap_or((i64::MIN as i128, i64::MAX as i128));
+    let (lo, hi) = min_max(g, &mut Cache::default(), u);
+    let (lo, hi) = match (lo.as_i128(), hi.as_i128()) {
+        (Some(a), Some(b)) if a <= x && x <= b => (a.max(dlo), b.min(dhi)),
+        _ => (dlo, dhi),
+    };
+    Some(g.variable(name, lo, hi, dt))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Cand {
+    Root(UOp),
+    /// A kernel's value expression with every LOAD under it a variable holding the loaded value
+    /// at one iteration.
+    RootScalar(UOp),
+    DropStmt(usize),
+    Node(UOp, UOp),
+    Var(UOp),
+    Const(UOp, ConstVal),
+}
+
+fn candidates(g: &Graph, root: UOp, env: &Env) -> Vec<Cand> {
+    let order = g.toposort(&[root]);
+    let mut out = Vec::new();
+    let mut descs: Vec<(usize, UOp)> = order
+        .iter()
+        .filter(|u| **u != root && is_value_node(g, **u))
+        .map(|u| (g.toposort(&[*u]).len(), *u))
+        .collect();
+    descs.sort();
+    let kernel = g.dtype(root) == DType::Void;
+    for (_, u) in descs {
+        out.push(Cand::Root(u));
+        if kernel && g.toposort(&[u]).iter().any(|x| g.op(*x) == Ops::LOAD) {
+            out.push(Cand::RootScalar(u));
+        }
+    }
+    if matches!(g.op(root), Ops::SINK | Ops::GROUP) && g.src(root).len() > 1 {
+        out.extend((0..g.src(root).len()).map(Cand::DropStmt));
+    }
+    // a CONST is only replaced where it is a value (not a size, an index bound or a loop end)
+    let mut const_ok: HashMap<UOp, bool> = HashMap::new();
+    for &u in &order {
+        for s in g.src(u) {
+            if g.op(*s) == Ops::CONST {
+                *const_ok.entry(*s).or_insert(true) &= is_value_node(g, u);
+            }
+        }
+    }
+    for &u in order.iter().rev() {
+        if u == root || is_input(g, u) {
+            continue;
+        }
+        let (op, dt) = (g.op(u), g.dtype(u));
+        if op == Ops::CONST {
+            if const_ok.get(&u).copied().unwrap_or(false) {
+                let cur = g.const_val(u).map_or(0, const_cost);
+                for c in simple_consts(dt) {
+                    if const_cost(c) < cur {
+                        out.push(Cand::Const(u, c));
+                    }
+                }
+            }
+            continue;
+        }
+        // a free loop index of a scalar expression becomes a variable holding its value
+        if matches!(op, Ops::RANGE | Ops::SPECIAL) && g.dtype(root) != DType::Void {
+            out.push(Cand::Var(u));
+            continue;
+        }
+        if !is_value_node(g, u) {
+            continue;
+        }
+        let mut seen = HashSet::new();
+        for s in g.src(u) {
+            if g.dtype(*s) == dt && seen.insert(*s) {
+                out.push(Cand::Node(u, *s));
+            }
+        }
+        out.push(Cand::Var(u));
+        if let Some(v) = value_at(g, u, env) {
+            out.push(Cand::Const(u, v.to_const()));
+        }
+        for c in simple_consts(dt) {
+            out.push(Cand::Const(u, c));
+        }
+    }
+    out
+}
+
+/// Ranges and specials under `root` the point does not bind, with their loop ends.
+fn free_indices(g: &Graph, root: UOp, env: &Env) -> Vec<(UOp, i128)> {
+    let mut out = Vec::new();
+    for u in g.toposort(&[root]) {
+        let missing = match (g.op(u), g.arg(u)) {
+            (Ops::RANGE, Arg::Range(a, _)) => !env.ranges.contains_key(a),
+            (Ops::SPECIAL, Arg::Name(n)) => !env.specials.contains_key(n),
+            _ => false,
+        };
+        if missing {
+            let end = g
+                .src(u)
+                .first()
+                .and_then(|e| value_at(g, *e, env))
+                .and_then(|v| v.as_i128())
+                .unwrap_or(0);
+            out.push((u, end));
+        }
+    }
+    out
+}
+
+/// Most points tried for a scalar graph taken out of its loops.
+const MAX_COMPLETIONS: usize = 48;
+
+/// Points for a scalar graph taken out of its loops: the free indices over their iterations
+/// (row-major, up to [`MAX_COMPLETIONS`]); just `env` when none is free.
+pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
+    let free = free_indices(g, root, env);
+    if free.is_empty() || g.dtype(root) == DType::Void {
+        return vec![env.clone()];
+    }
+    let mut out = vec![env.clone()];
+    for (u, end) in free {
+        let mut next = Vec::new();
+        'grow: for e in &out {
+            for i in 0..end {
+                if next.len() >= MAX_COMPLETIONS {
+                    break 'grow;
+                }
+                let mut e2 = e.clone();
+                match (g.op(u), g.arg(u)) {
+                    (Ops::RANGE, Arg::Range(a, _)) => {
+                        e2.ranges.insert(*a, i);
+                    }
+                    (_, Arg::Name(n)) => {
+                        e2.specials.insert(n.clone(), i);
+                    }
+                    _ => {}
+                }
+                next.push(e2);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// `d` with every LOAD under it replaced by a fresh variable holding its value at `e`.
+fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
+    let mut g2 = g.clone();
+    let mut env2 = Env {
+        max_steps: e.max_steps,
+        ..Env::default()
+    };
+    env2.vars = e.vars.clone();
+    let mut map = HashMap::new();
+    for u in g.toposort(&[d]) {
+        if g.op(u) == Ops::LOAD {
+            let v = value_at(g, u, e)?;
+            let name = fresh_name(&g2, d, &env2);
+            let dt = g.dtype(u);
+            let var = match dt {
+                DType::Bool => g2.variable(&name, 0, 1, dt),
+                d if d.is_float() => crate::smt::verify::free_variable(&mut g2, &name, d),
+                d => {
+                    let (lo, hi) = d
+                        .int_bounds()
+                        .filter(|_| d.is_fixed_int())
+                        .unwrap_or((i64::MIN as i128, i64::MAX as i128));
+                    g2.variable(&name, lo, hi, d)
+                }
+            };
+            env2.vars.insert(name, v);
+            map.insert(u, var);
+        }
+    }
+    let r = substitute(&mut g2, d, &map);
+    // loop indices the scalar still reads keep their values
+    env2.ranges = e.ranges.clone();
+    env2.specials = e.specials.clone();
+    let (g3, rr) = g2.extract(&[r]);
+    Some((g3, rr[0], env2))
+}
+
+fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Vec<(Graph, UOp, Env)> {
+    if let Cand::RootScalar(d) = c {
+        return completions(g, d, env)
+            .iter()
+            .filter_map(|e| scalarize(g, d, e))
+            .collect();
+    }
+    let one = apply_one(g, root, env, c);
+    let Some((g2, r2, e2)) = one else {
+        return vec![];
+    };
+    completions(&g2, r2, &e2)
+        .into_iter()
+        .map(|e| (g2.clone(), r2, e))
+        .collect()
+}
+
+fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, Env)> {
+    let mut g2 = g.clone();
+    let mut env2 = env.clone();
+    let new_root = match c {
+        Cand::Root(d) | Cand::RootScalar(d) => d,
+        Cand::DropStmt(i) => {
+            let n = g.node(root).clone();
+            let src: Vec<UOp> = n
+                .src
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k != i)
+                .map(|(_, s)| *s)
+                .collect();
+            g2.mk(n.op, n.dtype, &src, n.arg.clone())
+        }
+        Cand::Node(u, s) => {
+            let map = HashMap::from([(u, s)]);
+            substitute(&mut g2, root, &map)
+        }
+        Cand::Const(u, c) => {
+            let k = g2.cnst(g.dtype(u), c);
+            if k == u {
+                return None;
+            }
+            let map = HashMap::from([(u, k)]);
+            substitute(&mut g2, root, &map)
+        }
+        Cand::Var(u) => {
+            let v = value_at(g, u, env)?;
+            let name = fresh_name(g, root, env);
+            let var = fresh_var(&mut g2, u, &name, &v)?;
+            env2.vars.insert(name, v);
+            let map = HashMap::from([(u, var)]);
+            substitute(&mut g2, root, &map)
+        }
+    };
+    let (g3, r) = g2.extract(&[new_root]);
+    Some((g3, r[0], env2))
+}
+
+/// The inputs `root` reads (variables, ranges, specials; buffers for kernels).
+pub fn restrict_env(g: &Graph, root: UOp, env: &Env) -> Env {
+    let mut out = Env {
+        max_steps: env.max_steps,
+        ..Env::default()
+    };
+    for u in g.toposort(&[root]) {
+        match (g.op(u), g.arg(u)) {
+            (Ops::RANGE, Arg::Range(a, _)) => {
+                if let Some(v) = env.ranges.get(a) {
+                    out.ranges.insert(*a, *v);
+                }
+            }
+            (Ops::SPECIAL, Arg::Name(s)) => {
+                if let Some(v) = env.specials.get(s) {
+                    out.specials.insert(s.clone(), *v);
+                }
+            }
+            (_, Arg::Param(p)) => {
+                if let Some(n) = &p.name
+                    && let Some(v) = env.vars.get(n)
+                {
+                    out.vars.insert(n.clone(), *v);
+                }
+            }
+            _ => {}
+        }
+    }
+    if g.toposort(&[root]).iter().any(|u| {
+        g.op(*u) == Ops::PARAM
+            && g.arg(*u)
+                .as_param()
+                .is_some_and(|p| p.vmin_vmax.is_none() && p.slot >= 0)
+    }) {
+        out.buffers = env.buffers.clone();
+    }
+    out
+}
+
+/// Simpler values for an int input in `[lo, hi]` (multiples of `m`), simplest first.
+fn simple_ints(lo: i128, hi: i128, m: i128, cur: i128) -> Vec<i128> {
+    let mut v = vec![0i128, 1, -1, 2, -2];
+    for k in 2..64 {
+        v.push(1i128 << k);
+        v.push(-(1i128 << k));
+        v.push((1i128 << k) - 1);
+        v.push(-(1i128 << k) + 1);
+    }
+    v.extend([lo, hi, lo + 1, hi - 1, cur / 2]);
+    let cost = |x: i128| (bits(x.unsigned_abs()), x < 0, x.unsigned_abs());
+    let mut out: Vec<i128> = v
+        .into_iter()
+        .filter(|x| *x >= lo && *x <= hi && x.rem_euclid(m.max(1)) == 0 && cost(*x) < cost(cur))
+        .collect();
+    out.sort_by_key(|x| cost(*x));
+    out.dedup();
+    out
+}
+
+fn inputs(g: &Graph, root: UOp) -> Vec<(String, DType, (i128, i128), i128)> {
+    g.toposort(&[root])
+        .iter()
+        .filter(|u| is_input(g, **u))
+        .filter_map(|u| {
+            let p = g.arg(*u).as_param()?;
+            let n = p.name.clone()?;
+            let dt = g.dtype(*u);
+            let b = p
+                .vmin_vmax
+                .or(dt.int_bounds())
+                .unwrap_or((i128::MIN / 2, i128::MAX / 2));
+            Some((n, dt, b, p.multiple_of.unwrap_or(1).max(1) as i128))
+        })
+        .collect()
+}
+
+/// Minimizes `root` of `g` at `env` while `keep(graph, root, point)` holds (the caller checks
+/// the root-cause key there). `keep` must hold on the start case; at most `max_tries` candidates
+/// are checked.
+pub fn reduce(
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    keep: &mut dyn FnMut(&Graph, UOp, &Env) -> bool,
+    max_tries: usize,
+) -> Reduced {
+    let (g0, r0) = g.extract(&[root]);
+    let (mut g, mut root, mut env) = (g0, r0[0], env.clone());
+    let had_zero_div = zero_divisor(&g, root);
+    let nodes_before = g.toposort(&[root]).len();
+    let (mut tried, mut accepted) = (0usize, 0usize);
+    'outer: loop {
+        let cur = measure(&g, root);
+        for c in candidates(&g, root, &env) {
+            if tried >= max_tries {
+                break 'outer;
+            }
+            for (g2, r2, e3) in apply(&g, root, &env, c) {
+                if measure(&g2, r2) >= cur || (!had_zero_div && zero_divisor(&g2, r2)) {
+                    break;
+                }
+                if tried >= max_tries {
+                    break 'outer;
+                }
+                tried += 1;
+                if keep(&g2, r2, &e3) {
+                    (g, root, env) = (g2, r2, e3);
+                    accepted += 1;
+                    continue 'outer;
+                }
+            }
+        }
+        break;
+    }
+    // values, one input at a time; then halving toward zero
+    for (name, dt, (lo, hi), m) in inputs(&g, root) {
+        while let Some(v) = env.vars.get(&name).copied() {
+            let tries: Vec<Val> = match v {
+                Val::Int(i) => {
+                    let mut t: Vec<Val> = simple_ints(lo, hi, m, i)
+                        .into_iter()
+                        .map(Val::Int)
+                        .collect();
+                    let half = i / 2 - (i / 2).rem_euclid(m);
+                    if half != i && half >= lo && half <= hi {
+                        t.push(Val::Int(half));
+                    }
+                    t
+                }
+                Val::Float(f) if dt != DType::Bool => {
+                    [0.0, 1.0, -1.0, 2.0, 0.5, f.trunc(), f / 2.0]
+                        .into_iter()
+                        .filter(|x| x.is_finite() && val_cost(&Val::Float(*x)) < val_cost(&v))
+                        .map(Val::Float)
+                        .collect()
+                }
+                Val::Bool(true) => vec![Val::Bool(false)],
+                _ => vec![],
+            };
+            let mut moved = false;
+            for t in tries {
+                if tried >= max_tries {
+                    break;
+                }
+                tried += 1;
+                let mut e = env.clone();
+                e.vars.insert(name.clone(), t);
+                if keep(&g, root, &e) {
+                    env = e;
+                    accepted += 1;
+                    moved = true;
+                    break;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+    let env = restrict_env(&g, root, &env);
+    let nodes_after = g.toposort(&[root]).len();
+    Reduced {
+        graph: g,
+        root,
+        env,
+        nodes_before,
+        nodes_after,
+        tried,
+        accepted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduces_to_the_kept_core_and_never_lets_in_a_zero_divisor() {
+        // (v0 + 3) * (v1 // 5) ; keep: the graph still has a FLOORDIV whose divisor is not 1
+        let mut g = Graph::new();
+        let v0 = g.variable("v0", 0, 100, DType::Int32);
+        let v1 = g.variable("v1", -50, 50, DType::Int32);
+        let c3 = g.cint(DType::Int32, 3);
+        let c5 = g.cint(DType::Int32, 5);
+        let a = g.mk(Ops::ADD, DType::Int32, &[v0, c3], Arg::None);
+        let d = g.mk(Ops::FLOORDIV, DType::Int32, &[v1, c5], Arg::None);
+        let m = g.mk(Ops::MUL, DType::Int32, &[a, d], Arg::None);
+        let mut env = Env::new();
+        env.vars.insert("v0".into(), Val::Int(17));
+        env.vars.insert("v1".into(), Val::Int(-33));
+        let mut keep = |g: &Graph, r: UOp, e: &Env| {
+            g.toposort(&[r]).iter().any(|u| {
+                g.op(*u) == Ops::FLOORDIV
+                    && g.const_val(g.src(*u)[1]) != Some(ConstVal::Int(1))
+                    && value_at(g, *u, e).is_some()
+            })
+        };
+        let r = reduce(&g, m, &env, &mut keep, 500);
+        assert_eq!(r.nodes_before, 7);
+        // v1 // 5: the divisor 5 may shrink to 2 (0 and 1 are refused: a new zero divisor, or
+        // the keep fails), the numerator to a small value
+        assert_eq!(r.nodes_after, 3, "{:?}", r.graph.toposort(&[r.root]));
+        assert_eq!(r.graph.op(r.root), Ops::FLOORDIV);
+        assert!(!zero_divisor(&r.graph, r.root));
+        assert_eq!(r.env.vars.len(), 1);
+        let v = r
+            .env
+            .vars
+            .values()
+            .next()
+            .and_then(|v| v.as_i128())
+            .unwrap();
+        assert!(v.abs() <= 1, "values shrink toward 0: {v}");
+    }
+}

@@ -1,0 +1,613 @@
+//! The root-cause key of a finding: what is wrong, not where the fuzzer happened to see it.
+//!
+//! The dedup [`Signature`](crate::oracle::verdict::Signature) (class, blamed rule, dtype family,
+//! backend) is both too fine and too coarse: one wrong `_min_max` case shows up under every rule
+//! that trusted the range, and one rule can hold two defects (`v0 // -2` raising vs dividing by
+//! zero). The key is computed from a case whose cause was checked at its point:
+//!
+//! * a rewrite bug: the application the interpreter blames (fuel bisection at the point, then the
+//!   first step whose own before/after differ), the op and exact dtype it rewrote, and the
+//!   symptom there ([`Symptom`]). When a node under the rewritten one holds a value outside its
+//!   vmin/vmax ([`crate::oracle::bounds`]) and replacing that node by a variable of honest bounds
+//!   (same value at the point) makes the wrong rewrite go away, the rule acted on a wrong range:
+//!   the key blames the bounds case (`bounds:ADD`), not the rule;
+//! * a rewrite error: the rule that raised, the exception type and the message with numbers
+//!   masked;
+//! * a self-dependency (tinygrad's `KeyError` at ops.py:1742): the rules whose result contains
+//!   the node it replaced; a nontermination: the rules of the repeating tail of the trace;
+//! * not-idempotent: the first rule of the second rewrite.
+use crate::exec::interp::{self, Env, Outcome};
+use crate::ir::alu::Val;
+use crate::ir::{DType, Graph, Ops, UOp};
+use crate::oracle::bounds;
+use crate::oracle::check::{PointVerdict, Rewritten, compare_point, first_wrong_step};
+use crate::oracle::tolerance::FloatPolicy;
+use crate::oracle::verdict::Class;
+use crate::rewrite::analysis::Cache;
+use crate::rewrite::engine::{RuleError, Stop};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+
+pub use crate::oracle::check::Pipeline;
+
+/// How a rewrite bug shows at the blamed step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Symptom {
+    /// An int operation wraps (the original or the rewritten side) and the rule assumed it does not.
+    Wraparound,
+    /// The rewritten side is undefined (division by zero, out-of-range float→int, ...) where the
+    /// original is defined.
+    UbIntroduced,
+    /// One side is NaN or ±inf.
+    NanInf,
+    /// A vector's lanes or a shape are lost (lane count differs).
+    LaneLoss,
+    /// Floats differ by less than a relative 2^-10.
+    Precision,
+    WrongValue,
+}
+
+impl Symptom {
+    pub fn name(self) -> &'static str {
+        match self {
+            Symptom::Wraparound => "wraparound",
+            Symptom::UbIntroduced => "ub-introduced",
+            Symptom::NanInf => "nan-inf",
+            Symptom::LaneLoss => "lane-loss",
+            Symptom::Precision => "precision",
+            Symptom::WrongValue => "wrong-value",
+        }
+    }
+}
+
+/// The root-cause key. Two findings with equal keys are one defect.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RootCause {
+    pub class: Class,
+    /// The blamed rule, `bounds:OP` for a `_min_max` case, or the `+`-joined rules of a cycle.
+    pub blamed: String,
+    /// The op rewritten at the blamed step (a bug), or the exception type (an error).
+    pub op: String,
+    /// Exact dtype at the blamed step (`int`, `char`; a bounds case of a CAST: `char->uchar`).
+    pub dtype: String,
+    /// [`Symptom`] name, or the normalized exception message.
+    pub symptom: String,
+}
+
+impl std::fmt::Display for RootCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}|{}|{}.{}|{}",
+            self.class.name(),
+            self.blamed,
+            self.op,
+            self.dtype,
+            self.symptom
+        )
+    }
+}
+
+impl RootCause {
+    /// The defect, as the bug list groups keys: one tinygrad line is wrong for every dtype it
+    /// shows on, and a rule is one defect for every op it rewrites with the same symptom (a
+    /// bounds case keeps its op in `blamed`); an error is its rule and exception type (the
+    /// message varies with the operands).
+    pub fn bug_key(&self) -> String {
+        match self.class {
+            Class::RewriteError | Class::Nontermination => {
+                format!("{}|{}|{}", self.class.name(), self.blamed, self.op)
+            }
+            _ => format!("{}|{}|{}", self.class.name(), self.blamed, self.symptom),
+        }
+    }
+    /// Parses [`Display`]'s form (the known-findings list).
+    pub fn parse(s: &str) -> Option<RootCause> {
+        let p: Vec<&str> = s.trim().split('|').collect();
+        if p.len() != 4 {
+            return None;
+        }
+        let (op, dtype) = p[2].split_once('.')?;
+        Some(RootCause {
+            class: Class::from_name(p[0])?,
+            blamed: p[1].into(),
+            op: op.into(),
+            dtype: dtype.into(),
+            symptom: p[3].into(),
+        })
+    }
+}
+
+/// The key of one case plus what was seen on the way (for the report).
+#[derive(Clone, Debug, Serialize)]
+pub struct Cause {
+    pub key: RootCause,
+    /// The rule the interpreter blamed (also when the key blames a bounds case).
+    pub rule: Option<String>,
+    pub rule_source: Option<String>,
+    /// The bounds violation the key blames.
+    pub bounds: Option<bounds::Violation>,
+    /// The blamed step's before/after values at the point (a rewrite bug).
+    pub step_expected: Option<String>,
+    pub step_actual: Option<String>,
+    /// The whole graph's results at the point (a rewrite bug).
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    /// The raw exception text (an error).
+    pub error: Option<String>,
+}
+
+fn is_bad(v: PointVerdict) -> bool {
+    matches!(v, PointVerdict::Differ | PointVerdict::LessDefined)
+}
+
+fn rewrite(pipe: &Pipeline, g: &Graph, root: UOp, fuel: Option<usize>) -> (Graph, Rewritten) {
+    let mut gw = g.clone();
+    let rw = pipe.rewrite(&mut gw, &mut Cache::default(), root, fuel);
+    (gw, rw)
+}
+
+/// `Type: message` of a rule error with the wrapping `RuntimeError: ` dropped and every number
+/// and quoted string masked (`N`, `'…'`), so one defect hit at different values is one key.
+pub fn normalize_error(e: &str) -> (String, String) {
+    let mut rest = e.trim();
+    let mut ty = String::from("Exception");
+    while let Some((head, tail)) = rest.split_once(": ") {
+        let is_type = !head.is_empty()
+            && head.chars().all(|c| c.is_ascii_alphanumeric())
+            && (head.ends_with("Error") || head.ends_with("Exception"));
+        if !is_type {
+            break;
+        }
+        ty = head.to_string();
+        rest = tail;
+    }
+    if let Some(t) = ["AssertionError", "KeyError"].iter().find(|t| rest == **t) {
+        ty = t.to_string();
+        rest = "";
+    }
+    let mut out = String::new();
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars
+                .peek()
+                .is_some_and(|d| d.is_ascii_digit() || *d == '.')
+            {
+                chars.next();
+            }
+            if out.ends_with('-') {
+                out.pop();
+            }
+            out.push('N');
+        } else if c == '\'' {
+            for d in chars.by_ref() {
+                if d == '\'' {
+                    break;
+                }
+            }
+            out.push_str("'…'");
+        } else {
+            out.push(c);
+        }
+    }
+    let mut msg = out.trim().trim_end_matches(':').trim().to_string();
+    // operand dtypes and shapes vary with the case, not with the defect
+    for (from, to) in [("(N, N, N)", "(…)"), ("(N, N)", "(…)"), ("(N,)", "(…)")] {
+        msg = msg.replace(from, to);
+    }
+    let mut words: Vec<String> = Vec::new();
+    for w in msg.split(' ') {
+        words.push(match w.find("dtypes.") {
+            Some(i) => {
+                let end = w[i + 7..]
+                    .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .map_or(w.len(), |e| i + 7 + e);
+                format!("{}dtypes.*{}", &w[..i], &w[end..])
+            }
+            None => w.to_string(),
+        });
+    }
+    let msg = words.join(" ");
+    (ty, if msg.is_empty() { "-".into() } else { msg })
+}
+
+/// Rules whose result contains the node it replaced (a self-dependency), in trace order.
+fn self_containing(g: &Graph, trace: &[crate::rewrite::engine::Step]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for s in trace {
+        if s.after != s.before && g.toposort(&[s.after]).contains(&s.before) {
+            out.insert(s.rule.to_string());
+        }
+    }
+    out
+}
+
+/// The rules of the repeating tail of a non-terminating trace.
+fn cycle_rules(trace: &[crate::rewrite::engine::Step]) -> BTreeSet<String> {
+    let tail = &trace[trace.len().saturating_sub(512)..];
+    tail.iter().map(|s| s.rule.to_string()).collect()
+}
+
+fn join(s: &BTreeSet<String>) -> String {
+    if s.is_empty() {
+        "-".into()
+    } else {
+        s.iter().cloned().collect::<Vec<_>>().join("+")
+    }
+}
+
+fn outcome(g: &Graph, u: UOp, env: &Env) -> Option<Outcome> {
+    interp::eval(g, u, env).ok()
+}
+
+fn lanes(o: &Outcome) -> Option<usize> {
+    o.elems.as_ref().map(Vec::len)
+}
+
+fn wraps(o: &Outcome) -> bool {
+    o.ub_at.is_some_and(|(_, k)| !k.is_hard())
+}
+
+/// The symptom of `before` → `after` at `env` (both in `g`). A step inside a kernel loop has no
+/// value on its own: its free loop indices are tried over their iterations, and the first one
+/// where the two differ is read.
+fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
+    let pair = |e: &Env| Some((outcome(g, before, e)?, outcome(g, after, e)?));
+    let differ = |(o, n): &(Outcome, Outcome)| {
+        o.hard_ub != n.hard_ub
+            || lanes(o) != lanes(n)
+            || match (o.value, n.value) {
+                (Some(a), Some(b)) => !a.same(&b),
+                _ => false,
+            }
+    };
+    let found = pair(env).or_else(|| {
+        super::reduce::completions(g, before, env)
+            .iter()
+            .filter_map(|e| {
+                let mut e2 = e.clone();
+                for (k, v) in super::reduce::completions(g, after, e)
+                    .first()?
+                    .ranges
+                    .iter()
+                {
+                    e2.ranges.entry(*k).or_insert(*v);
+                }
+                pair(&e2)
+            })
+            .find(differ)
+    });
+    let Some((o, n)) = found else {
+        return Symptom::WrongValue;
+    };
+    if n.hard_ub && !o.hard_ub {
+        return Symptom::UbIntroduced;
+    }
+    if lanes(&o) != lanes(&n) {
+        return Symptom::LaneLoss;
+    }
+    match (o.value, n.value) {
+        (Some(Val::Float(a)), Some(Val::Float(b))) => {
+            if !a.is_finite() || !b.is_finite() {
+                Symptom::NanInf
+            } else if (a - b).abs() <= a.abs().max(b.abs()) / 1024.0 {
+                Symptom::Precision
+            } else {
+                Symptom::WrongValue
+            }
+        }
+        _ if wraps(&o) || wraps(&n) || unsigned_wrap(g, before, env) => Symptom::Wraparound,
+        _ => Symptom::WrongValue,
+    }
+}
+
+/// An unsigned ADD/SUB/MUL/SHL under `u` whose exact result leaves its dtype (C defines the
+/// wrap, so the interpreter does not flag it).
+fn unsigned_wrap(g: &Graph, u: UOp, env: &Env) -> bool {
+    g.toposort(&[u]).into_iter().any(|x| {
+        let dt = g.dtype(x);
+        if !dt.is_unsigned() || !matches!(g.op(x), Ops::ADD | Ops::SUB | Ops::MUL | Ops::SHL) {
+            return false;
+        }
+        let vals: Option<Vec<i128>> = g
+            .src(x)
+            .iter()
+            .map(|s| {
+                outcome(g, *s, env)
+                    .and_then(|o| o.value)
+                    .and_then(|v| v.as_i128())
+            })
+            .collect();
+        let Some(v) = vals.filter(|v| v.len() == 2) else {
+            return false;
+        };
+        let exact = match g.op(x) {
+            Ops::ADD => v[0].checked_add(v[1]),
+            Ops::SUB => v[0].checked_sub(v[1]),
+            Ops::MUL => v[0].checked_mul(v[1]),
+            _ => u32::try_from(v[1])
+                .ok()
+                .filter(|k| *k < 100)
+                .and_then(|k| v[0].checked_mul(1i128 << k)),
+        };
+        let (lo, hi) = dt.int_bounds().unwrap_or((i128::MIN, i128::MAX));
+        exact.is_none_or(|e| e < lo || e > hi)
+    })
+}
+
+fn show(o: Option<Outcome>) -> Option<String> {
+    let o = o?;
+    let mut s = match (&o.value, &o.elems) {
+        (Some(v), _) => v.py_repr(),
+        (None, Some(e)) => format!(
+            "({})",
+            e.iter()
+                .map(|x| x.map_or("Invalid".into(), |v| v.py_repr()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ if o.invalid => "Invalid".into(),
+        _ => "None".into(),
+    };
+    if o.hard_ub {
+        s.push_str(" (undefined)");
+    }
+    Some(s)
+}
+
+/// The first application the interpreter blames at `env`, with the full rewrite it is in.
+/// `None` when the rewrite does not finish or the point shows no mismatch.
+pub fn blame_at(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+) -> Option<(usize, Graph, Rewritten)> {
+    let (gfull, full) = rewrite(pipe, g, root, None);
+    if full.stop != Stop::Done || full.root == root {
+        return None;
+    }
+    if !is_bad(compare_point(&gfull, root, full.root, env, policy).0) {
+        return None;
+    }
+    // the first prefix of the trace whose graph is wrong at the point (a bisection would need
+    // monotonicity, which a later rule undoing an earlier one breaks)
+    let mut last = full.trace.len() - 1;
+    for k in 1..=full.trace.len() {
+        let (gk, rk) = rewrite(pipe, g, root, Some(k));
+        if is_bad(compare_point(&gk, root, rk.root, env, policy).0) {
+            last = k - 1;
+            break;
+        }
+    }
+    let i = first_wrong_step(&gfull, &full.trace[..=last], env, policy).unwrap_or(last);
+    Some((i, gfull, full))
+}
+
+/// Whether the wrong rewrite at `step` depends on the bound of node `v` (under `step.before`):
+/// with `v` replaced by a variable of its dtype's full range holding the same value at the
+/// point, the pipeline no longer rewrites `before` wrongly there.
+fn needs_bound(
+    pipe: &Pipeline,
+    g: &Graph,
+    before: UOp,
+    v: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+) -> bool {
+    let dt = g.dtype(v);
+    let Some(val) = outcome(g, v, env).and_then(|o| o.value) else {
+        return false;
+    };
+    let (g1, r) = g.extract(&[before, v]);
+    let (mut g1, before1, v1) = (g1, r[0], r[1]);
+    let name = (0..)
+        .map(|k| format!("b{k}"))
+        .find(|n| !env.vars.contains_key(n))
+        .unwrap_or_default();
+    let fresh = match dt {
+        DType::Bool => g1.variable(&name, 0, 1, DType::Bool),
+        d => {
+            let (lo, hi) = d
+                .int_bounds()
+                .filter(|_| d.is_fixed_int())
+                .unwrap_or((i64::MIN as i128, i64::MAX as i128));
+            g1.variable(&name, lo, hi, d)
+        }
+    };
+    let mut map = HashMap::new();
+    map.insert(v1, fresh);
+    let root2 = super::reduce::substitute(&mut g1, before1, &map);
+    let mut env2 = env.clone();
+    env2.vars.insert(name, val);
+    let (gw, rw) = rewrite(pipe, &g1, root2, None);
+    rw.stop == Stop::Done
+        && !(rw.root != root2 && is_bad(compare_point(&gw, root2, rw.root, &env2, policy).0))
+}
+
+/// The root cause of the case `root` of `g` at `env` under `pipe`. `class` is the finding's
+/// class (it picks the not-idempotent check); `None` when the case shows nothing (the point
+/// agrees, the rewrite is fine, or the port left its i128 range).
+pub fn analyze(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    class: Class,
+) -> Option<Cause> {
+    let (gw, rw) = rewrite(pipe, g, root, None);
+    let mut cause = Cause {
+        key: RootCause {
+            class,
+            blamed: "-".into(),
+            op: "-".into(),
+            dtype: "-".into(),
+            symptom: "-".into(),
+        },
+        rule: None,
+        rule_source: None,
+        bounds: None,
+        step_expected: None,
+        step_actual: None,
+        expected: None,
+        actual: None,
+        error: None,
+    };
+    match &rw.stop {
+        Stop::RuleError {
+            error: RuleError::Overflow(_),
+            ..
+        } => return None,
+        Stop::RuleError {
+            rule,
+            source,
+            error,
+            node,
+        } => {
+            let text = error.to_string();
+            let (ty, msg) = normalize_error(&text);
+            cause.key = RootCause {
+                class: Class::RewriteError,
+                blamed: rule.to_string(),
+                op: ty,
+                dtype: if node.idx() < gw.len() {
+                    gw.dtype(*node).py_name().into()
+                } else {
+                    "-".into()
+                },
+                symptom: msg,
+            };
+            cause.rule = Some(rule.to_string());
+            cause.rule_source = Some(source.to_string());
+            cause.error = Some(text);
+            return Some(cause);
+        }
+        Stop::Unresolved => {
+            let rules = self_containing(&gw, &rw.trace);
+            let rules = if rules.is_empty() {
+                rw.trace
+                    .last()
+                    .map(|s| s.rule.to_string())
+                    .into_iter()
+                    .collect()
+            } else {
+                rules
+            };
+            cause.key = RootCause {
+                class: Class::RewriteError,
+                blamed: join(&rules),
+                op: "KeyError".into(),
+                dtype: "-".into(),
+                symptom: "a rewrite made a node depend on itself".into(),
+            };
+            cause.error = Some("KeyError: a rewrite made a node depend on itself".into());
+            return Some(cause);
+        }
+        Stop::NonTermination { steps } => {
+            cause.key = RootCause {
+                class: Class::Nontermination,
+                blamed: join(&cycle_rules(&rw.trace)),
+                op: "-".into(),
+                dtype: "-".into(),
+                symptom: "no fixpoint".into(),
+            };
+            cause.error = Some(format!("no fixpoint after {steps} rule applications"));
+            return Some(cause);
+        }
+        Stop::Done | Stop::FuelExhausted => {}
+    }
+    if class == Class::NotIdempotent {
+        let (_, again) = rewrite(pipe, &gw, rw.root, None);
+        if again.stop == Stop::Done && again.root == rw.root {
+            return None;
+        }
+        let first = again.trace.first()?;
+        cause.key = RootCause {
+            class,
+            blamed: first.rule.to_string(),
+            op: gw.op(rw.root).name().into(),
+            dtype: gw.dtype(rw.root).py_name().into(),
+            symptom: "changes again".into(),
+        };
+        cause.rule = Some(first.rule.to_string());
+        cause.rule_source = Some(first.source.to_string());
+        return Some(cause);
+    }
+    let (i, gfull, full) = blame_at(pipe, g, root, env, policy)?;
+    let step = &full.trace[i];
+    let (_, o, n) = compare_point(&gfull, root, full.root, env, policy);
+    cause.expected = Some(crate::repro::replay::show(&o));
+    cause.actual = Some(crate::repro::replay::show(&n));
+    cause.step_expected = show(outcome(&gfull, step.before, env));
+    cause.step_actual = show(outcome(&gfull, step.after, env));
+    let sym = symptom(&gfull, step.before, step.after, env);
+    cause.rule = Some(step.rule.to_string());
+    cause.rule_source = Some(step.source.to_string());
+    let (op, dt) = (gfull.op(step.before), gfull.dtype(step.before));
+    cause.key = RootCause {
+        class: Class::RewriteBug,
+        blamed: step.rule.to_string(),
+        op: op.name().into(),
+        dtype: dt.py_name().into(),
+        symptom: sym.name().into(),
+    };
+    if let Some(v) = bounds::first_origin(&gfull, &[step.before], env)
+        && v.node != step.before
+        && needs_bound(pipe, &gfull, step.before, v.node, env, policy)
+    {
+        let vn = v.node;
+        cause.key.blamed = format!("bounds:{}", gfull.op(vn).name());
+        cause.key.op = gfull.op(vn).name().into();
+        cause.key.dtype = v.case.split_once('.').map_or("-", |x| x.1).to_string();
+        cause.bounds = Some(v);
+    }
+    Some(cause)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn errors_normalize_to_type_and_masked_message() {
+        assert_eq!(
+            normalize_error(
+                "RuntimeError: AssertionError: Sign should have been taken out of divisor"
+            ),
+            (
+                "AssertionError".into(),
+                "Sign should have been taken out of divisor".into()
+            )
+        );
+        assert_eq!(
+            normalize_error("RuntimeError: OverflowError: (34, 'Numerical result out of range')"),
+            ("OverflowError".into(), "(N, '…')".into())
+        );
+        assert_eq!(
+            normalize_error("RuntimeError: AssertionError: "),
+            ("AssertionError".into(), "-".into())
+        );
+        assert_eq!(
+            normalize_error("ValueError: bad reshape: () -> (3,)"),
+            ("ValueError".into(), "bad reshape: () -> (…)".into())
+        );
+        assert_eq!(
+            normalize_error(
+                "RuntimeError: shift operands must be int, got [dtypes.bool, dtypes.weakint]"
+            )
+            .1,
+            "shift operands must be int, got [dtypes.*, dtypes.*]"
+        );
+        let k = RootCause {
+            class: Class::RewriteBug,
+            blamed: "bounds:ADD".into(),
+            op: "ADD".into(),
+            dtype: "char".into(),
+            symptom: "wraparound".into(),
+        };
+        assert_eq!(RootCause::parse(&k.to_string()), Some(k));
+    }
+}

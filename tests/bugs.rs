@@ -1,0 +1,93 @@
+//! `uopfuzz bugs` on a fixture set of finding directories (tests/fixtures/bugs, from a default
+//! run): root-cause keys, cause-preserving minimization and the tinygrad repros.
+//!
+//! The repros run in tinygrad 0.14.0 (`.venv/bin/python`); that part is skipped with a message
+//! when the venv is missing.
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use uopfuzz::repro::bugs::{Opts, build, markdown};
+use uopfuzz::repro::report::collect;
+use uopfuzz::repro::rootcause::RootCause;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs")
+}
+
+fn python() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    p.exists().then_some(p)
+}
+
+#[test]
+fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
+    let (found, errs) = collect(&fixtures());
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(found.len(), 12);
+    let py = python();
+    if py.is_none() {
+        println!("SKIP the tinygrad part: .venv/bin/python is missing");
+    }
+    let opts = Opts {
+        python: py.clone(),
+        ..Opts::default()
+    };
+    let r = build(found, &HashMap::new(), &opts);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.not_reproduced.is_empty(), "{:?}", r.not_reproduced);
+    let all: Vec<_> = r.bugs.iter().chain(&r.by_design).collect();
+    // 12 signatures, 10 bugs: vmin_eq_vmax on bool and on int is one wrong vmin/vmax of MUL
+    // (on two dtypes); x_plus_x's and split_const_multiple's KeyErrors are one self-containing
+    // simplify_pow result
+    assert_eq!(r.signatures, 12);
+    assert_eq!(all.len(), 10, "{}", markdown(&r));
+    let by_key = |k: &str| all.iter().find(|b| b.key == k);
+    let idiv = by_key(
+        "rewrite-error|late/fast_idiv|AssertionError|Sign should have been taken out of divisor",
+    )
+    .expect("fast_idiv's negative-divisor assertion is its own bug");
+    assert!(idiv.off_by_default);
+    // minimized to the negative divisor, never to a division by zero
+    assert!(
+        idiv.expr.contains("// -") || idiv.expr.contains("% -"),
+        "{}",
+        idiv.expr
+    );
+    assert!(!idiv.python.contains("UOp.const(0,"), "{}", idiv.python);
+    let self_dep = all
+        .iter()
+        .find(|b| b.key.contains("KeyError"))
+        .expect("the self-dependency");
+    assert_eq!(self_dep.blamed, "symbolic_simple/simplify_pow");
+    assert_eq!(self_dep.signatures.len(), 2, "{:?}", self_dep.signatures);
+    let mul = by_key("rewrite-bug|bounds:MUL|MUL|wraparound").expect("MUL's bounds");
+    assert_eq!(mul.signatures.len(), 2, "{:?}", mul.signatures);
+    assert!(
+        all.iter().any(|b| b.blamed.starts_with("bounds:")),
+        "a bounds case is blamed: {}",
+        markdown(&r)
+    );
+    let mut sizes: Vec<usize> = all.iter().map(|b| b.nodes_after).collect();
+    sizes.sort();
+    for b in &all {
+        assert!(b.key_kept, "{}: key lost", b.key);
+        assert!(b.nodes_after <= 12, "{}: {} nodes", b.key, b.nodes_after);
+        assert!(RootCause::parse(&b.keys[0]).is_some(), "{}", b.keys[0]);
+        assert!(
+            b.python_lines <= 15,
+            "{}: {} lines\n{}",
+            b.key,
+            b.python_lines,
+            b.python
+        );
+        if py.is_some() {
+            let t = b.tinygrad_0140.as_deref().unwrap_or("-");
+            assert!(
+                t == "reproduces" || t == "ub-only",
+                "{}: tinygrad 0.14.0 says {t}\n{}",
+                b.key,
+                b.python
+            );
+        }
+    }
+    assert!(sizes[sizes.len() / 2] <= 6, "median {sizes:?}");
+}
