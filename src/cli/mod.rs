@@ -3,6 +3,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 pub mod bench;
+pub mod farm;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -43,6 +44,12 @@ pub enum Cmd {
     Report(report::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
+    /// The overnight farm: worker processes, scheduling, triage, corpus, crash-safe store, sync;
+    /// `farm report DIR` writes the morning report.
+    Farm(farm::Args),
+    /// One farm worker process (started by `farm`).
+    #[command(hide = true)]
+    FarmWorker(farm::WorkerArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -56,6 +63,8 @@ pub fn main() -> ExitCode {
         Cmd::Replay(a) => code(replay::run(a)),
         Cmd::Report(a) => code(report::run(a)),
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
+        Cmd::Farm(a) => farm::run_cmd(a),
+        Cmd::FarmWorker(a) => farm::worker_cmd(a),
     }
 }
 

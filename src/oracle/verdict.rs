@@ -21,6 +21,8 @@ pub enum Class {
     BackendBug,
     /// The difference is within float rounding that the tolerance model cannot decide.
     FloatRounding,
+    /// A farm worker panicked, hung or was killed on this case (a uopfuzz problem, not tinygrad's).
+    HarnessCrash,
     Unknown,
 }
 
@@ -34,6 +36,7 @@ impl Class {
             Class::FastMathUnsound => "fast-math-unsound",
             Class::BackendBug => "backend-bug",
             Class::FloatRounding => "float-rounding",
+            Class::HarnessCrash => "harness-crash",
             Class::Unknown => "unknown",
         }
     }
@@ -45,6 +48,7 @@ impl Class {
         Class::FastMathUnsound,
         Class::BackendBug,
         Class::FloatRounding,
+        Class::HarnessCrash,
         Class::Unknown,
     ];
     pub fn from_name(s: &str) -> Option<Class> {
