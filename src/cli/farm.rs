@@ -27,6 +27,13 @@ pub struct Args {
     /// Rule sets to schedule over (default: pipeline and every rule set).
     #[arg(long, value_delimiter = ',')]
     pub rules: Vec<String>,
+    /// Generator families to schedule over: `any` (each seed picks) and/or family names
+    /// (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub family: Vec<String>,
+    /// Do not schedule corpus-mutation arms (seeded generation only).
+    #[arg(long)]
+    pub no_corpus_arms: bool,
     /// Which rewriter the workers run: `port` (the Rust port) or `tinygrad`.
     #[arg(long, default_value = "port")]
     pub rewriter: String,
@@ -142,6 +149,19 @@ pub fn run_cmd(a: Args) -> ExitCode {
     } else {
         a.rules
     };
+    let families = if a.family.is_empty() {
+        crate::farm::sched::all_families()
+    } else {
+        a.family
+    };
+    for f in &families {
+        if !crate::farm::sched::all_families().contains(f) {
+            return fail(format!(
+                "--family: unknown family {f:?} (one of {})",
+                crate::farm::sched::all_families().join(", ")
+            ));
+        }
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return fail(format!("cannot find the uopfuzz binary: {e}")),
@@ -152,6 +172,8 @@ pub fn run_cmd(a: Args) -> ExitCode {
         workers: a.workers,
         backends: a.backend,
         rules,
+        families,
+        corpus_arms: !a.no_corpus_arms,
         seed: a.seed,
         sync: a.sync,
         sync_secs: a.sync_secs,

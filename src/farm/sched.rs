@@ -36,19 +36,36 @@ impl ArmSpec {
     }
 }
 
-/// All arms for the chosen rule sets and backends. Corpus arms take no family: the entry's
+/// Family choices of the arms: `any` (the seed picks) and each generator family.
+pub fn all_families() -> Vec<String> {
+    std::iter::once("any")
+        .chain(Family::ALL.iter().map(|f| f.name()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// All arms for the chosen rule sets, backends and families (`any` or a family name), with a
+/// corpus arm per rule set and backend when `corpus`. Corpus arms take no family: the entry's
 /// bytes carry it.
-pub fn arms(rule_sets: &[String], backends: &[String]) -> Vec<ArmSpec> {
+pub fn arms(
+    rule_sets: &[String],
+    backends: &[String],
+    families: &[String],
+    corpus: bool,
+) -> Vec<ArmSpec> {
     let mut v = Vec::new();
     for b in backends {
         for r in rule_sets {
-            for f in std::iter::once(None).chain(Family::ALL.iter().map(|f| Some(f.name()))) {
+            for f in families {
                 v.push(ArmSpec {
-                    family: f.map(str::to_string),
+                    family: (f != "any").then(|| f.clone()),
                     rules: r.clone(),
                     backend: b.clone(),
                     corpus: false,
                 });
+            }
+            if !corpus {
+                continue;
             }
             v.push(ArmSpec {
                 family: None,
@@ -152,7 +169,12 @@ mod tests {
 
     #[test]
     fn time_shifts_to_the_arm_that_finds_things() {
-        let arms = arms(&["pipeline".into(), "symbolic".into()], &["interp".into()]);
+        let arms = arms(
+            &["pipeline".into(), "symbolic".into()],
+            &["interp".into()],
+            &all_families(),
+            true,
+        );
         assert_eq!(arms.len(), 14);
         let mut s = Scheduler::new(arms, &[], 1);
         // every arm tried and found nothing, except arm 3, which keeps finding coverage

@@ -26,6 +26,10 @@ pub struct FarmOpts {
     pub backends: Vec<String>,
     /// Rule sets the arms cover (`pipeline` and the names of `rewrite::rules::SET_NAMES`).
     pub rules: Vec<String>,
+    /// `any` and/or generator family names.
+    pub families: Vec<String>,
+    /// Whether corpus-mutation arms run.
+    pub corpus_arms: bool,
     /// Seed of a new farm (a resumed farm keeps its own).
     pub seed: u64,
     pub sync: Option<PathBuf>,
@@ -364,7 +368,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         st.positions.resize(o.workers, 0);
     }
     let (rules_total, rule_names) = rules_total(&o.rules);
-    let mut sched = Scheduler::new(arms(&o.rules, &o.backends), &st.arms, st.seed);
+    let mut sched = Scheduler::new(
+        arms(&o.rules, &o.backends, &o.families, o.corpus_arms),
+        &st.arms,
+        st.seed,
+    );
     let mut filed: BTreeSet<String> = store::finding_names(&l).into_iter().collect();
     let (ttx, trx) = mpsc::channel::<PathBuf>();
     let (rtx, rrx) = mpsc::channel::<(PathBuf, triage::Outcome)>();
