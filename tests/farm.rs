@@ -324,5 +324,21 @@ fn the_triage_worker_files_findings_into_the_bug_list() {
         let line = bugs.lines().find(|l| l.contains(&name)).expect("listed");
         assert!(!line.starts_with("| untriaged"), "{line}");
     }
+    // `uopfuzz triage` takes the repro file too, and agrees with the directory's triage
+    let dir = &triaged[0];
+    let file = d.join("copy.py");
+    std::fs::copy(dir.join("repro.py"), &file).unwrap();
+    let o = run({
+        let mut c = Command::new(EXE);
+        c.args(["triage", "--json"]).arg(&file);
+        c
+    });
+    assert!(o.status.success(), "{o:?}");
+    let by_file: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap();
+    let by_dir: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("triaged.json")).unwrap()).unwrap();
+    assert_eq!(by_file["class"], by_dir["class"], "{by_file}");
+    assert!(d.join("copy.py.finding").join("triaged.json").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
