@@ -25,8 +25,9 @@ fn farm(dir: &Path, extra: &[&str]) -> Command {
             "1",
             "--rules",
             "pipeline",
+            // a loaded machine can stall a worker's start for a second
             "--hang-secs",
-            "1",
+            "3",
             "--stats-secs",
             "1",
             "--checkpoint-secs",

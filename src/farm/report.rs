@@ -155,12 +155,31 @@ fn heatmap(st: &State) -> String {
     svg
 }
 
+/// Whether the signature is in the checked-in known-findings list.
+fn known(f: &Filed) -> &'static str {
+    static KNOWN: std::sync::OnceLock<Vec<crate::oracle::verdict::Signature>> =
+        std::sync::OnceLock::new();
+    let k = KNOWN.get_or_init(|| {
+        crate::oracle::fuzz::parse_known(crate::oracle::fuzz::BUILTIN_KNOWN)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|x| x.0)
+            .collect()
+    });
+    if k.contains(&f.finding.signature) {
+        " (known)"
+    } else {
+        ""
+    }
+}
+
 fn row_md(f: &Filed) -> String {
     let (blamed, min) = blame_line(f);
     format!(
-        "| {} | `{}` | {} | {} | {} | [{}](findings/{}/{}) |\n",
+        "| {} | `{}`{} | {} | {} | {} | [{}](findings/{}/{}) |\n",
         standing(f),
-        f.finding.signature,
+        f.finding.signature.to_string().replace('|', "\\|"),
+        known(f),
         blamed,
         min,
         fmt_time(f.meta.first_seen),
@@ -181,10 +200,11 @@ fn repro_name(f: &Filed) -> &'static str {
 fn row_html(f: &Filed) -> String {
     let (blamed, min) = blame_line(f);
     format!(
-        "<tr class=\"{}\"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><a href=\"findings/{}/{}\">{}</a></td></tr>\n",
+        "<tr class=\"{}\"><td>{}</td><td><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td><a href=\"findings/{}/{}\">{}</a></td></tr>\n",
         esc(&standing(f)),
         esc(&standing(f)),
         esc(&f.finding.signature.to_string()),
+        known(f),
         esc(&blamed),
         esc(&min.replace('`', "")),
         esc(&fmt_time(f.meta.first_seen)),

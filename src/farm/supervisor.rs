@@ -587,9 +587,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         }
                         st.positions[k] = case.0 + 1;
                     }
-                    if !o.json {
-                        status_note(&status, &format!("worker {k} {why}; restarted"));
-                    }
+                    status_note(&status, &format!("worker {k} {why}; restarted"));
                     s.batch = None;
                     s.last_case = None;
                 }

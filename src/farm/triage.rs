@@ -205,7 +205,7 @@ pub fn write_bug_list(l: &Layout) -> std::io::Result<()> {
                 rank,
                 format!(
                     "| {s} | `{}` | {blamed} | {min} | {} | [{}](findings/{}/{}) |\n",
-                    f.finding.signature,
+                    f.finding.signature.to_string().replace('|', "\\|"),
                     fmt_time(f.meta.first_seen),
                     f.name,
                     f.name,
