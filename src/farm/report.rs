@@ -242,7 +242,11 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
         .unwrap_or(0.0);
     let mut all = triage::load_all(l);
     all.sort_by_key(rank);
-    let new: Vec<&Filed> = all.iter().filter(|f| f.meta.first_seen > last_t).collect();
+    let new_all: Vec<&Filed> = all.iter().filter(|f| f.meta.first_seen > last_t).collect();
+    // bugs and harness crashes lead; the other new findings (untriaged, not reproduced, ...)
+    // are counted here and listed with everything else at the end
+    let new: Vec<&Filed> = new_all.iter().copied().filter(|f| rank(f) <= 1).collect();
+    let new_other = new_all.len() - new.len();
     let t0 = stats.first().map(|s| s.t - s.elapsed).unwrap_or(0.0);
     let hours = |s: &StatLine| s.elapsed / 3600.0;
     let _ = t0;
@@ -319,7 +323,7 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
         last.execs_per_sec,
         all.len(),
         bugs,
-        new.len(),
+        new_all.len(),
         if last_t > 0.0 {
             format!(" ({})", fmt_time(last_t))
         } else {
@@ -332,15 +336,25 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
         l.root.display()
     );
     let head = "| standing | signature | blamed (triage) | minimized | first seen | repro |\n|---|---|---|---|---|---|\n";
-    let _ = write!(md, "## New since the last report ({})\n\n", new.len());
+    let _ = write!(
+        md,
+        "## New bugs and harness crashes since the last report ({})\n\n",
+        new.len()
+    );
     if new.is_empty() {
-        md.push_str("Nothing new.\n\n");
+        md.push_str("None.\n\n");
     } else {
         md.push_str(head);
         for f in &new {
             md.push_str(&row_md(f));
         }
         md.push('\n');
+    }
+    if new_other > 0 {
+        let _ = write!(
+            md,
+            "and {new_other} other new findings (untriaged or not bugs), in the full list below.\n\n"
+        );
     }
     for (name, svg) in [
         ("bugs-over-time.svg", &svg_bugs),
@@ -378,7 +392,7 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>uopfuzz farm report</title><style>\
 body{font-family:sans-serif;margin:20px;max-width:1150px}table{border-collapse:collapse;font-size:13px;margin-bottom:16px}\
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}th{background:#eee}\
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}td:nth-child(5){white-space:nowrap}th{background:#eee}\
 tr.bug td:first-child{background:#fbb;font-weight:bold}tr.harness-crash td:first-child{background:#fd8}\
 tr.untriaged td:first-child{background:#ddd}code{font-size:12px}.plot{margin:8px 0}</style></head><body>\n",
     );
@@ -389,15 +403,25 @@ tr.untriaged td:first-child{background:#ddd}code{font-size:12px}.plot{margin:8px
         esc(&headline)
     );
     let thead = "<table><tr><th>standing</th><th>signature</th><th>blamed (triage)</th><th>minimized</th><th>first seen (UTC)</th><th>repro</th></tr>\n";
-    let _ = writeln!(html, "<h2>New since the last report ({})</h2>", new.len());
+    let _ = writeln!(
+        html,
+        "<h2>New bugs and harness crashes since the last report ({})</h2>",
+        new.len()
+    );
     if new.is_empty() {
-        html.push_str("<p>Nothing new.</p>\n");
+        html.push_str("<p>None.</p>\n");
     } else {
         html.push_str(thead);
         for f in &new {
             html.push_str(&row_html(f));
         }
         html.push_str("</table>\n");
+    }
+    if new_other > 0 {
+        let _ = writeln!(
+            html,
+            "<p>and {new_other} other new findings (untriaged or not bugs), in the full list below.</p>"
+        );
     }
     html.push_str("<h2>Over time</h2>\n");
     for svg in [&svg_bugs, &svg_rate] {
@@ -440,7 +464,7 @@ tr.untriaged td:first-child{background:#ddd}code{font-size:12px}.plot{margin:8px
     Ok(Written {
         markdown,
         html: html_path,
-        new: new.len(),
+        new: new_all.len(),
         total: all.len(),
     })
 }
