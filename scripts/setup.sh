@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh Debian machine: apt packages, Z3 5.4 from the PyPI wheel,
-# the harness venv with tinygrad 0.14.0. Skips what is already there.
+# the harness venv with tinygrad 0.14.0. Skips what is already there. `setup.sh z3`: only Z3 (what
+# building the library and the fuzz targets needs; ClusterFuzzLite's build.sh and cargo-fuzz.sh).
 set -euo pipefail
+only="${1:-all}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 
 need_apt=()
-for p in mesa-vulkan-drivers libvulkan1 gcc python3-venv; do
+[ "$only" = z3 ] || for p in mesa-vulkan-drivers libvulkan1 gcc python3-venv; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -40,6 +42,8 @@ PY
   [ -e "$z3dir/lib/libz3.so" ] || ln -s "$(basename "$so")" "$z3dir/lib/libz3.so"
   rm -rf "$tmp"
 fi
+
+[ "$only" = z3 ] && { echo "setup: ok (z3 lib: $z3dir/lib)"; exit 0; }
 
 # Python venv with tinygrad 0.14.0 for the harness.
 venv="$root/.venv"

@@ -2,13 +2,15 @@
 //!
 //! The pipeline, one module per stage; data flows one way (a stage uses only earlier ones):
 //! `ir` → `rewrite` → `generate` → `exec` → `oracle` → `smt` → `repro`, with `tinygrad` (the
-//! bridge to real tinygrad) beside them and `cli` on top.
+//! bridge to real tinygrad) beside them, `cli` on top and `farm` (the overnight farm) used only by
+//! `cli`.
 // Ported control flow mirrors tinygrad's Python `if` chains; collapsing them would hide the diff.
 #![allow(clippy::collapsible_match, clippy::collapsible_if)]
 
 pub mod cli;
 pub mod corpus;
 pub mod exec;
+pub mod farm;
 pub mod generate;
 pub mod ir;
 pub mod oracle;

@@ -6,6 +6,7 @@ pub mod backends;
 pub mod bench;
 pub mod conformance;
 pub mod bugs;
+pub mod farm;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
@@ -53,6 +54,12 @@ pub enum Cmd {
     /// The backends `--backend` knows, each with its op × dtype table (runs / lowered first /
     /// unsupported) and whether it can run here.
     Backends(backends::Args),
+    /// The overnight farm: worker processes, scheduling, triage, corpus, crash-safe store, sync;
+    /// `farm report DIR` writes the morning report.
+    Farm(farm::Args),
+    /// One farm worker process (started by `farm`).
+    #[command(hide = true)]
+    FarmWorker(farm::WorkerArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -69,6 +76,8 @@ pub fn main() -> ExitCode {
         Cmd::ImportArtifact(a) => code(import_artifact::run(a)),
         Cmd::Conformance(a) => conformance::run(a),
         Cmd::Backends(a) => backends::run(a),
+        Cmd::Farm(a) => farm::run_cmd(a),
+        Cmd::FarmWorker(a) => farm::worker_cmd(a),
     }
 }
 

@@ -27,6 +27,8 @@ pub enum Class {
     BackendCrash,
     /// The difference is within float rounding that the tolerance model cannot decide.
     FloatRounding,
+    /// A farm worker panicked, hung or was killed on this case (a uopfuzz problem, not tinygrad's).
+    HarnessCrash,
     Unknown,
 }
 
@@ -42,6 +44,7 @@ impl Class {
             Class::BackendUb => "backend-ub",
             Class::BackendCrash => "backend-crash",
             Class::FloatRounding => "float-rounding",
+            Class::HarnessCrash => "harness-crash",
             Class::Unknown => "unknown",
         }
     }
@@ -55,6 +58,7 @@ impl Class {
         Class::BackendUb,
         Class::BackendCrash,
         Class::FloatRounding,
+        Class::HarnessCrash,
         Class::Unknown,
     ];
     pub fn from_name(s: &str) -> Option<Class> {

@@ -1,0 +1,812 @@
+//! The farm's supervisor: starts the worker processes, hands out batches (`sched`), watches
+//! them (a worker that panics, hangs past `hang_secs` or is killed is restarted, and the case
+//! it died on is filed as `harness-crash`), checkpoints `state.json`, appends `stats.jsonl`,
+//! feeds the triage worker, exchanges with `--sync` and shows the live status.
+use super::sched::{ArmSpec, Scheduler, arms};
+use super::store::{self, FarmMeta, Layout, StatLine, State};
+use super::worker::{self, Batch, Done, EXIT_STORE};
+use super::{sync, triage};
+use crate::ir::text::write_graph;
+use crate::oracle::check::dtype_family;
+use crate::oracle::fuzz::choose_rules;
+use crate::oracle::verdict::{Class, Finding, Signature};
+use std::collections::{BTreeSet, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct FarmOpts {
+    pub dir: PathBuf,
+    /// Seconds this invocation runs; `None`: until stopped.
+    pub time: Option<f64>,
+    pub workers: usize,
+    pub backends: Vec<String>,
+    /// Rule sets the arms cover (`pipeline` and the names of `rewrite::rules::SET_NAMES`).
+    pub rules: Vec<String>,
+    /// `any` and/or generator family names.
+    pub families: Vec<String>,
+    /// Whether corpus-mutation arms run.
+    pub corpus_arms: bool,
+    /// Seed of a new farm (a resumed farm keeps its own).
+    pub seed: u64,
+    pub sync: Option<PathBuf>,
+    pub sync_secs: f64,
+    pub json: bool,
+    pub triage: bool,
+    pub hang_secs: f64,
+    pub checkpoint_secs: f64,
+    pub stats_secs: f64,
+    /// The `uopfuzz` binary the workers and the triage run as.
+    pub exe: PathBuf,
+}
+
+/// How a farm run ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Time is up.
+    Done,
+    /// A store error (disk full): the message says what and where.
+    StoreError(String),
+}
+
+/// Seconds a batch should take: long enough that the order's round trip is noise (~0.1 ms on
+/// a pipe), short enough that stopping and re-planning are prompt.
+const BATCH_SECS: f64 = 0.5;
+
+struct Slot {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    /// Incarnation: events of an earlier process of this slot are ignored.
+    incarnation: u64,
+    batch: Option<(usize, Batch)>,
+    /// Position, directed target and corpus entry of the case in flight.
+    last_case: Option<(u64, String, String)>,
+    last_msg: Instant,
+    hung: bool,
+    rate: f64,
+    alive: bool,
+}
+
+enum Ev {
+    Line(usize, u64, String),
+    Eof(usize, u64),
+}
+
+fn slot_seed(farm_seed: u64, slot: usize) -> u64 {
+    worker::case_seed(farm_seed, 0x5eed_0000 + slot as u64)
+}
+
+fn spawn_worker(
+    o: &FarmOpts,
+    l: &Layout,
+    k: usize,
+    incarnation: u64,
+    tx: &mpsc::Sender<Ev>,
+) -> std::io::Result<(Child, ChildStdin)> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(l.logs().join(format!("worker-{k}.log")))?;
+    let mut child = Command::new(&o.exe)
+        .args(["farm-worker", "--dir"])
+        .arg(&l.root)
+        .args(["--slot", &k.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdin"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(Ev::Line(k, incarnation, line)).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Ev::Eof(k, incarnation));
+    });
+    Ok((child, stdin))
+}
+
+/// The last line of a worker's log that says why it stopped (its panic message).
+fn last_words(l: &Layout, k: usize) -> String {
+    std::fs::read_to_string(l.logs().join(format!("worker-{k}.log")))
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|s| s.contains("panicked") || s.contains("injected") || s.starts_with("thread"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Files the case a worker died on as a `harness-crash` finding (one directory per crash).
+fn file_crash(
+    l: &Layout,
+    st: &State,
+    k: usize,
+    arm: &ArmSpec,
+    slot_seed: u64,
+    case: &(u64, String, String),
+    kind: &str,
+    why: &str,
+) -> std::io::Result<()> {
+    let (pos, target, entry) = case;
+    let seed = worker::case_seed(slot_seed, *pos);
+    // rebuild the case as the worker built it; the generator itself may be what failed
+    let built = std::panic::catch_unwind(|| {
+        let rules = choose_rules(&arm.rules, None).ok()?;
+        let t = rules
+            .distinct_rules()
+            .into_iter()
+            .find(|r| r.name == target);
+        let entries: Vec<Vec<u8>> = if arm.corpus {
+            std::fs::read(l.corpus().join(entry)).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        if arm.corpus {
+            // the worker mutated this entry with a partner drawn from its corpus snapshot:
+            // the entry itself is what can be rebuilt here
+            return crate::generate::generate_from_bytes(
+                entries.first()?,
+                &crate::generate::GenConfig::default(),
+            );
+        }
+        worker::make_case(arm, seed, t.as_deref(), &entries)
+    })
+    .ok()
+    .flatten();
+    let sig = Signature {
+        class: Class::HarnessCrash,
+        rule: kind.to_string(),
+        dtype: built
+            .as_ref()
+            .map(|c| dtype_family(c.graph.dtype(c.root)).to_string())
+            .unwrap_or_else(|| "-".into()),
+        backend: arm.backend.clone(),
+    };
+    let name = format!("{}-w{k}-{pos}", store::slug(&sig));
+    let tmp = l.tmp().join(&name);
+    std::fs::create_dir_all(&tmp)?;
+    let summary = format!(
+        "worker {k} {why} on case {pos} (seed {seed}, arm {}, directed target {target}, corpus entry {entry})",
+        arm.name()
+    );
+    let f = Finding {
+        signature: sig,
+        summary,
+        rules: arm.rules.clone(),
+        float_policy: "fast-math".into(),
+        seed: (!arm.corpus).then_some(seed),
+        family: built
+            .as_ref()
+            .map(|c| c.family.name().to_string())
+            .unwrap_or_else(|| "-".into()),
+        inputs: Vec::new(),
+        buffers: Vec::new(),
+        expected: None,
+        actual: None,
+        ub_original: false,
+        ub_rewritten: false,
+        rule_source: None,
+        trace: Vec::new(),
+        nodes: (
+            built
+                .as_ref()
+                .map(|c| c.graph.toposort(&[c.root]).len())
+                .unwrap_or(0),
+            0,
+        ),
+    };
+    if let Some(c) = &built {
+        std::fs::write(
+            tmp.join("original.py"),
+            write_graph(&c.graph, &[c.root], &["root"]),
+        )?;
+    }
+    std::fs::write(
+        tmp.join("finding.json"),
+        serde_json::to_string_pretty(&f).unwrap_or_default(),
+    )?;
+    let meta = FarmMeta {
+        first_seen: store::unix_now(),
+        farm_id: st.farm_id.clone(),
+        slot: k,
+        arm: arm.name(),
+        pos: *pos,
+        synced_from: None,
+    };
+    std::fs::write(
+        tmp.join("farm.json"),
+        serde_json::to_string_pretty(&meta).unwrap_or_default(),
+    )?;
+    let dest = l.findings().join(&name);
+    if built.is_some() {
+        worker::write_repro(&tmp, &dest)?;
+    }
+    store::publish_dir(&tmp, &dest).map(|_| ())
+}
+
+/// Distinct rules over the farm's rule sets (the coverage denominator).
+fn rules_total(rule_sets: &[String]) -> (usize, HashSet<String>) {
+    let mut names = HashSet::new();
+    for r in rule_sets {
+        if let Ok(c) = choose_rules(r, None) {
+            for x in c.distinct_rules() {
+                names.insert(x.name.to_string());
+            }
+        }
+    }
+    (names.len(), names)
+}
+
+fn new_farm_id(seed: u64) -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .unwrap_or_else(|_| "farm".into())
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect::<String>();
+    format!(
+        "{}-{:08x}",
+        if host.is_empty() { "farm".into() } else { host },
+        worker::case_seed(
+            seed,
+            store::unix_now().to_bits() ^ std::process::id() as u64
+        ) as u32
+    )
+}
+
+struct Status {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Status {
+    fn new(o: &FarmOpts) -> Status {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let bar = (!o.json && tty).then(|| {
+            let b = match o.time {
+                Some(t) => indicatif::ProgressBar::new(t.ceil() as u64),
+                None => indicatif::ProgressBar::new_spinner(),
+            };
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} farm {elapsed_precise} [{bar:24}] {eta} left\n{msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
+                .progress_chars("=> "),
+            );
+            b
+        });
+        Status { bar }
+    }
+    fn show(&self, o: &FarmOpts, s: &StatLine, run_secs: f64) {
+        let classes = s
+            .by_class
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!(
+            "  {:.0} execs/s, {} execs | {} signatures, {} bugs | rules {}/{} ({} rule×dtype) | corpus {} | workers {}/{} (restarts {}, crashes {}, hangs {})\n  detections: {}",
+            s.execs_per_sec,
+            s.execs,
+            s.signatures,
+            s.bugs,
+            s.rules_hit,
+            s.rules_total,
+            s.features,
+            s.corpus,
+            s.workers_alive,
+            s.workers,
+            s.restarts,
+            s.harness_crashes,
+            s.hangs,
+            if classes.is_empty() {
+                "none".into()
+            } else {
+                classes
+            }
+        );
+        match &self.bar {
+            Some(b) => {
+                b.set_position(run_secs as u64);
+                b.set_message(text);
+            }
+            None if !o.json => eprintln!(
+                "farm {:.0}s ({:.0}s left):{}",
+                run_secs,
+                s.time_left,
+                text.replace('\n', ";")
+            ),
+            None => {}
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Runs the farm until its time is up or a store error stops it.
+pub fn run(o: &FarmOpts) -> Result<Ended, String> {
+    let l = Layout::new(&o.dir);
+    let io = |what: &Path, e: std::io::Error| -> String {
+        if store::is_disk_full(&e) {
+            format!("{}: disk full ({e})", what.display())
+        } else {
+            format!("{}: {e}", what.display())
+        }
+    };
+    l.create().map_err(|e| io(&l.root, e))?;
+    store::lock(&l)?;
+    for r in &o.rules {
+        choose_rules(r, None).map_err(|e| format!("--rules: {e}"))?;
+    }
+    let mut st = match State::load(&l)? {
+        Some(s) => s,
+        None => State {
+            farm_id: new_farm_id(o.seed),
+            seed: o.seed,
+            ..Default::default()
+        },
+    };
+    if st.positions.len() < o.workers {
+        st.positions.resize(o.workers, 0);
+    }
+    let (rules_total, rule_names) = rules_total(&o.rules);
+    let mut sched = Scheduler::new(
+        arms(&o.rules, &o.backends, &o.families, o.corpus_arms),
+        &st.arms,
+        st.seed,
+    );
+    let mut filed: BTreeSet<String> = store::finding_names(&l).into_iter().collect();
+    let (ttx, trx) = mpsc::channel::<PathBuf>();
+    let (rtx, rrx) = mpsc::channel::<(PathBuf, triage::Outcome)>();
+    let mut triage_queued: HashSet<String> = HashSet::new();
+    let triage_running = o.triage.then(|| triage::spawn(o.exe.clone(), trx, rtx));
+    let _ = triage::write_bug_list(&l);
+    let (tx, rx) = mpsc::channel::<Ev>();
+    let now = Instant::now();
+    let mut slots: Vec<Slot> = (0..o.workers)
+        .map(|_| Slot {
+            child: None,
+            stdin: None,
+            incarnation: 0,
+            batch: None,
+            last_case: None,
+            last_msg: now,
+            hung: false,
+            rate: 0.0,
+            alive: false,
+        })
+        .collect();
+    let start = Instant::now();
+    let base_elapsed = st.elapsed;
+    let status = Status::new(o);
+    let mut last_checkpoint = Instant::now();
+    let mut last_stats = Instant::now();
+    let mut last_sync: Option<Instant> = None;
+    let mut last_scan = Instant::now();
+    let mut window: Vec<(Instant, u64)> = vec![(Instant::now(), st.execs)];
+    let mut fatal: Option<String> = None;
+    let mut stopping = false;
+    let mut stop_started: Option<Instant> = None;
+    let corpus_count = |l: &Layout| super::corpus::list(&l.corpus()).len();
+    let mut corpus_n = corpus_count(&l);
+
+    let assign = |k: usize, s: &mut Slot, st: &mut State, sched: &Scheduler, corpus_n: usize| {
+        let arm = sched.pick(st.batches, corpus_n > 0);
+        st.batches += 1;
+        let n = ((s.rate * BATCH_SECS) as u64).clamp(8, 4096);
+        let b = Batch {
+            arm: sched.arms[arm].clone(),
+            slot_seed: slot_seed(st.seed, k),
+            start: st.positions[k],
+            n: if s.rate == 0.0 { 32 } else { n },
+            farm_id: st.farm_id.clone(),
+        };
+        let line = serde_json::to_string(&b).unwrap_or_default();
+        if let Some(w) = s.stdin.as_mut()
+            && writeln!(w, "{line}").and_then(|_| w.flush()).is_ok()
+        {
+            s.batch = Some((arm, b));
+            s.last_msg = Instant::now();
+        }
+    };
+
+    loop {
+        let run_secs = start.elapsed().as_secs_f64();
+        if !stopping && (o.time.is_some_and(|t| run_secs >= t) || fatal.is_some()) {
+            stopping = true;
+            stop_started = Some(Instant::now());
+            for s in slots.iter_mut() {
+                // EOF on stdin: the worker ends after its batch
+                s.stdin = None;
+            }
+        }
+        // (re)start workers
+        if !stopping {
+            for (k, s) in slots.iter_mut().enumerate() {
+                if s.alive {
+                    continue;
+                }
+                s.incarnation += 1;
+                match spawn_worker(o, &l, k, s.incarnation, &tx) {
+                    Ok((c, i)) => {
+                        s.child = Some(c);
+                        s.stdin = Some(i);
+                        s.alive = true;
+                        s.hung = false;
+                        s.batch = None;
+                        s.last_case = None;
+                        s.last_msg = Instant::now();
+                        assign(k, s, &mut st, &sched, corpus_n);
+                    }
+                    Err(e) => {
+                        fatal = Some(format!("cannot start worker {k}: {e}"));
+                    }
+                }
+            }
+        }
+        if stopping && slots.iter().all(|s| !s.alive) {
+            break;
+        }
+        if stopping
+            && stop_started
+                .is_some_and(|t| t.elapsed() > Duration::from_secs_f64(o.hang_secs.max(2.0)))
+        {
+            for s in slots.iter_mut() {
+                if let Some(c) = s.child.as_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                s.alive = false;
+            }
+            break;
+        }
+        // events
+        let mut first = true;
+        loop {
+            let ev = if first {
+                first = false;
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(e) => e,
+                    Err(_) => break,
+                }
+            } else {
+                match rx.try_recv() {
+                    Ok(e) => e,
+                    Err(_) => break,
+                }
+            };
+            match ev {
+                Ev::Line(k, incarnation, line) if incarnation == slots[k].incarnation => {
+                    let s = &mut slots[k];
+                    s.last_msg = Instant::now();
+                    if let Some(rest) = line.strip_prefix("c ") {
+                        let mut p = rest.split(' ');
+                        if let Some(pos) = p.next().and_then(|x| x.parse().ok()) {
+                            s.last_case = Some((
+                                pos,
+                                p.next().unwrap_or("-").to_string(),
+                                p.next().unwrap_or("-").to_string(),
+                            ));
+                        }
+                    } else if let Some(json) = line.strip_prefix("d ") {
+                        let Ok(d) = serde_json::from_str::<Done>(json) else {
+                            continue;
+                        };
+                        let Some((arm, b)) = s.batch.take() else {
+                            continue;
+                        };
+                        s.last_case = None;
+                        st.positions[k] = b.start + b.n;
+                        st.execs += d.execs;
+                        for (c, n) in &d.by_class {
+                            *st.by_class.entry(c.clone()).or_insert(0) += n;
+                        }
+                        let mut new_features = 0;
+                        for (f, n) in &d.coverage {
+                            let e = st.coverage.entry(f.clone()).or_insert(0);
+                            if *e == 0 {
+                                new_features += 1;
+                            }
+                            *e += n;
+                        }
+                        corpus_n += d.corpus_added as usize;
+                        sched.credit(arm, d.execs, d.filed.len() as u64, new_features);
+                        if d.secs > 0.0 {
+                            let r = d.execs as f64 / d.secs;
+                            s.rate = if s.rate == 0.0 {
+                                r
+                            } else {
+                                0.5 * s.rate + 0.5 * r
+                            };
+                        }
+                        if !stopping {
+                            assign(k, s, &mut st, &sched, corpus_n);
+                        }
+                    } else if let Some(msg) = line.strip_prefix("x ") {
+                        fatal = Some(msg.to_string());
+                    }
+                }
+                Ev::Eof(k, incarnation) if incarnation == slots[k].incarnation => {
+                    let s = &mut slots[k];
+                    s.alive = false;
+                    s.stdin = None;
+                    let code = s.child.as_mut().and_then(|c| c.wait().ok());
+                    s.child = None;
+                    if code.and_then(|c| c.code()) == Some(EXIT_STORE)
+                        || (stopping && s.batch.is_none())
+                    {
+                        continue;
+                    }
+                    if stopping && !s.hung && code.is_some_and(|c| c.success()) {
+                        continue;
+                    }
+                    // a crash: file the case in flight, resume after it
+                    st.restarts += 1;
+                    let (kind, why) = if s.hung {
+                        st.hangs += 1;
+                        (
+                            "hang",
+                            format!("hung for over {:.0}s (watchdog killed it)", o.hang_secs),
+                        )
+                    } else {
+                        match code {
+                            Some(c) if c.code().is_none() => {
+                                ("killed", format!("was killed ({c})"))
+                            }
+                            Some(c) => ("panic", {
+                                let w = last_words(&l, k);
+                                format!("exited ({c}){}{w}", if w.is_empty() { "" } else { ": " })
+                            }),
+                            None => ("killed", "vanished".to_string()),
+                        }
+                    };
+                    if let (Some((_, b)), Some(case)) = (&s.batch, &s.last_case) {
+                        st.harness_crashes += 1;
+                        if let Err(e) =
+                            file_crash(&l, &st, k, &b.arm, b.slot_seed, case, kind, &why)
+                        {
+                            fatal = Some(io(&l.findings(), e));
+                        }
+                        st.positions[k] = case.0 + 1;
+                    }
+                    status_note(&status, &format!("worker {k} {why}; restarted"));
+                    s.batch = None;
+                    s.last_case = None;
+                }
+                _ => {}
+            }
+        }
+        // watchdog
+        for s in slots.iter_mut() {
+            if s.alive
+                && !s.hung
+                && s.batch.is_some()
+                && s.last_msg.elapsed().as_secs_f64() > o.hang_secs
+            {
+                s.hung = true;
+                if let Some(c) = s.child.as_mut() {
+                    let _ = c.kill();
+                }
+            }
+        }
+        // triage results and new findings
+        while let Ok((dir, out)) = rrx.try_recv() {
+            match out {
+                triage::Outcome::Done(c) => {
+                    if c == "unknown" {
+                        st.triage_unknown += 1;
+                    }
+                }
+                triage::Outcome::Timeout => {
+                    st.triage_timeouts += 1;
+                    st.triage_failed.insert(dir.display().to_string());
+                }
+                triage::Outcome::Failed(_) => {
+                    st.triage_failed.insert(dir.display().to_string());
+                }
+            }
+            if let Err(e) = triage::write_bug_list(&l) {
+                fatal.get_or_insert(io(&l.bugs(), e));
+            }
+        }
+        if last_scan.elapsed() >= Duration::from_secs(1) {
+            last_scan = Instant::now();
+            let names = store::finding_names(&l);
+            let mut new = false;
+            for n in names {
+                if !filed.contains(&n) {
+                    new = true;
+                    filed.insert(n);
+                }
+            }
+            if new && let Err(e) = triage::write_bug_list(&l) {
+                fatal.get_or_insert(io(&l.bugs(), e));
+            }
+            if o.triage {
+                for n in &filed {
+                    let d = l.findings().join(n);
+                    if triage_queued.contains(n)
+                        || d.join("triaged.json").exists()
+                        || st.triage_failed.contains(&d.display().to_string())
+                    {
+                        continue;
+                    }
+                    if let Some(f) = store::read_filed(&d)
+                        && triage::triageable(&f)
+                    {
+                        triage_queued.insert(n.clone());
+                        let _ = ttx.send(d);
+                    }
+                }
+            }
+        }
+        // sync
+        if let Some(sd) = &o.sync
+            && last_sync.is_none_or(|t| t.elapsed().as_secs_f64() >= o.sync_secs)
+        {
+            last_sync = Some(Instant::now());
+            match sync::exchange(&l, sd, &mut st) {
+                Ok(m) => corpus_n += m.imported_corpus as usize,
+                Err(e) => {
+                    fatal.get_or_insert(io(sd, e));
+                }
+            }
+        }
+        // checkpoint and statistics
+        let elapsed = base_elapsed + start.elapsed().as_secs_f64();
+        if last_checkpoint.elapsed().as_secs_f64() >= o.checkpoint_secs {
+            last_checkpoint = Instant::now();
+            st.elapsed = elapsed;
+            st.arms = sched.stats.clone();
+            if let Err(e) = st.save(&l) {
+                fatal.get_or_insert(io(&l.state(), e));
+            }
+        }
+        if last_stats.elapsed().as_secs_f64() >= o.stats_secs {
+            last_stats = Instant::now();
+            window.push((Instant::now(), st.execs));
+            if window.len() > 6 {
+                window.remove(0);
+            }
+            let (t0, e0) = window[0];
+            let rate = if window.len() > 1 {
+                (st.execs - e0) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+            } else {
+                0.0
+            };
+            let line = stat_line(
+                o,
+                &l,
+                &st,
+                &slots,
+                rate,
+                start.elapsed().as_secs_f64(),
+                elapsed,
+                rules_total,
+                &rule_names,
+                corpus_n,
+            );
+            if let Err(e) = store::append_line(
+                &l.stats(),
+                &serde_json::to_string(&line).unwrap_or_default(),
+            ) {
+                fatal.get_or_insert(io(&l.stats(), e));
+            }
+            if o.json {
+                println!("{}", serde_json::to_string(&line).unwrap_or_default());
+            }
+            status.show(o, &line, start.elapsed().as_secs_f64());
+        }
+    }
+    status.finish();
+    if let Some(r) = &triage_running {
+        triage::stop(r);
+    }
+    // final checkpoint (best effort when the disk is full) and sync
+    st.elapsed = base_elapsed + start.elapsed().as_secs_f64();
+    st.arms = sched.stats.clone();
+    if fatal.is_none()
+        && let Some(sd) = &o.sync
+        && let Err(e) = sync::exchange(&l, sd, &mut st)
+    {
+        fatal = Some(io(sd, e));
+    }
+    if let Err(e) = st.save(&l) {
+        fatal.get_or_insert(io(&l.state(), e));
+    }
+    let _ = triage::write_bug_list(&l);
+    let rate =
+        st.execs.saturating_sub(window[0].1) as f64 / start.elapsed().as_secs_f64().max(1e-9);
+    let line = stat_line(
+        o,
+        &l,
+        &st,
+        &slots,
+        rate,
+        start.elapsed().as_secs_f64(),
+        st.elapsed,
+        rules_total,
+        &rule_names,
+        corpus_n,
+    );
+    let _ = store::append_line(
+        &l.stats(),
+        &serde_json::to_string(&line).unwrap_or_default(),
+    );
+    let _ = std::fs::remove_file(l.lock());
+    if o.json {
+        println!("{}", serde_json::to_string(&line).unwrap_or_default());
+    }
+    Ok(match fatal {
+        Some(m) => Ended::StoreError(m),
+        None => Ended::Done,
+    })
+}
+
+fn status_note(s: &Status, msg: &str) {
+    match &s.bar {
+        Some(b) => b.println(msg),
+        None => eprintln!("farm: {msg}"),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stat_line(
+    o: &FarmOpts,
+    l: &Layout,
+    st: &State,
+    slots: &[Slot],
+    rate: f64,
+    run_secs: f64,
+    elapsed: f64,
+    rules_total: usize,
+    rule_names: &HashSet<String>,
+    corpus_n: usize,
+) -> StatLine {
+    let all = triage::load_all(l);
+    let hit: HashSet<&str> = st
+        .coverage
+        .keys()
+        .filter_map(|k| k.split('\t').next())
+        .filter(|r| rule_names.contains(*r))
+        .collect();
+    StatLine {
+        t: store::unix_now(),
+        elapsed,
+        time_left: o.time.map(|t| (t - run_secs).max(0.0)).unwrap_or(0.0),
+        execs: st.execs,
+        execs_per_sec: rate,
+        signatures: all.len() as u64,
+        bugs: all.iter().filter(|f| triage::standing(f) == "bug").count() as u64,
+        by_class: st.by_class.clone(),
+        rules_hit: hit.len(),
+        rules_total,
+        features: st.coverage.len(),
+        corpus: corpus_n,
+        workers_alive: slots.iter().filter(|s| s.alive).count(),
+        workers: slots.len(),
+        restarts: st.restarts,
+        harness_crashes: st.harness_crashes,
+        hangs: st.hangs,
+        triage_timeouts: st.triage_timeouts,
+        triage_unknown: st.triage_unknown,
+    }
+}

@@ -1,0 +1,385 @@
+//! A farm worker process (`uopfuzz farm-worker`, started by the supervisor): reads one batch
+//! order per line on stdin, runs it, files its findings and corpus entries in the farm
+//! directory itself, and reports on stdout:
+//!
+//! * `c POS TARGET ENTRY` before each case (the supervisor's watchdog and its record of the last
+//!   case, should this process die on it; TARGET is the directed rule or `-`, ENTRY the corpus
+//!   entry or `-`);
+//! * `d JSON` ([`Done`]) after each batch;
+//! * `x MESSAGE` before exiting on a store error (exit code [`EXIT_STORE`]).
+//!
+//! EOF on stdin (the supervisor is gone) ends the process.
+use super::corpus;
+use super::sched::ArmSpec;
+use super::store::{self, FarmMeta, Layout};
+use crate::generate::{self, GenConfig, Generated, directed};
+use crate::oracle::check::{CaseResult, CheckOpts, check_case, dtype_family};
+use crate::oracle::fuzz::{RuleChoice, UNREACHABLE_TOP_DOWN, choose_rules, run_one, to_finding};
+use crate::oracle::tolerance::FloatPolicy;
+use crate::oracle::verdict::Signature;
+use crate::rewrite::engine::Rule;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Exit code of a worker that stopped on a store error (disk full, permissions).
+pub const EXIT_STORE: i32 = 75;
+
+/// One batch order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Batch {
+    pub arm: ArmSpec,
+    pub slot_seed: u64,
+    pub start: u64,
+    pub n: u64,
+    pub farm_id: String,
+}
+
+/// A batch's report.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Done {
+    pub start: u64,
+    pub execs: u64,
+    pub by_class: BTreeMap<String, u64>,
+    /// `rule\tdtype` → times fired in this batch.
+    pub coverage: BTreeMap<String, u64>,
+    /// Signatures this worker filed in this batch.
+    pub filed: Vec<String>,
+    pub corpus_added: u64,
+    pub secs: f64,
+}
+
+/// Seed of the case at position `pos` of a stream (splitmix64 finaliser: neighbouring positions
+/// get unrelated seeds).
+pub fn case_seed(stream: u64, pos: u64) -> u64 {
+    let mut x = stream ^ pos.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Share of seeded cases built by pattern-directed generation for the arm's least-fired rules:
+/// the fuzz loop's 1 in 4 (`FuzzOpts::directed_per_mille`, measured there).
+const DIRECTED_PER_MILLE: u64 = 250;
+
+/// The fault hooks of the farm's crash tests: `UOPFUZZ_FARM_FAULT=KIND@SLOT:POS,...` with KIND
+/// `panic`, `hang`, `abort` or `diskfull` fires when slot SLOT reaches position POS.
+fn faults(slot: usize) -> Vec<(String, u64)> {
+    std::env::var("UOPFUZZ_FARM_FAULT")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|f| {
+            let (kind, at) = f.split_once('@')?;
+            let (s, p) = at.split_once(':')?;
+            (s.parse::<usize>().ok()? == slot).then_some((kind.to_string(), p.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The case of one position: the same inputs give the same graph in the worker and in the
+/// supervisor (which rebuilds the last case of a worker that died).
+pub fn make_case(
+    arm: &ArmSpec,
+    seed: u64,
+    target: Option<&Rule>,
+    entries: &[Vec<u8>],
+) -> Option<Generated> {
+    if arm.corpus {
+        return corpus::case_from(entries, seed).map(|x| x.1);
+    }
+    let cfg = arm.family().map(GenConfig::family).unwrap_or_default();
+    if let Some(r) = target
+        && let Some(g) = directed::generate_for_pattern_seeded(seed, &r.pat, &cfg)
+    {
+        return Some(g);
+    }
+    Some(generate::generate_seeded(seed, &cfg))
+}
+
+/// The check options of every farm case: the fuzz loop's.
+pub fn check_opts() -> CheckOpts {
+    CheckOpts {
+        policy: FloatPolicy::FastMath,
+        points: 24,
+        seed: 0,
+        idempotence: true,
+    }
+}
+
+struct Worker {
+    layout: Layout,
+    slot: usize,
+    choices: HashMap<String, RuleChoice>,
+    /// Per rule set: rule → times fired (for the directed targets).
+    hits: HashMap<String, HashMap<&'static str, u64>>,
+    coverage: HashSet<String>,
+    filed: HashSet<Signature>,
+    corpus: Vec<(PathBuf, Vec<u8>)>,
+    faults: Vec<(String, u64)>,
+}
+
+fn say(line: &str) {
+    let mut o = std::io::stdout().lock();
+    // the supervisor gone: the next stdin read ends this process
+    let _ = o.write_all(line.as_bytes());
+    let _ = o.write_all(b"\n");
+    let _ = o.flush();
+}
+
+impl Worker {
+    fn choice(&mut self, rules: &str) -> Result<&RuleChoice, String> {
+        if !self.choices.contains_key(rules) {
+            let c = choose_rules(rules, None)?;
+            self.choices.insert(rules.to_string(), c);
+        }
+        Ok(&self.choices[rules])
+    }
+
+    fn refresh_corpus(&mut self) {
+        let have: HashSet<PathBuf> = self.corpus.iter().map(|c| c.0.clone()).collect();
+        for p in corpus::list(&self.layout.corpus()) {
+            if !have.contains(&p)
+                && let Ok(b) = std::fs::read(&p)
+            {
+                self.corpus.push((p, b));
+            }
+        }
+        self.corpus.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+
+    fn cold_targets(&mut self, rules: &str) -> Vec<Arc<Rule>> {
+        let all = match self.choice(rules) {
+            Ok(c) => c.distinct_rules(),
+            Err(_) => return Vec::new(),
+        };
+        let hits = self.hits.entry(rules.to_string()).or_default();
+        let mut v: Vec<Arc<Rule>> = all
+            .into_iter()
+            .filter(|r| !UNREACHABLE_TOP_DOWN.iter().any(|(n, _)| *n == r.name))
+            .collect();
+        v.sort_by_key(|r| (hits.get(r.name).copied().unwrap_or(0), r.name));
+        v.truncate(16);
+        v
+    }
+
+    fn run_batch(&mut self, b: &Batch) -> Result<Done, std::io::Error> {
+        let t0 = std::time::Instant::now();
+        let mut done = Done {
+            start: b.start,
+            ..Default::default()
+        };
+        if b.arm.corpus {
+            self.refresh_corpus();
+        }
+        let cold = if b.arm.corpus {
+            Vec::new()
+        } else {
+            self.cold_targets(&b.arm.rules)
+        };
+        let entries: Vec<Vec<u8>> = self.corpus.iter().map(|c| c.1.clone()).collect();
+        let check = check_opts();
+        for k in b.start..b.start + b.n {
+            let seed = case_seed(b.slot_seed, k);
+            let target = (!b.arm.corpus && !cold.is_empty() && seed % 1000 < DIRECTED_PER_MILLE)
+                .then(|| cold[((seed >> 20) as usize) % cold.len()].clone());
+            let entry = if b.arm.corpus && !entries.is_empty() {
+                Some((seed % entries.len() as u64) as usize)
+            } else {
+                None
+            };
+            say(&format!(
+                "c {k} {} {}",
+                target.as_ref().map(|t| t.name).unwrap_or("-"),
+                entry
+                    .and_then(|i| self.corpus[i].0.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "-".into())
+            ));
+            for (kind, at) in &self.faults {
+                if *at == k {
+                    match kind.as_str() {
+                        "panic" => panic!("injected worker panic at position {k}"),
+                        "hang" => loop {
+                            std::thread::sleep(std::time::Duration::from_secs(3600));
+                        },
+                        "abort" => std::process::abort(),
+                        "diskfull" => {
+                            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let choice = self.choice(&b.arm.rules).map_err(std::io::Error::other)?;
+            let pipe = choice.pipeline();
+            let (case, res) = if b.arm.corpus {
+                let Some(case) = make_case(&b.arm, seed, None, &entries) else {
+                    done.execs += 1;
+                    continue;
+                };
+                let res = check_case(
+                    &case,
+                    &pipe,
+                    &CheckOpts {
+                        seed,
+                        ..check.clone()
+                    },
+                );
+                (case, res)
+            } else {
+                run_one(seed, b.arm.family(), target.as_deref(), &pipe, &check)
+            };
+            drop(pipe);
+            done.execs += 1;
+            self.account(b, k, seed, target.is_some(), &case, &res, &mut done)?;
+        }
+        done.secs = t0.elapsed().as_secs_f64();
+        Ok(done)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn account(
+        &mut self,
+        b: &Batch,
+        k: u64,
+        seed: u64,
+        directed: bool,
+        case: &Generated,
+        res: &CaseResult,
+        done: &mut Done,
+    ) -> std::io::Result<()> {
+        let dt = dtype_family(case.graph.dtype(case.root));
+        let hits = self.hits.entry(b.arm.rules.clone()).or_default();
+        let mut novel = false;
+        for st in &res.rewritten.trace {
+            *hits.entry(st.rule).or_insert(0) += 1;
+            let key = format!("{}\t{dt}", st.rule);
+            *done.coverage.entry(key.clone()).or_insert(0) += 1;
+            if !self.coverage.contains(&key) {
+                self.coverage.insert(key);
+                novel = true;
+            }
+        }
+        if novel && !directed {
+            let bytes = if b.arm.corpus {
+                // the mutated bytes of this case (rebuilt: the check did not keep them)
+                let entries: Vec<Vec<u8>> = self.corpus.iter().map(|c| c.1.clone()).collect();
+                let i = (seed % entries.len().max(1) as u64) as usize;
+                let j = ((seed >> 17) % entries.len().max(1) as u64) as usize;
+                entries.get(i).map(|e| corpus::mutate(e, &entries[j], seed))
+            } else {
+                corpus::record(seed, b.arm.family())
+            };
+            if let Some(bytes) = bytes {
+                let p = self.layout.corpus().join(corpus::entry_name(&bytes));
+                if !p.exists() {
+                    store::write_atomic(&p, &bytes)?;
+                    done.corpus_added += 1;
+                }
+            }
+        }
+        let Some(det) = &res.detected else {
+            return Ok(());
+        };
+        *done
+            .by_class
+            .entry(det.class.name().to_string())
+            .or_insert(0) += 1;
+        self.choice(&b.arm.rules).map_err(std::io::Error::other)?;
+        let choice = &self.choices[&b.arm.rules];
+        let mut finding = to_finding(case, res, det, &choice.name, FloatPolicy::FastMath, seed);
+        if b.arm.corpus {
+            finding.seed = None;
+        }
+        let sig = finding.signature.clone();
+        if self.filed.contains(&sig) {
+            return Ok(());
+        }
+        self.filed.insert(sig.clone());
+        let dest = self.layout.findings().join(store::slug(&sig));
+        if dest.exists() {
+            return Ok(());
+        }
+        let tmp = self.layout.tmp().join(format!("w{}-{k}", self.slot));
+        let pipe = choice.pipeline();
+        crate::oracle::fuzz::save_finding(&tmp, case, res, &finding, &pipe)?;
+        let meta = FarmMeta {
+            first_seen: store::unix_now(),
+            farm_id: b.farm_id.clone(),
+            slot: self.slot,
+            arm: b.arm.name(),
+            pos: k,
+            synced_from: None,
+        };
+        std::fs::write(
+            tmp.join("farm.json"),
+            serde_json::to_string_pretty(&meta).unwrap_or_default(),
+        )?;
+        write_repro(&tmp, &dest)?;
+        if store::publish_dir(&tmp, &dest)? {
+            done.filed.push(sig.to_string());
+        }
+        Ok(())
+    }
+}
+
+/// Writes `repro.py` into a finding directory being built at `tmp` (named for where it lands).
+pub fn write_repro(tmp: &Path, dest: &Path) -> std::io::Result<()> {
+    if let Ok(l) = crate::repro::load_path(tmp) {
+        let file = dest.join("repro.py");
+        std::fs::write(
+            tmp.join("repro.py"),
+            crate::repro::file::write_repro(&l.repro, &file.display().to_string()),
+        )?;
+    }
+    Ok(())
+}
+
+/// The worker's main loop; returns the process exit code.
+pub fn run(dir: &Path, slot: usize) -> i32 {
+    let layout = Layout::new(dir);
+    let coverage = store::State::load(&layout)
+        .ok()
+        .flatten()
+        .map(|s| s.coverage.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut w = Worker {
+        layout,
+        slot,
+        choices: HashMap::new(),
+        hits: HashMap::new(),
+        coverage,
+        filed: HashSet::new(),
+        corpus: Vec::new(),
+        faults: faults(slot),
+    };
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let b: Batch = match serde_json::from_str(&line) {
+            Ok(b) => b,
+            Err(e) => {
+                say(&format!("x bad batch order: {e}"));
+                return 2;
+            }
+        };
+        match w.run_batch(&b) {
+            Ok(d) => say(&format!(
+                "d {}",
+                serde_json::to_string(&d).unwrap_or_default()
+            )),
+            Err(e) => {
+                let what = if store::is_disk_full(&e) {
+                    "disk full".to_string()
+                } else {
+                    e.to_string()
+                };
+                say(&format!("x {}: {what}", w.layout.root.display()));
+                return EXIT_STORE;
+            }
+        }
+    }
+    0
+}

@@ -1,0 +1,345 @@
+//! The farm end to end, on the real binary: injected worker faults (panic, hang, full disk),
+//! `kill -9` of the whole farm and resuming, two farms syncing through one directory, the triage
+//! worker, and the report. Each farm runs a few seconds.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_uopfuzz");
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uopfuzz-farm-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A quick farm: one rule set, no triage unless asked, short intervals.
+fn farm(dir: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(EXE);
+    c.args(["farm", "--dir"])
+        .arg(dir)
+        .args([
+            "--workers",
+            "1",
+            "--rules",
+            "pipeline",
+            // a loaded machine can stall a worker's start for a second
+            "--hang-secs",
+            "3",
+            "--stats-secs",
+            "1",
+            "--checkpoint-secs",
+            "0.3",
+            "--json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .env_remove("UOPFUZZ_FARM_FAULT");
+    c
+}
+
+fn run(mut c: Command) -> Output {
+    let o = c.output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+fn state(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).unwrap()).unwrap()
+}
+
+/// finding name → finding.json bytes.
+fn findings(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir.join("findings"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path().join("finding.json")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn corpus(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir.join("corpus"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn assert_kept(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>, what: &str) {
+    for (k, v) in before {
+        assert_eq!(after.get(k), Some(v), "{what} {k} lost or changed");
+    }
+}
+
+#[test]
+fn worker_faults_and_kill9_of_the_farm_lose_nothing() {
+    let d = tmpdir("faults");
+    // a panic at position 40 and a hang at 100 of worker 0's seed stream
+    let mut c = farm(&d, &["--time", "5", "--no-triage"]);
+    c.env("UOPFUZZ_FARM_FAULT", "panic@0:40,hang@0:100");
+    let o = run(c);
+    assert!(o.status.success(), "{o:?}");
+    let st = state(&d);
+    assert_eq!(st["restarts"], 2, "{st}");
+    assert_eq!(st["hangs"], 1);
+    assert_eq!(st["harness_crashes"], 2);
+    assert!(st["positions"][0].as_u64().unwrap() > 100);
+    let f1 = findings(&d);
+    for (kind, pos) in [("panic", 40), ("hang", 100)] {
+        let name = f1
+            .keys()
+            .find(|n| {
+                n.starts_with(&format!("harness-crash-{kind}-"))
+                    && n.ends_with(&format!("-w0-{pos}"))
+            })
+            .unwrap_or_else(|| panic!("no harness-crash for the {kind}: {:?}", f1.keys()));
+        let fj: serde_json::Value = serde_json::from_slice(&f1[name]).unwrap();
+        assert_eq!(fj["signature"]["class"], "harness-crash");
+        assert!(d.join("findings").join(name).join("original.py").exists());
+        if kind == "panic" {
+            assert!(
+                fj["summary"]
+                    .as_str()
+                    .unwrap()
+                    .contains("injected worker panic"),
+                "{fj}"
+            );
+        }
+    }
+    assert!(f1.len() > 5, "the farm filed findings besides the crashes");
+    let c1 = corpus(&d);
+    assert!(!c1.is_empty());
+    let execs1 = st["execs"].as_u64().unwrap();
+
+    // kill -9 of the whole farm while it runs
+    let mut child = farm(&d, &["--time", "60", "--no-triage"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while state(&d)["execs"].as_u64().unwrap() < execs1 + 500 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the resumed farm made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // its workers end at the EOF of their order pipe
+    std::thread::sleep(Duration::from_millis(1500));
+    let f2 = findings(&d);
+    let c2 = corpus(&d);
+    assert_kept(&f1, &f2, "finding");
+    assert_kept(&c1, &c2, "corpus entry");
+    let st2 = state(&d);
+    let execs2 = st2["execs"].as_u64().unwrap();
+    assert!(execs2 > execs1);
+
+    // the same command again resumes
+    let o = run(farm(&d, &["--time", "2", "--no-triage"]));
+    assert!(o.status.success(), "{o:?}");
+    let st3 = state(&d);
+    assert_kept(&f2, &findings(&d), "finding");
+    assert_kept(&c2, &corpus(&d), "corpus entry");
+    assert!(
+        st3["execs"].as_u64().unwrap() > execs2,
+        "statistics continue"
+    );
+    assert!(st3["elapsed"].as_f64().unwrap() > st2["elapsed"].as_f64().unwrap());
+    assert!(st3["positions"][0].as_u64().unwrap() >= st2["positions"][0].as_u64().unwrap());
+    assert_eq!(st3["restarts"], 2, "no crash after the resume");
+    assert_eq!(std::fs::read_dir(d.join("tmp")).unwrap().count(), 0);
+    // the statistics series survived the kill and kept counting
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(d.join("stats.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(lines.len() >= 5);
+    let execs: Vec<u64> = lines.iter().map(|l| l["execs"].as_u64().unwrap()).collect();
+    assert!(execs.windows(2).all(|w| w[0] <= w[1]), "{execs:?}");
+
+    // the report: everything is new the first time, nothing the second
+    let r = run({
+        let mut c = Command::new(EXE);
+        c.args(["farm", "report"]).arg(&d);
+        c
+    });
+    assert!(r.status.success());
+    let html = std::fs::read_to_string(d.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "three inline plots");
+    assert!(html.contains("harness-crash"));
+    let md = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let total = findings(&d).len();
+    assert!(
+        md.contains(&format!("## New since the last report ({total})")),
+        "{md}"
+    );
+    let r = run({
+        let mut c = Command::new(EXE);
+        c.args(["farm", "report"]).arg(&d);
+        c
+    });
+    assert!(String::from_utf8_lossy(&r.stdout).starts_with("0 new"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_full_disk_stops_the_farm_with_a_message() {
+    let d = tmpdir("diskfull");
+    let mut c = farm(&d, &["--time", "20", "--no-triage"]);
+    c.env("UOPFUZZ_FARM_FAULT", "diskfull@0:50");
+    let t0 = Instant::now();
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "stopped at once");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("disk full") && err.contains("resume"), "{err}");
+    // what it saved is readable, and the same command resumes
+    let execs = state(&d)["execs"].as_u64().unwrap();
+    let o = run(farm(&d, &["--time", "1", "--no-triage"]));
+    assert!(o.status.success());
+    assert!(state(&d)["execs"].as_u64().unwrap() > execs);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn two_farms_see_each_others_findings_and_corpus_within_a_sync_interval() {
+    let root = tmpdir("sync");
+    let sync = root.join("shared");
+    let dirs = [root.join("a"), root.join("b")];
+    let mut kids: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            farm(
+                d,
+                &[
+                    "--time",
+                    "6",
+                    "--no-triage",
+                    "--seed",
+                    &(i + 11).to_string(),
+                    "--sync",
+                    sync.to_str().unwrap(),
+                    "--sync-secs",
+                    "1",
+                ],
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for k in kids.iter_mut() {
+        assert!(k.wait().unwrap().success());
+    }
+    let ids: Vec<String> = dirs
+        .iter()
+        .map(|d| state(d)["farm_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+    for (me, other) in [(0, 1), (1, 0)] {
+        // what the other farm exported at least two intervals before this one stopped is here
+        let my_end = std::fs::metadata(dirs[me].join("state.json"))
+            .unwrap()
+            .modified()
+            .unwrap()
+            - Duration::from_secs(2);
+        let exported = sync.join(&ids[other]);
+        let mine_f = findings(&dirs[me]);
+        let mine_c = corpus(&dirs[me]);
+        let mut seen = 0;
+        for e in std::fs::read_dir(exported.join("findings"))
+            .unwrap()
+            .flatten()
+        {
+            if std::fs::metadata(e.path().join("finding.json"))
+                .unwrap()
+                .modified()
+                .unwrap()
+                < my_end
+            {
+                let n = e.file_name().to_string_lossy().into_owned();
+                assert!(
+                    mine_f.contains_key(&n),
+                    "farm {me} lacks {n} of farm {other}"
+                );
+                seen += 1;
+            }
+        }
+        for e in std::fs::read_dir(exported.join("corpus"))
+            .unwrap()
+            .flatten()
+        {
+            if e.metadata().unwrap().modified().unwrap() < my_end {
+                let n = e.file_name().to_string_lossy().into_owned();
+                assert!(mine_c.contains_key(&n), "farm {me} lacks corpus entry {n}");
+            }
+        }
+        assert!(seen > 0, "farm {other} exported nothing in time");
+        // and some of them came in from the other farm (different seeds find different things)
+        let imported = std::fs::read_dir(dirs[me].join("findings"))
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("farm.json"))
+                    .unwrap_or_default()
+                    .contains(&format!("\"synced_from\": \"{}\"", ids[other]))
+            })
+            .count();
+        assert!(imported > 0, "farm {me} imported nothing from farm {other}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_triage_worker_files_findings_into_the_bug_list() {
+    let d = tmpdir("triage");
+    let o = run(farm(&d, &["--time", "12", "--family", "index"]));
+    assert!(o.status.success());
+    let triaged: Vec<PathBuf> = std::fs::read_dir(d.join("findings"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("triaged.json").exists())
+        .collect();
+    assert!(!triaged.is_empty(), "nothing triaged in 12 s");
+    let bugs = std::fs::read_to_string(d.join("bugs.md")).unwrap();
+    for p in &triaged {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let line = bugs.lines().find(|l| l.contains(&name)).expect("listed");
+        assert!(!line.starts_with("| untriaged"), "{line}");
+    }
+    // `uopfuzz triage` takes the repro file too, and agrees with the directory's triage
+    let dir = &triaged[0];
+    let file = d.join("copy.py");
+    std::fs::copy(dir.join("repro.py"), &file).unwrap();
+    let o = run({
+        let mut c = Command::new(EXE);
+        c.args(["triage", "--json"]).arg(&file);
+        c
+    });
+    assert!(o.status.success(), "{o:?}");
+    let by_file: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap();
+    let by_dir: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("triaged.json")).unwrap()).unwrap();
+    assert_eq!(by_file["class"], by_dir["class"], "{by_file}");
+    assert!(d.join("copy.py.finding").join("triaged.json").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
