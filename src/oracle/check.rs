@@ -109,9 +109,6 @@ pub const FAST_MATH_RULES: &[&str] = &[
     "sym/recip_cube",
 ];
 
-/// The reference backend's name: every verdict is against it.
-const REFERENCE: &str = "interp";
-
 /// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
     check_case_on(case, pipe, opts, &[backend::reference()])
@@ -131,7 +128,7 @@ pub fn check_case_on(
     let others: Vec<&dyn Backend> = backends
         .iter()
         .copied()
-        .filter(|b| b.name() != REFERENCE)
+        .filter(|b| b.name() != backend::reference().name())
         .collect();
     let mut g = case.graph.clone();
     let mut cache = Cache::default();
@@ -163,7 +160,7 @@ pub fn check_case_on(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -176,7 +173,7 @@ pub fn check_case_on(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -192,7 +189,7 @@ pub fn check_case_on(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -211,7 +208,7 @@ pub fn check_case_on(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             // keep going: a semantic difference matters more than idempotence
@@ -291,7 +288,7 @@ fn check_reference(
                     point: Some(p.clone()),
                     expected: Some(o),
                     actual: Some(n),
-                    backend: REFERENCE.into(),
+                    backend: backend::reference().name().into(),
                     groups: Vec::new(),
                 });
                 return true;
@@ -419,7 +416,8 @@ fn check_backends(
             let mut obs: Vec<(String, &Observed)> = Vec::new();
             for (k, root) in roots.iter().enumerate() {
                 let suffix = if *root == case.root { "" } else { "/rewritten" };
-                obs.push((format!("{REFERENCE}{suffix}"), &reference[i][k]));
+                let name = backend::reference().name();
+                obs.push((format!("{name}{suffix}"), &reference[i][k]));
                 for (b, rows) in &runs {
                     obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
                 }
@@ -473,8 +471,9 @@ fn check_backends(
                 Class::BackendBug
             };
             let s = format!(
-                "{} computes the original graph differently from {REFERENCE}: expected {} got {}",
+                "{} computes the original graph differently from {}: expected {} got {}",
                 b.name(),
+                backend::reference().name(),
                 result_key(o_ref),
                 result_key(ob)
             );

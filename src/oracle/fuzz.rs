@@ -64,7 +64,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: parse_known(BUILTIN_KNOWN).unwrap_or_default(),
             stop_on_new: false,
-            backends: vec!["interp".into()],
+            backends: vec![backend::reference().name().into()],
         }
     }
 }
