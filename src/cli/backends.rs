@@ -58,17 +58,21 @@ fn mark(s: Support) -> &'static str {
 }
 
 pub fn run(a: Args) -> ExitCode {
-    let all = entries();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "backends": all })).unwrap_or_default()
-        );
-        return ExitCode::SUCCESS;
-    }
-    println!("+ runs   L lowered first   . unsupported");
-    for e in &all {
-        println!();
+    let text = if a.json {
+        serde_json::to_string(&serde_json::json!({ "backends": entries() })).unwrap_or_default()
+            + "\n"
+    } else {
+        tables(&entries())
+    };
+    // a closed pipe (`| head`) ends the listing, not in a panic
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    ExitCode::SUCCESS
+}
+
+fn tables(all: &[Entry]) -> String {
+    let mut out = String::from("+ runs   L lowered first   . unsupported\n");
+    let names: Vec<&str> = DType::ALL.iter().map(|d| d.py_name()).collect();
+    for e in all {
         let status = match &e.unavailable {
             None => "available".to_string(),
             Some(why) => format!("unavailable here: {why}"),
@@ -77,18 +81,17 @@ pub fn run(a: Args) -> ExitCode {
             .strict_twin
             .map(|t| format!(", strict twin {t}"))
             .unwrap_or_default();
-        println!("{} ({status}{twin})", e.name);
-        let names: Vec<&str> = DType::ALL.iter().map(|d| d.py_name()).collect();
-        println!("  {:12}{}", "", names.join(" "));
+        out += &format!("\n{} ({status}{twin})\n", e.name);
+        out += &format!("  {:12}{}\n", "", names.join(" "));
         for op in TABLE_OPS {
             let cells: Vec<String> = names
                 .iter()
                 .map(|n| format!("{:w$}", mark(e.table[op.name()][*n]), w = n.len()))
                 .collect();
-            println!("  {:12}{}", op.name(), cells.join(" ").trim_end());
+            out += &format!("  {:12}{}\n", op.name(), cells.join(" ").trim_end());
         }
     }
-    ExitCode::SUCCESS
+    out
 }
 
 #[cfg(test)]
@@ -103,6 +106,8 @@ mod tests {
             assert_eq!(e.table.len(), TABLE_OPS.len(), "{}", e.name);
             assert!(e.table.values().all(|r| r.len() == DType::ALL.len()));
         }
+        let text = tables(&all);
+        assert!(text.contains("\n  CMPLT       +    +"), "{text}");
         let interp = all.iter().find(|e| e.name == "interp");
         assert!(interp.is_some_and(|e| {
             e.unavailable.is_none()

@@ -109,9 +109,6 @@ pub const FAST_MATH_RULES: &[&str] = &[
     "sym/recip_cube",
 ];
 
-/// The reference backend's name: every verdict is against it.
-const REFERENCE: &str = "interp";
-
 /// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
     check_case_on(case, pipe, opts, &[backend::reference()])
@@ -154,7 +151,7 @@ fn check_case_in(
     let others: Vec<&dyn Backend> = backends
         .iter()
         .copied()
-        .filter(|b| b.name() != REFERENCE)
+        .filter(|b| b.name() != backend::reference().name())
         .collect();
     let mut cache = Cache::default();
     let mut memos = Vec::new();
@@ -185,7 +182,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -198,7 +195,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -214,7 +211,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             return res;
@@ -233,7 +230,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: REFERENCE.into(),
+                backend: backend::reference().name().into(),
                 groups: Vec::new(),
             });
             // keep going: a semantic difference matters more than idempotence
@@ -313,7 +310,7 @@ fn check_reference(
                     point: Some(p.clone()),
                     expected: Some(o),
                     actual: Some(n),
-                    backend: REFERENCE.into(),
+                    backend: backend::reference().name().into(),
                     groups: Vec::new(),
                 });
                 return true;
@@ -441,7 +438,8 @@ fn check_backends(
             let mut obs: Vec<(String, &Observed)> = Vec::new();
             for (k, root) in roots.iter().enumerate() {
                 let suffix = if *root == case.root { "" } else { "/rewritten" };
-                obs.push((format!("{REFERENCE}{suffix}"), &reference[i][k]));
+                let name = backend::reference().name();
+                obs.push((format!("{name}{suffix}"), &reference[i][k]));
                 for (b, rows) in &runs {
                     obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
                 }
@@ -495,8 +493,9 @@ fn check_backends(
                 Class::BackendBug
             };
             let s = format!(
-                "{} computes the original graph differently from {REFERENCE}: expected {} got {}",
+                "{} computes the original graph differently from {}: expected {} got {}",
                 b.name(),
+                backend::reference().name(),
                 result_key(o_ref),
                 result_key(ob)
             );

@@ -71,7 +71,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: builtin_known(),
             stop_on_new: false,
-            backends: vec!["interp".into()],
+            backends: vec![backend::reference().name().into()],
             check_idempotence: false,
         }
     }
