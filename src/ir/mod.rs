@@ -6,6 +6,7 @@ pub mod dtype;
 pub mod graph;
 pub mod ops;
 pub mod spec;
+pub mod infix;
 pub mod text;
 pub mod truncate;
 
