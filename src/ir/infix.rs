@@ -82,7 +82,6 @@ pub fn infix(g: &Graph, u: UOp) -> String {
     s
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

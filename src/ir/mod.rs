@@ -4,9 +4,9 @@ pub mod alu;
 pub mod arg;
 pub mod dtype;
 pub mod graph;
+pub mod infix;
 pub mod ops;
 pub mod spec;
-pub mod infix;
 pub mod text;
 pub mod truncate;
 

@@ -6,9 +6,9 @@
 //! `∃ inputs. domain ∧ ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`.
 use super::encode::{Encoded, Term, Unsupported, VarMap, encode, fconst, float_bits};
 use super::z3x::{and_all, bv_const};
-use crate::ir::truncate::{round_float, wrap_int};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
+use crate::ir::truncate::{round_float, wrap_int};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use serde::Serialize;
 use z3::ast::{Ast, BV, Bool, Float, Int};
@@ -460,10 +460,29 @@ pub fn model_from_env(g: &Graph, roots: &[UOp], env: &Env) -> Model {
     m
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_and_model_convert_both_ways() {
+        let mut g = Graph::new();
+        let x = g.variable("x", -8, 8, DType::Int32);
+        let b = g.variable("b", 0, 1, DType::Bool);
+        let c = g.alu(Ops::WHERE, &[b, x, x]).unwrap();
+        let env = Env::new().var("x", Val::Int(-3)).var("b", Val::Bool(true));
+        let m = model_from_env(&g, &[c], &env);
+        assert_eq!(m.get("x"), Some(ConstVal::Int(-3)));
+        let back = env_from_model(&g, &[c], &m, None);
+        assert_eq!(back.vars, env.vars);
+        // what the model lacks comes from the base point
+        let partial = Model {
+            vals: vec![("x".into(), DType::Int32, ConstVal::Int(5))],
+        };
+        let merged = env_from_model(&g, &[c], &partial, Some(&env));
+        assert_eq!(merged.vars["x"], Val::Int(5));
+        assert_eq!(merged.vars["b"], Val::Bool(true));
+    }
     use crate::ir::{Arg, Ops};
     use crate::smt::verify::free_variable;
 

@@ -62,7 +62,11 @@ pub(super) fn judge(cx: &mut Ctx, j: Judge, g: &Graph, a: UOp, b: UOp) -> Step3 
 }
 
 /// The rewrite of `root` at every fuel 0..=n, in one graph (roots `r[k]`), and the full trace.
-pub(super) fn fuel_roots(cx: &mut Ctx, g: &Graph, root: UOp) -> Option<(Graph, Vec<UOp>, Rewritten, Graph)> {
+pub(super) fn fuel_roots(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+) -> Option<(Graph, Vec<UOp>, Rewritten, Graph)> {
     let (gfull, full) = cx.rewrite(g, root, None);
     if full.stop != Stop::Done {
         return None;
@@ -263,3 +267,56 @@ pub(crate) fn blame_interp(
     None
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewrite::engine::RuleSet;
+    use crate::rewrite::upat::UPat;
+
+    #[test]
+    fn the_wrong_step_is_blamed_not_the_right_one_before_it() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
+        // x + 0 -> x is right, then x * 2 -> x + 2 is wrong
+        let set = RuleSet::new(
+            "t",
+            vec![
+                crate::rule!(
+                    "t/add_zero",
+                    "test",
+                    UPat::var("x").add(UPat::cint(0)),
+                    |_cx, b| Ok(Some(b["x"]))
+                ),
+                crate::rule!(
+                    "t/mul_to_add",
+                    "test",
+                    UPat::var("x").mul(UPat::cvar("c")),
+                    |cx, b| Ok(Some(cx.add(b["x"], b["c"])?))
+                ),
+            ],
+        );
+        let pipe = Pipeline {
+            name: "t".into(),
+            stages: vec![&set],
+        };
+        let mut g = Graph::new();
+        let x = g.variable("x", -8, 8, DType::Int32);
+        let zero = g.cint(DType::Int32, 0);
+        let two = g.cint(DType::Int32, 2);
+        let a = g.alu(Ops::ADD, &[x, zero]).unwrap();
+        let m = g.alu(Ops::MUL, &[a, two]).unwrap();
+        let mut cx = Ctx {
+            pipe: &pipe,
+            reference: None,
+            policy: OraclePolicy::FastMath,
+            timeout_ms: 2000,
+            step_timeout_ms: 400,
+            stats: QueryStats::default(),
+        };
+        let b = blame_z3(&mut cx, &g, m, Judge::Ieee, "graph").expect("a blamed step");
+        assert_eq!(b.rule, "t/mul_to_add", "{b:?}");
+        // the interpreter's own scan at a witness blames the same application
+        let env = Env::new().var("x", Val::Int(1));
+        let (k, rw, _) = blame_interp(&mut cx, &g, m, &env).expect("interp blame");
+        assert_eq!(rw.trace[k].rule, "t/mul_to_add");
+    }
+}

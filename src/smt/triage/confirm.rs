@@ -284,7 +284,12 @@ pub(super) fn disagreement(cex: &Counterexample, o: &Observed, n: &Observed) -> 
 }
 
 /// Confirms a non-semantic finding by re-running the pipeline.
-pub(super) fn confirm_stop(cx: &mut Ctx, g: &Graph, root: UOp, class: Class) -> (Confirm, Graph, Rewritten) {
+pub(super) fn confirm_stop(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+    class: Class,
+) -> (Confirm, Graph, Rewritten) {
     let (mut gw, rw) = cx.rewrite(g, root, None);
     let (ok, detail) = match (&class, &rw.stop) {
         (Class::RewriteError, Stop::RuleError { rule, error, .. }) => {
@@ -328,3 +333,22 @@ pub(super) fn confirm_stop(cx: &mut Ctx, g: &Graph, root: UOp, class: Class) -> 
     (c, gw, rw)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_outside_the_domain_or_a_nan_read_is_outside_the_model() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::Int32);
+        let one = g.cint(DType::Int32, 1);
+        let y = g.alu(Ops::ADD, &[x, one]).unwrap();
+        let inside = Env::new().var("x", Val::Int(3));
+        assert_eq!(outside_model(&g, y, x, &inside), None);
+        let outside = Env::new().var("x", Val::Int(11));
+        assert!(outside_model(&g, y, x, &outside).is_some());
+        // the encoding at the point shows both sides' values
+        let at = encoding_at(&g, y, x, &inside);
+        assert!(at.contains('4') && at.contains('3'), "{at}");
+    }
+}

@@ -62,7 +62,13 @@ pub(super) fn to_double(f: &Float) -> Float {
     f.to_fp_with_rounding_mode(&z3::ast::RoundingMode::round_nearest_ties_to_even(), &d)
 }
 
-pub(super) fn build(g: &Graph, orig: UOp, new: UOp, pol: OraclePolicy, ask: Ask) -> Result<Built, String> {
+pub(super) fn build(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    pol: OraclePolicy,
+    ask: Ask,
+) -> Result<Built, String> {
     let mut vm = VarMap::new();
     let eo = encode(g, orig, &mut vm).map_err(|e| e.to_string())?;
     let en = encode(g, new, &mut vm).map_err(|e| e.to_string())?;
@@ -284,3 +290,36 @@ pub fn ieee_query(
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ieee_query_proves_a_refinement_and_finds_a_counterexample() {
+        crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
+        let mut g = Graph::new();
+        let x = g.variable("x", -8, 8, DType::Int32);
+        let zero = g.cint(DType::Int32, 0);
+        let two = g.cint(DType::Int32, 2);
+        let add = g.alu(Ops::ADD, &[x, zero]).unwrap();
+        let half = g.alu(Ops::FLOORDIV, &[x, two]).unwrap();
+        let even = g.alu(Ops::MUL, &[half, two]).unwrap();
+        let ask = Ask {
+            beyond: None,
+            simplest: false,
+        };
+        let mut st = QueryStats::default();
+        let p = OraclePolicy::FastMath;
+        assert_eq!(
+            ieee_query(&mut st, &g, add, x, p, 2000, ask).kind(),
+            "refines"
+        );
+        let Z3Answer::Cex(c) = ieee_query(&mut st, &g, x, even, p, 2000, ask) else {
+            panic!("x -> (x // 2) * 2 is wrong on odd x");
+        };
+        let env = env_from_model(&g, &[x, even], &c.inputs, None);
+        let v = env.vars["x"].as_i128().unwrap();
+        assert!(v % 2 != 0 && (-8..=8).contains(&v), "x = {v}");
+        assert_eq!((st.unsat, st.sat, st.unknown), (1, 1, 0));
+    }
+}
