@@ -4,6 +4,7 @@ pub mod alu;
 pub mod arg;
 pub mod dtype;
 pub mod graph;
+pub mod infix;
 pub mod num;
 pub mod ops;
 pub mod spec;

@@ -6,8 +6,10 @@
 //! `∃ inputs. domain ∧ ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`.
 use super::encode::{Encoded, Term, Unsupported, VarMap, encode, fconst, float_bits};
 use super::z3x::{and_all, bv_const};
+use crate::exec::interp::Env;
+use crate::ir::alu::Val;
 use crate::ir::truncate::{round_float, wrap_int};
-use crate::ir::{ConstVal, DType, Graph, UOp};
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use serde::Serialize;
 use z3::ast::{Ast, BV, Bool, Float, Int};
 use z3::{SatResult, Solver};
@@ -361,9 +363,119 @@ pub fn eval_at(g: &Graph, root: UOp, model: &Model) -> Result<Evaluated, Unsuppo
     })
 }
 
+// ------------------------------------------------------------------------------------------------
+// model <-> interpreter environment (the encoding names free RANGEs `ridx<axis>`, SPECIALs and
+// variables by their own names)
+
+pub(crate) fn is_variable(g: &Graph, u: UOp) -> Option<&crate::ir::ParamArg> {
+    let n = g.node(u);
+    match (n.op, &n.arg) {
+        (Ops::BUFFER | Ops::PARAM, Arg::Param(p))
+            if p.vmin_vmax.is_some()
+                || p.addrspace == Some(crate::ir::AddrSpace::Alu)
+                || p.slot < 0 =>
+        {
+            Some(p)
+        }
+        _ => None,
+    }
+}
+
+fn val_for(dt: DType, c: ConstVal) -> Option<Val> {
+    let v = Val::from_const(c)?;
+    Some(match (dt, v) {
+        (DType::Bool, v) => Val::Bool(v.truthy()),
+        (d, Val::Bool(b)) if d.is_int() => Val::Int(b as i128),
+        (d, v) if d.is_float() => Val::Float(v.as_f64()),
+        (_, v) => v,
+    })
+}
+
+/// The interpreter inputs of a Z3 model: variables, free RANGEs (`ridx<axis>`) and SPECIALs by
+/// the names the encoding gives them; anything the model lacks is taken from `base`.
+pub fn env_from_model(g: &Graph, roots: &[UOp], m: &Model, base: Option<&Env>) -> Env {
+    let mut env = base.cloned().unwrap_or_default();
+    for u in g.toposort(roots) {
+        let dt = g.dtype(u);
+        if let Some(p) = is_variable(g, u) {
+            let Some(name) = p.name.clone() else { continue };
+            let c = m
+                .get(&name)
+                .or_else(|| m.get(&format!("{name}_{}", dt.py_name())));
+            if let Some(v) = c.and_then(|c| val_for(dt, c)) {
+                env.vars.insert(name, v);
+            }
+            continue;
+        }
+        match (g.op(u), g.arg(u)) {
+            (Ops::RANGE, Arg::Range(axis, _)) => {
+                if let Some(i) = m.get(&format!("ridx{axis}")).and_then(|c| c.as_i128()) {
+                    env.ranges.insert(*axis, i);
+                }
+            }
+            (Ops::SPECIAL, Arg::Name(s)) => {
+                if let Some(i) = m.get(s).and_then(|c| c.as_i128()) {
+                    env.specials.insert(s.clone(), i);
+                }
+            }
+            _ => {}
+        }
+    }
+    env
+}
+
+/// The Z3 inputs of an interpreter point: variables by name, free RANGEs as `ridx<axis>`,
+/// SPECIALs by name.
+pub fn model_from_env(g: &Graph, roots: &[UOp], env: &Env) -> Model {
+    let mut m = Model::default();
+    for u in g.toposort(roots) {
+        let dt = g.dtype(u);
+        if let Some(p) = is_variable(g, u)
+            && let Some(n) = &p.name
+            && let Some(v) = env.vars.get(n)
+        {
+            m.set(n, dt, v.to_const());
+        }
+        match (g.op(u), g.arg(u)) {
+            (Ops::RANGE, Arg::Range(a, _)) => {
+                if let Some(v) = env.ranges.get(a) {
+                    m.set(&format!("ridx{a}"), dt, ConstVal::Int(*v));
+                }
+            }
+            (Ops::SPECIAL, Arg::Name(s)) => {
+                if let Some(v) = env.specials.get(s) {
+                    m.set(s, dt, ConstVal::Int(*v));
+                }
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_and_model_convert_both_ways() {
+        let mut g = Graph::new();
+        let x = g.variable("x", -8, 8, DType::Int32);
+        let b = g.variable("b", 0, 1, DType::Bool);
+        let c = g.alu(Ops::WHERE, &[b, x, x]).unwrap();
+        let env = Env::new().var("x", Val::Int(-3)).var("b", Val::Bool(true));
+        let m = model_from_env(&g, &[c], &env);
+        assert_eq!(m.get("x"), Some(ConstVal::Int(-3)));
+        let back = env_from_model(&g, &[c], &m, None);
+        assert_eq!(back.vars, env.vars);
+        // what the model lacks comes from the base point
+        let partial = Model {
+            vals: vec![("x".into(), DType::Int32, ConstVal::Int(5))],
+        };
+        let merged = env_from_model(&g, &[c], &partial, Some(&env));
+        assert_eq!(merged.vars["x"], Val::Int(5));
+        assert_eq!(merged.vars["b"], Val::Bool(true));
+    }
     use crate::ir::{Arg, Ops};
     use crate::smt::verify::free_variable;
 

@@ -775,7 +775,7 @@ pub fn replay_on_interp(
     policy: FloatPolicy,
 ) -> Result<String, String> {
     use crate::exec::interp;
-    let env = super::triage::env_from_model(g, &[lhs, rhs], &c.inputs, None);
+    let env = super::query::env_from_model(g, &[lhs, rhs], &c.inputs, None);
     let o = interp::eval(g, lhs, &env).map_err(|e| format!("the original raises {e}"))?;
     if o.ub || o.invalid {
         return Err("the original is undefined on the interpreter".into());
