@@ -26,101 +26,15 @@
 //! the output is truncated to a ≤64-bit int dtype, where computing modulo 2^128 gives the exact
 //! truncated value (ADD/SUB/MUL/NEG/SHL/MULACC/POW are ring homomorphisms mod 2^n).
 use super::dtype::DType;
+pub use super::num::Val;
+use super::num::{Num, num, py_cmp};
 use super::ops::Ops;
 use super::truncate::{
     bf16_round, float_to_fp8, float_to_fp16, fp8_to_float, py_pack_half, py_unpack_half,
     round_float, wrap_int,
 };
 use std::cmp::Ordering;
-use std::hash::{Hash, Hasher};
-
-/// A Python scalar as tinygrad's interpreter and const folder see it.
-#[derive(Clone, Copy, Debug)]
-pub enum Val {
-    Bool(bool),
-    Int(i128),
-    Float(f64),
-}
-
-impl Val {
-    /// Identity (same Python type, same value; floats by bit pattern so nan and -0.0 are kept).
-    pub fn same(&self, o: &Val) -> bool {
-        match (self, o) {
-            (Val::Bool(a), Val::Bool(b)) => a == b,
-            (Val::Int(a), Val::Int(b)) => a == b,
-            (Val::Float(a), Val::Float(b)) => a.to_bits() == b.to_bits(),
-            _ => false,
-        }
-    }
-    /// Python `==` (numeric, exact across int/float, IEEE for nan).
-    pub fn py_eq(&self, o: &Val) -> bool {
-        py_cmp(*self, *o) == Some(Ordering::Equal)
-    }
-    /// Python truthiness (`nan` is truthy).
-    pub fn truthy(&self) -> bool {
-        match *self {
-            Val::Bool(b) => b,
-            Val::Int(i) => i != 0,
-            Val::Float(f) => f != 0.0,
-        }
-    }
-    /// Int view of bools and ints.
-    pub fn as_i128(&self) -> Option<i128> {
-        match *self {
-            Val::Bool(b) => Some(b as i128),
-            Val::Int(i) => Some(i),
-            Val::Float(_) => None,
-        }
-    }
-    /// `float(x)`; i128 always fits a double (rounded half-even like `PyLong_AsDouble`).
-    pub fn as_f64(&self) -> f64 {
-        match *self {
-            Val::Bool(b) => b as i32 as f64,
-            Val::Int(i) => i as f64,
-            Val::Float(f) => f,
-        }
-    }
-    pub fn from_const(c: super::ConstVal) -> Option<Val> {
-        match c {
-            super::ConstVal::Bool(b) => Some(Val::Bool(b)),
-            super::ConstVal::Int(i) => Some(Val::Int(i)),
-            super::ConstVal::Float(f) => Some(Val::Float(f)),
-            super::ConstVal::Invalid => None,
-        }
-    }
-    pub fn to_const(self) -> super::ConstVal {
-        match self {
-            Val::Bool(b) => super::ConstVal::Bool(b),
-            Val::Int(i) => super::ConstVal::Int(i),
-            Val::Float(f) => super::ConstVal::Float(f),
-        }
-    }
-    /// Python `repr` ([`super::ConstVal::py_repr`]).
-    pub fn py_repr(&self) -> String {
-        self.to_const().py_repr()
-    }
-}
-
-impl PartialEq for Val {
-    fn eq(&self, o: &Val) -> bool {
-        self.same(o)
-    }
-}
-impl Eq for Val {}
-impl Hash for Val {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        match *self {
-            Val::Bool(b) => (0u8, b).hash(h),
-            Val::Int(i) => (1u8, i).hash(h),
-            Val::Float(f) => (2u8, f.to_bits()).hash(h),
-        }
-    }
-}
-impl std::fmt::Display for Val {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.py_repr())
-    }
-}
+use std::hash::Hash;
 
 /// What Python raises (and the port's own `Overflow`). tinygrad catches none of these in
 /// `exec_alu`, except where `safe_pow`/`safe_exp2` say so.
@@ -173,17 +87,6 @@ use Val::{Bool as B, Float as F, Int as I};
 // CPython numeric tower. `wrap`: the caller truncates the int result to a ≤64-bit dtype, so an
 // i128 overflow may be computed modulo 2^128 (only passed to ring-homomorphic operations).
 
-enum Num {
-    I(i128),
-    F(f64),
-}
-fn num(v: Val) -> Num {
-    match v {
-        B(b) => Num::I(b as i128),
-        I(i) => Num::I(i),
-        F(f) => Num::F(f),
-    }
-}
 fn int_or(r: Option<i128>, wrapped: impl FnOnce() -> i128, wrap: bool) -> R {
     match r {
         Some(v) => Ok(I(v)),
@@ -192,22 +95,13 @@ fn int_or(r: Option<i128>, wrapped: impl FnOnce() -> i128, wrap: bool) -> R {
     }
 }
 fn py_add(a: Val, b: Val, wrap: bool) -> R {
-    match (num(a), num(b)) {
-        (Num::I(x), Num::I(y)) => int_or(x.checked_add(y), || x.wrapping_add(y), wrap),
-        _ => Ok(F(a.as_f64() + b.as_f64())),
-    }
+    super::num::add(a, b).or_else(|(x, y)| int_or(None, || x.wrapping_add(y), wrap))
 }
 fn py_sub(a: Val, b: Val, wrap: bool) -> R {
-    match (num(a), num(b)) {
-        (Num::I(x), Num::I(y)) => int_or(x.checked_sub(y), || x.wrapping_sub(y), wrap),
-        _ => Ok(F(a.as_f64() - b.as_f64())),
-    }
+    super::num::sub(a, b).or_else(|(x, y)| int_or(None, || x.wrapping_sub(y), wrap))
 }
 fn py_mul(a: Val, b: Val, wrap: bool) -> R {
-    match (num(a), num(b)) {
-        (Num::I(x), Num::I(y)) => int_or(x.checked_mul(y), || x.wrapping_mul(y), wrap),
-        _ => Ok(F(a.as_f64() * b.as_f64())),
-    }
+    super::num::mul(a, b).or_else(|(x, y)| int_or(None, || x.wrapping_mul(y), wrap))
 }
 fn py_neg(a: Val, wrap: bool) -> R {
     match num(a) {
@@ -222,33 +116,6 @@ fn py_abs(a: Val) -> R {
     }
 }
 
-/// Exact comparison of an int with a float (CPython `float_richcompare`); `None` for nan.
-fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
-    if f.is_nan() {
-        return None;
-    }
-    const TWO127: f64 = 170141183460469231731687303715884105728.0;
-    if f >= TWO127 {
-        return Some(Ordering::Less);
-    }
-    if f < -TWO127 {
-        return Some(Ordering::Greater);
-    }
-    let fl = f.floor();
-    let fi = fl as i128; // exact: |fl| <= 2^127 and fl is an integer (fl == -2^127 is i128::MIN)
-    Some(match i.cmp(&fi) {
-        Ordering::Equal if f > fl => Ordering::Less,
-        o => o,
-    })
-}
-fn py_cmp(a: Val, b: Val) -> Option<Ordering> {
-    match (num(a), num(b)) {
-        (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
-        (Num::F(x), Num::F(y)) => x.partial_cmp(&y),
-        (Num::I(x), Num::F(y)) => cmp_int_float(x, y),
-        (Num::F(x), Num::I(y)) => cmp_int_float(y, x).map(Ordering::reverse),
-    }
-}
 fn py_lt(a: Val, b: Val) -> bool {
     py_cmp(a, b) == Some(Ordering::Less)
 }

@@ -1,14 +1,278 @@
-//! Python's numbers where the port needs them outside the ALU: integer floor/trunc division
-//! (`//`, `%`, helpers.py `cdiv`) with i64 fast paths, `math.gcd`, `repr(float)`, and the
-//! arithmetic the bounds analysis (`rewrite::analysis`, uop/ops.py `_min_max`) does on CONST
-//! values: `ConstVal` bool/int/float combined by Python's rules, bool counting as int, int
-//! results saturating at the i128 edge (the analysis marks such bounds inexact; Python's ints
-//! are unbounded). The ALU (`alu.rs`) is the exact `python_alu` and calls the integer division
-//! and the repr here.
-use super::arg::ConstVal;
-use std::fmt::Write as _;
-
+//! Python's numbers, one type for the port. [`Val`] is a Python scalar (bool / int, exact in
+//! i128 / float = f64) as tinygrad's interpreter and const folder compute on it; [`ConstVal`] is a
+//! CONST arg: a `Val` or tinygrad's `Invalid`, numeric only through its `Val`. Here too: Python's
+//! `+ - *` ([`add`] and co., one exact implementation: the ALU wraps or reports an int result
+//! past i128, the bounds analysis saturates it), comparison, integer floor/trunc division (`//`,
+//! `%`, helpers.py `cdiv`) with i64 fast paths, `math.gcd` and `repr`. The bounds analysis
+//! (`rewrite::analysis`, uop/ops.py `_min_max`) combines `ConstVal`s with the `py_*` functions.
 use ConstVal::{Bool as B, Float as F, Int as I};
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+
+/// A Python scalar as tinygrad's interpreter and const folder see it.
+#[derive(Clone, Copy, Debug)]
+pub enum Val {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+}
+
+impl Val {
+    /// Identity (same Python type, same value; floats by bit pattern so nan and -0.0 are kept).
+    pub fn same(&self, o: &Val) -> bool {
+        match (self, o) {
+            (Val::Bool(a), Val::Bool(b)) => a == b,
+            (Val::Int(a), Val::Int(b)) => a == b,
+            (Val::Float(a), Val::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+    /// Python `==` (numeric, exact across int/float, IEEE for nan).
+    pub fn py_eq(&self, o: &Val) -> bool {
+        py_cmp(*self, *o) == Some(Ordering::Equal)
+    }
+    /// Python truthiness (`nan` is truthy).
+    pub fn truthy(&self) -> bool {
+        match *self {
+            Val::Bool(b) => b,
+            Val::Int(i) => i != 0,
+            Val::Float(f) => f != 0.0,
+        }
+    }
+    /// Int view of bools and ints.
+    pub fn as_i128(&self) -> Option<i128> {
+        match *self {
+            Val::Bool(b) => Some(b as i128),
+            Val::Int(i) => Some(i),
+            Val::Float(_) => None,
+        }
+    }
+    /// `float(x)`; i128 always fits a double (rounded half-even like `PyLong_AsDouble`).
+    pub fn as_f64(&self) -> f64 {
+        match *self {
+            Val::Bool(b) => b as i32 as f64,
+            Val::Int(i) => i as f64,
+            Val::Float(f) => f,
+        }
+    }
+    pub fn from_const(c: ConstVal) -> Option<Val> {
+        match c {
+            ConstVal::Bool(b) => Some(Val::Bool(b)),
+            ConstVal::Int(i) => Some(Val::Int(i)),
+            ConstVal::Float(f) => Some(Val::Float(f)),
+            ConstVal::Invalid => None,
+        }
+    }
+    pub fn to_const(self) -> ConstVal {
+        match self {
+            Val::Bool(b) => ConstVal::Bool(b),
+            Val::Int(i) => ConstVal::Int(i),
+            Val::Float(f) => ConstVal::Float(f),
+        }
+    }
+    /// Python `repr` ([`ConstVal::py_repr`]).
+    pub fn py_repr(&self) -> String {
+        self.to_const().py_repr()
+    }
+}
+
+impl PartialEq for Val {
+    fn eq(&self, o: &Val) -> bool {
+        self.same(o)
+    }
+}
+impl Eq for Val {}
+impl Hash for Val {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match *self {
+            Val::Bool(b) => (0u8, b).hash(h),
+            Val::Int(i) => (1u8, i).hash(h),
+            Val::Float(f) => (2u8, f.to_bits()).hash(h),
+        }
+    }
+}
+impl std::fmt::Display for Val {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.py_repr())
+    }
+}
+
+/// A CONST arg. Ints are unbounded in tinygrad; the port holds them in i128 (const folding does
+/// not wrap fixed-width ints: `fold_const_alu` calls `exec_alu(..., False)`, uop/symbolic.py:38,
+/// uop/ops.py:1303), floats as f64 (Python float).
+#[derive(Clone, Copy, Debug)]
+pub enum ConstVal {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Invalid,
+}
+
+impl ConstVal {
+    /// Python `==` between args (what `UPat(arg=...)` uses): `0 == 0.0 == False`,
+    /// `ConstFloat(nan) == nan`, `0.0 == -0.0`.
+    pub fn py_eq(&self, o: &ConstVal) -> bool {
+        use ConstVal::*;
+        match (self.as_f64(), o.as_f64()) {
+            (Some(a), Some(b)) => {
+                if let (Some(x), Some(y)) = (self.as_i128(), o.as_i128()) {
+                    return x == y;
+                }
+                a == b || (a.is_nan() && b.is_nan())
+            }
+            _ => matches!((self, o), (Invalid, Invalid)),
+        }
+    }
+    /// The number, `None` for `Invalid`: every numeric view below is the [`Val`]'s.
+    #[inline]
+    pub fn val(self) -> Option<Val> {
+        Val::from_const(self)
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        self.val().map(|v| v.as_f64())
+    }
+    /// Int view of bools and ints (not floats).
+    pub fn as_i128(&self) -> Option<i128> {
+        self.val().and_then(|v| v.as_i128())
+    }
+    /// Python truthiness (`Invalid` is an object: truthy).
+    pub fn truthy(&self) -> bool {
+        self.val().is_none_or(|v| v.truthy())
+    }
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, ConstVal::Invalid)
+    }
+}
+
+impl From<i128> for ConstVal {
+    fn from(v: i128) -> ConstVal {
+        ConstVal::Int(v)
+    }
+}
+impl From<i32> for ConstVal {
+    fn from(v: i32) -> ConstVal {
+        ConstVal::Int(v as i128)
+    }
+}
+impl From<f64> for ConstVal {
+    fn from(v: f64) -> ConstVal {
+        ConstVal::Float(v)
+    }
+}
+impl From<bool> for ConstVal {
+    fn from(v: bool) -> ConstVal {
+        ConstVal::Bool(v)
+    }
+}
+
+impl PartialEq for ConstVal {
+    /// Identity for hash-consing: floats by bit pattern (as `ConstFloat.__hash__`).
+    fn eq(&self, o: &Self) -> bool {
+        match (self.val(), o.val()) {
+            (Some(a), Some(b)) => a.same(&b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+}
+impl Eq for ConstVal {}
+impl Hash for ConstVal {
+    /// [`Val`]'s hash, `Invalid` apart.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match self.val() {
+            Some(v) => v.hash(h),
+            None => 3u8.hash(h),
+        }
+    }
+}
+/// The numeric view of a [`Val`]: bool counts as int.
+pub(super) enum Num {
+    I(i128),
+    F(f64),
+}
+pub(super) fn num(v: Val) -> Num {
+    match v {
+        Val::Bool(b) => Num::I(b as i128),
+        Val::Int(i) => Num::I(i),
+        Val::Float(f) => Num::F(f),
+    }
+}
+/// Exact comparison of an int with a float (CPython `float_richcompare`); `None` for nan.
+fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    const TWO127: f64 = 170141183460469231731687303715884105728.0;
+    if f >= TWO127 {
+        return Some(Ordering::Less);
+    }
+    if f < -TWO127 {
+        return Some(Ordering::Greater);
+    }
+    let fl = f.floor();
+    let fi = fl as i128; // exact: |fl| <= 2^127 and fl is an integer (fl == -2^127 is i128::MIN)
+    Some(match i.cmp(&fi) {
+        Ordering::Equal if f > fl => Ordering::Less,
+        o => o,
+    })
+}
+/// Python's comparison of two numbers (exact across int/float); `None` when a nan is involved.
+pub fn py_cmp(a: Val, b: Val) -> Option<Ordering> {
+    match (num(a), num(b)) {
+        (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
+        (Num::F(x), Num::F(y)) => x.partial_cmp(&y),
+        (Num::I(x), Num::F(y)) => cmp_int_float(x, y),
+        (Num::F(x), Num::I(y)) => cmp_int_float(y, x).map(Ordering::reverse),
+    }
+}
+
+/// Python `a + b`: ints exact (bool counts as int), else floats. `Err` with the int operands
+/// where the exact sum leaves i128: the ALU wraps or reports it, the bounds saturate it.
+#[inline]
+pub fn add(a: Val, b: Val) -> Result<Val, (i128, i128)> {
+    match (num(a), num(b)) {
+        (Num::I(x), Num::I(y)) => x.checked_add(y).map(Val::Int).ok_or((x, y)),
+        _ => Ok(Val::Float(a.as_f64() + b.as_f64())),
+    }
+}
+/// Python `a - b` (see [`add`]).
+#[inline]
+pub fn sub(a: Val, b: Val) -> Result<Val, (i128, i128)> {
+    match (num(a), num(b)) {
+        (Num::I(x), Num::I(y)) => x.checked_sub(y).map(Val::Int).ok_or((x, y)),
+        _ => Ok(Val::Float(a.as_f64() - b.as_f64())),
+    }
+}
+/// Python `a * b` (see [`add`]).
+#[inline]
+pub fn mul(a: Val, b: Val) -> Result<Val, (i128, i128)> {
+    match (num(a), num(b)) {
+        (Num::I(x), Num::I(y)) => x.checked_mul(y).map(Val::Int).ok_or((x, y)),
+        _ => Ok(Val::Float(a.as_f64() * b.as_f64())),
+    }
+}
+
+/// [`add`]/[`sub`]/[`mul`] on bounds: an int result past i128 saturates (`sat`), `Invalid`
+/// computes as nan (`float`).
+#[inline]
+fn bound_op(
+    a: ConstVal,
+    b: ConstVal,
+    exact: fn(Val, Val) -> Result<Val, (i128, i128)>,
+    sat: fn(i128, i128) -> i128,
+    float: fn(f64, f64) -> f64,
+) -> ConstVal {
+    match (a.val(), b.val()) {
+        (Some(x), Some(y)) => match exact(x, y) {
+            Ok(v) => v.to_const(),
+            Err((x, y)) => I(sat(x, y)),
+        },
+        _ => F(float(
+            a.as_f64().unwrap_or(f64::NAN),
+            b.as_f64().unwrap_or(f64::NAN),
+        )),
+    }
+}
 
 pub fn as_num(v: ConstVal) -> ConstVal {
     match v {
@@ -17,26 +281,18 @@ pub fn as_num(v: ConstVal) -> ConstVal {
     }
 }
 
-/// Python `a + b` on numbers (bool counts as int); i128 saturates.
+/// Python `a + b` on bounds (bool counts as int); i128 saturates.
 pub fn py_add(a: ConstVal, b: ConstVal) -> ConstVal {
-    match (as_num(a), as_num(b)) {
-        (I(x), I(y)) => I(x.saturating_add(y)),
-        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) + y.as_f64().unwrap_or(f64::NAN)),
-    }
+    bound_op(a, b, add, i128::saturating_add, |x, y| x + y)
 }
 pub fn py_sub(a: ConstVal, b: ConstVal) -> ConstVal {
-    match (as_num(a), as_num(b)) {
-        (I(x), I(y)) => I(x.saturating_sub(y)),
-        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) - y.as_f64().unwrap_or(f64::NAN)),
-    }
+    bound_op(a, b, sub, i128::saturating_sub, |x, y| x - y)
 }
 pub fn py_mul(a: ConstVal, b: ConstVal) -> ConstVal {
-    match (as_num(a), as_num(b)) {
-        (I(x), I(y)) => I(x.saturating_mul(y)),
-        (x, y) => F(x.as_f64().unwrap_or(f64::NAN) * y.as_f64().unwrap_or(f64::NAN)),
-    }
+    bound_op(a, b, mul, i128::saturating_mul, |x, y| x * y)
 }
-/// Python `a < b` (int/float compared exactly enough for the ranges the port handles).
+/// Python `a < b` on bounds. An int beside a float is compared as a double ([`py_cmp`] is
+/// exact): the two differ only for ints past 2^53 next to a float.
 pub fn py_lt(a: ConstVal, b: ConstVal) -> bool {
     match (as_num(a), as_num(b)) {
         (I(x), I(y)) => x < y,

@@ -1,5 +1,5 @@
 //! The tinygrad `UOp` methods the rules call that read the analyses (uop/ops.py): `vmin`/`vmax`
-//! (`_min_max`, :1051, cached in [`Cache`]), `const_factor` (:1007), `divides` (:1016),
+//! (`_min_max`, :1051, cached in `analysis::Cache`), `const_factor` (:1007), `divides` (:1016),
 //! `pop_const` (:1029), `gcd` (:1032), `divide_exact`, `split_uop` (:660). They build nodes with
 //! the operator sugar (`sugar.rs`), so they sit above it and above the analyses.
 use super::analysis::{min_max, min_max_below, split_uop, split_uop_into};
