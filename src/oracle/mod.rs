@@ -4,6 +4,7 @@ pub mod bench;
 pub mod blame;
 pub mod check;
 pub mod compare;
+pub mod conformance;
 pub mod fuzz;
 pub mod inject;
 pub mod inputs;
