@@ -23,6 +23,9 @@ pub enum What {
     Loop,
     /// graph_rewrite throughput, port vs tinygrad.
     Rewrite,
+    /// graphs × points per second of each backend (`--backend`) on the same graphs, batched,
+    /// as ratios against the interpreter.
+    Backends,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -54,9 +57,48 @@ pub struct Args {
     /// Print one JSON line.
     #[arg(long)]
     pub json: bool,
+    /// Backends (backends): the first is the anchor of the ratios.
+    #[arg(long, default_value = "interp,c")]
+    pub backend: String,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    if a.what == What::Backends {
+        let names: Vec<&str> = a
+            .backend
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        return match crate::oracle::bench::bench_backends(&names, a.graphs, a.seed, a.points) {
+            Ok(rows) => {
+                if a.json {
+                    outln!("{}", serde_json::to_string(&rows)?);
+                } else {
+                    let anchor = rows.first().map(|r| r.runs_per_sec).unwrap_or(1.0);
+                    for r in &rows {
+                        outln!(
+                            "  {:10} {} graphs x {} points: prepare {:.2} s, run {:.2} s: {:12.0} runs/s ({:.3}x {}), {:10.0} runs/s with prepare",
+                            r.backend,
+                            r.graphs,
+                            r.points / r.graphs.max(1),
+                            r.prepare_s,
+                            r.run_s,
+                            r.runs_per_sec,
+                            r.runs_per_sec / anchor.max(1e-9),
+                            names.first().copied().unwrap_or(""),
+                            r.runs_per_sec_with_prepare
+                        );
+                    }
+                }
+                Ok(0)
+            }
+            Err(e) => {
+                eprintln!("uopfuzz bench backends: {e}");
+                Ok(2)
+            }
+        };
+    }
     if a.what == What::Loop {
         return match bench_loop(a.graphs, a.seed, a.points) {
             Ok(b) => {

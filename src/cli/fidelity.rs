@@ -52,12 +52,24 @@ pub struct Args {
     /// Known-divergence list (default: <repo>/corpus/known-divergences.tsv).
     #[arg(long)]
     pub known: Option<PathBuf>,
+    /// Compare a renderer instead of a rule set: `clang` renders the port's lowered kernels
+    /// with tinygrad's own ClangRenderer, compiles and runs both sources on the same points and
+    /// reports the behaviour-identical and text-identical shares (`--min-agree` applies to the
+    /// behaviour share).
+    #[arg(long)]
+    pub renderer: Option<String>,
+    /// With `--renderer`: compile with c-strict's flags (-fwrapv -ffp-contract=off).
+    #[arg(long)]
+    pub strict: bool,
     /// Exit 1 when the agreement (percent) is below this.
     #[arg(long, default_value_t = 99.5)]
     pub min_agree: f64,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    if let Some(r) = &a.renderer {
+        return run_renderer(&a, r);
+    }
     let known = match load_known(a.known.as_deref()) {
         Ok(k) => k,
         Err(e) => {
@@ -103,6 +115,58 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         }
     }
     Ok(if rep.agreement_pct() >= a.min_agree {
+        0
+    } else {
+        1
+    })
+}
+
+/// `--renderer NAME`: [`crate::tinygrad::render_fidelity`].
+fn run_renderer(a: &Args, renderer: &str) -> anyhow::Result<i32> {
+    if renderer != "clang" {
+        eprintln!("uopfuzz fidelity: unknown renderer {renderer:?} (one of clang)");
+        return Ok(2);
+    }
+    if let Err(e) = crate::exec::c::clang_available() {
+        eprintln!("uopfuzz fidelity: {e}");
+        return Ok(2);
+    }
+    let rep = match crate::tinygrad::render_fidelity::run_render_fidelity(
+        a.graphs, a.seed, 8, a.strict,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {}", format!("{e:#}").replace('\n', " "));
+            return Ok(2);
+        }
+    };
+    if a.json {
+        outln!("{}", serde_json::to_string(&rep).unwrap_or_default());
+    } else {
+        outln!(
+            "renderer clang: {} graphs, {} kernels rendered by the port, {} raised in tinygrad",
+            rep.graphs,
+            rep.kernels,
+            rep.tinygrad_errors
+        );
+        outln!(
+            "behaviour-identical: {}/{} kernels ({:.2} %, {} points each side)",
+            rep.behaviour_identical,
+            rep.compared,
+            rep.behaviour_pct(),
+            rep.points
+        );
+        outln!(
+            "text-identical: {}/{} kernels ({:.2} %)",
+            rep.text_identical,
+            rep.kernels,
+            rep.text_pct()
+        );
+        for e in rep.examples.iter().take(a.show) {
+            outln!("  {e}");
+        }
+    }
+    Ok(if rep.behaviour_pct() >= a.min_agree {
         0
     } else {
         1

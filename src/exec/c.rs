@@ -171,6 +171,7 @@ impl Backend for C {
 }
 
 /// A kernel rendered as tinygrad's C, with its parameters.
+#[derive(Clone, Debug)]
 pub struct CKernel {
     /// `ClangRenderer`'s source for the kernel, function named `test` as tinygrad names it
     /// without a `KernelInfo`.
@@ -181,6 +182,11 @@ pub struct CKernel {
 
 /// Lowers and renders `roots` of `g` as tinygrad's C (`Unsupported` when it cannot be).
 pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
+    lower_and_render(g, roots).map(|(_, k)| k)
+}
+
+/// [`render_kernel`] that also hands back the lowered kernel the source was rendered from.
+pub fn lower_and_render(g: &Graph, roots: &[UOp]) -> Result<(Kernel, CKernel), Unsupported> {
     capabilities().check(g, roots)?;
     let k: Kernel = lower(&ClangRenderer, g, roots).map_err(|e| Unsupported { reason: e.0 })?;
     if let Some(u) = k
@@ -196,11 +202,35 @@ pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
         });
     }
     let source = render_source(&k).map_err(|e| Unsupported { reason: e })?;
-    Ok(CKernel {
+    let ck = CKernel {
         source,
-        params: k.params,
+        params: k.params.clone(),
         nroots: roots.len(),
-    })
+    };
+    Ok((k, ck))
+}
+
+/// Compiles already rendered kernels (one shared object for all) for [`Prepared::run`]: the
+/// way `uopfuzz fidelity --renderer clang` runs tinygrad's own source beside the port's.
+pub fn prepare_sources(kernels: Vec<CKernel>, strict: bool) -> Vec<Box<dyn Prepared>> {
+    let be = if strict {
+        C::strict()
+    } else {
+        C::ub_exploiting()
+    };
+    let refs: Vec<&CKernel> = kernels.iter().collect();
+    let libs = compile_batch(&refs, &be.flags());
+    kernels
+        .into_iter()
+        .enumerate()
+        .map(|(i, kernel)| {
+            let lib = match &libs {
+                Ok(l) => l[i].clone(),
+                Err(e) => Err(e.clone()),
+            };
+            Box::new(CPrepared { kernel, lib }) as Box<dyn Prepared>
+        })
+        .collect()
 }
 
 /// `ren.render(line_rewrite(linearize(sink), pm_linearize_cleanups))` (renderers.md §3).

@@ -123,3 +123,103 @@ pub fn bench_loop(n: usize, seed: u64, points: usize) -> Result<LoopBench, Strin
         looping_left_out: looping,
     })
 }
+
+/// One backend's row of `uopfuzz bench backends`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BackendRow {
+    pub backend: String,
+    /// Graphs the backend prepared (the rest were `Unsupported`).
+    pub graphs: usize,
+    pub points: usize,
+    /// Seconds in `prepare_many` (lowering, rendering, compiling).
+    pub prepare_s: f64,
+    /// Seconds in `Prepared::run`.
+    pub run_s: f64,
+    /// graph × point executions per second, run only and with preparation.
+    pub runs_per_sec: f64,
+    pub runs_per_sec_with_prepare: f64,
+}
+
+/// `uopfuzz bench backends`: the same generated scalar graphs and points on each backend,
+/// batched (`prepare_many` over all graphs at once, then every point of a graph in one `run`),
+/// measured in one run so the rows compare as ratios. The graphs are those every named backend
+/// accepts, so each row executes the same work.
+pub fn bench_backends(
+    names: &[&str],
+    graphs: usize,
+    seed: u64,
+    points: usize,
+) -> Result<Vec<BackendRow>, String> {
+    use crate::exec::backend::build;
+    use crate::generate::generate_seeded;
+    use crate::oracle::inputs::make_points;
+    let backends: Vec<Box<dyn crate::exec::Backend>> = names
+        .iter()
+        .map(|n| build(n).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    for b in &backends {
+        b.available().map_err(|e| format!("{}: {e}", b.name()))?;
+    }
+    let scalar = [Family::Index, Family::FixedInt, Family::Float, Family::Bool];
+    let all: Vec<_> = (0..graphs as u64)
+        .map(|i| {
+            generate_seeded(
+                seed.wrapping_add(i),
+                &GenConfig::family(scalar[(i % 4) as usize]),
+            )
+        })
+        .collect();
+    // an untimed pass keeps the graphs every backend prepares
+    let mut keep = vec![true; all.len()];
+    for b in &backends {
+        let refs: Vec<(&crate::ir::Graph, &[crate::ir::UOp])> = all
+            .iter()
+            .map(|c| (&c.graph, std::slice::from_ref(&c.root)))
+            .collect();
+        for (k, p) in keep.iter_mut().zip(b.prepare_many(&refs)) {
+            *k &= p.is_ok();
+        }
+    }
+    let cases: Vec<_> = all
+        .into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(c, _)| c)
+        .collect();
+    let opts = CheckOpts {
+        points,
+        ..CheckOpts::default()
+    };
+    let pts: Vec<Vec<crate::oracle::inputs::Point>> =
+        cases.iter().map(|c| make_points(c, &opts)).collect();
+    let mut rows = Vec::new();
+    for b in &backends {
+        let refs: Vec<(&crate::ir::Graph, &[crate::ir::UOp])> = cases
+            .iter()
+            .map(|c| (&c.graph, std::slice::from_ref(&c.root)))
+            .collect();
+        let t = Instant::now();
+        let prepared = b.prepare_many(&refs);
+        let prepare_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let (mut ng, mut np) = (0usize, 0usize);
+        for (p, ps) in prepared.into_iter().zip(&pts) {
+            let Ok(mut p) = p else { continue };
+            let envs: Vec<&crate::exec::interp::Env> = ps.iter().map(|p| &p.env).collect();
+            let rows = p.run(&envs);
+            ng += 1;
+            np += rows.len();
+        }
+        let run_s = t.elapsed().as_secs_f64();
+        rows.push(BackendRow {
+            backend: b.name().to_string(),
+            graphs: ng,
+            points: np,
+            prepare_s,
+            run_s,
+            runs_per_sec: np as f64 / run_s.max(1e-9),
+            runs_per_sec_with_prepare: np as f64 / (run_s + prepare_s).max(1e-9),
+        });
+    }
+    Ok(rows)
+}

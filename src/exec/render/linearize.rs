@@ -1,7 +1,7 @@
 //! `linearize` (codegen/late/linearizer.py:8-51) and `line_rewrite(…, pm_linearize_cleanups)`
 //! (codegen/__init__.py:402-419): the uop list a renderer walks.
 use crate::ir::{DType, Graph, Ops, UOp};
-use crate::rewrite::rules::symbolic::tuplize_lt;
+use crate::rewrite::rules::symbolic::tuplize_head_cmp;
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
 
@@ -39,6 +39,32 @@ fn all_ranges(g: &Graph, order: &[UOp]) -> HashMap<UOp, Vec<UOp>> {
     m
 }
 
+/// `a.tuplize` vs `b.tuplize` (uop/ops.py:321-322): `(op.value, arg, dtype, *srcs' tuplize)`
+/// compared as Python compares tuples, memoized per pair (the DAG shares subtrees, which Python's
+/// identity check skips; a plain recursion would revisit them exponentially often).
+fn tuplize_cmp(g: &Graph, a: UOp, b: UOp, memo: &mut HashMap<(UOp, UOp), Ordering>) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    if let Some(o) = memo.get(&(a, b)) {
+        return *o;
+    }
+    let mut o = tuplize_head_cmp(g, a, b);
+    if o == Ordering::Equal {
+        let (sa, sb) = (g.src(a).to_vec(), g.src(b).to_vec());
+        o = sa.len().cmp(&sb.len());
+        for (x, y) in sa.iter().zip(&sb) {
+            let c = tuplize_cmp(g, *x, *y, memo);
+            if c != Ordering::Equal {
+                o = c;
+                break;
+            }
+        }
+    }
+    memo.insert((a, b), o);
+    o
+}
+
 /// `linearize(sink)` (linearizer.py:8-51): a toposort by priority (`run_count`, op priority,
 /// PARAM slot, then `tuplize` as TUPLE_ORDER=1 adds), kept a toposort through a heap.
 pub fn linearize(g: &Graph, sink: UOp) -> Vec<UOp> {
@@ -73,17 +99,8 @@ pub fn linearize(g: &Graph, sink: UOp) -> Vec<UOp> {
         prio.insert(u, (run_count, p, extra));
     }
     let mut sorted = lst.clone();
-    sorted.sort_by(|a, b| {
-        prio[a].cmp(&prio[b]).then_with(|| {
-            if tuplize_lt(g, *a, *b).unwrap_or(false) {
-                Ordering::Less
-            } else if tuplize_lt(g, *b, *a).unwrap_or(false) {
-                Ordering::Greater
-            } else {
-                Ordering::Equal
-            }
-        })
-    });
+    let mut memo: HashMap<(UOp, UOp), Ordering> = HashMap::default();
+    sorted.sort_by(|a, b| prio[a].cmp(&prio[b]).then_with(|| tuplize_cmp(g, *a, *b, &mut memo)));
     let nkey: HashMap<UOp, usize> = sorted.iter().enumerate().map(|(i, u)| (*u, i)).collect();
     let mut heap = std::collections::BinaryHeap::new();
     heap.push((nkey[&sink], sink));

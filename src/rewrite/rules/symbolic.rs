@@ -1525,3 +1525,25 @@ root = n7
         assert!(tuplize_lt(&g, radd, rmax).unwrap());
     }
 }
+
+/// One level of `UOp.tuplize` ordering: `(op.value, arg, dtype)` of two nodes, as Python
+/// compares those tuple items (an arg pair Python cannot order compares equal here).
+pub fn tuplize_head_cmp(g: &Graph, a: UOp, b: UOp) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (na, nb) = (g.node(a), g.node(b));
+    let o = (na.op as u8).cmp(&(nb.op as u8));
+    if o != Ordering::Equal {
+        return o;
+    }
+    if !arg_eq(&na.arg, &nb.arg) {
+        return match (arg_lt(&na.arg, &nb.arg), arg_lt(&nb.arg, &na.arg)) {
+            (Ok(true), _) => Ordering::Less,
+            (_, Ok(true)) => Ordering::Greater,
+            _ => Ordering::Equal,
+        };
+    }
+    if na.dtype != nb.dtype {
+        return if dtype_lt(na.dtype, nb.dtype) { Ordering::Less } else { Ordering::Greater };
+    }
+    Ordering::Equal
+}
