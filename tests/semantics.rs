@@ -1,11 +1,12 @@
 //! The full semantics table against tinygrad 0.14.0: 100 % agreement outside the allow-list.
 //! Skipped (with a message) only when the tinygrad venv is missing.
-use uopfuzz::exec::semantics::{OracleError, default_allowlist, oracle_command, run_table};
+use uopfuzz::tinygrad::semantics::{default_allowlist, run_table};
+use uopfuzz::tinygrad::{find_python, harness_script};
 
 #[test]
 fn semantics_table_agrees_with_tinygrad() {
-    if let Err(OracleError::NoPython(msg)) = oracle_command() {
-        eprintln!("SKIPPED semantics_table_agrees_with_tinygrad: {msg}");
+    if let Err(e) = find_python().and_then(|_| harness_script("tinygrad_oracle.py")) {
+        eprintln!("SKIPPED semantics_table_agrees_with_tinygrad: {e}");
         return;
     }
     let s = run_table(&default_allowlist()).expect("oracle run");

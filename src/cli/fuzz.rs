@@ -2,9 +2,11 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{FuzzOpts, parse_known, run};
+use crate::oracle::fuzz::{FuzzOpts, parse_known, run_with};
 use crate::oracle::inject;
+use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
+use crate::tinygrad::rewriter::TinygradRewriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,7 +24,8 @@ pub struct Args {
     /// Only this generator family: index, fixedint, float, bool, kernel.
     #[arg(long, value_parser = parse_family)]
     pub family: Option<Family>,
-    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late.
+    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late
+    /// (and codegen with --rewriter tinygrad).
     #[arg(long, default_value = "pipeline")]
     pub rules: String,
     /// Switch in one injected bad rule (see --list-injections).
@@ -48,6 +51,21 @@ pub struct Args {
     /// Print a JSON summary as the last line.
     #[arg(long)]
     pub json: bool,
+    /// What rewrites each graph: the Rust port, or real tinygrad (long-lived worker processes,
+    /// one per thread; `--rules` also takes `codegen`: tinygrad's whole `full_rewrite_to_sink`,
+    /// for `--family kernel`).
+    #[arg(long, value_enum, default_value_t = RewriterKind::Port)]
+    pub rewriter: RewriterKind,
+    /// A tinygrad checkout for `--rewriter tinygrad` (the directory holding the `tinygrad`
+    /// package; default: the harness venv's pinned 0.14.0).
+    #[arg(long)]
+    pub tinygrad: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RewriterKind {
+    Port,
+    Tinygrad,
 }
 
 fn parse_family(s: &str) -> Result<Family, String> {
@@ -88,7 +106,40 @@ pub fn run_cmd(a: Args) -> ExitCode {
             }
         }
     }
-    let s = match run(&opts) {
+    let tg = match a.rewriter {
+        RewriterKind::Port => {
+            if a.tinygrad.is_some() || opts.rules == "codegen" {
+                eprintln!("uopfuzz fuzz: --tinygrad and --rules codegen need --rewriter tinygrad");
+                return ExitCode::from(2);
+            }
+            None
+        }
+        RewriterKind::Tinygrad => {
+            if opts.inject.is_some() {
+                eprintln!(
+                    "uopfuzz fuzz: --inject switches a rule of the port; it has no effect on --rewriter tinygrad"
+                );
+                return ExitCode::from(2);
+            }
+            match TinygradRewriter::new(&opts.rules, a.tinygrad.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    eprintln!("uopfuzz fuzz: --rewriter tinygrad: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    if let Some(t) = &tg {
+        println!("rewriter: {}", t.pool().info().describe());
+        // codegen has no port counterpart: the generator's directed targets and the coverage
+        // table come from the port's pipeline
+        if opts.rules == "codegen" {
+            opts.rules = "pipeline".into();
+        }
+    }
+    let rewriter = tg.as_ref().map(|t| t as &dyn Rewriter);
+    let s = match run_with(&opts, rewriter) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("uopfuzz fuzz: {e}");
@@ -150,6 +201,13 @@ pub fn run_cmd(a: Args) -> ExitCode {
         s.rules_hit,
         reachable
     );
+    if s.rewriter_failures > 0 {
+        println!(
+            "rewriter failures (no answer; the worker was restarted): {} graphs, e.g. {}",
+            s.rewriter_failures,
+            s.rewriter_failure_samples.join("; ")
+        );
+    }
     if !s.port_panics.is_empty() {
         println!(
             "port panics (uopfuzz bugs) at iteration seeds: {:?}",

@@ -4,6 +4,7 @@
 //! blamed by bisecting the rewrite trace with fuel: the first rule application after which the
 //! graph computes something else at the failing point.
 use super::inputs::{float_boundaries, int_boundaries, point_rng, random_float, random_int};
+use super::rewriter::{RewriteMemo, Rewriter};
 use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
 use super::verdict::Class;
 use crate::exec::interp::{self, Buffer, Env, ExecError};
@@ -168,6 +169,8 @@ pub struct CaseResult {
     pub float_rounding: usize,
     /// The port left its i128 range (not a tinygrad behaviour): nothing was checked.
     pub out_of_range: bool,
+    /// The rewriter gave no answer (a tinygrad worker that crashed or hung): nothing was checked.
+    pub rewriter_failure: Option<String>,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy
@@ -745,18 +748,29 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 }
 
 /// Checks one generated graph under a pipeline.
-pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
+pub fn check_case(case: &Generated, pipe: &dyn Rewriter, opts: &CheckOpts) -> CaseResult {
     let mut g = case.graph.clone();
-    let mut cache = Cache::default();
-    let mut memos = Vec::new();
-    let rw = pipe.rewrite_memo(&mut g, &mut cache, case.root, &mut memos);
+    let mut memo = RewriteMemo::default();
     let mut res = CaseResult {
-        rewritten: rw.clone(),
+        rewritten: Rewritten {
+            root: case.root,
+            stop: Stop::Done,
+            trace: Vec::new(),
+        },
         detected: None,
         points_compared: 0,
         float_rounding: 0,
         out_of_range: false,
+        rewriter_failure: None,
     };
+    let rw = match pipe.rewrite(&mut g, case.root, &mut memo) {
+        Ok(rw) => rw,
+        Err(e) => {
+            res.rewriter_failure = Some(e);
+            return res;
+        }
+    };
+    res.rewritten = rw.clone();
     match &rw.stop {
         Stop::Done => {}
         Stop::RuleError {
@@ -807,8 +821,11 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
     }
     // a rewrite that changed nothing would only repeat itself (graph_rewrite is deterministic)
     if opts.idempotence && rw.root != case.root {
-        let again = pipe.rewrite_memo(&mut g, &mut cache, rw.root, &mut memos);
-        if again.stop == Stop::Done && again.root != rw.root {
+        // a rewriter that fails here has no second answer: nothing to compare
+        if let Ok(again) = pipe.rewrite(&mut g, rw.root, &mut memo)
+            && again.stop == Stop::Done
+            && again.root != rw.root
+        {
             let first = again.trace.first().map(|s| s.rule).unwrap_or("-");
             res.detected = Some(Detected {
                 class: Class::NotIdempotent,
@@ -892,7 +909,7 @@ pub fn check_case(case: &Generated, pipe: &Pipeline, opts: &CheckOpts) -> CaseRe
 /// first one whose own `before` and `after` differ at this point is blamed.
 pub fn blame(
     case: &Generated,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     env: &Env,
     policy: FloatPolicy,
     steps: usize,
@@ -903,8 +920,7 @@ pub fn blame(
     let o = observe(&case.graph, case.root, env);
     for k in 1..=steps {
         let mut g = case.graph.clone();
-        let mut cache = Cache::default();
-        let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
+        let rw = pipe.rewrite_fuel(&mut g, case.root, k).ok()?;
         let n = Runner::new(&g, rw.root).observe(&g, env);
         if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
             first_bad_graph = Some(k - 1);
@@ -913,7 +929,9 @@ pub fn blame(
     }
     let last = first_bad_graph?;
     let mut g = case.graph.clone();
-    let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+    let full = pipe
+        .rewrite(&mut g, case.root, &mut RewriteMemo::default())
+        .ok()?;
     let upto = full.trace.get(..=last).unwrap_or(&full.trace);
     Some(first_wrong_step(&g, upto, env, policy).unwrap_or(last))
 }

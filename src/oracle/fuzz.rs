@@ -3,6 +3,7 @@
 //! reproducible from its seed whatever the core count.
 use super::check::{CaseResult, CheckOpts, Detected, Pipeline, check_case, dtype_family};
 use super::inject;
+use super::rewriter::{RewriteMemo, Rewriter};
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
@@ -188,6 +189,17 @@ pub struct Summary {
     pub out_of_range: u64,
     /// Seeds on which the port itself panicked (a uopfuzz bug; rerun with `--iters 1 --seed`).
     pub port_panics: Vec<u64>,
+    /// The rewriter when not the port, and which tinygrad.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewriter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tinygrad_revision: Option<String>,
+    /// Graphs the rewriter gave no answer for (a worker crashed or hung; it was restarted).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rewriter_failures: u64,
+    /// The first few of those failures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rewriter_failure_samples: Vec<String>,
     pub rules: String,
     pub seed: u64,
 }
@@ -219,7 +231,7 @@ pub fn run_one(
     seed: u64,
     family: Option<Family>,
     target: Option<&Rule>,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
     let case = make_case(seed, family, target);
@@ -345,6 +357,8 @@ pub fn to_finding(
             })
             .collect(),
         nodes: (case.graph.len(), 0),
+        rewriter: None,
+        tinygrad_revision: None,
     }
 }
 
@@ -371,7 +385,7 @@ pub fn save_finding(
     case: &Generated,
     res: &CaseResult,
     finding: &Finding,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(
@@ -380,8 +394,9 @@ pub fn save_finding(
     )?;
     // rebuild the rewritten graph in a fresh arena (the check's arena is gone)
     let mut g = case.graph.clone();
-    let mut cache = Default::default();
-    let rw = pipe.rewrite(&mut g, &mut cache, case.root, None);
+    let rw = pipe
+        .rewrite(&mut g, case.root, &mut RewriteMemo::default())
+        .map_err(std::io::Error::other)?;
     if rw.root != case.root || res.rewritten.root != case.root {
         std::fs::write(
             dir.join("rewritten.py"),
@@ -448,10 +463,23 @@ fn unreachable(name: &str) -> bool {
     UNREACHABLE_TOP_DOWN.iter().any(|(n, _)| *n == name)
 }
 
-/// Runs the fuzz loop.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Runs the fuzz loop with the port's rules.
 pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
+    run_with(opts, None)
+}
+
+/// Runs the fuzz loop; `rewriter` replaces the port's rewrite (the generator's directed targets
+/// and the coverage still come from the port's `opts.rules`, the same rules by position).
+pub fn run_with(opts: &FuzzOpts, rewriter: Option<&dyn Rewriter>) -> Result<Summary, String> {
     let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
-    let pipe = choice.pipeline();
+    let port = choice.pipeline();
+    let pipe: &dyn Rewriter = rewriter.unwrap_or(&port);
+    let provenance = pipe.provenance();
+    let rules_name = pipe.name();
     let all_rules = choice.distinct_rules();
     let check = CheckOpts {
         policy: opts.policy,
@@ -461,7 +489,9 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
     };
     let mut hits: HashMap<&'static str, u64> = HashMap::new();
     let mut sum = Summary {
-        rules: choice.name.clone(),
+        rules: rules_name.clone(),
+        rewriter: provenance.as_ref().map(|p| p.rewriter.clone()),
+        tinygrad_revision: provenance.as_ref().map(|p| p.revision.clone()),
         seed: opts.seed,
         rules_total: all_rules.len(),
         ..Default::default()
@@ -522,7 +552,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             jobs.par_iter()
                 .map(|(s, t)| {
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_one(*s, opts.family, *t, &pipe, &check)
+                        run_one(*s, opts.family, *t, pipe, &check)
                     }));
                     (*s, r.ok())
                 })
@@ -534,6 +564,13 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                 sum.port_panics.push(s);
                 continue;
             };
+            if let Some(e) = &res.rewriter_failure {
+                sum.rewriter_failures += 1;
+                if sum.rewriter_failure_samples.len() < 5 {
+                    sum.rewriter_failure_samples.push(format!("seed {s}: {e}"));
+                }
+                continue;
+            }
             for st in &res.rewritten.trace {
                 *hits.entry(st.rule).or_insert(0) += 1;
             }
@@ -541,7 +578,11 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
             let Some(det) = &res.detected else { continue };
-            let finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
+            let mut finding = to_finding(&case, &res, det, &rules_name, opts.policy, s);
+            if let Some(p) = &provenance {
+                finding.rewriter = Some(p.rewriter.clone());
+                finding.tinygrad_revision = Some(p.revision.clone());
+            }
             sum.findings_total += 1;
             *sum.by_class
                 .entry(det.class.name().to_string())
@@ -554,7 +595,7 @@ pub fn run(opts: &FuzzOpts) -> Result<Summary, String> {
                 let path = match &opts.out {
                     Some(out) => {
                         let dir = out.join(format!("{}-{}", slug(&sig), s));
-                        save_finding(&dir, &case, &res, &finding, &pipe)
+                        save_finding(&dir, &case, &res, &finding, pipe)
                             .map_err(|e| format!("{}: {e}", dir.display()))?;
                         dir.display().to_string()
                     }

@@ -5,5 +5,6 @@ pub mod check;
 pub mod fuzz;
 pub mod inject;
 pub mod inputs;
+pub mod rewriter;
 pub mod tolerance;
 pub mod verdict;

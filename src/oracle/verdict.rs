@@ -132,6 +132,11 @@ pub struct Finding {
     pub trace: Vec<TraceStep>,
     /// Node counts of the original / rewritten graph.
     pub nodes: (usize, usize),
+    /// The rewriter when it was not the port (`tinygrad`), and which tinygrad it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewriter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tinygrad_revision: Option<String>,
 }
 
 #[cfg(test)]
