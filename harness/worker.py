@@ -25,7 +25,7 @@ from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E4
 
 try:
   import tinygrad
-  from tinygrad.uop.ops import graph_rewrite, PatternMatcher, Ops, KernelInfo
+  from tinygrad.uop.ops import graph_rewrite, PatternMatcher, Ops, KernelInfo, UOp
   from tinygrad.uop import symbolic as _symbolic
   from tinygrad.dtype import dtypes
 except Exception as e:  # noqa: BLE001 - any import failure means no usable tinygrad
@@ -34,22 +34,33 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable tiny
 
 PKG = os.path.dirname(os.path.abspath(tinygrad.__file__))
 
-def revision() -> str:
-  """The git revision of the checkout tinygrad was imported from, else its installed version."""
+def checkout() -> tuple[str, str] | None:
+  """(top directory, HEAD) of the git checkout tinygrad was imported from, if it is one."""
   try:
     r = subprocess.run(["git", "-C", PKG, "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True, timeout=10)
     top, rev = r.stdout.split()
-    if r.returncode == 0 and os.path.isdir(os.path.join(top, "tinygrad")): return f"git {rev}"
+    if r.returncode == 0 and os.path.samefile(os.path.join(top, "tinygrad"), PKG): return top, rev
   except Exception:  # noqa: BLE001 - not a git checkout, or no git
     pass
-  return f"PyPI {version()}"
+  return None
 
-def version() -> str:
+def version_and_revision() -> tuple[str, str]:
+  """A checkout: the version its pyproject.toml declares and `git <sha>` (the installed distribution's metadata
+  would name whatever else is installed); an installed package: its version, twice."""
+  if (co := checkout()) is not None:
+    ver = "?"
+    try:
+      import re
+      with open(os.path.join(co[0], "pyproject.toml")) as f:
+        if (m := re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)): ver = m.group(1)
+    except OSError: pass
+    return ver, f"git {co[1]}"
   try:
     from importlib.metadata import version as v
-    return v("tinygrad")
+    ver = v("tinygrad")
   except Exception:  # noqa: BLE001
-    return getattr(tinygrad, "__version__", "unknown")
+    ver = getattr(tinygrad, "__version__", "unknown")
+  return ver, f"PyPI {ver}"
 
 def loc_name(loc) -> str:
   f, line = loc
@@ -74,7 +85,8 @@ def traced_rewrite(self, uop, ctx=None):
         raise
       finally: T.depth -= 1
       if ret is not None and ret is not uop:
-        if top: T.steps.append((p.location, T.stage, pattern_index(self, p), uop, ret))
+        # a few codegen matchers return non-UOp markers (TrackedPatternMatcher skips them too)
+        if top and isinstance(ret, UOp): T.steps.append((p.location, T.stage, pattern_index(self, p), uop, ret))
         return ret
   return None
 def pattern_index(pm, p) -> int:
@@ -105,12 +117,31 @@ def stages(name: str) -> list:
   if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")
   raise KeyError(f"unknown rule set {name!r}")
 
+from tinygrad.uop.ops import UPat
+from tinygrad.dtype import AddrSpace
+_KERNEL_VARS = PatternMatcher([(UPat(Ops.BUFFER, name="b"),
+  lambda b: UOp(Ops.PARAM, b.dtype, b.src, b.arg) if b.arg.addrspace is AddrSpace.ALU else None)])
+_CODEGEN: list = []
+def codegen_setup():
+  """`full_rewrite_to_sink` and the PYTHON device's renderer (DEV=PYTHON: its semantics are the interpreter's)."""
+  if not _CODEGEN:
+    from tinygrad.codegen import full_rewrite_to_sink
+    from tinygrad.runtime.ops_python import PythonRenderer
+    from tinygrad.helpers import Target
+    _CODEGEN.extend([full_rewrite_to_sink, PythonRenderer(Target(device="PYTHON"))])
+  return _CODEGEN
+
 def codegen(sink):
-  """tinygrad's whole codegen pipeline, `full_rewrite_to_sink`, for the PYTHON device's renderer."""
-  from tinygrad.codegen import full_rewrite_to_sink
-  from tinygrad.renderer.python import PythonRenderer
+  """tinygrad's whole codegen pipeline on a kernel as the scheduler hands it over: a Variable is the kernel-side ALU
+  PARAM (`UOp.variable(..., param=True)`, uop/ops.py:971), not the 0-d ALU BUFFER of the tensor graph, and the SINK
+  carries a KernelInfo (apply_opts reads it)."""
+  full_rewrite_to_sink, ren = codegen_setup()
+  fuel, T.fuel = T.fuel, None
+  sink = graph_rewrite(sink, _KERNEL_VARS)
+  T.steps.clear()  # the hand-over is not a step of tinygrad's pipeline
+  T.fuel = fuel
   if sink.op is Ops.SINK and sink.arg is None: sink = sink.replace(arg=KernelInfo())
-  return full_rewrite_to_sink(sink, PythonRenderer())
+  return full_rewrite_to_sink(sink, ren)
 
 BASE_NS: dict = {}
 exec(IMPORTS, BASE_NS)
@@ -132,6 +163,7 @@ def answer(req: dict) -> dict:
   try:
     root = load_root(req["text"])
     sts = None if rules == "codegen" else stages(rules)
+    if sts is None: codegen_setup()
   except Exception as e:  # noqa: BLE001
     return {"load_err": type(e).__name__, "msg": one_line(e)}
   T.steps, T.depth, T.fuel, T.failed, T.stage = [], 0, req.get("fuel"), None, 0
@@ -161,7 +193,8 @@ def main() -> int:
   sys.set_int_max_str_digits(0)  # const folding on unbounded ints can build constants of thousands of digits
   sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
   w = sys.stdout
-  w.write(json.dumps({"ready": 1, "version": version(), "path": PKG, "revision": revision()}) + "\n")
+  ver, rev = version_and_revision()
+  w.write(json.dumps({"ready": 1, "version": ver, "path": PKG, "revision": rev}) + "\n")
   w.flush()
   for line in sys.stdin:
     if not line.strip(): continue

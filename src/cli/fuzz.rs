@@ -203,7 +203,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
     );
     if s.rewriter_failures > 0 {
         println!(
-            "rewriter failures (no answer; the worker was restarted): {} graphs, e.g. {}",
+            "rewriter failures (no answer, nothing checked): {} graphs, e.g. {}",
             s.rewriter_failures,
             s.rewriter_failure_samples.join("; ")
         );
