@@ -97,25 +97,8 @@ def pattern_index(pm, p) -> int:
 
 PatternMatcher.rewrite = traced_rewrite  # type: ignore[method-assign]
 
-# ---- rule sets: the composition uopfuzz's port names (src/rewrite/rules/mod.rs, harness/repro_tail.py) ------------
-class FastIdivRen:
-  """The renderer `fast_idiv` consults, as the port models it (src/rewrite/rules/late.rs)."""
-  def supported_dtypes(self): return list(dtypes.ints) + list(dtypes.floats) + [dtypes.bool]
-
-def stages(name: str) -> list:
-  """[(PatternMatcher, ctx)] run one after the other."""
-  s = _symbolic
-  allops = tuple(Ops)
-  if name in ("symbolic_simple", "symbolic", "sym"): return [(getattr(s, name), None)]
-  if name == "simplifying":
-    from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns
-    return [(s.symbolic_simple + get_simplifying_rewrite_patterns(allops), None)]
-  if name == "late":
-    from tinygrad.codegen.decomp.op import get_late_rewrite_patterns
-    from tinygrad.codegen.decomp.transcendental import get_transcendental_patterns
-    return [(s.symbolic_simple + get_late_rewrite_patterns(allops, False) + get_transcendental_patterns(allops, True), FastIdivRen())]
-  if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")
-  raise KeyError(f"unknown rule set {name!r}")
+# ---- rule sets: harness/rulesets.py -------------------------------------------------------------------------------
+from rulesets import stages  # noqa: E402
 
 from tinygrad.uop.ops import UPat
 from tinygrad.dtype import AddrSpace
