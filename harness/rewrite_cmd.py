@@ -34,7 +34,7 @@ from rulesets import stages  # noqa: E402
 
 # the one-matcher sets of `uopfuzz::rewrite::rules::by_name` (harness/rulesets.py), as (PatternMatcher, ctx);
 # "none", an empty PatternMatcher, is `bench rewrite`'s bare walk of the graph
-RULE_SETS = {n: stages(n)[0] for n in ("symbolic_simple", "symbolic", "sym", "simplifying", "late")}
+RULE_SETS = {n: stages(n)[0] for n in ("symbolic_simple", "symbolic", "sym", "simplifying", "late", "late_fast_idiv")}
 RULE_SETS["none"] = (PatternMatcher([]), None)
 
 # the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)

@@ -16,9 +16,13 @@ def stages(name: str) -> list:
   if name == "simplifying":
     from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns
     return [(s.symbolic_simple + get_simplifying_rewrite_patterns(allops), None)]
-  if name == "late":
-    from tinygrad.codegen.decomp.op import get_late_rewrite_patterns
+  if name in ("late", "late_fast_idiv"):
+    # the late decompositions matcher, codegen/__init__.py:365-373: pm_decomp (symbolic_simple + simplifying) + late
+    # + transcendental; fast_idiv and cmod_to_cdiv only without DISABLE_FAST_IDIV (default 1, helpers.py:245)
+    from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
     from tinygrad.codegen.decomp.transcendental import get_transcendental_patterns
-    return [(s.symbolic_simple + get_late_rewrite_patterns(allops, False) + get_transcendental_patterns(allops, True), FastIdivRen())]
+    return [(s.symbolic_simple + get_simplifying_rewrite_patterns(allops) +
+             get_late_rewrite_patterns(allops, name == "late") + get_transcendental_patterns(allops, True), FastIdivRen())]
   if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")
+  if name == "pipeline_fast_idiv": return stages("sym") + stages("simplifying") + stages("late_fast_idiv")
   raise KeyError(f"unknown rule set {name!r}")

@@ -24,7 +24,8 @@ pub struct Args {
     /// Only this generator family: index, fixedint, float, bool, kernel.
     #[arg(long, value_parser = parse_family)]
     pub family: Option<Family>,
-    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late
+    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late;
+    /// late_fast_idiv and pipeline_fast_idiv add the rules tinygrad's default DISABLE_FAST_IDIV=1 leaves out
     /// (and codegen with --rewriter tinygrad).
     #[arg(long, default_value = "pipeline")]
     pub rules: String,

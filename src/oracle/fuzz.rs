@@ -124,6 +124,8 @@ pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice
     }
     let names: Vec<&str> = if rules_name == "pipeline" {
         vec!["sym", "simplifying", "late"]
+    } else if rules_name == "pipeline_fast_idiv" {
+        vec!["sym", "simplifying", "late_fast_idiv"]
     } else {
         vec![rules_name.as_str()]
     };
@@ -131,7 +133,7 @@ pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice
     for n in names {
         let base = rules::by_name(n).ok_or_else(|| {
             format!(
-                "--rules: unknown rule set {n:?} (one of pipeline, {})",
+                "--rules: unknown rule set {n:?} (one of pipeline, pipeline_fast_idiv, {})",
                 rules::SET_NAMES.join(", ")
             )
         })?;
@@ -282,6 +284,10 @@ pub fn to_finding(
             ),
         },
     };
+    let mut summary = det.summary.clone();
+    if crate::rewrite::rules::late::FAST_IDIV_RULES.contains(&rule.as_str()) {
+        summary.push_str(" [off by default: tinygrad's DISABLE_FAST_IDIV=1 leaves this rule out]");
+    }
     let sig = Signature {
         class: det.class,
         rule,
@@ -333,7 +339,7 @@ pub fn to_finding(
     }
     Finding {
         signature: sig,
-        summary: det.summary.clone(),
+        summary,
         rules: rules_name.to_string(),
         float_policy: format!("{:?}", policy)
             .to_lowercase()

@@ -17,7 +17,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The rule sets tinygrad exports as one PatternMatcher (what `rewrite_cmd.py` can run).
-pub const TINYGRAD_SETS: &[&str] = &["symbolic_simple", "symbolic", "sym", "simplifying", "late"];
+pub const TINYGRAD_SETS: &[&str] = &[
+    "symbolic_simple",
+    "symbolic",
+    "sym",
+    "simplifying",
+    "late",
+    "late_fast_idiv",
+];
 
 /// Which generator makes the graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -28,7 +28,9 @@ pub const WORKER_SETS: &[&str] = &[
     "sym",
     "simplifying",
     "late",
+    "late_fast_idiv",
     "pipeline",
+    "pipeline_fast_idiv",
     "codegen",
 ];
 
