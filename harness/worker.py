@@ -126,6 +126,18 @@ def codegen(sink):
   if sink.op is Ops.SINK and sink.arg is None: sink = sink.replace(arg=KernelInfo())
   return full_rewrite_to_sink(sink, ren)
 
+def without_kernel_info(roots: list) -> list:
+  """The graphs with every SINK's KernelInfo (kernel name, applied opts) dropped: it does not change what the kernel
+  computes, and the text form has no KernelInfo."""
+  memo: dict = {}
+  def go(u):
+    if (r := memo.get(u)) is None:
+      src = tuple(go(x) for x in u.src)
+      arg = None if u.op is Ops.SINK and isinstance(u.arg, KernelInfo) else u.arg
+      memo[u] = r = u if src == u.src and arg is u.arg else UOp(u.op, u.dtype, src, arg, u.tag)
+    return r
+  return [go(r) for r in roots]
+
 BASE_NS: dict = {}
 exec(IMPORTS, BASE_NS)
 
@@ -167,6 +179,7 @@ def answer(req: dict) -> dict:
                "sizes": [] if sts is None else [len(pm.patterns) for pm, _ in sts]}
   if err is not None:
     res.update({"err": type(err).__name__, "msg": one_line(err), "rule": [loc_name(T.failed[0]), T.failed[1], T.failed[2]] if T.failed else None})
+  if sts is None: roots = without_kernel_info(roots)
   try: res["out"] = serialize(roots, names) if roots else ""
   except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
     return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e)}
