@@ -491,7 +491,7 @@ pub fn run_with(opts: &FuzzOpts, rewriter: Option<&dyn Rewriter>) -> Result<Summ
         policy: opts.policy,
         points: opts.points,
         seed: 0,
-        idempotence: true,
+        idempotence: pipe.idempotent(),
     };
     let mut hits: HashMap<&'static str, u64> = HashMap::new();
     let mut sum = Summary {

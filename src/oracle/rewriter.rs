@@ -33,6 +33,11 @@ pub trait Rewriter: Sync {
     fn provenance(&self) -> Option<Provenance> {
         None
     }
+    /// Whether a second rewrite of the result must change nothing (false for a lowering such as
+    /// tinygrad's codegen, whose output is not its input language).
+    fn idempotent(&self) -> bool {
+        true
+    }
     /// Rewrites `root` to the end; new nodes go into `g`.
     fn rewrite(
         &self,

@@ -246,6 +246,9 @@ impl Rewriter for TinygradRewriter {
             revision: self.pool.info().describe(),
         })
     }
+    fn idempotent(&self) -> bool {
+        self.rules != "codegen"
+    }
     fn rewrite(
         &self,
         g: &mut Graph,
