@@ -1,5 +1,5 @@
 //! Fidelity smoke: 500 generated graphs per rule set, rewritten by the port and by real tinygrad
-//! 0.14.0 (`harness/rewrite_cmd.py`), must agree text-identically on ≥ 99.5 % of the graphs, and
+//! 0.14.0 (`harness/rewrite_cmd.py`; `late` as codegen composes it), must agree text-identically on ≥ 99.5 % of the graphs, and
 //! every disagreement must be one `known-divergences.tsv` explains. Skipped, with a message, when
 //! the harness Python or tinygrad is missing.
 use uopfuzz::tinygrad::BridgeError;
@@ -77,4 +77,16 @@ fn symbolic_grammar() {
 #[test]
 fn sym_grammar() {
     check("sym", GenKind::Grammar, 1);
+}
+
+/// tinygrad's late-decompositions matcher as codegen composes it (`symbolic_simple + simplifying
+/// + late + transcendental`, DISABLE_FAST_IDIV=1), and with fast_idiv switched on.
+#[test]
+fn late_grammar() {
+    check("late", GenKind::Grammar, 1);
+}
+
+#[test]
+fn late_fast_idiv_grammar() {
+    check("late_fast_idiv", GenKind::Grammar, 1);
 }
