@@ -135,8 +135,24 @@ impl TinygradRewriter {
         let named: HashMap<String, UOp> = if out.is_empty() {
             HashMap::new()
         } else {
-            let p = parse_graph(&out, "<tinygrad worker>")
-                .map_err(|e| format!("the worker's result does not parse: {e}"))?;
+            let p = match parse_graph(&out, "<tinygrad worker>") {
+                Ok(p) => p,
+                // Python's unbounded ints folded past what the port's graphs hold: the port
+                // itself stops there (`RuleError::Overflow`), and so nothing is checked
+                Err(e) if e.msg.contains("does not fit in i128") => {
+                    return Ok(Rewritten {
+                        root,
+                        stop: Stop::RuleError {
+                            rule: "graph_rewrite",
+                            source: "tinygrad/uop/ops.py",
+                            node: root,
+                            error: RuleError::Overflow(e.to_string()),
+                        },
+                        trace: Vec::new(),
+                    });
+                }
+                Err(e) => return Err(format!("the worker's result does not parse: {e}")),
+            };
             let map = import(g, &p.graph);
             p.roots
                 .into_iter()
