@@ -19,13 +19,15 @@ def _uopfuzz_tail(ns, only_eval=False):
     if name == "simplifying":
       from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns
       return [(symbolic_simple + get_simplifying_rewrite_patterns(allops), None)]
-    if name == "late":
-      from tinygrad.codegen.decomp.op import get_late_rewrite_patterns
+    if name in ("late", "late_fast_idiv"):  # codegen/__init__.py:365-373; DISABLE_FAST_IDIV=1 is tinygrad's default
+      from tinygrad.codegen.decomp.op import get_late_rewrite_patterns, get_simplifying_rewrite_patterns
       from tinygrad.codegen.decomp.transcendental import get_transcendental_patterns
       class Ren:  # the renderer fast_idiv consults, as uopfuzz models it (src/rewrite/rules/late.rs)
         def supported_dtypes(self): return list(dtypes.ints) + list(dtypes.floats) + [dtypes.bool]
-      return [(symbolic_simple + get_late_rewrite_patterns(allops, False) + get_transcendental_patterns(allops, True), Ren())]
+      return [(symbolic_simple + get_simplifying_rewrite_patterns(allops) + get_late_rewrite_patterns(allops, name == "late") +
+               get_transcendental_patterns(allops, True), Ren())]
     if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")  # the codegen order
+    if name == "pipeline_fast_idiv": return stages("sym") + stages("simplifying") + stages("late_fast_idiv")
     raise KeyError(f"unknown rule set {name!r}")
   def rewrite(u, sts):
     for pm, ctx in sts: u = graph_rewrite(u, pm, ctx=ctx)

@@ -30,10 +30,12 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable tiny
   print(f"cannot import tinygrad: {type(e).__name__}: {e}".replace("\n", " "), file=sys.stderr)
   sys.exit(3)
 
-# the sets `uopfuzz::rewrite::rules::by_name` knows and tinygrad exports as one PatternMatcher
+from rulesets import stages  # noqa: E402
+
+# the one-matcher sets of `uopfuzz::rewrite::rules::by_name` (harness/rulesets.py), as (PatternMatcher, ctx);
 # "none", an empty PatternMatcher, is `bench rewrite`'s bare walk of the graph
-RULE_SETS = {"symbolic_simple": _symbolic.symbolic_simple, "symbolic": _symbolic.symbolic, "sym": _symbolic.sym,
-             "none": PatternMatcher([])}
+RULE_SETS = {n: stages(n)[0] for n in ("symbolic_simple", "symbolic", "sym", "simplifying", "late", "late_fast_idiv")}
+RULE_SETS["none"] = (PatternMatcher([]), None)
 
 # the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)
 BASE_NS: dict = {}
@@ -59,14 +61,15 @@ def load_root(text: str):
     if (m := _BIND.match(l.rstrip())) and not _NODE.match(m.group(1)): return ns[m.group(1)]
   raise ValueError("graph binds no root")
 
-def rewrite_one(text: str, pm, output: bool) -> dict:
+def rewrite_one(text: str, pmctx, output: bool) -> dict:
+  pm, ctx = pmctx
   try:
     root = load_root(text)
   except Exception as e:  # noqa: BLE001
     return {"load_err": type(e).__name__, "msg": one_line(e)}
   t0 = time.perf_counter_ns()
   try:
-    out = graph_rewrite(root, pm)
+    out = graph_rewrite(root, pm, ctx=ctx)
   except Exception as e:  # noqa: BLE001 - a rule raising is a result to compare, not a harness failure
     ns = time.perf_counter_ns() - t0
     return {"err": type(e).__name__, "msg": one_line(e), "ns": ns}

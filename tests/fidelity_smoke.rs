@@ -1,7 +1,9 @@
 //! Fidelity smoke: 500 generated graphs per rule set, rewritten by the port and by real tinygrad
-//! 0.14.0 (`harness/rewrite_cmd.py`), must agree text-identically on ≥ 99.5 % of the graphs, and
-//! every disagreement must be one `corpus/known-divergences.tsv` explains. Skipped (counted by
-//! scripts/test.sh) when tinygrad 0.14.0 is not importable; fails under CI=true.
+//! 0.14.0 (`harness/rewrite_cmd.py`; `late` as codegen composes it), must agree text-identically
+//! on ≥ 99.5 % of the graphs, and every disagreement must be one `corpus/known-divergences.tsv`
+//! explains. Skipped (counted by scripts/test.sh) when tinygrad 0.14.0 is not importable; fails
+//! under CI=true.
+use uopfuzz::tinygrad::BridgeError;
 use uopfuzz::tinygrad::fidelity::{
     FidelityOpts, FidelityReport, GenKind, human_summary, load_known, run_fidelity,
 };
@@ -70,4 +72,16 @@ fn symbolic_grammar() {
 #[test]
 fn sym_grammar() {
     check("sym", GenKind::Grammar, 1);
+}
+
+/// tinygrad's late-decompositions matcher as codegen composes it (`symbolic_simple + simplifying
+/// + late + transcendental`, DISABLE_FAST_IDIV=1), and with fast_idiv switched on.
+#[test]
+fn late_grammar() {
+    check("late", GenKind::Grammar, 1);
+}
+
+#[test]
+fn late_fast_idiv_grammar() {
+    check("late_fast_idiv", GenKind::Grammar, 1);
 }

@@ -1,6 +1,6 @@
 //! The full semantics table against tinygrad 0.14.0: 100 % agreement outside the allow-list.
 //! Skipped (counted by scripts/test.sh) when tinygrad 0.14.0 is not importable; fails under CI=true.
-use uopfuzz::exec::semantics::{default_allowlist, run_table};
+use uopfuzz::tinygrad::semantics::{default_allowlist, run_table};
 
 #[test]
 fn semantics_table_agrees_with_tinygrad() {

@@ -6,7 +6,7 @@
 //!
 //! Exit status 2 (one line on stderr) when a run failed.
 use crate::oracle::bench::bench_loop;
-use crate::tinygrad::bench::{BenchOpts, run_bench_rewrite};
+use crate::tinygrad::bench::{BenchOpts, bench_loop_py, run_bench_rewrite};
 use crate::tinygrad::fidelity::GenKind;
 
 /// stdout that never panics: a closed pipe (`| head`) just ends the output.
@@ -100,7 +100,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         };
     }
     if a.what == What::Loop {
-        return match bench_loop(a.graphs, a.seed, a.points) {
+        return match bench_loop(a.graphs, a.seed, a.points, bench_loop_py) {
             Ok(b) => {
                 if a.json {
                     outln!("{}", serde_json::to_string(&b)?);

@@ -22,7 +22,7 @@ macro_rules! outln {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Rule set: symbolic_simple, symbolic or sym.
+    /// Rule set: symbolic_simple, symbolic, sym, simplifying, late or late_fast_idiv.
     #[arg(long, default_value = "symbolic")]
     pub rules: String,
     /// Number of graphs.

@@ -2,10 +2,12 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{FuzzOpts, load_known, run};
+use crate::oracle::fuzz::{FuzzOpts, load_known, run_with};
+use crate::oracle::rewriter::Rewriter;
 use crate::oracle::inject;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::repro::sink::FindingDirs;
+use crate::tinygrad::rewriter::TinygradRewriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,7 +25,9 @@ pub struct Args {
     /// Only this generator family: index, fixedint, float, bool, kernel.
     #[arg(long, value_parser = parse_family)]
     pub family: Option<Family>,
-    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late.
+    /// Rule set: pipeline (sym → simplifying → late), symbolic_simple, symbolic, sym, simplifying, late;
+    /// late_fast_idiv and pipeline_fast_idiv add the rules tinygrad's default DISABLE_FAST_IDIV=1 leaves out
+    /// (and codegen with --rewriter tinygrad).
     #[arg(long, default_value = "pipeline")]
     pub rules: String,
     /// Switch in one injected bad rule (see --list-injections).
@@ -57,6 +61,21 @@ pub struct Args {
     /// lists them); one that cannot run on this machine is skipped with the reason.
     #[arg(long, value_delimiter = ',', default_value = "interp")]
     pub backend: Vec<String>,
+    /// What rewrites each graph: the Rust port, or real tinygrad (long-lived worker processes,
+    /// one per thread; `--rules` also takes `codegen`: tinygrad's whole `full_rewrite_to_sink`,
+    /// for `--family kernel`).
+    #[arg(long, value_enum, default_value_t = RewriterKind::Port)]
+    pub rewriter: RewriterKind,
+    /// A tinygrad checkout for `--rewriter tinygrad` (the directory holding the `tinygrad`
+    /// package; default: the harness venv's pinned 0.14.0).
+    #[arg(long)]
+    pub tinygrad: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RewriterKind {
+    Port,
+    Tinygrad,
 }
 
 fn parse_family(s: &str) -> Result<Family, String> {
@@ -108,7 +127,40 @@ pub fn run_cmd(a: Args) -> ExitCode {
             }
         }
     }
-    let s = match run(&opts, &mut FindingDirs::new(&a.out)) {
+    let tg = match a.rewriter {
+        RewriterKind::Port => {
+            if a.tinygrad.is_some() || opts.rules == "codegen" {
+                eprintln!("uopfuzz fuzz: --tinygrad and --rules codegen need --rewriter tinygrad");
+                return ExitCode::from(2);
+            }
+            None
+        }
+        RewriterKind::Tinygrad => {
+            if opts.inject.is_some() {
+                eprintln!(
+                    "uopfuzz fuzz: --inject switches a rule of the port; it has no effect on --rewriter tinygrad"
+                );
+                return ExitCode::from(2);
+            }
+            match TinygradRewriter::new(&opts.rules, a.tinygrad.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    eprintln!("uopfuzz fuzz: --rewriter tinygrad: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    if let Some(t) = &tg {
+        println!("rewriter: {}", t.pool().info().describe());
+        // codegen has no port counterpart: the generator's directed targets and the coverage
+        // table come from the port's pipeline
+        if opts.rules == "codegen" {
+            opts.rules = "pipeline".into();
+        }
+    }
+    let rewriter = tg.as_ref().map(|t| t as &dyn Rewriter);
+    let s = match run_with(&opts, rewriter, &mut FindingDirs::new(&a.out)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("uopfuzz fuzz: {e}");
@@ -184,6 +236,13 @@ pub fn run_cmd(a: Args) -> ExitCode {
         s.rules_hit,
         reachable
     );
+    if s.rewriter_failures > 0 {
+        println!(
+            "rewriter failures (no answer, nothing checked): {} graphs, e.g. {}",
+            s.rewriter_failures,
+            s.rewriter_failure_samples.join("; ")
+        );
+    }
     for (b, n) in &s.backend_unsupported {
         println!("backend {b}: {n} graphs unsupported (skipped on it)");
     }

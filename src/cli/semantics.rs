@@ -1,7 +1,7 @@
 //! `uopfuzz semantics [--json]`: the op × dtype × edge-operand table of `exec::semantics`,
 //! evaluated by the port and by tinygrad; exit status 0 only at 100 % agreement outside the
 //! allow-list, 1 on disagreements, 2 when the oracle cannot run.
-use crate::exec::semantics::{default_allowlist, run_table};
+use crate::tinygrad::semantics::{default_allowlist, run_table};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,7 +1,8 @@
 //! The semantics table: every ALU op × every non-fp8 dtype × edge operands, plus CAST and
-//! BITCAST, evaluated by the port (`ir::alu`) and by tinygrad's own `exec_alu` through
-//! `harness/tinygrad_oracle.py alu`, compared cell by cell. Cells that disagree for a
-//! documented reason are listed in `corpus/semantics-allowlist.tsv`.
+//! BITCAST, evaluated by the port (`ir::alu`) and by tinygrad's own `exec_alu` (through the
+//! bridge, `tinygrad::semantics`, which runs `harness/tinygrad_oracle.py alu`), compared cell by
+//! cell. Cells that disagree for a documented reason are listed in
+//! `corpus/semantics-allowlist.tsv`.
 //!
 //! Two modes, the two ways tinygrad calls `exec_alu` (see `ir::alu`): `run` (`DEV=PYTHON`,
 //! truncated, plain floats) and `fold` (const folding, untruncated, `ConstFloat` operands).
@@ -12,9 +13,7 @@ use crate::ir::dtype::{WEAKINT_MAX, WEAKINT_MIN};
 use crate::ir::{DType, Ops};
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
@@ -79,7 +78,7 @@ impl Cell {
             self.dt
         }
     }
-    fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json {
         let mut j = json!({
             "op": self.op.name(),
             "dt": self.exec_dtype().py_name(),
@@ -116,7 +115,7 @@ fn val_json(v: Val) -> Json {
         Val::Float(f) => json!({ "f": format!("{:016x}", f.to_bits()) }),
     }
 }
-fn parse_out(line: &str) -> Result<PyOut, String> {
+pub fn parse_out(line: &str) -> Result<PyOut, String> {
     let j: Json =
         serde_json::from_str(line).map_err(|e| format!("bad oracle line {line:?}: {e}"))?;
     if let Some(e) = j.get("e").and_then(Json::as_str) {
@@ -516,110 +515,8 @@ pub fn build_table() -> Vec<Cell> {
     cells
 }
 
-// ---------------------------------------------------------------------------------------------
-// The oracle process
-
-#[derive(Debug, thiserror::Error)]
-pub enum OracleError {
-    #[error("{0}")]
-    NoPython(String),
-    #[error("tinygrad oracle failed: {0}")]
-    Oracle(String),
-    #[error("io error talking to the oracle: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("allow-list {0}")]
-    Allowlist(#[from] crate::corpus::ListError),
-}
-
-/// The repository root: the working directory if it holds `harness/`, else the crate root.
-pub fn repo_root() -> PathBuf {
-    if let Ok(cwd) = std::env::current_dir()
-        && cwd.join("harness/tinygrad_oracle.py").is_file()
-    {
-        return cwd;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `$UOPFUZZ_PYTHON`, else `<repo>/.venv/bin/python`, plus the oracle script.
-pub fn oracle_command() -> Result<(PathBuf, PathBuf), OracleError> {
-    let root = repo_root();
-    let script = root.join("harness/tinygrad_oracle.py");
-    let py = match std::env::var_os("UOPFUZZ_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => root.join(".venv/bin/python"),
-    };
-    if !py.exists() {
-        return Err(OracleError::NoPython(format!(
-            "no Python for the tinygrad oracle at {} (set UOPFUZZ_PYTHON or create .venv with tinygrad 0.14.0)",
-            py.display()
-        )));
-    }
-    if !script.is_file() {
-        return Err(OracleError::NoPython(format!(
-            "oracle script missing: {}",
-            script.display()
-        )));
-    }
-    Ok((py, script))
-}
-
-/// Runs `tinygrad_oracle.py alu` on the cells (one process, JSON lines), results in order.
-pub fn run_oracle(cells: &[Cell]) -> Result<Vec<PyOut>, OracleError> {
-    let (py, script) = oracle_command()?;
-    let mut child = Command::new(&py)
-        .arg(&script)
-        .arg("alu")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| OracleError::NoPython(format!("cannot start {}: {e}", py.display())))?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| OracleError::Oracle("no stdin".into()))?;
-    let input: String = cells
-        .iter()
-        .map(|c| c.to_json().to_string() + "\n")
-        .collect();
-    let writer = std::thread::spawn(move || -> std::io::Result<()> {
-        stdin.write_all(input.as_bytes())?;
-        Ok(())
-    });
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| OracleError::Oracle("no stdout".into()))?;
-    let mut outs = Vec::with_capacity(cells.len());
-    let mut bad = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        match parse_out(&line) {
-            Ok(o) => outs.push(o),
-            Err(e) => {
-                bad = Some(e);
-                break;
-            }
-        }
-    }
-    let _ = writer.join();
-    let out = child.wait_with_output()?;
-    if let Some(e) = bad {
-        return Err(OracleError::Oracle(e));
-    }
-    if outs.len() != cells.len() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().last().unwrap_or("(no stderr)");
-        return Err(OracleError::Oracle(format!(
-            "got {} results for {} cells (exit {:?}): {last}",
-            outs.len(),
-            cells.len(),
-            out.status.code()
-        )));
-    }
-    Ok(outs)
-}
+/// A bad allow-list file or line.
+pub type AllowlistError = crate::corpus::ListError;
 
 // ---------------------------------------------------------------------------------------------
 // Allow-list: `op <TAB> dtype <TAB> mode <TAB> pattern <TAB> reason`; `*` or comma lists in the
@@ -657,7 +554,7 @@ fn parse_int(s: &str) -> Option<i128> {
     s.parse().ok()
 }
 
-pub fn load_allowlist(path: &Path) -> Result<Vec<AllowEntry>, OracleError> {
+pub fn load_allowlist(path: &Path) -> Result<Vec<AllowEntry>, AllowlistError> {
     let file = path.display().to_string();
     let text = crate::corpus::read(path)?;
     let mut out = Vec::new();
@@ -870,17 +767,4 @@ pub fn compare(cells: &[Cell], py: &[PyOut], allow: &[AllowEntry]) -> Summary {
         })
         .collect();
     s
-}
-
-/// Builds the table, runs the oracle, compares with the allow-list at `allowlist`.
-pub fn run_table(allowlist: &Path) -> Result<Summary, OracleError> {
-    let allow = load_allowlist(allowlist)?;
-    let cells = build_table();
-    let py = run_oracle(&cells)?;
-    Ok(compare(&cells, &py, &allow))
-}
-
-/// The default allow-list path.
-pub fn default_allowlist() -> PathBuf {
-    repo_root().join(crate::corpus::SEMANTICS_ALLOWLIST)
 }

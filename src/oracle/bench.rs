@@ -10,8 +10,6 @@ use crate::rewrite::analysis::Cache;
 use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use serde::Serialize;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 #[derive(Debug, Serialize)]
@@ -33,8 +31,16 @@ pub struct LoopBench {
     pub looping_left_out: usize,
 }
 
-/// Runs the benchmark on `n` weakint index graphs from `seed`.
-pub fn bench_loop(n: usize, seed: u64, points: usize) -> Result<LoopBench, String> {
+/// Runs the benchmark on `n` weakint index graphs from `seed`. `tinygrad` runs
+/// `harness/bench_loop.py` on the graphs (text form) and returns its JSON summary (`graphs`,
+/// `rewrite_secs`, `checked_secs`, `z3_unsupported`): the bridge, `tinygrad::bench::bench_loop_py`,
+/// which this stage cannot import.
+pub fn bench_loop(
+    n: usize,
+    seed: u64,
+    points: usize,
+    tinygrad: impl FnOnce(&[String]) -> Result<serde_json::Value, String>,
+) -> Result<LoopBench, String> {
     let cfg = GenConfig::family(Family::Index);
     let pipe = Pipeline {
         name: "symbolic".into(),
@@ -80,30 +86,7 @@ pub fn bench_loop(n: usize, seed: u64, points: usize) -> Result<LoopBench, Strin
         .iter()
         .map(|c| write_graph(&c.graph, &[c.root], &["root"]))
         .collect();
-    let (py, _) = crate::exec::semantics::oracle_command().map_err(|e| e.to_string())?;
-    let script = crate::exec::semantics::repo_root().join("harness/bench_loop.py");
-    let mut child = Command::new(&py)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", py.display()))?;
-    child
-        .stdin
-        .take()
-        .ok_or("no stdin")?
-        .write_all(
-            serde_json::to_string(&texts)
-                .map_err(|e| e.to_string())?
-                .as_bytes(),
-        )
-        .map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("{} failed: {}", script.display(), out.status));
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("bad harness output: {e}"))?;
+    let v = tinygrad(&texts)?;
     let g = v["graphs"].as_f64().unwrap_or(0.0);
     let tg_rw = g / v["rewrite_secs"].as_f64().unwrap_or(f64::INFINITY);
     let tg_ck = g / v["checked_secs"].as_f64().unwrap_or(f64::INFINITY);

@@ -8,8 +8,7 @@ use crate::exec::interp::Env;
 use crate::generate::Case;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::Step;
-use crate::rewrite::analysis::Cache;
-use crate::rewrite::pipeline::Pipeline;
+use super::rewriter::{RewriteMemo, Rewriter};
 
 /// The first rule application that is wrong at this point.
 ///
@@ -22,7 +21,7 @@ use crate::rewrite::pipeline::Pipeline;
 /// first one whose own `before` and `after` differ at this point is blamed.
 pub fn blame(
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     env: &Env,
     policy: FloatPolicy,
     steps: usize,
@@ -35,7 +34,7 @@ pub fn blame(
 pub fn blame_on(
     b: &dyn Backend,
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     env: &Env,
     policy: FloatPolicy,
     steps: usize,
@@ -46,8 +45,7 @@ pub fn blame_on(
     let o = observe_on(b, &case.graph, case.root, env)?;
     for k in 1..=steps {
         let mut g = case.graph.clone();
-        let mut cache = Cache::default();
-        let rw = pipe.rewrite(&mut g, &mut cache, case.root, Some(k));
+        let rw = pipe.rewrite_fuel(&mut g, case.root, k).ok()?;
         let Some(n) = observe_on(b, &g, rw.root, env) else {
             continue;
         };
@@ -58,7 +56,9 @@ pub fn blame_on(
     }
     let last = first_bad_graph?;
     let mut g = case.graph.clone();
-    let full = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+    let full = pipe
+        .rewrite(&mut g, case.root, &mut RewriteMemo::default())
+        .ok()?;
     let upto = full.trace.get(..=last).unwrap_or(&full.trace);
     Some(first_wrong_step_on(b, &g, upto, env, policy).unwrap_or(last))
 }

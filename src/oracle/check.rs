@@ -22,9 +22,9 @@ use crate::exec::{Observed, Prepared};
 use crate::generate::Case;
 use crate::ir::alu::Val;
 use crate::ir::{DType, Graph, UOp};
-use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{RuleError, Stop};
-use crate::rewrite::pipeline::{Pipeline, Rewritten};
+use super::rewriter::{RewriteMemo, Rewriter};
+use crate::rewrite::pipeline::Rewritten;
 
 #[derive(Clone, Debug)]
 pub struct CheckOpts {
@@ -77,6 +77,8 @@ pub struct CaseResult {
     pub out_of_range: bool,
     /// Backends that answered `Unsupported` for this graph (skipped for it).
     pub unsupported: Vec<&'static str>,
+    /// The rewriter gave no answer (a tinygrad worker that crashed or hung): nothing was checked.
+    pub rewriter_failure: Option<String>,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy
@@ -110,7 +112,7 @@ pub const FAST_MATH_RULES: &[&str] = &[
 ];
 
 /// Checks one generated graph under a pipeline on the reference interpreter.
-pub fn check_case(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult {
+pub fn check_case(case: &Case, pipe: &dyn Rewriter, opts: &CheckOpts) -> CaseResult {
     check_case_on(case, pipe, opts, &[backend::reference()])
 }
 
@@ -121,7 +123,7 @@ pub fn check_case(case: &Case, pipe: &Pipeline, opts: &CheckOpts) -> CaseResult 
 /// run.
 pub fn check_case_on(
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> CaseResult {
@@ -132,7 +134,7 @@ pub fn check_case_on(
 /// rewritten graph (`CaseResult::rewritten.root`), as a finding's files show them.
 pub fn check_case_graph(
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> (CaseResult, Graph) {
@@ -143,7 +145,7 @@ pub fn check_case_graph(
 
 fn check_case_in(
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
     g: &mut Graph,
@@ -153,17 +155,28 @@ fn check_case_in(
         .copied()
         .filter(|b| b.name() != backend::reference().name())
         .collect();
-    let mut cache = Cache::default();
-    let mut memos = Vec::new();
-    let rw = pipe.rewrite_memo(g, &mut cache, case.root, &mut memos);
+    let mut memo = RewriteMemo::default();
     let mut res = CaseResult {
-        rewritten: rw.clone(),
+        rewritten: Rewritten {
+            root: case.root,
+            stop: Stop::Done,
+            trace: Vec::new(),
+        },
         detected: None,
         points_compared: 0,
         float_rounding: 0,
         out_of_range: false,
         unsupported: Vec::new(),
+        rewriter_failure: None,
     };
+    let rw = match pipe.rewrite(g, case.root, &mut memo) {
+        Ok(rw) => rw,
+        Err(e) => {
+            res.rewriter_failure = Some(e);
+            return res;
+        }
+    };
+    res.rewritten = rw.clone();
     match &rw.stop {
         Stop::Done => {}
         Stop::RuleError {
@@ -220,8 +233,11 @@ fn check_case_in(
     }
     // a rewrite that changed nothing would only repeat itself (graph_rewrite is deterministic)
     if opts.idempotence && rw.root != case.root {
-        let again = pipe.rewrite_memo(g, &mut cache, rw.root, &mut memos);
-        if again.stop == Stop::Done && again.root != rw.root {
+        // a rewriter that fails here has no second answer: nothing to compare
+        if let Ok(again) = pipe.rewrite(g, rw.root, &mut memo)
+            && again.stop == Stop::Done
+            && again.root != rw.root
+        {
             let first = again.trace.first().map(|s| s.rule).unwrap_or("-");
             res.detected = Some(Detected {
                 class: Class::NotIdempotent,
@@ -255,7 +271,7 @@ fn check_case_in(
 fn check_reference(
     g: &Graph,
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     rw: &Rewritten,
     points: &[Point],
     opts: &CheckOpts,
@@ -403,7 +419,7 @@ fn agreeing_groups(obs: &[(String, &Observed)]) -> Vec<Vec<String>> {
 fn check_backends(
     g: &Graph,
     case: &Case,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     rw: &Rewritten,
     points: &[Point],
     opts: &CheckOpts,

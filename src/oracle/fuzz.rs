@@ -19,6 +19,7 @@ use crate::ir::Graph;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
+use super::rewriter::Rewriter;
 use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use rayon::prelude::*;
@@ -110,7 +111,7 @@ pub fn builtin_known() -> Vec<(Signature, String)> {
 pub enum RulesError {
     #[error("--inject: unknown injection {0:?} (see --list-injections)")]
     UnknownInjection(String),
-    #[error("--rules: unknown rule set {0:?} (one of pipeline, {sets})", sets = rules::SET_NAMES.join(", "))]
+    #[error("--rules: unknown rule set {0:?} (one of pipeline, pipeline_fast_idiv, {sets})", sets = rules::SET_NAMES.join(", "))]
     UnknownSet(String),
     #[error("--inject {inject}: its rule is not in --rules {rules}")]
     NotInRules { inject: String, rules: String },
@@ -168,6 +169,8 @@ pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice
     }
     let names: Vec<&str> = if rules_name == "pipeline" {
         vec!["sym", "simplifying", "late"]
+    } else if rules_name == "pipeline_fast_idiv" {
+        vec!["sym", "simplifying", "late_fast_idiv"]
     } else {
         vec![rules_name.as_str()]
     };
@@ -252,6 +255,17 @@ pub struct Summary {
     pub out_of_range: u64,
     /// Seeds on which the port itself panicked (a uopfuzz bug; rerun with `--iters 1 --seed`).
     pub port_panics: Vec<u64>,
+    /// The rewriter when not the port, and which tinygrad.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewriter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tinygrad_revision: Option<String>,
+    /// Graphs the rewriter gave no answer for (a worker crashed or hung; it was restarted).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rewriter_failures: u64,
+    /// The first few of those failures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rewriter_failure_samples: Vec<String>,
     pub rules: String,
     pub seed: u64,
     /// Graphs each backend answered `Unsupported` for (skipped on it).
@@ -286,7 +300,7 @@ pub fn run_one(
     seed: u64,
     family: Option<Family>,
     target: Option<&Rule>,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
     run_one_on(seed, family, target, pipe, opts, &[backend::reference()])
@@ -297,7 +311,7 @@ pub fn run_one_on(
     seed: u64,
     family: Option<Family>,
     target: Option<&Rule>,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> (Generated, CaseResult) {
@@ -322,7 +336,7 @@ fn run_one_kept(
     seed: u64,
     family: Option<Family>,
     target: Option<&Rule>,
-    pipe: &Pipeline,
+    pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> Checked {
@@ -378,6 +392,10 @@ pub fn to_finding(
             ),
         },
     };
+    let mut summary = det.summary.clone();
+    if crate::rewrite::rules::late::FAST_IDIV_RULES.contains(&rule.as_str()) {
+        summary.push_str(" [off by default: tinygrad's DISABLE_FAST_IDIV=1 leaves this rule out]");
+    }
     let sig = Signature {
         class: det.class,
         rule,
@@ -429,7 +447,7 @@ pub fn to_finding(
     }
     Finding {
         signature: sig,
-        summary: det.summary.clone(),
+        summary,
         rules: rules_name.to_string(),
         float_policy: format!("{:?}", policy)
             .to_lowercase()
@@ -454,6 +472,8 @@ pub fn to_finding(
             .collect(),
         nodes: (case.graph.len(), 0),
         agreeing: det.groups.clone(),
+        rewriter: None,
+        tinygrad_revision: None,
     }
 }
 
@@ -670,8 +690,25 @@ impl Progress {
 /// Runs the fuzz loop; the first finding of each signature goes to `sink` (findings saved
 /// before an error stay saved).
 pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzError> {
+    run_with(opts, None, sink)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Runs the fuzz loop; `rewriter` replaces the port's rewrite (the generator's directed targets
+/// and the coverage still come from the port's `opts.rules`, the same rules by position).
+pub fn run_with(
+    opts: &FuzzOpts,
+    rewriter: Option<&dyn Rewriter>,
+    sink: &mut dyn FindingSink,
+) -> Result<Summary, FuzzError> {
     let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
-    let pipe = choice.pipeline();
+    let port = choice.pipeline();
+    let pipe: &dyn Rewriter = rewriter.unwrap_or(&port);
+    let provenance = pipe.provenance();
+    let rules_name = pipe.name();
     let all_rules = choice.distinct_rules();
     let built: Vec<Box<dyn Backend>> = opts
         .backends
@@ -683,14 +720,16 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
         policy: opts.policy,
         points: opts.points,
         seed: 0,
-        idempotence: true,
+        idempotence: pipe.idempotent(),
     };
     let workers = Workers::new(opts.threads)?;
     let mut coverage = Coverage::new(&all_rules);
     let mut dedup = Dedup::new(&opts.known);
     let progress = Progress::new(opts.progress);
     let mut sum = Summary {
-        rules: choice.name.clone(),
+        rules: rules_name.clone(),
+        rewriter: provenance.as_ref().map(|p| p.rewriter.clone()),
+        tinygrad_revision: provenance.as_ref().map(|p| p.revision.clone()),
         seed: opts.seed,
         rules_total: all_rules.len(),
         ..Default::default()
@@ -709,7 +748,7 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
         let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
         let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
         let results = workers.batch(&jobs, |s, t| {
-            run_one_kept(s, opts.family, t, &pipe, &check, &backends)
+            run_one_kept(s, opts.family, t, pipe, &check, &backends)
         });
         for (s, r) in results {
             sum.execs += 1;
@@ -717,6 +756,13 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
                 sum.port_panics.push(s);
                 continue;
             };
+            if let Some(e) = &res.rewriter_failure {
+                sum.rewriter_failures += 1;
+                if sum.rewriter_failure_samples.len() < 5 {
+                    sum.rewriter_failure_samples.push(format!("seed {s}: {e}"));
+                }
+                continue;
+            }
             coverage.record(&res);
             sum.points_compared += res.points_compared as u64;
             sum.float_rounding_points += res.float_rounding as u64;
@@ -733,7 +779,11 @@ pub fn run(opts: &FuzzOpts, sink: &mut dyn FindingSink) -> Result<Summary, FuzzE
                 *sum.not_idempotent.entry(first.to_string()).or_insert(0) += 1;
                 continue;
             }
-            let mut finding = to_finding(&case, &res, det, &choice.name, opts.policy, s);
+            let mut finding = to_finding(&case, &res, det, &rules_name, opts.policy, s);
+            if let Some(p) = &provenance {
+                finding.rewriter = Some(p.rewriter.clone());
+                finding.tinygrad_revision = Some(p.revision.clone());
+            }
             sum.findings_total += 1;
             *sum.by_class
                 .entry(det.class.name().to_string())

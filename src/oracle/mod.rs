@@ -10,5 +10,6 @@ pub mod fuzz;
 pub mod inject;
 pub mod inputs;
 pub mod sink;
+pub mod rewriter;
 pub mod tolerance;
 pub mod verdict;

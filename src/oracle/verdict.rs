@@ -165,6 +165,11 @@ pub struct Finding {
     /// rewritten graph), Rustlantis-style; absent when only the reference ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agreeing: Vec<Vec<String>>,
+    /// The rewriter when it was not the port (`tinygrad`), and which tinygrad it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewriter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tinygrad_revision: Option<String>,
 }
 
 #[cfg(test)]

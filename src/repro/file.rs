@@ -258,6 +258,12 @@ impl Repro {
                 .map(|i| i.name.to_string())
         });
         meta.seed = f.seed;
+        if let Some(r) = &f.rewriter {
+            meta.extra.push(("rewriter".into(), r.clone()));
+        }
+        if let Some(v) = &f.tinygrad_revision {
+            meta.tinygrad_version = v.clone();
+        }
         meta.float_policy = f.float_policy.clone();
         meta.signature = f.signature.clone();
         meta.rule_source = f.rule_source.clone();

@@ -18,7 +18,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The rule sets tinygrad exports as one PatternMatcher (what `rewrite_cmd.py` can run).
-pub const TINYGRAD_SETS: &[&str] = &["symbolic_simple", "symbolic", "sym"];
+pub const TINYGRAD_SETS: &[&str] = &[
+    "symbolic_simple",
+    "symbolic",
+    "sym",
+    "simplifying",
+    "late",
+    "late_fast_idiv",
+];
 
 /// Which generator makes the graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -1010,7 +1017,7 @@ b\tdisagree\tsymbolic,sym\thuge-input\twhy\n",
 
     #[test]
     fn sets_tinygrad_cannot_run_are_refused() {
-        assert!(tinygrad_set("late").is_err());
+        assert!(tinygrad_set("pipeline").is_err());
         assert!(tinygrad_set("nope").is_err());
         assert!(tinygrad_set("symbolic").is_ok());
     }

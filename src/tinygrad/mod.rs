@@ -1,15 +1,22 @@
-//! The bridge to real tinygrad 0.14.0: finds the harness Python, runs one harness script as ONE
-//! subprocess for a whole batch of graphs, and turns a missing Python or tinygrad into a typed,
-//! one-line error (never a panic). On top of it: `fidelity` (does the port rewrite exactly like
-//! tinygrad?) and `bench` (how fast, on the same graphs?).
+//! The one bridge to real tinygrad (the only code that starts Python): finds the harness Python,
+//! runs one harness script as ONE subprocess for a whole batch ([`run_script`]) or keeps
+//! long-lived workers that answer rewrite requests ([`worker`]), and turns a missing Python or
+//! tinygrad into a typed, one-line error (never a panic). On top of it: `fidelity` (does the
+//! port rewrite exactly like tinygrad?), `bench` (how fast, on the same graphs?), `semantics`
+//! (tinygrad's `exec_alu` on the semantics table) and `rewriter` (tinygrad as the fuzz loop's
+//! rewriter).
 //!
-//! Stage: a harness over `ir` → `rewrite` → `gen` (it also has its own small generator,
-//! `builtin_gen`); nothing in the pipeline depends on it. The CLI front ends are
-//! `src/cli/fidelity.rs` and `src/cli/bench.rs`.
+//! Stage: a harness over `ir` → … → `oracle` (it also has its own small generator,
+//! `builtin_gen`); nothing in the pipeline depends on it: the CLI injects tinygrad into the fuzz
+//! loop through the oracle's `Rewriter` trait. The CLI front ends are `src/cli/fidelity.rs`,
+//! `src/cli/bench.rs`, `src/cli/semantics.rs` and `src/cli/fuzz.rs` (`--rewriter tinygrad`).
 pub mod bench;
 pub mod builtin_gen;
 pub mod fidelity;
 pub mod render_fidelity;
+pub mod rewriter;
+pub mod semantics;
+pub mod worker;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! renderer-independent superset, codegen/decomp/op.py:76 and :93 with every op listed): `simplifying` = 4 rules (SHR,
 //! AND present; THREEFRY and MAX supported, so no threefry2x32 / MAX→WHERE decomposition), `late` =
 //! 18 rules (OR, SHL, SHR, NEG, SUB, CMPLT, CMPEQ, MULACC, FDIV all present) with `fast_idiv`
-//! enabled (`disable_fast_idiv=False`; tinygrad's default DISABLE_FAST_IDIV=1 leaves it out). The
+//! enabled (`disable_fast_idiv=False`), 16 with tinygrad's default DISABLE_FAST_IDIV=1. The
 //! renderer `fast_idiv` receives is modelled as a non-Metal renderer whose `supported_dtypes()`
 //! holds every widening target (int16..uint64), e.g. Clang/CUDA.
 use crate::ir::{ConstVal, DType, Ops, UOp};
@@ -252,8 +252,28 @@ fn not_pat(p: UPat) -> UPat {
     p.cast(Some(DType::Bool)).ne(UPat::cbool(true))
 }
 
-/// `get_late_rewrite_patterns(all ops, disable_fast_idiv=False)` (op.py:93). 18 rules.
-pub fn late_rewrite_patterns() -> RuleSet {
+/// The rules `DISABLE_FAST_IDIV` leaves out (op.py:108-114). tinygrad's default is
+/// `DISABLE_FAST_IDIV=1` (helpers.py:245), so they run only in the opt-in `late_fast_idiv` set
+/// and a finding on them is marked off by default.
+pub const FAST_IDIV_RULES: &[&str] = &["late/fast_idiv", "late/cmod_to_cdiv"];
+
+/// `get_late_rewrite_patterns(all ops, disable_fast_idiv)` (op.py:93): 18 rules, 16 with
+/// `disable_fast_idiv` (tinygrad's default).
+pub fn late_rewrite_patterns(disable_fast_idiv: bool) -> RuleSet {
+    let all = late_rewrite_patterns_all();
+    if !disable_fast_idiv {
+        return all;
+    }
+    let kept = all
+        .rules
+        .iter()
+        .filter(|r| !FAST_IDIV_RULES.contains(&r.name))
+        .cloned()
+        .collect();
+    RuleSet::from_arcs(&all.name, kept)
+}
+
+fn late_rewrite_patterns_all() -> RuleSet {
     let (ints, uints, sints) = (DType::INTS, DType::UINTS, DType::SINTS);
     RuleSet::new(
         "late_rewrite_patterns",
@@ -496,9 +516,21 @@ mod tests {
 
     #[test]
     fn rule_counts() {
-        // get_simplifying_rewrite_patterns(all ops) = 4, get_late_rewrite_patterns(all ops, False) = 18
+        // get_simplifying_rewrite_patterns(all ops) = 4, get_late_rewrite_patterns(all ops, False) = 18,
+        // (all ops, True) = 16
         assert_eq!(simplifying_rewrite_patterns().len(), 4);
-        assert_eq!(late_rewrite_patterns().len(), 18);
+        assert_eq!(late_rewrite_patterns(false).len(), 18);
+        let default = late_rewrite_patterns(true);
+        assert_eq!(default.len(), 16);
+        assert!(
+            default
+                .rules
+                .iter()
+                .all(|r| !FAST_IDIV_RULES.contains(&r.name))
+        );
+        // the composed sets, as tinygrad's `len(pm.patterns)` (harness/rulesets.py): late 71 + 4 + 16 + 7
+        assert_eq!(crate::rewrite::rules::late().len(), 98);
+        assert_eq!(crate::rewrite::rules::late_fast_idiv().len(), 100);
     }
 
     #[test]

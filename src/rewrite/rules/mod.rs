@@ -75,23 +75,41 @@ pub fn simplifying() -> &'static RuleSet {
     })
 }
 
-/// `symbolic_simple + get_late_rewrite_patterns + transcendental` (late decompositions).
+/// The late decompositions matcher (codegen/__init__.py:365-373): `pm_decomp` (`symbolic_simple +
+/// get_simplifying_rewrite_patterns`) `+ get_late_rewrite_patterns(ops, DISABLE_FAST_IDIV) +
+/// get_transcendental_patterns`, with tinygrad's default `DISABLE_FAST_IDIV=1` (helpers.py:245).
 pub fn late() -> &'static RuleSet {
     static S: OnceLock<RuleSet> = OnceLock::new();
-    S.get_or_init(|| {
-        RuleSet::concat(
-            "late",
-            &[
-                symbolic_simple(),
-                &late::late_rewrite_patterns(),
-                &transcendental::transcendental_patterns(),
-            ],
-        )
-    })
+    S.get_or_init(|| late_set("late", true))
+}
+
+/// [`late`] with `DISABLE_FAST_IDIV=0`: adds `late/fast_idiv` and `late/cmod_to_cdiv` (opt-in).
+pub fn late_fast_idiv() -> &'static RuleSet {
+    static S: OnceLock<RuleSet> = OnceLock::new();
+    S.get_or_init(|| late_set("late_fast_idiv", false))
+}
+
+fn late_set(name: &str, disable_fast_idiv: bool) -> RuleSet {
+    RuleSet::concat(
+        name,
+        &[
+            symbolic_simple(),
+            &late::simplifying_rewrite_patterns(),
+            &late::late_rewrite_patterns(disable_fast_idiv),
+            &transcendental::transcendental_patterns(),
+        ],
+    )
 }
 
 /// Rule sets by their CLI name.
-pub const SET_NAMES: &[&str] = &["symbolic_simple", "symbolic", "sym", "simplifying", "late"];
+pub const SET_NAMES: &[&str] = &[
+    "symbolic_simple",
+    "symbolic",
+    "sym",
+    "simplifying",
+    "late",
+    "late_fast_idiv",
+];
 
 pub fn by_name(name: &str) -> Option<&'static RuleSet> {
     Some(match name {
@@ -100,6 +118,7 @@ pub fn by_name(name: &str) -> Option<&'static RuleSet> {
         "sym" => sym(),
         "simplifying" => simplifying(),
         "late" => late(),
+        "late_fast_idiv" => late_fast_idiv(),
         _ => return None,
     })
 }

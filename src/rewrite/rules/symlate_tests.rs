@@ -142,7 +142,7 @@ fn not(g: &mut Graph, x: UOp) -> UOp {
 }
 
 fn late_rs() -> RuleSet {
-    late::late_rewrite_patterns()
+    late::late_rewrite_patterns(false)
 }
 
 #[test]

@@ -1,0 +1,73 @@
+//! What rewrites a graph for the oracle: the port's [`Pipeline`] or, injected by the CLI, real
+//! tinygrad (`tinygrad::TinygradRewriter`, a later stage this one never imports). The oracle
+//! only needs the rewritten root, its stop and the per-application trace (for blame), all in
+//! the case's own graph arena.
+use crate::rewrite::pipeline::{Pipeline, Rewritten};
+use crate::ir::{Graph, UOp};
+use crate::rewrite::analysis::Cache;
+use crate::rewrite::engine::RuleMemo;
+
+/// State a rewriter may keep between the calls on one graph (the port's analysis cache and
+/// rule memos, which make the idempotence re-rewrite cheap); other rewriters ignore it.
+#[derive(Default)]
+pub struct RewriteMemo {
+    pub cache: Cache,
+    pub memos: Vec<RuleMemo>,
+}
+
+/// Who rewrote, for finding records and repro files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provenance {
+    /// `tinygrad` (the port records nothing).
+    pub rewriter: String,
+    /// e.g. `tinygrad 0.14.0 (PyPI 0.14.0) at /path`, `tinygrad 0.14.1 (git 1a2b…) at /path`.
+    pub revision: String,
+}
+
+/// A rewriter the oracle can check. `Err` is the rewriter failing (a worker that crashed or hung):
+/// reported and counted, never a finding about the graph.
+pub trait Rewriter: Sync {
+    /// The rule-set name findings record (`--rules`).
+    fn name(&self) -> String;
+    /// `None` for the port.
+    fn provenance(&self) -> Option<Provenance> {
+        None
+    }
+    /// Whether a second rewrite of the result must change nothing (false for a lowering such as
+    /// tinygrad's codegen, whose output is not its input language).
+    fn idempotent(&self) -> bool {
+        true
+    }
+    /// Rewrites `root` to the end; new nodes go into `g`.
+    fn rewrite(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        memo: &mut RewriteMemo,
+    ) -> Result<Rewritten, String>;
+    /// The first `fuel` rule applications only (blame's bisection), from a fresh state.
+    fn rewrite_fuel(&self, g: &mut Graph, root: UOp, fuel: usize) -> Result<Rewritten, String>;
+}
+
+impl Rewriter for Pipeline<'_> {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn rewrite(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        memo: &mut RewriteMemo,
+    ) -> Result<Rewritten, String> {
+        Ok(self.rewrite_memo(g, &mut memo.cache, root, &mut memo.memos))
+    }
+    fn rewrite_fuel(&self, g: &mut Graph, root: UOp, fuel: usize) -> Result<Rewritten, String> {
+        Ok(Pipeline::rewrite(
+            self,
+            g,
+            &mut Cache::default(),
+            root,
+            Some(fuel),
+        ))
+    }
+}
