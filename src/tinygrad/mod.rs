@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod builtin_gen;
 pub mod fidelity;
+pub mod render_fidelity;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
