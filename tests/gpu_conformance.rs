@@ -22,10 +22,18 @@ fn check(be: &dyn Backend) {
     assert_eq!(rep.failures, 0, "{}", rep.summary());
     // sources the compiler rejects are tinygrad renderer findings (they are listed); more than
     // 1 % of the graphs that ran would mean the port renders wrongly
-    assert!(rep.compile_failures * 100 <= rep.total_ran(), "{}", rep.summary());
+    assert!(
+        rep.compile_failures * 100 <= rep.total_ran(),
+        "{}",
+        rep.summary()
+    );
     // every scalar family runs; the kernel family is unsupported until `lower` takes kernels
     for fam in ["index", "fixedint", "float", "bool"] {
-        assert!(rep.ran.get(fam).copied().unwrap_or(0) > 0, "{fam}: {}", rep.summary());
+        assert!(
+            rep.ran.get(fam).copied().unwrap_or(0) > 0,
+            "{fam}: {}",
+            rep.summary()
+        );
     }
 }
 

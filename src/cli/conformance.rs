@@ -33,7 +33,10 @@ pub fn run(a: Args) -> ExitCode {
         }
     };
     if let Err(why) = be.available() {
-        eprintln!("uopfuzz conformance: backend {} cannot run here: {why}", a.backend);
+        eprintln!(
+            "uopfuzz conformance: backend {} cannot run here: {why}",
+            a.backend
+        );
         return ExitCode::from(2);
     }
     let rep = conformance::run(&*be, a.graphs, a.seed, a.points);

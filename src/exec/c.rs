@@ -64,7 +64,10 @@ impl C {
 
 /// `$CC` or `clang`, as `ClangCompiler` picks it (compiler_cpu.py:21).
 pub fn cc() -> String {
-    std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "clang".into())
+    std::env::var("CC")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "clang".into())
 }
 
 /// Whether the compiler runs here (checked once).
@@ -73,7 +76,10 @@ pub fn clang_available() -> Result<(), String> {
     R.get_or_init(|| match Command::new(cc()).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!("`{} --version` exited with {}", cc(), o.status)),
-        Err(e) => Err(format!("no C compiler: `{}` cannot run ({e}); install clang", cc())),
+        Err(e) => Err(format!(
+            "no C compiler: `{}` cannot run ({e}); install clang",
+            cc()
+        )),
     })
     .clone()
 }
@@ -85,7 +91,11 @@ fn capabilities() -> &'static Capabilities {
         let floats = [DType::Half, DType::Float, DType::Double, DType::WeakFloat];
         Capabilities::all(Support::Runs)
             // not in ClangRenderer.code_for_op: decomposed first (decomp/op.py, transcendental.py)
-            .with(&[Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::POW], &floats, Support::LoweredFirst)
+            .with(
+                &[Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::POW],
+                &floats,
+                Support::LoweredFirst,
+            )
             .with(
                 &[Ops::RECIPROCAL, Ops::MAX, Ops::FLOORDIV, Ops::FLOORMOD],
                 &all,
@@ -122,16 +132,25 @@ impl Backend for C {
     fn strict_twin(&self) -> Option<&'static str> {
         if self.strict { None } else { Some("c-strict") }
     }
-    fn prepare<'g>(&self, g: &'g Graph, roots: &[UOp]) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+    fn prepare<'g>(
+        &self,
+        g: &'g Graph,
+        roots: &[UOp],
+    ) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
         self.prepare_many(&[(g, roots)]).pop().unwrap_or_else(|| {
             Err(Unsupported {
                 reason: "nothing prepared".into(),
             })
         })
     }
-    fn prepare_many<'g>(&self, jobs: &[(&'g Graph, &[UOp])]) -> Vec<Result<Box<dyn Prepared + 'g>, Unsupported>> {
-        let rendered: Vec<Result<CKernel, Unsupported>> =
-            jobs.iter().map(|(g, roots)| render_kernel(g, roots)).collect();
+    fn prepare_many<'g>(
+        &self,
+        jobs: &[(&'g Graph, &[UOp])],
+    ) -> Vec<Result<Box<dyn Prepared + 'g>, Unsupported>> {
+        let rendered: Vec<Result<CKernel, Unsupported>> = jobs
+            .iter()
+            .map(|(g, roots)| render_kernel(g, roots))
+            .collect();
         let ok: Vec<&CKernel> = rendered.iter().filter_map(|r| r.as_ref().ok()).collect();
         let lib = compile_batch(&ok, &self.flags());
         let mut i = 0usize;
@@ -164,9 +183,16 @@ pub struct CKernel {
 pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
     capabilities().check(g, roots)?;
     let k: Kernel = lower(&ClangRenderer, g, roots).map_err(|e| Unsupported { reason: e.0 })?;
-    if let Some(u) = k.graph.toposort(&[k.sink]).into_iter().find(|u| k.graph.dtype(*u) == DType::BFloat16) {
+    if let Some(u) = k
+        .graph
+        .toposort(&[k.sink])
+        .into_iter()
+        .find(|u| k.graph.dtype(*u) == DType::BFloat16)
+    {
         return Err(Unsupported {
-            reason: format!("bfloat16 after lowering (node {u:?}): clang 14 has no __bf16 on x86_64"),
+            reason: format!(
+                "bfloat16 after lowering (node {u:?}): clang 14 has no __bf16 on x86_64"
+            ),
         });
     }
     let source = render_source(&k).map_err(|e| Unsupported { reason: e })?;
@@ -247,12 +273,20 @@ fn run_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<(), String> 
     let mut cmd = Command::new(cc());
     cmd.args(args)
         .current_dir(cwd)
-        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", cc()))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", cc()))?;
     if let (Some(src), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin.write_all(src.as_bytes()).map_err(|e| format!("writing the source: {e}"))?;
+        stdin
+            .write_all(src.as_bytes())
+            .map_err(|e| format!("writing the source: {e}"))?;
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     if out.status.success() {
@@ -287,15 +321,30 @@ fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, Ex
     args.extend(["-", "-o", "kernels.o"]);
     let res = run_cc(&args, Some(&src), &dir)
         .and_then(|_| std::fs::write(dir.join("entry.c"), &entry).map_err(|e| e.to_string()))
-        .and_then(|_| run_cc(&["-c", "-O1", "-fPIC", "entry.c", "-o", "entry.o"], None, &dir))
-        .and_then(|_| run_cc(&["-shared", "kernels.o", "entry.o", "-o", "lib.so"], None, &dir));
+        .and_then(|_| {
+            run_cc(
+                &["-c", "-O1", "-fPIC", "entry.c", "-o", "entry.o"],
+                None,
+                &dir,
+            )
+        })
+        .and_then(|_| {
+            run_cc(
+                &["-shared", "kernels.o", "entry.o", "-o", "lib.so"],
+                None,
+                &dir,
+            )
+        });
     match res {
         Ok(()) => {
             let lib = Arc::new(Lib {
                 path: dir.join("lib.so"),
                 dir,
             });
-            Ok(names.into_iter().map(|n| Ok((lib.clone(), format!("e_{n}")))).collect())
+            Ok(names
+                .into_iter()
+                .map(|n| Ok((lib.clone(), format!("e_{n}"))))
+                .collect())
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&dir);
@@ -319,8 +368,14 @@ struct CPrepared {
 pub fn encode(dt: DType, v: Val) -> Vec<u8> {
     match dt {
         DType::Bool => vec![v.truthy() as u8],
-        DType::Half => half::f16::from_f64(v.as_f64()).to_bits().to_le_bytes().to_vec(),
-        DType::BFloat16 => half::bf16::from_f64(v.as_f64()).to_bits().to_le_bytes().to_vec(),
+        DType::Half => half::f16::from_f64(v.as_f64())
+            .to_bits()
+            .to_le_bytes()
+            .to_vec(),
+        DType::BFloat16 => half::bf16::from_f64(v.as_f64())
+            .to_bits()
+            .to_le_bytes()
+            .to_vec(),
         DType::Float => (v.as_f64() as f32).to_le_bytes().to_vec(),
         DType::Double => v.as_f64().to_le_bytes().to_vec(),
         _ => {
@@ -398,13 +453,21 @@ impl CPrepared {
             .map(|p| {
                 let v = match &p.source {
                     ArgSource::Output(_) => return Ok(vec![0u8; p.dtype.itemsize() as usize]),
-                    ArgSource::Var(n) => env.vars.get(n).copied().ok_or_else(|| ExecError::UnboundVar(n.clone()))?,
-                    ArgSource::Range(a) => {
-                        Val::Int(*env.ranges.get(a).ok_or_else(|| ExecError::UnboundVar(format!("ridx{a}")))?)
-                    }
-                    ArgSource::Special(n) => {
-                        Val::Int(*env.specials.get(n).ok_or_else(|| ExecError::UnboundSpecial(n.clone()))?)
-                    }
+                    ArgSource::Var(n) => env
+                        .vars
+                        .get(n)
+                        .copied()
+                        .ok_or_else(|| ExecError::UnboundVar(n.clone()))?,
+                    ArgSource::Range(a) => Val::Int(
+                        *env.ranges
+                            .get(a)
+                            .ok_or_else(|| ExecError::UnboundVar(format!("ridx{a}")))?,
+                    ),
+                    ArgSource::Special(n) => Val::Int(
+                        *env.specials
+                            .get(n)
+                            .ok_or_else(|| ExecError::UnboundSpecial(n.clone()))?,
+                    ),
                 };
                 Ok(encode(p.dtype, v))
             })
@@ -539,7 +602,10 @@ impl Worker {
     }
     /// One request line and its answer, or why none came (the worker is then dead).
     fn request(&mut self, line: &str) -> Result<String, ExecError> {
-        if writeln!(self.stdin, "{line}").and_then(|_| self.stdin.flush()).is_err() {
+        if writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .is_err()
+        {
             return Err(self.died());
         }
         match self.lines.recv_timeout(CALL_TIMEOUT) {
@@ -609,16 +675,21 @@ fn call(lib: &Lib, func: &str, args: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ExecErr
         }
         let ans = w.request(&line)?;
         if let Some(e) = ans.strip_prefix("E ") {
-            return Err(ExecError::Crash { what: e.to_string() });
+            return Err(ExecError::Crash {
+                what: e.to_string(),
+            });
         }
         let out: Option<Vec<Vec<u8>>> = ans.split_whitespace().map(unhex).collect();
-        out.filter(|o| o.len() == args.len()).ok_or_else(|| ExecError::Crash {
-            what: format!("garbled worker answer {ans:?}"),
-        })
+        out.filter(|o| o.len() == args.len())
+            .ok_or_else(|| ExecError::Crash {
+                what: format!("garbled worker answer {ans:?}"),
+            })
     })();
     // a worker that crashed or hung is dropped (killed); a healthy one goes back
-    if !matches!(res, Err(ExecError::Crash { .. } | ExecError::Timeout { .. }))
-        && let Ok(mut p) = POOL.lock()
+    if !matches!(
+        res,
+        Err(ExecError::Crash { .. } | ExecError::Timeout { .. })
+    ) && let Ok(mut p) = POOL.lock()
     {
         p.push(w);
     }
@@ -656,8 +727,10 @@ mod tests {
             let e1 = Env::new().var("a", Val::Int(3)).var("b", Val::Int(-7));
             let e2 = Env::new().var("a", Val::Int(50)).var("b", Val::Int(9));
             let rows = p.run(&[&e1, &e2]);
-            let vals: Vec<Vec<Option<Val>>> =
-                rows.iter().map(|r| r.iter().map(|o| o.value).collect()).collect();
+            let vals: Vec<Vec<Option<Val>>> = rows
+                .iter()
+                .map(|r| r.iter().map(|o| o.value).collect())
+                .collect();
             assert_eq!(
                 vals,
                 vec![
@@ -679,7 +752,9 @@ mod tests {
         let a = g.variable("a", -100, 100, DType::Int32);
         let b = g.variable("b", -100, 100, DType::Int32);
         let d = g.alu(Ops::CDIV, &[a, b]).unwrap();
-        let mut p = C::ub_exploiting().prepare(&g, &[d]).unwrap_or_else(|u| panic!("{u}"));
+        let mut p = C::ub_exploiting()
+            .prepare(&g, &[d])
+            .unwrap_or_else(|u| panic!("{u}"));
         let ok = Env::new().var("a", Val::Int(9)).var("b", Val::Int(2));
         let zero = Env::new().var("a", Val::Int(9)).var("b", Val::Int(0));
         let rows = p.run(&[&ok, &zero, &ok]);

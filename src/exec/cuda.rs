@@ -340,7 +340,11 @@ impl Cuda {
         };
         // without a device, render for sm_89 (what docs/renderers.md's examples use)
         CudaRenderer {
-            arch: if arch.is_empty() { "sm_89".into() } else { arch },
+            arch: if arch.is_empty() {
+                "sm_89".into()
+            } else {
+                arch
+            },
         }
     }
 }
@@ -405,7 +409,12 @@ impl Prepared for CudaPrepared {
     fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
         let n_out = self.k.outputs.len();
         let fail = |e: ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
-        let func = match self.module.as_ref().map_err(Clone::clone).and_then(|m| m.function(&self.k.entry)) {
+        let func = match self
+            .module
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|m| m.function(&self.k.entry))
+        {
             Ok(f) => f,
             Err(e) => {
                 return fail(ExecError::Compile {
@@ -467,7 +476,11 @@ impl Prepared for CudaPrepared {
         let mut bytes = Vec::with_capacity(points.len() * n_out);
         for b in &bound {
             for _ in 0..n_out {
-                bytes.push(if *b { it.next().unwrap_or_default() } else { vec![] });
+                bytes.push(if *b {
+                    it.next().unwrap_or_default()
+                } else {
+                    vec![]
+                });
             }
         }
         super::wgpu::observe_outputs(&self.k, &bound, &bytes)
@@ -596,7 +609,9 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
                 eprintln!("cuda backend smoke: skipped: {why}");
                 return;
             }
-            let mut p = be.prepare(&g, &[q, s, lt]).unwrap_or_else(|u| panic!("{u}"));
+            let mut p = be
+                .prepare(&g, &[q, s, lt])
+                .unwrap_or_else(|u| panic!("{u}"));
             let e1 = Env::new()
                 .var("a", Val::Int(-7))
                 .var("b", Val::Int(2))

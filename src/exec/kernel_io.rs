@@ -168,7 +168,11 @@ mod tests {
             (DType::Float, Val::Float(1.5), Val::Float(1.5)),
             (DType::Half, Val::Float(-2.25), Val::Float(-2.25)),
             (DType::Bool, Val::Bool(true), Val::Bool(true)),
-            (DType::Int64, Val::Int(-5_000_000_000), Val::Int(-5_000_000_000)),
+            (
+                DType::Int64,
+                Val::Int(-5_000_000_000),
+                Val::Int(-5_000_000_000),
+            ),
         ] {
             let b = encode(dt, v);
             assert_eq!(b.len(), dt.itemsize() as usize, "{dt}");

@@ -495,8 +495,13 @@ impl Backend for Wgpu {
         })?;
         self.capabilities().check(g, roots)?;
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
-        let k = kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
-        if let Some(p) = k.params.iter().find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half) {
+        let k =
+            kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
+        if let Some(p) = k
+            .params
+            .iter()
+            .find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half)
+        {
             return Err(Unsupported {
                 reason: format!(
                     "scalar input of {}: tinygrad's WGSL makes it a uniform atomic<u32> (wgsl.py:98, :110), which WGSL rejects",
@@ -555,7 +560,11 @@ impl WgpuPrepared {
 }
 
 /// One row per point from the output bytes (`n_out` per point, in root order).
-pub(crate) fn observe_outputs(k: &RenderedKernel, bound: &[bool], bytes: &[Vec<u8>]) -> Vec<Vec<Observed>> {
+pub(crate) fn observe_outputs(
+    k: &RenderedKernel,
+    bound: &[bool],
+    bytes: &[Vec<u8>],
+) -> Vec<Vec<Observed>> {
     let n_out = k.outputs.len();
     (0..bound.len())
         .map(|pi| {
@@ -591,7 +600,8 @@ fn uniform_word(dt: DType, v: crate::ir::alu::Val) -> u32 {
 impl Prepared for WgpuPrepared {
     fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
         let n_out = self.k.outputs.len();
-        let fail = |e: super::backend::ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
+        let fail =
+            |e: super::backend::ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
         let kernel = match &self.kernel {
             Ok(k) => k,
             Err(e) => {
@@ -747,9 +757,17 @@ mod tests {
         let s = g.alu(Ops::SQRT, &[x]).unwrap();
         let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
         let be: &dyn Backend = &Wgpu;
-        let mut p = be.prepare(&g, &[q, sh, s, lt]).unwrap_or_else(|u| panic!("{u}"));
-        let e1 = Env::new().var("a", Val::Int(-7)).var("b", Val::Int(2)).var("x", Val::Float(2.25));
-        let e2 = Env::new().var("a", Val::Int(7)).var("b", Val::Int(0)).var("x", Val::Float(0.0));
+        let mut p = be
+            .prepare(&g, &[q, sh, s, lt])
+            .unwrap_or_else(|u| panic!("{u}"));
+        let e1 = Env::new()
+            .var("a", Val::Int(-7))
+            .var("b", Val::Int(2))
+            .var("x", Val::Float(2.25));
+        let e2 = Env::new()
+            .var("a", Val::Int(7))
+            .var("b", Val::Int(0))
+            .var("x", Val::Float(0.0));
         let rows = p.run(&[&e1, &e2]);
         let v = |r: usize, c: usize| rows[r][c].value;
         assert_eq!(v(0, 0), Some(Val::Int(-3)), "{:?}", rows[0][0]);

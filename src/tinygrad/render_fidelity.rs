@@ -179,20 +179,13 @@ pub fn run(
             continue;
         };
         let (ra, rb) = (a.run(&envs), b.run(&envs));
-        let failed = ra
-            .iter()
-            .chain(&rb)
-            .flatten()
-            .any(|o| o.error.is_some());
+        let failed = ra.iter().chain(&rb).flatten().any(|o| o.error.is_some());
         if failed {
             rep.behaviour_failed += 1;
             if rep.examples.len() < 6 {
-                let e = ra
-                    .iter()
-                    .chain(&rb)
-                    .flatten()
-                    .find_map(|o| o.error.clone());
-                rep.examples.push(format!("failed to run (seed {s}): {e:?}"));
+                let e = ra.iter().chain(&rb).flatten().find_map(|o| o.error.clone());
+                rep.examples
+                    .push(format!("failed to run (seed {s}): {e:?}"));
             }
             continue;
         }

@@ -26,9 +26,8 @@ fn half_like(dt: DType) -> bool {
 /// `uops_to_dtypes` (cstyle.py:104-105) reduced to "does a value of `dt` occur": the ALU-side
 /// nodes (addrspace ALU or none) that are not void.
 fn uses_dtype(g: &Graph, uops: &[UOp], dt: DType) -> bool {
-    uops.iter().any(|u| {
-        g.dtype(*u) == dt && matches!(addrspace(g, *u), None | Some(AddrSpace::Alu))
-    })
+    uops.iter()
+        .any(|u| g.dtype(*u) == dt && matches!(addrspace(g, *u), None | Some(AddrSpace::Alu)))
 }
 
 impl CStyleLanguage for CudaRenderer {
@@ -167,8 +166,14 @@ mod tests {
         let lst = linearize::linearize(&kg, k.sink);
         let lst = linearize::linearize_cleanups(&mut kg, &lst);
         let src = ren.render(&kg, &lst).unwrap_or_else(|e| panic!("{e}"));
-        assert!(src.starts_with("typedef unsigned int uint;\n#define INFINITY"), "{src}");
-        assert!(src.contains("extern \"C\" __global__ void __launch_bounds__(1) test("), "{src}");
+        assert!(
+            src.starts_with("typedef unsigned int uint;\n#define INFINITY"),
+            "{src}"
+        );
+        assert!(
+            src.contains("extern \"C\" __global__ void __launch_bounds__(1) test("),
+            "{src}"
+        );
         assert!(src.contains("tg_bitcast<float>((uint)(data"), "{src}");
         assert!(src.contains("const uint data"), "{src}");
         assert!(src.contains("sqrt("), "{src}");

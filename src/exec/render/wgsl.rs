@@ -55,7 +55,8 @@ fn packed_field(cx: &mut Cx, bidx: UOp, dt: DType) -> Result<(UOp, UOp, i128), R
     let width = 8 * dt.itemsize() as i128;
     let (buf, i) = (cx.g.src(bidx)[0], cx.g.src(bidx)[1]);
     let word = cx.floordiv(i, elems)?;
-    let idx = cx.g.mk(Ops::INDEX, cx.g.dtype(bidx), &[buf, word], Arg::None);
+    let idx =
+        cx.g.mk(Ops::INDEX, cx.g.dtype(bidx), &[buf, word], Arg::None);
     let iu = cx.cast(i, DType::UInt32);
     let m = cx.floormod(iu, elems)?;
     let shift = cx.mul(m, width)?;
@@ -518,9 +519,15 @@ mod tests {
         let src = render(&ren, &g, &[w, lt]);
         assert!(src.contains("var<uniform> INFINITY : f32;"), "{src}");
         // the shift goes through u32 (wgsl.py:48), WHERE is select (wgsl.py:62)
-        assert!(src.contains("bitcast<u32>(") && src.contains("select("), "{src}");
+        assert!(
+            src.contains("bitcast<u32>(") && src.contains("select("),
+            "{src}"
+        );
         // the bool output is packed into an atomic<u32> word (wgsl.py:15-22, 88-89)
-        assert!(src.contains("array<atomic<u32>>") && src.contains("atomicAnd("), "{src}");
+        assert!(
+            src.contains("array<atomic<u32>>") && src.contains("atomicAnd("),
+            "{src}"
+        );
         assert!(src.contains("fn test(@builtin(workgroup_id)"), "{src}");
     }
 
