@@ -1,5 +1,6 @@
-"""render_cmd.py: render lowered uopfuzz kernels with tinygrad 0.14.0's own ClangRenderer, in ONE process (the
-Rust side of `uopfuzz fidelity --renderer clang` and the golden snippets of src/exec/render/testdata/).
+"""render_cmd.py [clang|wgsl|wgsl-f16|cuda]: render lowered uopfuzz kernels with tinygrad 0.14.0's own renderer
+(ClangRenderer by default; WGSLRenderer without/with "shader-f16"; CUDARenderer for sm_89), in ONE process (the
+Rust side of `uopfuzz fidelity --renderer ...` and the golden snippets of src/exec/render/testdata/).
 
 The graphs are already lowered by the port (src/exec/render/lower.rs), so this is only tinygrad's last step
 (docs/renderers.md §3): `ren.render(line_rewrite(linearize(sink), pm_linearize_cleanups))`.
@@ -20,14 +21,25 @@ try:
   from tinygrad.helpers import Target
   from tinygrad.codegen import line_rewrite, pm_linearize_cleanups
   from tinygrad.codegen.late.linearizer import linearize
-  from tinygrad.renderer.cstyle import ClangRenderer
+  from tinygrad.renderer.cstyle import ClangRenderer, CUDARenderer
+  from tinygrad.renderer.wgsl import WGSLRenderer
 except Exception as e:  # noqa: BLE001 - any import failure means no usable tinygrad
   print(f"cannot import tinygrad: {type(e).__name__}: {e}".replace("\n", " "), file=sys.stderr)
   sys.exit(3)
 
 BASE_NS: dict = {}
 exec(IMPORTS, BASE_NS)
-REN = ClangRenderer(Target("CPU", "CLANG", "x86_64,native"))
+def bare(cls, tgt):  # CUDARenderer.__init__ dlopens NVRTC: render without it (docs/renderers.md §3)
+  r = cls.__new__(cls)
+  r.target = tgt
+  return r
+RENDERERS = {
+  "clang": lambda: ClangRenderer(Target("CPU", "CLANG", "x86_64,native")),
+  "wgsl": lambda: WGSLRenderer(Target("WEBGPU", "", "")),
+  "wgsl-f16": lambda: WGSLRenderer(Target("WEBGPU", "", "shader-f16")),
+  "cuda": lambda: bare(CUDARenderer, Target("CUDA", "", "sm_89")),
+}
+REN = RENDERERS[sys.argv[1] if len(sys.argv) > 1 else "clang"]()
 
 def render(text: str) -> str:
   section = graph_section(text)

@@ -7,6 +7,11 @@ cd "$root"
 command -v cargo >/dev/null || { echo "test: cargo not found (install Rust stable via rustup)" >&2; exit 1; }
 bash scripts/setup.sh
 export WGPU_BACKEND=vulkan
+# wgpu's Vulkan loader prints "XDG_RUNTIME_DIR is invalid" per instance without one
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  export XDG_RUNTIME_DIR="$root/target/xdg-runtime"
+  mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

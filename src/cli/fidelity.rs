@@ -64,11 +64,49 @@ pub struct Args {
     /// Exit 1 when the agreement (percent) is below this.
     #[arg(long, default_value_t = 99.5)]
     pub min_agree: f64,
+    /// Compare a renderer instead of a rule set: `wgsl` (text and, on the WebGPU adapter,
+    /// behaviour) or `cuda` (text). `--graphs` is then per generator family.
+    #[arg(long)]
+    pub renderer: Option<String>,
+}
+
+/// `--renderer wgsl|cuda`: agreement is the behaviour-identical share (wgsl) or the
+/// text-identical share (cuda).
+fn run_renderer_gpu(a: &Args, renderer: &str) -> i32 {
+    if !matches!(renderer, "wgsl" | "cuda") {
+        eprintln!("uopfuzz fidelity: --renderer {renderer:?}: one of clang, wgsl, cuda");
+        return 2;
+    }
+    let rep = match crate::tinygrad::render_fidelity::run(renderer, a.graphs, a.seed, 8) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("uopfuzz fidelity: {e}");
+            return 2;
+        }
+    };
+    if a.json {
+        outln!("{}", serde_json::to_string(&rep).unwrap_or_default());
+    } else {
+        out!("{}", rep.summary());
+    }
+    let (ok, of) = if renderer == "wgsl" {
+        (rep.behaviour_identical, rep.behaviour_compared)
+    } else {
+        (rep.text_identical, rep.tinygrad_rendered)
+    };
+    if of > 0 && 100.0 * ok as f64 / of as f64 >= a.min_agree {
+        0
+    } else {
+        1
+    }
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
     if let Some(r) = &a.renderer {
-        return run_renderer(&a, r);
+        if r == "clang" {
+            return run_renderer(&a, r);
+        }
+        return Ok(run_renderer_gpu(&a, r));
     }
     let known = match load_known(a.known.as_deref()) {
         Ok(k) => k,

@@ -388,7 +388,9 @@ impl Backend for Cuda {
             reason: e.to_string(),
         })?;
         self.capabilities().check(g, roots)?;
-        let k = kernel_io::render_kernel(&Cuda::renderer(), g, roots)?;
+        let ren = Cuda::renderer();
+        let ok = ren.supported_dtypes();
+        let k = kernel_io::render_kernel(&ren, g, roots, |dt| ok.contains(&dt))?;
         let module = match dev.lock() {
             Ok(d) => d.compile(&k.src, self.strict),
             Err(_) => Err(CudaError::Driver("CUDA device poisoned".into())),
@@ -425,22 +427,18 @@ impl Prepared for CudaPrepared {
                 what: "no CUDA device".into(),
             });
         };
+        let nb = self.k.n_bufs();
         let mut vals: Vec<Vec<Scalar>> = Vec::with_capacity(points.len());
-        let mut missing = vec![false; points.len()];
+        let mut bound = vec![true; points.len()];
         for (pi, env) in points.iter().enumerate() {
-            let mut vs = Vec::new();
-            for p in self.k.params.iter().filter(|p| !p.pointer) {
-                match kernel_io::input_val(p, env) {
-                    Some(v) => vs.push(Scalar::of(p.dtype, v)),
-                    None => {
-                        missing[pi] = true;
-                        vs.push(Scalar::of(p.dtype, crate::ir::alu::Val::Int(0)));
-                    }
-                }
-            }
-            vals.push(vs);
-            for (o, dt) in self.k.outputs.iter().enumerate() {
-                if let Err(e) = dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]) {
+            let Some(b) = self.k.bind(env) else {
+                bound[pi] = false;
+                vals.push(vec![]);
+                continue;
+            };
+            vals.push(b.vals.iter().map(|(dt, v)| Scalar::of(*dt, *v)).collect());
+            for (j, bytes) in b.bufs.iter().enumerate() {
+                if let Err(e) = dev.write(pi * nb + j, bytes) {
                     return fail(ExecError::Crash {
                         what: e.to_string(),
                     });
@@ -448,9 +446,10 @@ impl Prepared for CudaPrepared {
             }
         }
         let slots: Vec<Vec<usize>> = (0..points.len())
-            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .map(|pi| (0..nb).map(|j| pi * nb + j).collect())
             .collect();
         let launches: Vec<Launch> = (0..points.len())
+            .filter(|pi| bound[*pi])
             .map(|pi| Launch {
                 func: &func,
                 bufs: &slots[pi],
@@ -459,8 +458,11 @@ impl Prepared for CudaPrepared {
                 local: [1, 1, 1],
             })
             .collect();
-        let all: Vec<usize> = slots.iter().flatten().copied().collect();
-        let bytes = match dev.run(&launches).and_then(|_| dev.read(&all)) {
+        let outs: Vec<usize> = (0..points.len())
+            .filter(|pi| bound[*pi])
+            .flat_map(|pi| self.k.outputs.iter().map(move |(j, _)| pi * nb + j))
+            .collect();
+        let got = match dev.run(&launches).and_then(|_| dev.read(&outs)) {
             Ok(b) => b,
             Err(e) => {
                 return fail(ExecError::Crash {
@@ -468,29 +470,20 @@ impl Prepared for CudaPrepared {
                 });
             }
         };
-        (0..points.len())
-            .map(|pi| {
-                (0..n_out)
-                    .map(|o| {
-                        if missing[pi] {
-                            return Observed::failed(ExecError::UnboundVar(
-                                "a kernel input".into(),
-                            ));
-                        }
-                        Observed {
-                            value: Some(kernel_io::decode(
-                                self.k.outputs[o],
-                                &bytes[pi * n_out + o],
-                            )),
-                            buffers: vec![],
-                            ub: false,
-                            error: None,
-                            invalid: false,
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
+        // unbound points read nothing: give them empty rows for `observe_outputs`
+        let n_out = self.k.outputs.len();
+        let mut it = got.into_iter();
+        let mut bytes = Vec::with_capacity(points.len() * n_out);
+        for b in &bound {
+            for _ in 0..n_out {
+                bytes.push(if *b {
+                    it.next().unwrap_or_default()
+                } else {
+                    vec![]
+                });
+            }
+        }
+        super::wgpu::observe_outputs(&self.k, &bound, &bytes)
     }
 }
 

@@ -13,31 +13,87 @@ pub struct RenderedKernel {
     pub src: String,
     pub entry: String,
     pub params: Vec<KernelParam>,
-    /// The dtype of each root's one-element output buffer, by root index.
-    pub outputs: Vec<DType>,
+    /// For each root, in order: its one-element output buffer's position among the buffer
+    /// parameters and its dtype.
+    pub outputs: Vec<(usize, DType)>,
+    /// The lowered kernel graph and its SINK, before linearizing (what `harness/render_cmd.py`
+    /// renders with tinygrad's own renderer).
+    pub lowered: Graph,
+    pub sink: UOp,
+}
+
+/// One point's arguments: the bytes of every buffer parameter (outputs zeroed, inputs that
+/// `lower` passes through a buffer holding their value) and the scalar parameters' values.
+pub struct Bound {
+    pub bufs: Vec<Vec<u8>>,
+    pub vals: Vec<(DType, Val)>,
+}
+
+impl RenderedKernel {
+    /// The arguments at `env`; `None` when an input has no value there.
+    pub fn bind(&self, env: &Env) -> Option<Bound> {
+        let mut b = Bound {
+            bufs: Vec::new(),
+            vals: Vec::new(),
+        };
+        for p in &self.params {
+            match (&p.source, p.pointer) {
+                (ArgSource::Output(_), _) => b.bufs.push(vec![0u8; p.dtype.itemsize() as usize]),
+                (_, true) => b.bufs.push(encode(p.dtype, input_val(p, env)?)),
+                (_, false) => b.vals.push((p.dtype, input_val(p, env)?)),
+            }
+        }
+        Some(b)
+    }
+    pub fn n_bufs(&self) -> usize {
+        self.params.iter().filter(|p| p.pointer).count()
+    }
 }
 
 /// `lower` → `linearize` → `pm_linearize_cleanups` → `ren.render`, as tinygrad's
 /// `full_rewrite_to_sink` + `do_linearize` + `do_render` (codegen/__init__.py:289-445). A
 /// graph the renderer cannot take is [`Unsupported`].
+///
+/// `runs(dt)` says which dtypes the device computes in: a lowered kernel with a node of any
+/// other dtype is unsupported too (the port's `lower` has no dtype emulation, tinygrad's
+/// `pm_dtype_decomps` does: int64 as two words on WGSL...). The weak CONST inside a
+/// `CAST(dt, CONST)` literal is the one weak node a renderer takes (docs/renderers.md §3).
 pub fn render_kernel<R: CStyleLanguage + ?Sized>(
     ren: &R,
     g: &Graph,
     roots: &[UOp],
+    runs: impl Fn(DType) -> bool,
 ) -> Result<RenderedKernel, Unsupported> {
     let unsup = |e: super::render::CannotRender| Unsupported { reason: e.0 };
     let k = lower::lower(ren, g, roots).map_err(unsup)?;
     let mut kg = k.graph;
+    for u in kg.toposort(&[k.sink]) {
+        let dt = kg.dtype(u);
+        let literal = kg.op(u) == crate::ir::Ops::CONST && dt.is_weak();
+        if dt != DType::Void && !literal && !runs(dt) {
+            return Err(Unsupported {
+                reason: format!("{} after lowering", dt.py_name()),
+            });
+        }
+    }
     let lst = linearize::linearize(&kg, k.sink);
     let lst = linearize::linearize_cleanups(&mut kg, &lst);
     let src = ren.render(&kg, &lst).map_err(unsup)?;
-    let outputs = k
+    let mut outputs: Vec<(usize, usize, DType)> = k
         .params
         .iter()
         .filter(|p| p.pointer)
-        .map(|p| p.dtype)
+        .enumerate()
+        .filter_map(|(j, p)| match p.source {
+            ArgSource::Output(i) => Some((i, j, p.dtype)),
+            _ => None,
+        })
         .collect();
+    outputs.sort_by_key(|o| o.0);
+    let outputs = outputs.into_iter().map(|(_, j, dt)| (j, dt)).collect();
     Ok(RenderedKernel {
+        lowered: kg,
+        sink: k.sink,
         src,
         // `_render` names the kernel "test" when the SINK has no KernelInfo (cstyle.py:210)
         entry: "test".into(),

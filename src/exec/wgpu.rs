@@ -455,7 +455,7 @@ pub struct Wgpu;
 
 /// The dtypes `wgpu` runs, given whether the adapter has `shader-f16`.
 fn runs_dtype(dt: DType, f16: bool) -> bool {
-    WgslRenderer { f16 }.supported_dtypes().contains(&dt) || dt.is_weak()
+    WgslRenderer { f16 }.supported_dtypes().contains(&dt)
 }
 
 impl Backend for Wgpu {
@@ -474,7 +474,8 @@ impl Backend for Wgpu {
             let no: Vec<DType> = DType::ALL
                 .iter()
                 .copied()
-                .filter(|d| !runs_dtype(*d, f16))
+                // weak dtypes are committed by `lower`; what they become is checked after it
+                .filter(|d| !d.is_weak() && !runs_dtype(*d, f16))
                 .collect();
             Capabilities::all(Support::Runs)
                 .with(&lowered, DType::ALL, Support::LoweredFirst)
@@ -494,7 +495,8 @@ impl Backend for Wgpu {
         })?;
         self.capabilities().check(g, roots)?;
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
-        let k = kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots)?;
+        let k =
+            kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
         if let Some(p) = k
             .params
             .iter()
@@ -507,15 +509,10 @@ impl Backend for Wgpu {
                 ),
             });
         }
-        if let Some(p) = k.params.iter().find(|p| !runs_dtype(p.dtype, f16)) {
-            return Err(Unsupported {
-                reason: format!("{} after lowering", p.dtype.py_name()),
-            });
-        }
         let compiled = dev.lock().map_err(|_| Unsupported {
             reason: "WebGPU device poisoned by an earlier panic".into(),
         })?;
-        let n_bufs = k.params.iter().filter(|p| p.pointer).count();
+        let n_bufs = k.n_bufs();
         let n_vals = k.params.len() - n_bufs;
         let kernel = compiled.compile(&k.src, &k.entry, n_bufs, n_vals);
         drop(compiled);
@@ -534,6 +531,63 @@ impl WgpuPrepared {
     pub fn source(&self) -> &str {
         &self.k.src
     }
+    /// `k` compiled as given: how `uopfuzz fidelity --renderer wgsl` runs tinygrad's own source
+    /// for a kernel (its parameters are the port's, which tinygrad's source shares).
+    pub fn from_rendered(k: RenderedKernel) -> Result<WgpuPrepared, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        let n_bufs = k.n_bufs();
+        let n_vals = k.params.len() - n_bufs;
+        let kernel = match dev.lock() {
+            Ok(d) => d.compile(&k.src, &k.entry, n_bufs, n_vals),
+            Err(_) => Err(GpuError::Device("WebGPU device poisoned".into())),
+        };
+        Ok(WgpuPrepared { k, kernel })
+    }
+    /// The renderer `wgpu` renders with on this machine (`shader-f16` when the adapter has it).
+    pub fn renderer() -> WgslRenderer {
+        WgslRenderer {
+            f16: matches!(device(), Ok(d) if d.lock().is_ok_and(|d| d.has_f16)),
+        }
+    }
+    /// Renders `roots` of `g` the way the `wgpu` backend does, without compiling.
+    pub fn render(g: &Graph, roots: &[UOp]) -> Result<RenderedKernel, Unsupported> {
+        let ren = WgpuPrepared::renderer();
+        let f16 = ren.f16;
+        kernel_io::render_kernel(&ren, g, roots, |dt| runs_dtype(dt, f16))
+    }
+}
+
+/// One row per point from the output bytes (`n_out` per point, in root order).
+pub(crate) fn observe_outputs(
+    k: &RenderedKernel,
+    bound: &[bool],
+    bytes: &[Vec<u8>],
+) -> Vec<Vec<Observed>> {
+    let n_out = k.outputs.len();
+    (0..bound.len())
+        .map(|pi| {
+            k.outputs
+                .iter()
+                .enumerate()
+                .map(|(o, (_, dt))| {
+                    if !bound[pi] {
+                        return Observed::failed(super::backend::ExecError::UnboundVar(
+                            "a kernel input".into(),
+                        ));
+                    }
+                    Observed {
+                        value: Some(kernel_io::decode(*dt, &bytes[pi * n_out + o])),
+                        buffers: vec![],
+                        ub: false,
+                        error: None,
+                        invalid: false,
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The uniform word of a scalar input (f16 in the low half).
@@ -566,29 +620,29 @@ impl Prepared for WgpuPrepared {
                 what: "WebGPU device poisoned".into(),
             });
         };
-        // every point in one submission: point p's outputs live in slots p*n_out..
+        // every point in one submission: point p's buffers live in slots p*nb..
+        let nb = self.k.n_bufs();
         let mut vals: Vec<Vec<u32>> = Vec::with_capacity(points.len());
-        let mut missing = vec![false; points.len()];
+        let mut bound = vec![true; points.len()];
         for (pi, env) in points.iter().enumerate() {
-            let mut vs = Vec::new();
-            for p in self.k.params.iter().filter(|p| !p.pointer) {
-                match kernel_io::input_val(p, env) {
-                    Some(v) => vs.push(uniform_word(p.dtype, v)),
-                    None => {
-                        missing[pi] = true;
-                        vs.push(0);
-                    }
+            let Some(b) = self.k.bind(env) else {
+                bound[pi] = false;
+                vals.push(vec![0; kernel.n_vals]);
+                for j in 0..nb {
+                    dev.write(pi * nb + j, &[0u8; 4]);
                 }
-            }
-            vals.push(vs);
-            for (o, dt) in self.k.outputs.iter().enumerate() {
-                dev.write(pi * n_out + o, &vec![0u8; dt.itemsize() as usize]);
+                continue;
+            };
+            vals.push(b.vals.iter().map(|(dt, v)| uniform_word(*dt, *v)).collect());
+            for (j, bytes) in b.bufs.iter().enumerate() {
+                dev.write(pi * nb + j, bytes);
             }
         }
         let slots: Vec<Vec<usize>> = (0..points.len())
-            .map(|pi| (0..n_out).map(|o| pi * n_out + o).collect())
+            .map(|pi| (0..nb).map(|j| pi * nb + j).collect())
             .collect();
         let launches: Vec<Launch> = (0..points.len())
+            .filter(|pi| bound[*pi])
             .map(|pi| Launch {
                 kernel,
                 bufs: &slots[pi],
@@ -596,9 +650,10 @@ impl Prepared for WgpuPrepared {
                 global: [1, 1, 1],
             })
             .collect();
-        let all: Vec<usize> = slots.iter().flatten().copied().collect();
-        let read = dev.run(&launches).and_then(|_| dev.read(&all));
-        let bytes = match read {
+        let outs: Vec<usize> = (0..points.len())
+            .flat_map(|pi| self.k.outputs.iter().map(move |(j, _)| pi * nb + j))
+            .collect();
+        let bytes = match dev.run(&launches).and_then(|_| dev.read(&outs)) {
             Ok(b) => b,
             Err(GpuError::Timeout(d)) => {
                 return fail(super::backend::ExecError::Timeout {
@@ -611,27 +666,7 @@ impl Prepared for WgpuPrepared {
                 });
             }
         };
-        (0..points.len())
-            .map(|pi| {
-                (0..n_out)
-                    .map(|o| {
-                        if missing[pi] {
-                            return Observed::failed(super::backend::ExecError::UnboundVar(
-                                "a kernel input".into(),
-                            ));
-                        }
-                        let v = kernel_io::decode(self.k.outputs[o], &bytes[pi * n_out + o]);
-                        Observed {
-                            value: Some(v),
-                            buffers: vec![],
-                            ub: false,
-                            error: None,
-                            invalid: false,
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
+        observe_outputs(&self.k, &bound, &bytes)
     }
 }
 

@@ -625,7 +625,11 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
             if dt == DType::Half {
                 // C has no `__fp16` parameters ("parameters cannot have __fp16 type"): a half
                 // input is read from a one-element buffer, as tinygrad kernels read inputs
-                let buf = cx.g.param(-1, dt, 1);
+                // named, so two half variables get two buffers (hash-consing merges equal PARAMs)
+                let sz = cx.g.cint(DType::WeakInt, 1);
+                let mut pa = ParamArg::buffer(-1, dt);
+                pa.name = Some(name.clone());
+                let buf = cx.g.mk(Ops::PARAM, dt, &[sz], Arg::Param(Box::new(pa)));
                 let zero = cx.g.cint(DType::Int32, 0);
                 let idx = cx.g.mk(Ops::INDEX, dt, &[buf, zero], Arg::None);
                 let ld = cx.g.mk(Ops::LOAD, dt, &[idx], Arg::None);

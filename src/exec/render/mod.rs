@@ -536,9 +536,14 @@ pub fn render_lines<R: CStyleLanguage + ?Sized>(
             let shape = if p.addrspace() == AddrSpace::Alu {
                 String::new()
             } else {
+                // the size may be a committed literal by now: `CAST(int, CONST 1)`
                 g.src(u)
                     .first()
-                    .and_then(|s| g.const_val(*s))
+                    .map(|s| match g.op(*s) {
+                        Ops::CAST => g.src(*s)[0],
+                        _ => *s,
+                    })
+                    .and_then(|s| g.const_val(s))
                     .map(py_str)
                     .unwrap_or_default()
             };

@@ -6,7 +6,7 @@
 //! sides counts as the same), text-identical when the sources are equal.
 //!
 //! The one place that spawns `render_cmd.py` is [`tinygrad_sources`].
-use super::{BridgeError, find_python, harness_script, run_script};
+use super::super::{BridgeError, find_python, harness_script, run_script};
 use crate::exec::c::{CKernel, lower_and_render, prepare_sources};
 use crate::exec::interp::Env;
 use crate::exec::{ExecError, Observed};

@@ -1,0 +1,207 @@
+//! `uopfuzz fidelity --renderer wgsl|cuda`: the port's renderer against tinygrad's on the same
+//! lowered kernels (generated graphs of every family, lowered by `exec::render::lower`, rendered
+//! by the port and by `harness/render_cmd.py` in one Python process).
+//!
+//! `cuda`: the share of kernels whose CUDA source is text-identical (no GPU needed).
+//! `wgsl`: also *behaviour*: both sources compiled on the WebGPU adapter (lavapipe in CI) and
+//! run at the same input points; a kernel is behaviour-identical when every output at every
+//! point has the same bits (NaN payloads aside).
+use super::super::{BridgeError, find_python, harness_script, run_script};
+use crate::exec::Prepared;
+use crate::exec::interp::Env;
+use crate::exec::kernel_io::{self, RenderedKernel};
+use crate::exec::render::CStyleLanguage;
+use crate::exec::render::cuda::CudaRenderer;
+use crate::exec::wgpu::WgpuPrepared;
+use crate::generate::{Family, GenConfig, generate_seeded};
+use crate::oracle::check::CheckOpts;
+use crate::oracle::compare::same_val;
+use crate::oracle::inputs::make_points;
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RenderFidelity {
+    pub renderer: String,
+    pub graphs: usize,
+    /// Kernels the port rendered (the rest: `lower` or the renderer said unsupported).
+    pub rendered: usize,
+    /// Kernels tinygrad's renderer rendered too (it raised on the rest).
+    pub tinygrad_rendered: usize,
+    pub text_identical: usize,
+    /// wgsl: kernels both sources compiled and ran on the device.
+    pub behaviour_compared: usize,
+    pub behaviour_identical: usize,
+    /// wgsl: kernels where one side failed to compile or run.
+    pub behaviour_failed: usize,
+    /// The first few differences.
+    pub examples: Vec<String>,
+}
+
+impl RenderFidelity {
+    pub fn summary(&self) -> String {
+        let pct = |a: usize, b: usize| {
+            if b == 0 {
+                0.0
+            } else {
+                100.0 * a as f64 / b as f64
+            }
+        };
+        let mut s = format!(
+            "fidelity --renderer {}: {} graphs, {} rendered by the port, {} also by tinygrad; text-identical {}/{} ({:.2} %)",
+            self.renderer,
+            self.graphs,
+            self.rendered,
+            self.tinygrad_rendered,
+            self.text_identical,
+            self.tinygrad_rendered,
+            pct(self.text_identical, self.tinygrad_rendered)
+        );
+        if self.renderer.starts_with("wgsl") {
+            s += &format!(
+                "; behaviour-identical {}/{} ({:.2} %), {} failed to compile or run",
+                self.behaviour_identical,
+                self.behaviour_compared,
+                pct(self.behaviour_identical, self.behaviour_compared),
+                self.behaviour_failed
+            );
+        }
+        s + "\n"
+            + &self
+                .examples
+                .iter()
+                .map(|e| format!("  {e}\n"))
+                .collect::<String>()
+    }
+}
+
+/// Renders `per_family` graphs of every family with the port's `renderer` (`wgsl` or `cuda`)
+/// and with tinygrad's, and compares them.
+pub fn run(
+    renderer: &str,
+    per_family: usize,
+    seed: u64,
+    points: usize,
+) -> Result<RenderFidelity, BridgeError> {
+    let wgsl = renderer == "wgsl";
+    let mut rep = RenderFidelity {
+        renderer: renderer.into(),
+        ..Default::default()
+    };
+    let cuda = CudaRenderer {
+        arch: "sm_89".into(),
+    };
+    let cuda_ok = cuda.supported_dtypes();
+    let mut kernels: Vec<(RenderedKernel, crate::generate::Generated, u64)> = Vec::new();
+    for fam in Family::ALL {
+        let cfg = GenConfig {
+            family: Some(fam),
+            ..Default::default()
+        };
+        for i in 0..per_family {
+            let s = seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9) ^ fam as u64;
+            let case = generate_seeded(s, &cfg);
+            rep.graphs += 1;
+            let k = if wgsl {
+                WgpuPrepared::render(&case.graph, &[case.root])
+            } else {
+                kernel_io::render_kernel(&cuda, &case.graph, &[case.root], |dt| {
+                    cuda_ok.contains(&dt)
+                })
+            };
+            if let Ok(k) = k {
+                kernels.push((k, case, s));
+            }
+        }
+    }
+    rep.rendered = kernels.len();
+    // which tinygrad renderer: the f16 one where the adapter has shader-f16 (ops_webgpu.py:131)
+    let tg_name = match renderer {
+        "wgsl" if WgpuPrepared::renderer().f16 => "wgsl-f16",
+        r => r,
+    };
+    let mut stdin = String::new();
+    for (i, (k, _, _)) in kernels.iter().enumerate() {
+        let text = crate::ir::text::write_graph(&k.lowered, &[k.sink], &["sink"]);
+        stdin += &serde_json::json!({"id": i, "text": text}).to_string();
+        stdin.push('\n');
+    }
+    let out = run_script(
+        &find_python()?,
+        &harness_script("render_cmd.py")?,
+        &[tg_name.to_string()],
+        stdin.into_bytes(),
+    )?;
+    let mut theirs: Vec<Option<String>> = vec![None; kernels.len()];
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| BridgeError::Protocol(format!("render_cmd.py: {e}: {line}")))?;
+        if let (Some(id), Some(src)) = (v["id"].as_u64(), v["src"].as_str())
+            && let Some(t) = theirs.get_mut(id as usize)
+        {
+            *t = Some(src.to_string());
+        }
+    }
+    for ((k, case, s), t) in kernels.into_iter().zip(theirs) {
+        let Some(t) = t else { continue };
+        rep.tinygrad_rendered += 1;
+        if t == k.src {
+            rep.text_identical += 1;
+        } else if rep.examples.len() < 3 {
+            rep.examples.push(format!(
+                "text differs (seed {s}):\n--- port\n{}\n--- tinygrad\n{t}",
+                k.src
+            ));
+        }
+        if !wgsl {
+            continue;
+        }
+        let pts = make_points(
+            &case,
+            &CheckOpts {
+                points,
+                seed: s,
+                ..Default::default()
+            },
+        );
+        let envs: Vec<&Env> = pts.iter().map(|p| &p.env).collect();
+        let theirs_k = RenderedKernel {
+            src: t,
+            entry: k.entry.clone(),
+            params: k.params.clone(),
+            outputs: k.outputs.clone(),
+            lowered: crate::ir::Graph::new(),
+            sink: k.sink,
+        };
+        let (Ok(mut a), Ok(mut b)) = (
+            WgpuPrepared::from_rendered(k),
+            WgpuPrepared::from_rendered(theirs_k),
+        ) else {
+            rep.behaviour_failed += 1;
+            continue;
+        };
+        let (ra, rb) = (a.run(&envs), b.run(&envs));
+        let failed = ra.iter().chain(&rb).flatten().any(|o| o.error.is_some());
+        if failed {
+            rep.behaviour_failed += 1;
+            if rep.examples.len() < 6 {
+                let e = ra.iter().chain(&rb).flatten().find_map(|o| o.error.clone());
+                rep.examples
+                    .push(format!("failed to run (seed {s}): {e:?}"));
+            }
+            continue;
+        }
+        rep.behaviour_compared += 1;
+        let same = ra.iter().zip(&rb).all(|(x, y)| {
+            x.iter().zip(y).all(|(p, q)| match (p.value, q.value) {
+                (Some(p), Some(q)) => same_val(p, q),
+                _ => false,
+            })
+        });
+        if same {
+            rep.behaviour_identical += 1;
+        } else if rep.examples.len() < 6 {
+            rep.examples
+                .push(format!("behaviour differs (seed {s}): {ra:?} vs {rb:?}"));
+        }
+    }
+    Ok(rep)
+}
