@@ -162,7 +162,7 @@ fn hand_built_cases_match_tinygrad() {
             .trace
             .iter()
             .map(|s| s.source.rsplit('/').next().unwrap_or(s.source))
-            .map(|l| pattern_line(l))
+            .map(pattern_line)
             .collect();
         if port_lines != c.fired {
             other_patterns.push(format!(
