@@ -140,6 +140,7 @@ fn every_rule_fires() {
 #[test]
 fn hand_built_cases_match_tinygrad() {
     let cases = cases();
+    let mut other_patterns = Vec::new();
     assert_eq!(cases.len(), 20);
     for c in &cases {
         assert!(
@@ -155,17 +156,20 @@ fn hand_built_cases_match_tinygrad() {
             c.rule
         );
         // the same tinygrad patterns fired on both sides (the port cites each rule's line as
-        // `tinygrad/<dir>/<file>:<line>`, tinygrad's TRACK_MATCH_STATS records `<file>:<line>`)
+        // `tinygrad/<dir>/<file>:<line>`, tinygrad's TRACK_MATCH_STATS records `<file>:<line>`
+        // of the pattern's first line)
         let port_lines: BTreeSet<&str> = out
             .trace
             .iter()
             .map(|s| s.source.rsplit('/').next().unwrap_or(s.source))
+            .map(pattern_line)
             .collect();
-        assert_eq!(
-            port_lines, c.fired,
-            "{}: the port fired other tinygrad patterns than tinygrad",
-            c.rule
-        );
+        if port_lines != c.fired {
+            other_patterns.push(format!(
+                "{}: port {port_lines:?}, tinygrad {:?}",
+                c.rule, c.fired
+            ));
+        }
         assert!(!c.tinygrad.starts_with("RAISES"), "{}", c.rule);
         assert_eq!(
             write_graph(&g, &[out.root], &["root"]),
@@ -173,5 +177,29 @@ fn hand_built_cases_match_tinygrad() {
             "{}: result differs from tinygrad's",
             c.rule
         );
+    }
+    assert!(
+        other_patterns.is_empty(),
+        "the port fired other tinygrad patterns than tinygrad:\n{}",
+        other_patterns.join("\n")
+    );
+}
+
+/// The tinygrad pattern line a port citation stands for, where the port cites something else:
+/// the function a pattern calls (`fold_add_divmod_recombine` defined at symbolic.py:52, its
+/// pattern at :120; reduce_mul_chain's helper at :381, its pattern at :470) or the second line
+/// of a two-line pattern (its lambda), one below the line tinygrad's match stats record.
+fn pattern_line(cited: &str) -> &str {
+    match cited {
+        "symbolic.py:52" => "symbolic.py:120",
+        "symbolic.py:381" => "symbolic.py:470",
+        "symbolic.py:95" => "symbolic.py:94",
+        "symbolic.py:437" => "symbolic.py:436",
+        "symbolic.py:444" => "symbolic.py:443",
+        "movement.py:16" => "movement.py:15",
+        "movement.py:19" => "movement.py:18",
+        "movement.py:22" => "movement.py:21",
+        "movement.py:25" => "movement.py:24",
+        l => l,
     }
 }

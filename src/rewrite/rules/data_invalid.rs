@@ -183,7 +183,7 @@ pub fn pm_data_invalid() -> RuleSet {
             //   lambda x,i: x.src[1] if len(x.src) > 1 else x.const_like(0))
             rule!(
                 "pm_data_invalid/load_invalid_index",
-                "tinygrad/uop/symbolic.py:94",
+                "tinygrad/uop/symbolic.py:95",
                 UPat::op(Ops::LOAD)
                     .named("x")
                     .src(vec![
