@@ -3,7 +3,6 @@
 //! on ≥ 99.5 % of the graphs, and every disagreement must be one `corpus/known-divergences.tsv`
 //! explains. Skipped (counted by scripts/test.sh) when tinygrad 0.14.0 is not importable; fails
 //! under CI=true.
-use uopfuzz::tinygrad::BridgeError;
 use uopfuzz::tinygrad::fidelity::{
     FidelityOpts, FidelityReport, GenKind, human_summary, load_known, run_fidelity,
 };

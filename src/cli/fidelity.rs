@@ -55,7 +55,8 @@ pub struct Args {
     /// Compare a renderer instead of a rule set: `clang` renders the port's lowered kernels
     /// with tinygrad's own ClangRenderer, compiles and runs both sources on the same points and
     /// reports the behaviour-identical and text-identical shares (`--min-agree` applies to the
-    /// behaviour share).
+    /// behaviour share); `wgsl` (text and, on the WebGPU adapter, behaviour) or `cuda` (text),
+    /// where `--graphs` is per generator family.
     #[arg(long)]
     pub renderer: Option<String>,
     /// With `--renderer`: compile with c-strict's flags (-fwrapv -ffp-contract=off).
@@ -64,10 +65,6 @@ pub struct Args {
     /// Exit 1 when the agreement (percent) is below this.
     #[arg(long, default_value_t = 99.5)]
     pub min_agree: f64,
-    /// Compare a renderer instead of a rule set: `wgsl` (text and, on the WebGPU adapter,
-    /// behaviour) or `cuda` (text). `--graphs` is then per generator family.
-    #[arg(long)]
-    pub renderer: Option<String>,
 }
 
 /// `--renderer wgsl|cuda`: agreement is the behaviour-identical share (wgsl) or the

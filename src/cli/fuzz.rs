@@ -3,8 +3,8 @@
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
 use crate::oracle::fuzz::{FuzzOpts, load_known, run_with};
-use crate::oracle::rewriter::Rewriter;
 use crate::oracle::inject;
+use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::repro::sink::FindingDirs;
 use crate::tinygrad::rewriter::TinygradRewriter;
@@ -190,9 +190,8 @@ pub fn run_cmd(a: Args) -> ExitCode {
         );
     }
     // raw findings per signature, for `uopfuzz bugs` (one directory is saved per signature)
-    if let Some(out) = &opts.out
-        && !s.findings.is_empty()
-    {
+    if !s.findings.is_empty() {
+        let out = &a.out;
         // runs into the same directory add up
         let file = out.join("counts.json");
         let mut counts: std::collections::BTreeMap<String, u64> = std::fs::read_to_string(&file)
@@ -200,9 +199,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         for f in &s.findings {
-            *counts
-                .entry(f.signature().to_string())
-                .or_insert(0) += f.count;
+            *counts.entry(f.signature().to_string()).or_insert(0) += f.count;
         }
         if let Err(e) = std::fs::write(
             &file,

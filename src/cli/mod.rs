@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 pub mod backends;
 pub mod bench;
-pub mod conformance;
 pub mod bugs;
+pub mod conformance;
 pub mod farm;
 pub mod fidelity;
 pub mod fuzz;

@@ -161,6 +161,9 @@ fn finding_dir_of(file: &Path) -> Result<(PathBuf, Option<String>), String> {
         rule_source: m.rule_source.clone(),
         trace: Vec::new(),
         nodes: (r.nodes(), 0),
+        agreeing: Vec::new(),
+        rewriter: None,
+        tinygrad_revision: None,
     };
     std::fs::write(
         dir.join("original.py"),

@@ -160,8 +160,7 @@ fn known(f: &Filed) -> &'static str {
     static KNOWN: std::sync::OnceLock<Vec<crate::oracle::verdict::Signature>> =
         std::sync::OnceLock::new();
     let k = KNOWN.get_or_init(|| {
-        crate::oracle::fuzz::parse_known(crate::oracle::fuzz::BUILTIN_KNOWN)
-            .unwrap_or_default()
+        crate::oracle::fuzz::builtin_known()
             .into_iter()
             .map(|x| x.0)
             .collect()

@@ -209,6 +209,9 @@ fn file_crash(
                 .unwrap_or(0),
             0,
         ),
+        agreeing: Vec::new(),
+        rewriter: None,
+        tinygrad_revision: None,
     };
     if let Some(c) = &built {
         std::fs::write(

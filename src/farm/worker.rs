@@ -131,7 +131,7 @@ fn say(line: &str) {
 impl Worker {
     fn choice(&mut self, rules: &str) -> Result<&RuleChoice, String> {
         if !self.choices.contains_key(rules) {
-            let c = choose_rules(rules, None)?;
+            let c = choose_rules(rules, None).map_err(|e| e.to_string())?;
             self.choices.insert(rules.to_string(), c);
         }
         Ok(&self.choices[rules])
@@ -304,7 +304,20 @@ impl Worker {
         }
         let tmp = self.layout.tmp().join(format!("w{}-{k}", self.slot));
         let pipe = choice.pipeline();
-        crate::oracle::fuzz::save_finding(&tmp, case, res, &finding, &pipe)?;
+        // the check's arena is gone: the rewrite is rebuilt (deterministic) for the files
+        let mut g = case.graph.clone();
+        let rw = pipe.rewrite(&mut g, &mut Default::default(), case.root, None);
+        crate::repro::sink::write_dir(
+            &tmp,
+            &crate::oracle::sink::NewFinding {
+                finding: &finding,
+                graph: &g,
+                root: case.root,
+                rewritten: (rw.root != case.root).then_some(rw.root),
+                seed,
+            },
+        )
+        .map_err(std::io::Error::other)?;
         let meta = FarmMeta {
             first_seen: store::unix_now(),
             farm_id: b.farm_id.clone(),

@@ -1,6 +1,7 @@
 //! Blame: the first rule application of a rewrite trace that makes the graph compute
 //! something else at a failing point.
 use super::compare::{PointVerdict, decide};
+use super::rewriter::{RewriteMemo, Rewriter};
 use super::tolerance::FloatPolicy;
 use crate::exec::Observed;
 use crate::exec::backend::{self, Backend};
@@ -8,7 +9,6 @@ use crate::exec::interp::Env;
 use crate::generate::Case;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::Step;
-use super::rewriter::{RewriteMemo, Rewriter};
 
 /// The first rule application that is wrong at this point.
 ///

@@ -13,6 +13,7 @@
 use super::blame::{blame, blame_on};
 use super::compare::{PointVerdict, decide, decide_on};
 use super::inputs::{Point, make_points};
+use super::rewriter::{RewriteMemo, Rewriter};
 use super::tolerance::FloatPolicy;
 use super::verdict::Class;
 use crate::exec::backend::{self, Backend, ExecError};
@@ -23,7 +24,6 @@ use crate::generate::Case;
 use crate::ir::alu::Val;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::engine::{RuleError, Stop};
-use super::rewriter::{RewriteMemo, Rewriter};
 use crate::rewrite::pipeline::Rewritten;
 
 #[derive(Clone, Debug)]

@@ -9,6 +9,7 @@ use super::check::{
     CaseResult, CheckOpts, Detected, check_case_graph, check_case_on, dtype_family,
 };
 use super::inject;
+use super::rewriter::Rewriter;
 use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
@@ -19,7 +20,6 @@ use crate::ir::Graph;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
 use crate::rewrite::engine::{Rule, RuleSet};
-use super::rewriter::Rewriter;
 use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
 use rayon::prelude::*;

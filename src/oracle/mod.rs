@@ -9,7 +9,7 @@ pub mod conformance;
 pub mod fuzz;
 pub mod inject;
 pub mod inputs;
-pub mod sink;
 pub mod rewriter;
+pub mod sink;
 pub mod tolerance;
 pub mod verdict;

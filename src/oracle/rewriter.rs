@@ -2,10 +2,10 @@
 //! tinygrad (`tinygrad::TinygradRewriter`, a later stage this one never imports). The oracle
 //! only needs the rewritten root, its stop and the per-application trace (for blame), all in
 //! the case's own graph arena.
-use crate::rewrite::pipeline::{Pipeline, Rewritten};
 use crate::ir::{Graph, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::RuleMemo;
+use crate::rewrite::pipeline::{Pipeline, Rewritten};
 
 /// State a rewriter may keep between the calls on one graph (the port's analysis cache and
 /// rule memos, which make the idempotence re-rewrite cheap); other rewriters ignore it.

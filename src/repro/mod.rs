@@ -19,9 +19,9 @@ pub mod pylit;
 pub mod reduce;
 pub mod replay;
 pub mod report;
+pub mod rootcause;
 pub mod sink;
 pub mod triage;
-pub mod rootcause;
 
 use crate::ir::text::{ParseError, parse_graph};
 use crate::ir::{Graph, UOp};

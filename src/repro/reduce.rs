@@ -322,10 +322,7 @@ pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
 /// `d` with every LOAD under it replaced by a fresh variable holding its value at `e`.
 fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
     let mut g2 = g.clone();
-    let mut env2 = Env {
-        max_steps: e.max_steps,
-        ..Env::default()
-    };
+    let mut env2 = Env::default();
     env2.vars = e.vars.clone();
     let mut map = HashMap::new();
     for u in g.toposort(&[d]) {
@@ -416,10 +413,7 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
 
 /// The inputs `root` reads (variables, ranges, specials; buffers for kernels).
 pub fn restrict_env(g: &Graph, root: UOp, env: &Env) -> Env {
-    let mut out = Env {
-        max_steps: env.max_steps,
-        ..Env::default()
-    };
+    let mut out = Env::default();
     for u in g.toposort(&[root]) {
         match (g.op(u), g.arg(u)) {
             (Ops::RANGE, Arg::Range(a, _)) => {

@@ -19,16 +19,18 @@
 use crate::exec::interp::{self, Env, Outcome};
 use crate::ir::alu::Val;
 use crate::ir::{DType, Graph, Ops, UOp};
+use crate::oracle::blame::first_wrong_step;
 use crate::oracle::bounds;
-use crate::oracle::check::{PointVerdict, Rewritten, compare_point, first_wrong_step};
+use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{RuleError, Stop};
+use crate::rewrite::pipeline::Rewritten;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
-pub use crate::oracle::check::Pipeline;
+pub use crate::rewrite::pipeline::Pipeline;
 
 /// How a rewrite bug shows at the blamed step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -34,7 +34,15 @@ impl FindingSink for FindingDirs {
         let dir = self
             .out
             .join(format!("{}-{}", f.finding.signature.slug(), f.seed));
-        std::fs::create_dir_all(&dir).map_err(|source| SinkError::Io {
+        write_dir(&dir, f)?;
+        Ok(dir.display().to_string())
+    }
+}
+
+/// Writes one finding directory at `dir` (the farm names its own directories).
+pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
+    {
+        std::fs::create_dir_all(dir).map_err(|source| SinkError::Io {
             path: dir.display().to_string(),
             source,
         })?;
@@ -61,6 +69,6 @@ impl FindingSink for FindingDirs {
             },
         )?;
         write(&file, &write_repro(&repro, &label))?;
-        Ok(dir.display().to_string())
+        Ok(())
     }
 }

@@ -65,6 +65,30 @@ fn tuplize_cmp(g: &Graph, a: UOp, b: UOp, memo: &mut HashMap<(UOp, UOp), Orderin
     o
 }
 
+/// A stable merge sort that tolerates a comparator which is not a total order (an arg pair
+/// Python cannot order compares equal here, and NaN consts): `slice::sort_by` may panic on one.
+fn merge_sort(v: &mut Vec<UOp>, cmp: &mut impl FnMut(UOp, UOp) -> Ordering) {
+    if v.len() <= 1 {
+        return;
+    }
+    let mut right = v.split_off(v.len() / 2);
+    merge_sort(v, cmp);
+    merge_sort(&mut right, cmp);
+    let left = std::mem::take(v);
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() && j < right.len() {
+        if cmp(right[j], left[i]) == Ordering::Less {
+            v.push(right[j]);
+            j += 1;
+        } else {
+            v.push(left[i]);
+            i += 1;
+        }
+    }
+    v.extend_from_slice(&left[i..]);
+    v.extend_from_slice(&right[j..]);
+}
+
 /// `linearize(sink)` (linearizer.py:8-51): a toposort by priority (`run_count`, op priority,
 /// PARAM slot, then `tuplize` as TUPLE_ORDER=1 adds), kept a toposort through a heap.
 pub fn linearize(g: &Graph, sink: UOp) -> Vec<UOp> {
@@ -100,7 +124,11 @@ pub fn linearize(g: &Graph, sink: UOp) -> Vec<UOp> {
     }
     let mut sorted = lst.clone();
     let mut memo: HashMap<(UOp, UOp), Ordering> = HashMap::default();
-    sorted.sort_by(|a, b| prio[a].cmp(&prio[b]).then_with(|| tuplize_cmp(g, *a, *b, &mut memo)));
+    merge_sort(&mut sorted, &mut |a, b| {
+        prio[&a]
+            .cmp(&prio[&b])
+            .then_with(|| tuplize_cmp(g, a, b, &mut memo))
+    });
     let nkey: HashMap<UOp, usize> = sorted.iter().enumerate().map(|(i, u)| (*u, i)).collect();
     let mut heap = std::collections::BinaryHeap::new();
     heap.push((nkey[&sink], sink));

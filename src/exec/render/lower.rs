@@ -96,6 +96,17 @@ fn commit_weak_graph(cx: &mut Cx, order: &[UOp]) -> Result<HashMap<UOp, UOp>, Ca
             let mut p = *p;
             p.dtype = d;
             cx.g.mk(op, d, &src, Arg::Param(Box::new(p)))
+        } else if op == Ops::CAST && dt.is_weak() {
+            // a single weak CAST is absorbed by its consumer (uop/weak.py:53-54, :68): its
+            // lowered src stands for it, converted only where the kind changes (int → float)
+            let s = src[0];
+            let sd = cx.g.dtype(s);
+            if (dt == DType::WeakFloat) == sd.is_float() {
+                s
+            } else {
+                let d = default_dtype(cx, u);
+                cx.cast(s, d)
+            }
         } else if matches!(op, Ops::RANGE | Ops::SPECIAL) && dt.is_weak() {
             // `lower_weak_node` (:42-49): the bound's lowered dtype
             let d = src.first().map(|s| cx.g.dtype(*s)).unwrap_or(DType::Int32);
@@ -317,7 +328,7 @@ pub fn simplifying_for(ops: &[Ops]) -> RuleSet {
 /// default `DISABLE_FAST_IDIV=1` (helpers.py:245) leaves fast_idiv and its CMOD rule out.
 pub fn late_for(ops: &[Ops]) -> RuleSet {
     let has = |o: Ops| ops.contains(&o);
-    filtered(&rules::late::late_rewrite_patterns(), |n| match n {
+    filtered(&rules::late::late_rewrite_patterns(true), |n| match n {
         "late/not_and_not" => has(Ops::OR),   // op.py:95
         "late/mul_pow2_shl" => has(Ops::SHL), // op.py:98
         "late/uint_cdiv_pow2_shr" | "late/int_cdiv_pow2_shr" => has(Ops::SHR), // op.py:99-106
@@ -714,6 +725,16 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
         let src: Vec<UOp> = n.src.iter().map(|s| cc[s]).collect();
         let nu = if n.op == Ops::CONST && !n.dtype.is_weak() {
             let c = g.const_val(u).unwrap_or(ConstVal::Invalid);
+            // a literal C cannot spell (the port's weakint bounds saturate at ±2^120)
+            if let (Some(v), Some((lo, hi))) = (c.as_i128(), n.dtype.int_bounds())
+                && !matches!(n.dtype, DType::UInt32 | DType::UInt64)
+                && !(lo..=hi).contains(&v)
+            {
+                return Err(CannotRender(format!(
+                    "literal {v} does not fit {}",
+                    n.dtype.py_name()
+                )));
+            }
             let wdt = match c {
                 ConstVal::Bool(_) => DType::Bool,
                 ConstVal::Int(_) => DType::WeakInt,

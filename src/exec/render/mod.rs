@@ -37,6 +37,10 @@ pub fn addrspace(g: &Graph, u: UOp) -> Option<AddrSpace> {
             g.src(u).first().and_then(|s| addrspace(g, *s))
         }
         _ if op.is_movement() => g.src(u).first().and_then(|s| addrspace(g, *s)),
+        // an ALU value of a lowered kernel never lives in GLOBAL/LOCAL memory (no pointer
+        // arithmetic is rendered), and None renders as ALU does: no walk down the DAG, which
+        // is exponential on shared subtrees
+        _ if op.is_alu() => None,
         _ if matches!(op, Ops::STACK | Ops::WMMA | Ops::GROUP) || op.is_elementwise() => {
             let ad: Vec<AddrSpace> = g.src(u).iter().filter_map(|s| addrspace(g, *s)).collect();
             match ad.first() {
@@ -493,12 +497,11 @@ pub fn render_lines<R: CStyleLanguage + ?Sized>(
             .filter(|u| g.op(**u) == Ops::STORE)
             .map(|u| g.src(*u)[0])
             .collect();
-        let mut seen: Vec<UOp> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<UOp> = Default::default();
         while let Some(x) = stack.pop() {
-            if seen.contains(&x) || g.op(x) == Ops::END {
+            if g.op(x) == Ops::END || !seen.insert(x) {
                 continue;
             }
-            seen.push(x);
             if g.op(x) == Ops::PARAM {
                 writable.push(x);
             }
@@ -658,7 +661,11 @@ mod tests {
         let mut n = 0;
         for line in golden.lines() {
             let v: serde_json::Value = serde_json::from_str(line).expect("golden line");
-            let (id, text, want) = (v["id"].as_str().unwrap(), v["text"].as_str().unwrap(), v["src"].as_str().unwrap());
+            let (id, text, want) = (
+                v["id"].as_str().unwrap(),
+                v["text"].as_str().unwrap(),
+                v["src"].as_str().unwrap(),
+            );
             let p = crate::ir::text::parse_graph(text, id).expect("golden graph parses");
             let sink = p.root("sink").expect("sink root");
             let mut g = p.graph;

@@ -1543,7 +1543,11 @@ pub fn tuplize_head_cmp(g: &Graph, a: UOp, b: UOp) -> std::cmp::Ordering {
         };
     }
     if na.dtype != nb.dtype {
-        return if dtype_lt(na.dtype, nb.dtype) { Ordering::Less } else { Ordering::Greater };
+        return if dtype_lt(na.dtype, nb.dtype) {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
     }
     Ordering::Equal
 }

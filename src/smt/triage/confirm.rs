@@ -1,5 +1,6 @@
 //! Stage 1: confirm a finding with Z3 and the interpreter (module docs of `triage`).
 use super::*;
+use crate::exec::Observed;
 use crate::smt::query::is_variable;
 
 // ------------------------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ pub(super) fn disagreement(cex: &Counterexample, o: &Observed, n: &Observed) -> 
             return None;
         }
         match (obs.value, z.and_then(Val::from_const)) {
-            (Some(a), Some(b)) if !crate::oracle::check::same_val(a, b) => Some(format!(
+            (Some(a), Some(b)) if !crate::oracle::compare::same_val(a, b) => Some(format!(
                 "{side}: interpreter {} vs Z3 {}",
                 a.py_repr(),
                 b.py_repr()

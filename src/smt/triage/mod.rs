@@ -40,6 +40,7 @@ pub mod minimize;
 mod model;
 pub mod real;
 
+use crate::exec::Observed;
 use blame::*;
 use confirm::*;
 pub use model::{Ask, Z3Answer, ieee_query};
