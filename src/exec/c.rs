@@ -101,8 +101,8 @@ fn capabilities() -> &'static Capabilities {
                 &all,
                 Support::LoweredFirst,
             )
-            .with(&Ops::ALL.to_vec(), &[DType::BFloat16], Support::Unsupported)
-            .with(&Ops::ALL.to_vec(), DType::FP8S, Support::Unsupported)
+            .with(Ops::ALL, &[DType::BFloat16], Support::Unsupported)
+            .with(Ops::ALL, DType::FP8S, Support::Unsupported)
             .with(
                 &[
                     Ops::INDEX,

@@ -694,7 +694,6 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
         stores.push(cx.g.mk(Ops::STORE, DType::Void, &[idx, r], Arg::None));
     }
     let sink = cx.g.mk(Ops::SINK, DType::Void, &stores, Arg::None);
-    drop(cx);
     // full_rewrite_to_sink's decomposition passes (codegen/__init__.py:359-379)
     let ops = ren.supported_ops();
     let sink = rewrite(
