@@ -61,7 +61,10 @@ struct Slot {
     stdin: Option<ChildStdin>,
     /// Incarnation: events of an earlier process of this slot are ignored.
     incarnation: u64,
-    batch: Option<(usize, Batch)>,
+    /// Orders sent and not yet done, oldest first: the next one waits in the worker's stdin,
+    /// so a worker never idles while the supervisor (on a loaded machine, late to be scheduled)
+    /// answers its last report.
+    batch: std::collections::VecDeque<(usize, Batch)>,
     /// Position, directed target and corpus entry of the case in flight.
     last_case: Option<(u64, String, String)>,
     last_msg: Instant,
@@ -386,7 +389,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
             child: None,
             stdin: None,
             incarnation: 0,
-            batch: None,
+            batch: Default::default(),
             last_case: None,
             last_msg: now,
             hung: false,
@@ -412,10 +415,15 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         let arm = sched.pick(st.batches, corpus_n > 0);
         st.batches += 1;
         let n = ((s.rate * BATCH_SECS) as u64).clamp(8, 4096);
+        let start = s
+            .batch
+            .back()
+            .map(|(_, b)| b.start + b.n)
+            .unwrap_or(st.positions[k]);
         let b = Batch {
             arm: sched.arms[arm].clone(),
             slot_seed: slot_seed(st.seed, k),
-            start: st.positions[k],
+            start,
             n: if s.rate == 0.0 { 32 } else { n },
             farm_id: st.farm_id.clone(),
         };
@@ -423,8 +431,10 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         if let Some(w) = s.stdin.as_mut()
             && writeln!(w, "{line}").and_then(|_| w.flush()).is_ok()
         {
-            s.batch = Some((arm, b));
-            s.last_msg = Instant::now();
+            if s.batch.is_empty() {
+                s.last_msg = Instant::now();
+            }
+            s.batch.push_back((arm, b));
         }
     };
 
@@ -451,9 +461,10 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         s.stdin = Some(i);
                         s.alive = true;
                         s.hung = false;
-                        s.batch = None;
+                        s.batch.clear();
                         s.last_case = None;
                         s.last_msg = Instant::now();
+                        assign(k, s, &mut st, &sched, corpus_n);
                         assign(k, s, &mut st, &sched, corpus_n);
                     }
                     Err(e) => {
@@ -510,7 +521,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         let Ok(d) = serde_json::from_str::<Done>(json) else {
                             continue;
                         };
-                        let Some((arm, b)) = s.batch.take() else {
+                        let Some((arm, b)) = s.batch.pop_front() else {
                             continue;
                         };
                         s.last_case = None;
@@ -551,7 +562,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                     let code = s.child.as_mut().and_then(|c| c.wait().ok());
                     s.child = None;
                     if code.and_then(|c| c.code()) == Some(EXIT_STORE)
-                        || (stopping && s.batch.is_none())
+                        || (stopping && s.batch.is_empty())
                     {
                         continue;
                     }
@@ -578,7 +589,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                             None => ("killed", "vanished".to_string()),
                         }
                     };
-                    if let (Some((_, b)), Some(case)) = (&s.batch, &s.last_case) {
+                    if let (Some((_, b)), Some(case)) = (s.batch.front(), &s.last_case) {
                         st.harness_crashes += 1;
                         if let Err(e) =
                             file_crash(&l, &st, k, &b.arm, b.slot_seed, case, kind, &why)
@@ -588,7 +599,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         st.positions[k] = case.0 + 1;
                     }
                     status_note(&status, &format!("worker {k} {why}; restarted"));
-                    s.batch = None;
+                    s.batch.clear();
                     s.last_case = None;
                 }
                 _ => {}
@@ -598,7 +609,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         for s in slots.iter_mut() {
             if s.alive
                 && !s.hung
-                && s.batch.is_some()
+                && !s.batch.is_empty()
                 && s.last_msg.elapsed().as_secs_f64() > o.hang_secs
             {
                 s.hung = true;

@@ -275,7 +275,7 @@ impl Worker {
             if let Some(bytes) = bytes {
                 let p = self.layout.corpus().join(corpus::entry_name(&bytes));
                 if !p.exists() {
-                    store::write_atomic(&p, &bytes)?;
+                    store::write_entry(&p, &bytes)?;
                     done.corpus_added += 1;
                 }
             }
