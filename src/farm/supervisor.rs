@@ -68,6 +68,8 @@ struct Slot {
     /// Position, directed target and corpus entry of the case in flight.
     last_case: Option<(u64, String, String)>,
     last_msg: Instant,
+    /// The worker's case record as last read (`worker::case_file`).
+    case_seen: Vec<u8>,
     hung: bool,
     rate: f64,
     alive: bool,
@@ -120,6 +122,17 @@ fn spawn_worker(
         let _ = tx.send(Ev::Eof(k, incarnation));
     });
     Ok((child, stdin))
+}
+
+/// The case a worker recorded last: position, directed target, corpus entry.
+fn read_case(l: &Layout, k: usize) -> Option<(u64, String, String)> {
+    let t = std::fs::read_to_string(worker::case_file(l, k)).ok()?;
+    let mut p = t.split_whitespace();
+    Some((
+        p.next()?.parse().ok()?,
+        p.next().unwrap_or("-").to_string(),
+        p.next().unwrap_or("-").to_string(),
+    ))
 }
 
 /// The last line of a worker's log that says why it stopped (its panic message).
@@ -392,6 +405,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
             batch: Default::default(),
             last_case: None,
             last_msg: now,
+            case_seen: Vec::new(),
             hung: false,
             rate: 0.0,
             alive: false,
@@ -508,16 +522,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                 Ev::Line(k, incarnation, line) if incarnation == slots[k].incarnation => {
                     let s = &mut slots[k];
                     s.last_msg = Instant::now();
-                    if let Some(rest) = line.strip_prefix("c ") {
-                        let mut p = rest.split(' ');
-                        if let Some(pos) = p.next().and_then(|x| x.parse().ok()) {
-                            s.last_case = Some((
-                                pos,
-                                p.next().unwrap_or("-").to_string(),
-                                p.next().unwrap_or("-").to_string(),
-                            ));
-                        }
-                    } else if let Some(json) = line.strip_prefix("d ") {
+                    if let Some(json) = line.strip_prefix("d ") {
                         let Ok(d) = serde_json::from_str::<Done>(json) else {
                             continue;
                         };
@@ -571,6 +576,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                     }
                     // a crash: file the case in flight, resume after it
                     st.restarts += 1;
+                    s.last_case = read_case(&l, k).filter(|c| {
+                        s.batch
+                            .front()
+                            .is_some_and(|(_, b)| (b.start..b.start + b.n).contains(&c.0))
+                    });
                     let (kind, why) = if s.hung {
                         st.hangs += 1;
                         (
@@ -605,8 +615,15 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                 _ => {}
             }
         }
-        // watchdog
-        for s in slots.iter_mut() {
+        // watchdog: progress is a change of the worker's case record
+        for (k, s) in slots.iter_mut().enumerate() {
+            if s.alive && !s.batch.is_empty() {
+                let rec = std::fs::read(worker::case_file(&l, k)).unwrap_or_default();
+                if rec != s.case_seen {
+                    s.case_seen = rec;
+                    s.last_msg = Instant::now();
+                }
+            }
             if s.alive
                 && !s.hung
                 && !s.batch.is_empty()
