@@ -761,6 +761,9 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         fatal.get_or_insert(io(&l.state(), e));
     }
     let _ = triage::write_bug_list(&l);
+    for k in 0..slots.len() {
+        let _ = std::fs::remove_file(worker::case_file(&l, k));
+    }
     let rate =
         st.execs.saturating_sub(window[0].1) as f64 / start.elapsed().as_secs_f64().max(1e-9);
     let line = stat_line(
