@@ -148,6 +148,7 @@ fn last_words(l: &Layout, k: usize) -> String {
 }
 
 /// Files the case a worker died on as a `harness-crash` finding (one directory per crash).
+#[allow(clippy::too_many_arguments)]
 fn file_crash(
     l: &Layout,
     st: &State,

@@ -97,8 +97,8 @@ pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running)
     }
     match text
         .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .last()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
     {
         Some(v) => Outcome::Done(v["class"].as_str().unwrap_or("unknown").to_string()),
         None => Outcome::Failed(err.lines().last().unwrap_or("no output").to_string()),
