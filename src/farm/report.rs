@@ -27,8 +27,11 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// (hours, value) lines as one SVG chart.
-fn line_chart(title: &str, y_label: &str, series: &[(&str, RGBColor, Vec<(f64, f64)>)]) -> String {
+/// One named, coloured line of (hours, value) points.
+type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+/// Lines as one SVG chart.
+fn line_chart(title: &str, y_label: &str, series: &[Series]) -> String {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();

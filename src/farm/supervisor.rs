@@ -61,10 +61,15 @@ struct Slot {
     stdin: Option<ChildStdin>,
     /// Incarnation: events of an earlier process of this slot are ignored.
     incarnation: u64,
-    batch: Option<(usize, Batch)>,
+    /// Orders sent and not yet done, oldest first: the next one waits in the worker's stdin,
+    /// so a worker never idles while the supervisor (on a loaded machine, late to be scheduled)
+    /// answers its last report.
+    batch: std::collections::VecDeque<(usize, Batch)>,
     /// Position, directed target and corpus entry of the case in flight.
     last_case: Option<(u64, String, String)>,
     last_msg: Instant,
+    /// The worker's case record as last read (`worker::case_file`).
+    case_seen: Vec<u8>,
     hung: bool,
     rate: f64,
     alive: bool,
@@ -119,6 +124,17 @@ fn spawn_worker(
     Ok((child, stdin))
 }
 
+/// The case a worker recorded last: position, directed target, corpus entry.
+fn read_case(l: &Layout, k: usize) -> Option<(u64, String, String)> {
+    let t = std::fs::read_to_string(worker::case_file(l, k)).ok()?;
+    let mut p = t.split_whitespace();
+    Some((
+        p.next()?.parse().ok()?,
+        p.next().unwrap_or("-").to_string(),
+        p.next().unwrap_or("-").to_string(),
+    ))
+}
+
 /// The last line of a worker's log that says why it stopped (its panic message).
 fn last_words(l: &Layout, k: usize) -> String {
     std::fs::read_to_string(l.logs().join(format!("worker-{k}.log")))
@@ -132,6 +148,7 @@ fn last_words(l: &Layout, k: usize) -> String {
 }
 
 /// Files the case a worker died on as a `harness-crash` finding (one directory per crash).
+#[allow(clippy::too_many_arguments)]
 fn file_crash(
     l: &Layout,
     st: &State,
@@ -389,9 +406,10 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
             child: None,
             stdin: None,
             incarnation: 0,
-            batch: None,
+            batch: Default::default(),
             last_case: None,
             last_msg: now,
+            case_seen: Vec::new(),
             hung: false,
             rate: 0.0,
             alive: false,
@@ -415,10 +433,15 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         let arm = sched.pick(st.batches, corpus_n > 0);
         st.batches += 1;
         let n = ((s.rate * BATCH_SECS) as u64).clamp(8, 4096);
+        let start = s
+            .batch
+            .back()
+            .map(|(_, b)| b.start + b.n)
+            .unwrap_or(st.positions[k]);
         let b = Batch {
             arm: sched.arms[arm].clone(),
             slot_seed: slot_seed(st.seed, k),
-            start: st.positions[k],
+            start,
             n: if s.rate == 0.0 { 32 } else { n },
             farm_id: st.farm_id.clone(),
         };
@@ -426,8 +449,10 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         if let Some(w) = s.stdin.as_mut()
             && writeln!(w, "{line}").and_then(|_| w.flush()).is_ok()
         {
-            s.batch = Some((arm, b));
-            s.last_msg = Instant::now();
+            if s.batch.is_empty() {
+                s.last_msg = Instant::now();
+            }
+            s.batch.push_back((arm, b));
         }
     };
 
@@ -454,9 +479,10 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         s.stdin = Some(i);
                         s.alive = true;
                         s.hung = false;
-                        s.batch = None;
+                        s.batch.clear();
                         s.last_case = None;
                         s.last_msg = Instant::now();
+                        assign(k, s, &mut st, &sched, corpus_n);
                         assign(k, s, &mut st, &sched, corpus_n);
                     }
                     Err(e) => {
@@ -500,20 +526,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                 Ev::Line(k, incarnation, line) if incarnation == slots[k].incarnation => {
                     let s = &mut slots[k];
                     s.last_msg = Instant::now();
-                    if let Some(rest) = line.strip_prefix("c ") {
-                        let mut p = rest.split(' ');
-                        if let Some(pos) = p.next().and_then(|x| x.parse().ok()) {
-                            s.last_case = Some((
-                                pos,
-                                p.next().unwrap_or("-").to_string(),
-                                p.next().unwrap_or("-").to_string(),
-                            ));
-                        }
-                    } else if let Some(json) = line.strip_prefix("d ") {
+                    if let Some(json) = line.strip_prefix("d ") {
                         let Ok(d) = serde_json::from_str::<Done>(json) else {
                             continue;
                         };
-                        let Some((arm, b)) = s.batch.take() else {
+                        let Some((arm, b)) = s.batch.pop_front() else {
                             continue;
                         };
                         s.last_case = None;
@@ -554,7 +571,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                     let code = s.child.as_mut().and_then(|c| c.wait().ok());
                     s.child = None;
                     if code.and_then(|c| c.code()) == Some(EXIT_STORE)
-                        || (stopping && s.batch.is_none())
+                        || (stopping && s.batch.is_empty())
                     {
                         continue;
                     }
@@ -563,6 +580,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                     }
                     // a crash: file the case in flight, resume after it
                     st.restarts += 1;
+                    s.last_case = read_case(&l, k).filter(|c| {
+                        s.batch
+                            .front()
+                            .is_some_and(|(_, b)| (b.start..b.start + b.n).contains(&c.0))
+                    });
                     let (kind, why) = if s.hung {
                         st.hangs += 1;
                         (
@@ -581,7 +603,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                             None => ("killed", "vanished".to_string()),
                         }
                     };
-                    if let (Some((_, b)), Some(case)) = (&s.batch, &s.last_case) {
+                    if let (Some((_, b)), Some(case)) = (s.batch.front(), &s.last_case) {
                         st.harness_crashes += 1;
                         if let Err(e) =
                             file_crash(&l, &st, k, &b.arm, b.slot_seed, case, kind, &why)
@@ -591,17 +613,24 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                         st.positions[k] = case.0 + 1;
                     }
                     status_note(&status, &format!("worker {k} {why}; restarted"));
-                    s.batch = None;
+                    s.batch.clear();
                     s.last_case = None;
                 }
                 _ => {}
             }
         }
-        // watchdog
-        for s in slots.iter_mut() {
+        // watchdog: progress is a change of the worker's case record
+        for (k, s) in slots.iter_mut().enumerate() {
+            if s.alive && !s.batch.is_empty() {
+                let rec = std::fs::read(worker::case_file(&l, k)).unwrap_or_default();
+                if rec != s.case_seen {
+                    s.case_seen = rec;
+                    s.last_msg = Instant::now();
+                }
+            }
             if s.alive
                 && !s.hung
-                && s.batch.is_some()
+                && !s.batch.is_empty()
                 && s.last_msg.elapsed().as_secs_f64() > o.hang_secs
             {
                 s.hung = true;
@@ -736,6 +765,9 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
         fatal.get_or_insert(io(&l.state(), e));
     }
     let _ = triage::write_bug_list(&l);
+    for k in 0..slots.len() {
+        let _ = std::fs::remove_file(worker::case_file(&l, k));
+    }
     let rate =
         st.execs.saturating_sub(window[0].1) as f64 / start.elapsed().as_secs_f64().max(1e-9);
     let line = stat_line(

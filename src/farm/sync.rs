@@ -71,7 +71,7 @@ pub fn exchange(l: &Layout, sync: &Path, st: &mut State) -> std::io::Result<Move
         }
         let dst = own.join("corpus").join(&name);
         if !dst.exists() {
-            store::write_atomic(&dst, &std::fs::read(l.corpus().join(&name))?)?;
+            store::write_entry(&dst, &std::fs::read(l.corpus().join(&name))?)?;
             m.exported += 1;
         }
         st.synced.insert(key);
@@ -113,7 +113,7 @@ pub fn exchange(l: &Layout, sync: &Path, st: &mut State) -> std::io::Result<Move
             }
             let dst = l.corpus().join(&name);
             if !dst.exists() {
-                store::write_atomic(&dst, &std::fs::read(theirs.join("corpus").join(&name))?)?;
+                store::write_entry(&dst, &std::fs::read(theirs.join("corpus").join(&name))?)?;
                 m.imported_corpus += 1;
             }
             // the imported entry is not exported again

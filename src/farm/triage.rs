@@ -23,8 +23,15 @@ pub enum Outcome {
 /// few dozen queries; past two minutes the farm's time is better spent fuzzing.
 pub const TRIAGE_DEADLINE: Duration = Duration::from_secs(120);
 
-/// The triage child in flight, so the supervisor can end it when the farm stops.
-pub type Running = Arc<Mutex<Option<Child>>>;
+/// The triage child in flight, so the supervisor can end it when the farm stops; once stopped,
+/// no further child starts.
+#[derive(Default)]
+pub struct InFlight {
+    child: Option<Child>,
+    stopped: bool,
+}
+
+pub type Running = Arc<Mutex<InFlight>>;
 
 /// Runs `exe triage --json DIR` with a deadline.
 pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running) -> Outcome {
@@ -40,7 +47,15 @@ pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running)
         Err(e) => return Outcome::Failed(format!("cannot start triage: {e}")),
     };
     let mut stdout = child.stdout.take();
-    *running.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+    {
+        let mut g = running.lock().unwrap_or_else(|e| e.into_inner());
+        if g.stopped {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Outcome::Failed("stopped with the farm".into());
+        }
+        g.child = Some(child);
+    }
     // read stdout while it runs (a full pipe would stall the child)
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -52,18 +67,18 @@ pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running)
     let t0 = Instant::now();
     let status = loop {
         let mut g = running.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(c) = g.as_mut() else {
+        let Some(c) = g.child.as_mut() else {
             return Outcome::Failed("stopped with the farm".into());
         };
         match c.try_wait() {
             Ok(Some(s)) => {
-                let c = g.take();
+                let c = g.child.take();
                 break (s, c);
             }
             Ok(None) if t0.elapsed() > deadline => {
                 let _ = c.kill();
                 let _ = c.wait();
-                *g = None;
+                g.child = None;
                 return Outcome::Timeout;
             }
             Ok(None) => {
@@ -82,8 +97,8 @@ pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running)
     }
     match text
         .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .last()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
     {
         Some(v) => Outcome::Done(v["class"].as_str().unwrap_or("unknown").to_string()),
         None => Outcome::Failed(err.lines().last().unwrap_or("no output").to_string()),
@@ -92,7 +107,9 @@ pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running)
 
 /// Ends the triage child in flight, if any.
 pub fn stop(running: &Running) {
-    if let Some(mut c) = running.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    let mut g = running.lock().unwrap_or_else(|e| e.into_inner());
+    g.stopped = true;
+    if let Some(mut c) = g.child.take() {
         let _ = c.kill();
         let _ = c.wait();
     }
@@ -104,7 +121,7 @@ pub fn spawn(
     jobs: Receiver<PathBuf>,
     results: Sender<(PathBuf, Outcome)>,
 ) -> Running {
-    let running: Running = Arc::new(Mutex::new(None));
+    let running: Running = Arc::new(Mutex::new(InFlight::default()));
     let r = running.clone();
     std::thread::spawn(move || {
         for dir in jobs {
