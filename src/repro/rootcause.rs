@@ -165,8 +165,13 @@ pub fn normalize_error(e: &str) -> (String, String) {
         ty = head.to_string();
         rest = tail;
     }
-    if let Some(t) = ["AssertionError", "KeyError"].iter().find(|t| rest == **t) {
-        ty = t.to_string();
+    // a bare exception (`AssertionError: ` with no message)
+    let bare = rest.trim_end_matches(':').trim();
+    if !bare.is_empty()
+        && bare.chars().all(|c| c.is_ascii_alphanumeric())
+        && (bare.ends_with("Error") || bare.ends_with("Exception"))
+    {
+        ty = bare.to_string();
         rest = "";
     }
     let mut out = String::new();
