@@ -9,7 +9,7 @@ cd "$root"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 
 need_apt=()
-[ "$only" = z3 ] || for p in mesa-vulkan-drivers libvulkan1 gcc python3-venv; do
+[ "$only" = z3 ] || for p in mesa-vulkan-drivers libvulkan1 gcc clang python3-venv; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
