@@ -563,7 +563,7 @@ pub fn load_allowlist(path: &Path) -> Result<Vec<AllowEntry>, AllowlistError> {
         let conds: Vec<String> = f[3].split('&').map(|c| c.trim().to_string()).collect();
         for c in &conds {
             if !valid_cond(c) {
-                return Err(row.error(&file, format!("unknown condition {c:?}")).into());
+                return Err(row.error(&file, format!("unknown condition {c:?}")));
             }
         }
         out.push(AllowEntry {

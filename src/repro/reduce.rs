@@ -322,8 +322,10 @@ pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
 /// `d` with every LOAD under it replaced by a fresh variable holding its value at `e`.
 fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
     let mut g2 = g.clone();
-    let mut env2 = Env::default();
-    env2.vars = e.vars.clone();
+    let mut env2 = Env {
+        vars: e.vars.clone(),
+        ..Env::default()
+    };
     let mut map = HashMap::new();
     for u in g.toposort(&[d]) {
         if g.op(u) == Ops::LOAD {
