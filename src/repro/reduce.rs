@@ -19,31 +19,8 @@ use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
+use crate::smt::triage::minimize::{bits, simple_consts, substitute};
 use std::collections::{HashMap, HashSet};
-
-/// Rebuilds `root` with `map` applied (every use of a key replaced by its value).
-pub fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
-    let mut m: HashMap<UOp, UOp> = HashMap::new();
-    for u in g.toposort(&[root]) {
-        if let Some(r) = map.get(&u) {
-            m.insert(u, *r);
-            continue;
-        }
-        let n = g.node(u).clone();
-        let src: Vec<UOp> = n
-            .src
-            .iter()
-            .map(|s| m.get(s).copied().unwrap_or(*s))
-            .collect();
-        let nu = if src[..] != n.src[..] {
-            g.mk(n.op, n.dtype, &src, n.arg.clone())
-        } else {
-            u
-        };
-        m.insert(u, nu);
-    }
-    m.get(&root).copied().unwrap_or(root)
-}
 
 /// The outcome of a reduction.
 #[derive(Clone, Debug)]
@@ -55,10 +32,6 @@ pub struct Reduced {
     pub nodes_after: usize,
     pub tried: usize,
     pub accepted: usize,
-}
-
-fn bits(x: u128) -> u64 {
-    128 - x.leading_zeros() as u64
 }
 
 fn const_cost(c: ConstVal) -> u64 {
@@ -126,22 +99,6 @@ fn value_at(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
         return None;
     }
     o.value
-}
-
-fn simple_consts(dt: DType) -> Vec<ConstVal> {
-    if dt == DType::Bool {
-        vec![ConstVal::Bool(false), ConstVal::Bool(true)]
-    } else if dt.is_float() {
-        [0.0, 1.0, -1.0, 2.0].map(ConstVal::Float).to_vec()
-    } else if dt.is_int() {
-        let mut v = vec![0, 1, 2];
-        if !dt.is_unsigned() {
-            v.insert(2, -1);
-        }
-        v.into_iter().map(ConstVal::Int).collect()
-    } else {
-        vec![]
-    }
 }
 
 fn fresh_name(g: &Graph, root: UOp, env: &Env) -> String {

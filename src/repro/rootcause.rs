@@ -427,7 +427,7 @@ fn needs_bound(
     };
     let mut map = HashMap::new();
     map.insert(v1, fresh);
-    let root2 = super::reduce::substitute(&mut g1, before1, &map);
+    let root2 = crate::smt::triage::minimize::substitute(&mut g1, before1, &map);
     let mut env2 = env.clone();
     env2.vars.insert(name, val);
     let (gw, rw) = rewrite(pipe, &g1, root2, None);

@@ -82,7 +82,7 @@ fn is_var(g: &Graph, u: UOp) -> bool {
             .is_some_and(|p| p.vmin_vmax.is_some() || p.slot < 0)
 }
 
-fn bits(x: u128) -> u64 {
+pub fn bits(x: u128) -> u64 {
     128 - x.leading_zeros() as u64
 }
 
@@ -107,7 +107,7 @@ fn measure(g: &Graph, root: UOp) -> (usize, u64) {
 }
 
 /// Rebuilds `root` with `map` applied (every use of a key replaced by its value).
-fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
+pub fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
     let mut m: HashMap<UOp, UOp> = HashMap::new();
     for u in g.toposort(&[root]) {
         if let Some(r) = map.get(&u) {
@@ -175,7 +175,7 @@ fn int_bounds_of(g: &Graph, u: UOp) -> Option<(i128, i128)> {
     (lo <= hi).then_some((lo, hi))
 }
 
-fn simple_consts(dt: DType) -> Vec<ConstVal> {
+pub fn simple_consts(dt: DType) -> Vec<ConstVal> {
     if dt == DType::Bool {
         vec![ConstVal::Bool(false), ConstVal::Bool(true)]
     } else if dt.is_float() {
