@@ -335,13 +335,24 @@ fn stages_py(rules: &str) -> Option<(Vec<&'static str>, &'static str)> {
             vec![simp],
             "PMS = [(symbolic_simple + simp(tuple(Ops)), None)]",
         ),
+        // the late-decompositions matcher as codegen composes it (codegen/__init__.py:365-373):
+        // symbolic_simple + simplifying + late + transcendental, fast_idiv only without
+        // DISABLE_FAST_IDIV (helpers.py:245)
         "late" => (
             vec![simp, tr, ren],
-            "PMS = [(symbolic_simple + late(A:=tuple(Ops), False) + tr(A, True), Ren())]",
+            "A = tuple(Ops); PMS = [(symbolic_simple + simp(A) + late(A, True) + tr(A, True), Ren())]",
+        ),
+        "late_fast_idiv" => (
+            vec![simp, tr, ren],
+            "A = tuple(Ops); PMS = [(symbolic_simple + simp(A) + late(A, False) + tr(A, True), Ren())]",
         ),
         "pipeline" => (
             vec![simp, tr, ren],
-            "A = tuple(Ops); PMS = [(sym, None), (symbolic_simple + simp(A), None), (symbolic_simple + late(A, False) + tr(A, True), Ren())]",
+            "A = tuple(Ops); PMS = [(sym, None), (symbolic_simple + simp(A), None), (symbolic_simple + simp(A) + late(A, True) + tr(A, True), Ren())]",
+        ),
+        "pipeline_fast_idiv" => (
+            vec![simp, tr, ren],
+            "A = tuple(Ops); PMS = [(sym, None), (symbolic_simple + simp(A), None), (symbolic_simple + simp(A) + late(A, False) + tr(A, True), Ren())]",
         ),
         _ => return None,
     })
