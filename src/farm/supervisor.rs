@@ -41,6 +41,8 @@ pub struct FarmOpts {
     pub stats_secs: f64,
     /// The `uopfuzz` binary the workers and the triage run as.
     pub exe: PathBuf,
+    /// The workers' rewriter and checks.
+    pub setup: worker::WorkerSetup,
 }
 
 /// How a farm run ended.
@@ -99,6 +101,8 @@ fn spawn_worker(
         .args(["farm-worker", "--dir"])
         .arg(&l.root)
         .args(["--slot", &k.to_string()])
+        .args(o.setup.rewriter.args())
+        .args(o.setup.check_idempotence.then_some("--check-idempotence"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
