@@ -13,8 +13,8 @@
 //!    `x<<k` of a negative `x`: the interpreter flags it on the lowered kernel) and the
 //!    backend's strict twin (`c-strict`, built with `-fwrapv`) computes the reference's value:
 //!    tinygrad's C relies on UB there (`backend-ub`);
-//! 3. **explained**: a documented tinygrad renderer rule that makes the value differ
-//!    ([`explained`]: sub-word ints computed in a wider type);
+//! 3. **explained**: a tinygrad renderer rule that makes the value differ ([`explained`]:
+//!    sub-word ints computed in a wider type, C's unsigned INT64_MIN literal);
 //! 4. otherwise a **mismatch**: a porting error, or a tinygrad finding not yet named.
 use super::check::CheckOpts;
 use super::compare::approx_eval;
@@ -67,6 +67,21 @@ pub fn explained(
     {
         return Some(
             "c: (u)char/(u)short arithmetic promoted to int and inlined without wrap (cstyle.py:238-243)",
+        );
+    }
+    // `(UPat.cvar("c").cast(dtypes.int64), lambda ctx,c: f"{c.val}l")` (cstyle.py:26) renders
+    // INT64_MIN as `-9223372036854775808l`: the literal 9223372036854775808l has no signed type,
+    // clang makes it unsigned (-Wimplicitly-unsigned-literal), and the arithmetic around it
+    // turns unsigned (`-8 / -9223372036854775808l` is 1, not 0)
+    if matches!(backend, "c" | "c-strict")
+        && g.toposort(&[root]).iter().any(|u| {
+            g.op(*u) == Ops::CONST
+                && g.dtype(*u) == DType::Int64
+                && g.const_val(*u).and_then(|v| v.as_i128()) == Some(i64::MIN as i128)
+        })
+    {
+        return Some(
+            "c: INT64_MIN rendered as -9223372036854775808l, an unsigned literal in C (cstyle.py:26)",
         );
     }
     None
