@@ -29,7 +29,7 @@ struct FileResult {
     status: String,
     #[serde(flatten)]
     replayed: Option<crate::repro::replay::Replayed>,
-    /// For a `backend-bug`/`backend-ub` on `c`/`c-strict`: what tinygrad's own rendered source
+    /// For a `backend-bug`/`-ub`/`-crash` on `c`/`c-strict`: what tinygrad's own rendered source
     /// gives at the point (the finding is tinygrad's when it gives the port's result).
     #[serde(skip_serializing_if = "Option::is_none")]
     tinygrad_source: Option<String>,
@@ -42,8 +42,10 @@ fn confirm(r: &crate::repro::file::Repro) -> Option<String> {
     use crate::oracle::verdict::Class;
     use crate::repro::replay::show;
     let sig = &r.meta.signature;
-    if !matches!(sig.class, Class::BackendBug | Class::BackendUb)
-        || !matches!(sig.backend.as_str(), "c" | "c-strict")
+    if !matches!(
+        sig.class,
+        Class::BackendBug | Class::BackendUb | Class::BackendCrash
+    ) || !matches!(sig.backend.as_str(), "c" | "c-strict")
     {
         return None;
     }
