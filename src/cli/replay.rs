@@ -52,7 +52,15 @@ fn confirm(r: &crate::repro::file::Repro) -> Option<String> {
     let env = r.env().ok()?;
     let strict = sig.backend == "c-strict";
     Some(
-        match crate::tinygrad::render_fidelity::clang::confirm_c(&r.graph, r.root, &env, strict) {
+        // the roots the fuzz loop compiled together
+        match crate::tinygrad::render_fidelity::clang::confirm_c(
+            &r.graph,
+            &std::iter::once(r.root)
+                .chain(r.rewritten)
+                .collect::<Vec<_>>(),
+            &env,
+            strict,
+        ) {
             Ok(c) => format!(
                 "{}: tinygrad's own ClangRenderer source with {}'s flags gives {} (the port's source gives {}; text-identical: {})",
                 if c.confirmed() {

@@ -168,7 +168,9 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
     })?;
     let name = r.meta.signature.backend.as_str();
     let reference = crate::exec::interp_backend::observe(&r.graph, r.root, &env);
-    let got = run_on(name, file, &r.graph, &[r.root], &env)?.remove(0);
+    // the roots the fuzz loop compiled together: a compile error in one fails both
+    let roots: Vec<UOp> = std::iter::once(r.root).chain(r.rewritten).collect();
+    let got = run_on(name, file, &r.graph, &roots, &env)?.remove(0);
     let differs = |o: &Observed| {
         o.error.as_ref().is_some_and(|e| e.is_backend_failure())
             || matches!(
@@ -208,7 +210,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
             .ok()
             .and_then(|b| b.strict_twin());
         if let Some(t) = twin {
-            let tw = run_on(t, file, &r.graph, &[r.root], &env)?.remove(0);
+            let tw = run_on(t, file, &r.graph, &roots, &env)?.remove(0);
             if differs(&tw) {
                 res.status = Status::DoesNotReproduce;
                 res.detail += &format!("; but {t} gives {} too: not UB alone", show(&tw));

@@ -204,15 +204,16 @@ impl Confirmation {
     }
 }
 
-/// Renders `root` of `g` with tinygrad's `ClangRenderer` and the port's, compiles both with
-/// `c`'s flags (`c-strict`'s when `strict`) and runs both at `env`.
+/// Renders `roots` of `g` into one kernel with tinygrad's `ClangRenderer` and the port's,
+/// compiles both with `c`'s flags (`c-strict`'s when `strict`) and runs both at `env`; the
+/// first root's results are compared.
 pub fn confirm_c(
     g: &crate::ir::Graph,
-    root: crate::ir::UOp,
+    roots: &[crate::ir::UOp],
     env: &Env,
     strict: bool,
 ) -> Result<Confirmation, String> {
-    let (k, ours) = lower_and_render(g, &[root]).map_err(|u| u.reason)?;
+    let (k, ours) = lower_and_render(g, roots).map_err(|u| u.reason)?;
     let text = write_graph(&k.graph, &[k.sink], &["sink"]);
     let theirs = tinygrad_sources(&[text])
         .map_err(|e| e.to_string())?
