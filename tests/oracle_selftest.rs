@@ -9,10 +9,12 @@ use uopfuzz::oracle::sink::Discard;
 
 const BUDGET: u64 = 20_000;
 /// The injection, seed and budget of the backend self-test: FLOORMOD of negative operands
-/// lowered to truncating CMOD is an int graph every compiled backend runs.
+/// lowered to truncating CMOD is an int graph every compiled backend runs. Seed 7 reaches it at
+/// graph 4 on both `c` and `wgpu` (measured); the fuzz loop compiles each graph on its own, so
+/// the budget stays small.
 const SELFTEST_INJECTION: &str = "floormod-as-cmod";
-const SELFTEST_SEED: u64 = 1;
-const SELFTEST_ITERS: u64 = 300;
+const SELFTEST_SEED: u64 = 7;
+const SELFTEST_ITERS: u64 = 30;
 
 #[test]
 fn every_injection_is_caught() {
