@@ -49,7 +49,8 @@ pub struct FuzzOpts {
     pub known: Vec<(Signature, String)>,
     /// Stop at the first finding not in `known`.
     pub stop_on_new: bool,
-    /// `--backend`: names for `exec::backend::build`; the reference interpreter always runs.
+    /// `--backend`: names for `exec::backend::build`. The reference interpreter always runs;
+    /// its own rewrite check only when it is named here (`check::check_case_on`).
     pub backends: Vec<String>,
     /// `not-idempotent` is a finding (`--check idempotence`); otherwise a health statistic
     /// (`Summary::not_idempotent`): tinygrad does not promise one graph_rewrite is a fixpoint.

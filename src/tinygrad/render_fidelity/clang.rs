@@ -183,3 +183,61 @@ pub fn run_render_fidelity(
     }
     Ok(rep)
 }
+
+/// A `c`/`c-strict` finding checked against tinygrad itself: the port's lowered kernel rendered
+/// by tinygrad's own `ClangRenderer` (`harness/render_cmd.py`), compiled with the same flags as
+/// the port's source and run at the finding's point.
+#[derive(Clone, Debug)]
+pub struct Confirmation {
+    /// tinygrad's source gives this.
+    pub tinygrad: Observed,
+    /// The port's source gives this.
+    pub port: Observed,
+    /// The two sources are the same text.
+    pub text_identical: bool,
+}
+
+impl Confirmation {
+    /// tinygrad's own source computes what the port's does: the finding is tinygrad's.
+    pub fn confirmed(&self) -> bool {
+        same_observed(&self.tinygrad, &self.port)
+    }
+}
+
+/// Renders `roots` of `g` into one kernel with tinygrad's `ClangRenderer` and the port's,
+/// compiles both with `c`'s flags (`c-strict`'s when `strict`) and runs both at `env`; the
+/// first root's results are compared.
+pub fn confirm_c(
+    g: &crate::ir::Graph,
+    roots: &[crate::ir::UOp],
+    env: &Env,
+    strict: bool,
+) -> Result<Confirmation, String> {
+    let (k, ours) = lower_and_render(g, roots).map_err(|u| u.reason)?;
+    let text = write_graph(&k.graph, &[k.sink], &["sink"]);
+    let theirs = tinygrad_sources(&[text])
+        .map_err(|e| e.to_string())?
+        .pop()
+        .ok_or("tinygrad gave no source")?
+        .map_err(|e| format!("tinygrad's renderer raised {e}"))?;
+    let text_identical = theirs == ours.source;
+    let tg = CKernel {
+        source: theirs,
+        ..ours.clone()
+    };
+    let mut ps = prepare_sources(vec![ours, tg], strict);
+    let mut first = |i: usize| -> Result<Observed, String> {
+        ps[i]
+            .run(&[env])
+            .pop()
+            .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
+            .ok_or_else(|| "no result".to_string())
+    };
+    let port = first(0)?;
+    let tinygrad = first(1)?;
+    Ok(Confirmation {
+        tinygrad,
+        port,
+        text_identical,
+    })
+}
