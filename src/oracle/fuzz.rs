@@ -449,9 +449,7 @@ pub fn to_finding(
         signature: sig,
         summary,
         rules: rules_name.to_string(),
-        float_policy: format!("{:?}", policy)
-            .to_lowercase()
-            .replace("fastmath", "fast-math"),
+        float_policy: policy.name().to_string(),
         seed: Some(seed),
         family: case.family.name().to_string(),
         inputs,

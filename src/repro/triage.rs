@@ -76,10 +76,7 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
     let FindingDir { finding, repro } = read_finding_dir(dir)?;
     let family = Family::from_name(&finding.family).unwrap_or(Family::Index);
     let case = Case::from_graph(&repro.graph, repro.root, family);
-    let policy = match finding.float_policy.as_str() {
-        "strict" => FloatPolicy::Strict,
-        _ => FloatPolicy::FastMath,
-    };
+    let policy = FloatPolicy::from_name(&finding.float_policy).unwrap_or_default();
     let inj = match inject_override {
         Some(i) => Some(i.to_string()),
         None => injection_of(&finding),
