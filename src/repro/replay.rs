@@ -245,7 +245,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         }
         return Ok(res);
     }
-    let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
+    let env = r.env().map_err(|e| at(r.locs.inputs, e.to_string()))?;
     let (c, o, n) = compare(&g, r.root, out.root, &env, policy);
     if let Some(e) = &o.error
         && !e.is_resource_limit()
