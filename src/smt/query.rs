@@ -95,11 +95,23 @@ fn float_is_finite(f: &Float) -> Bool {
     (f.is_nan() | f.is_infinite()).not()
 }
 
+/// Two outputs that cannot be compared (an int root against a float one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("root dtype changed from {} to {}", from.py_name(), to.py_name())]
+pub struct RootDtypeChanged {
+    pub from: DType,
+    pub to: DType,
+}
+
 /// Equality of two stored outputs: two NaNs are equal; +0.0 and -0.0 differ only when
 /// `signed_zero` (`verify-rules` under [`FloatPolicy::Strict`]; the fuzz oracle, and so triage,
 /// compares them equal under both policies). `Err` when they cannot be compared (an int output
 /// against a float one).
-pub(crate) fn same_output(a: &Encoded, b: &Encoded, signed_zero: bool) -> Result<Bool, String> {
+pub(crate) fn same_output(
+    a: &Encoded,
+    b: &Encoded,
+    signed_zero: bool,
+) -> Result<Bool, RootDtypeChanged> {
     let feq = |x: &Float, y: &Float| -> Bool {
         if signed_zero {
             // SMT equality: NaN = NaN, +0 ≠ -0
@@ -135,11 +147,10 @@ pub(crate) fn same_output(a: &Encoded, b: &Encoded, signed_zero: bool) -> Result
         _ => match (exact_int(a), exact_int(b)) {
             (Some(x), Some(y)) => x.eq(&y),
             _ => {
-                return Err(format!(
-                    "root dtype changed from {} to {}",
-                    a.dtype.py_name(),
-                    b.dtype.py_name()
-                ));
+                return Err(RootDtypeChanged {
+                    from: a.dtype,
+                    to: b.dtype,
+                });
             }
         },
     })
@@ -173,7 +184,7 @@ pub fn check_refinement(
             return Verdict::Unsupported(Unsupported {
                 op: "SINK".into(),
                 dtype: eo.dtype.py_name().into(),
-                reason: why,
+                reason: why.to_string(),
             });
         }
     };

@@ -2,6 +2,15 @@
 //! ([`ieee_query`]), its soft goals for value shrinking, and the counterexample read from a model.
 use super::*;
 
+/// Why a pair makes no query: the encoding does not cover it, or its roots cannot be compared.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Encode(#[from] crate::smt::encode::Unsupported),
+    #[error(transparent)]
+    Roots(#[from] crate::smt::query::RootDtypeChanged),
+}
+
 /// How a Z3 refinement query is asked.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ask {
@@ -57,10 +66,10 @@ pub(super) fn build(
     new: UOp,
     pol: FloatPolicy,
     ask: Ask,
-) -> Result<Built, String> {
+) -> Result<Built, BuildError> {
     let mut vm = VarMap::new();
-    let eo = encode(g, orig, &mut vm).map_err(|e| e.to_string())?;
-    let en = encode(g, new, &mut vm).map_err(|e| e.to_string())?;
+    let eo = encode(g, orig, &mut vm)?;
+    let en = encode(g, new, &mut vm)?;
     // the oracle compares ±0 as equal (`same_val`) under both policies
     let same = same_output(&eo, &en, false)?;
     let mut hard: Vec<Bool> = vm.domain.clone();
@@ -214,7 +223,7 @@ pub fn ieee_query(
         Ok(b) => b,
         Err(why) => {
             st.unsupported += 1;
-            return Z3Answer::Unsupported(why);
+            return Z3Answer::Unsupported(why.to_string());
         }
     };
     let p = crate::smt::z3x::query_params(timeout_ms);
