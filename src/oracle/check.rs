@@ -13,7 +13,7 @@
 use super::blame::{blame, blame_on};
 use super::compare::{PointVerdict, decide, decide_on};
 use super::inputs::{Point, make_points};
-use super::rewriter::{RewriteMemo, Rewriter};
+use super::rewriter::{RewriteMemo, Rewriter, RewriterError};
 use super::tolerance::FloatPolicy;
 use super::verdict::Class;
 use crate::exec::backend::{self, Backend, ExecError};
@@ -78,7 +78,7 @@ pub struct CaseResult {
     /// Backends that answered `Unsupported` for this graph (skipped for it).
     pub unsupported: Vec<&'static str>,
     /// The rewriter gave no answer (a tinygrad worker that crashed or hung): nothing was checked.
-    pub rewriter_failure: Option<String>,
+    pub rewriter_failure: Option<RewriterError>,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy

@@ -11,7 +11,6 @@
 //! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
 use super::Loaded;
 use super::reduce::{reduce, zero_divisor};
-use super::replay::parse_policy;
 use super::rootcause::{Cause, RootCause, analyze};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
@@ -157,7 +156,7 @@ pub struct Report {
 }
 
 fn policy_env(l: &Loaded) -> Result<(crate::oracle::tolerance::FloatPolicy, Env), String> {
-    let p = parse_policy(&l.repro.meta.float_policy)
+    let p = crate::oracle::tolerance::FloatPolicy::from_name(&l.repro.meta.float_policy)
         .ok_or_else(|| format!("{}: unknown float policy", l.label))?;
     let env = l.repro.env().map_err(|e| format!("{}: {e}", l.label))?;
     Ok((p, env))

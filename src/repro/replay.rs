@@ -65,15 +65,6 @@ pub enum ReplayError {
     Usage(String),
 }
 
-/// The recorded float policy (`fast-math` / `strict`, as the fuzz loop writes it).
-pub fn parse_policy(s: &str) -> Option<FloatPolicy> {
-    match s {
-        "fast-math" | "fastmath" => Some(FloatPolicy::FastMath),
-        "strict" => Some(FloatPolicy::Strict),
-        _ => None,
-    }
-}
-
 /// How the rewritten graph's run compares with the original's at the recorded point.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Compared {
@@ -268,7 +259,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             ReplayError::Usage(m.to_string())
         }
     })?;
-    let policy = parse_policy(&r.meta.float_policy).ok_or_else(|| {
+    let policy = FloatPolicy::from_name(&r.meta.float_policy).ok_or_else(|| {
         at(
             1,
             format!(
@@ -342,7 +333,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         }
         return Ok(res);
     }
-    let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
+    let env = r.env().map_err(|e| at(r.locs.inputs, e.to_string()))?;
     let (mut c, mut o, mut n) = compare(&g, r.root, out.root, &env, policy);
     // a rewrite bug a backend showed: original and rewritten on that backend
     let on = r.meta.signature.backend.as_str();
