@@ -16,7 +16,6 @@ pub mod dedup;
 pub mod file;
 pub mod import;
 pub mod pylit;
-pub mod reduce;
 pub mod replay;
 pub mod report;
 pub mod rootcause;

@@ -39,6 +39,7 @@ mod confirm;
 pub mod minimize;
 mod model;
 pub mod real;
+pub mod reduce;
 
 use crate::exec::Observed;
 use blame::*;
