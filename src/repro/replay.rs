@@ -148,13 +148,13 @@ fn run_on(
 /// recorded inputs on the reference and on the finding's backend (and, for `backend-ub`, its
 /// strict twin), compared as the fuzz loop compares them.
 fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
-    let policy = parse_policy(&r.meta.float_policy).unwrap_or(FloatPolicy::FastMath);
+    let policy = FloatPolicy::from_name(&r.meta.float_policy).unwrap_or(FloatPolicy::FastMath);
     let env = r.env().map_err(|m| {
         ReplayError::At(ParseError {
             file: file.to_string(),
             line: r.locs.inputs.max(1),
             col: 1,
-            msg: m,
+            msg: m.to_string(),
         })
     })?;
     let name = r.meta.signature.backend.as_str();
