@@ -195,6 +195,14 @@ pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
 pub fn lower_and_render(g: &Graph, roots: &[UOp]) -> Result<(Kernel, CKernel), Unsupported> {
     capabilities().check(g, roots)?;
     let k: Kernel = lower(&ClangRenderer, g, roots).map_err(|e| Unsupported { reason: e.0 })?;
+    if k.params
+        .iter()
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+    {
+        return Err(Unsupported {
+            reason: "kernel buffers are not bound by the c backend".into(),
+        });
+    }
     if let Some(u) = k
         .graph
         .toposort(&[k.sink])
@@ -449,6 +457,8 @@ impl CPrepared {
             .map(|p| {
                 let v = match &p.source {
                     ArgSource::Output(_) => return Ok(vec![0u8; p.dtype.itemsize() as usize]),
+                    // `lower_and_render` refuses kernels with buffers until this binds them
+                    ArgSource::Buffer { slot, .. } => return Err(ExecError::MissingBuffer(*slot)),
                     ArgSource::Var(n) => env
                         .vars
                         .get(n)

@@ -184,6 +184,14 @@ pub fn render_kernel<R: CStyleLanguage + ?Sized>(
 ) -> Result<RenderedKernel, Unsupported> {
     let unsup = |e: super::render::CannotRender| Unsupported { reason: e.0 };
     let k = lower::lower(ren, g, roots).map_err(unsup)?;
+    if k.params
+        .iter()
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+    {
+        return Err(Unsupported {
+            reason: "kernel buffers are not bound by this backend".into(),
+        });
+    }
     let mut kg = k.graph;
     for u in kg.toposort(&[k.sink]) {
         let dt = kg.dtype(u);
@@ -226,7 +234,8 @@ pub fn input_val(p: &KernelParam, env: &Env) -> Option<Val> {
         ArgSource::Var(n) => env.vars.get(n).copied(),
         ArgSource::Range(a) => env.ranges.get(a).map(|v| Val::Int(*v)),
         ArgSource::Special(n) => env.specials.get(n).map(|v| Val::Int(*v)),
-        ArgSource::Output(_) => None,
+        // bound by the backend from `Env::buffers` (not a scalar input)
+        ArgSource::Output(_) | ArgSource::Buffer { .. } => None,
     }
 }
 

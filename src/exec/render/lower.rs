@@ -6,6 +6,14 @@
 //! output buffer (`PARAM` slot = root index), every variable (and every free RANGE or SPECIAL
 //! leaf, which a scalar graph reads as an input) becomes a scalar `PARAM` in the ALU addrspace
 //! numbered after the buffers (`pm_number_params`, codegen/__init__.py:33-40).
+//!
+//! A kernel graph (one void root: SINK/END/STORE, the generator's `kernel` family) keeps its
+//! GLOBAL buffer `PARAM`s at their slots: each is a [`KernelParam`] with
+//! [`ArgSource::Buffer`], bound to `Env::buffers[slot]` (the interpreter's buffers, same slot)
+//! and, when `written`, read back into `Observed::buffers[slot]`. Its variables are scalar
+//! `PARAM`s numbered after the buffers, as above. One `lower` call lowers one kernel root: the
+//! oracle's original and rewritten kernels write the same buffers, so a backend runs each on
+//! its own copy of the point's buffers.
 use super::{CStyleLanguage, CannotRender};
 use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 use crate::rewrite::analysis::Cache;
@@ -26,6 +34,16 @@ pub enum ArgSource {
     Range(i64),
     /// A free SPECIAL leaf's value (`Env::specials`, by name).
     Special(String),
+    /// A kernel's GLOBAL buffer: `Env::buffers[slot]` (`size` elements of the param's dtype,
+    /// stored little-endian as [`crate::exec::kernel_io::encode`] does) passed as a pointer.
+    /// `written`: the kernel stores to it, so its contents after the run are the result
+    /// (`Observed::buffers[slot]`); otherwise it is read only. A buffer shorter than `size`
+    /// in the env is an input the point lacks (zero-filled, as ops_python allocates).
+    Buffer {
+        slot: i64,
+        size: usize,
+        written: bool,
+    },
 }
 
 /// One kernel parameter, in slot order.
@@ -33,7 +51,7 @@ pub enum ArgSource {
 pub struct KernelParam {
     pub slot: i64,
     pub dtype: DType,
-    /// A pointer to one element (outputs) or a value (inputs).
+    /// A pointer (outputs, kernel buffers, half inputs) or a value (other inputs).
     pub pointer: bool,
     pub source: ArgSource,
 }
