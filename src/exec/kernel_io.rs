@@ -68,8 +68,7 @@ impl RenderedKernel {
             };
             b.bound.push(true);
             let slots: Vec<usize> = (0..nb).map(|j| pi * nb + j).collect();
-            b.writes
-                .extend(slots.iter().copied().zip(args.bufs.into_iter()));
+            b.writes.extend(slots.iter().copied().zip(args.bufs));
             b.outs.extend(self.outputs.iter().map(|(j, _)| pi * nb + j));
             let vals = args.vals.into_iter().map(|(dt, v)| scalar(dt, v)).collect();
             b.launches.push((slots, vals));
@@ -146,7 +145,7 @@ impl<B> SlotTable<B> {
             self.slots.resize_with(slot + 1, || None);
         }
         let s = &mut self.slots[slot];
-        if !s.as_ref().is_some_and(|(b, _)| size(b) >= need) {
+        if s.as_ref().is_none_or(|(b, _)| size(b) < need) {
             *s = Some((alloc(capacity(need))?, 0));
         }
         let (buf, l) = s.as_mut().expect("slot just filled");

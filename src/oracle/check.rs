@@ -545,6 +545,26 @@ fn check_backends(
             {
                 continue;
             }
+            // the rewritten graph's C relies on UB: its strict twin keeps original and rewritten
+            // equal, so this is clang exploiting the UB, not the rewrite changing the value
+            let twin_agrees = b.strict_twin().is_some_and(|t| {
+                runs.iter().any(|(x, trows)| {
+                    let (to, tn) = (&trows[i][0], &trows[i][1]);
+                    x.name() == t
+                        && to.error.is_none()
+                        && tn.error.is_none()
+                        && !is_bad(decide_on(g, case.root, rw.root, &p.env, to, tn, policy))
+                })
+            });
+            if twin_agrees {
+                let s = format!(
+                    "on {} the rewritten graph gives {} where the original gives {}, but its strict twin agrees: the rewritten C relies on UB",
+                    b.name(),
+                    result_key(nb),
+                    result_key(ob)
+                );
+                return Some(found(Class::BackendUb, *b, s, None, ob, nb));
+            }
             let blamed = blame_on(*b, case, pipe, &p.env, policy, rw.trace.len());
             let mut class = Class::RewriteBug;
             if policy == FloatPolicy::Strict

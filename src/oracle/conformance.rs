@@ -359,7 +359,7 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                 }
             };
             *rep.ran.entry(fam.name().into()).or_default() += 1;
-            let pts = make_points(&case, &CheckOpts { seed: s, ..opts });
+            let pts = make_points(case, &CheckOpts { seed: s, ..opts });
             let envs: Vec<&crate::exec::interp::Env> = pts.iter().map(|p| &p.env).collect();
             let got = prepared.run(&envs);
             let uses_sin = case

@@ -161,16 +161,23 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
     let reference = crate::exec::interp_backend::observe(&r.graph, r.root, &env);
     // the roots the fuzz loop compiled together: a compile error in one fails both
     let roots: Vec<UOp> = std::iter::once(r.root).chain(r.rewritten).collect();
-    let got = run_on(name, file, &r.graph, &roots, &env)?.remove(0);
-    let differs = |o: &Observed| {
+    let rows = run_on(name, file, &r.graph, &roots, &env)?;
+    let differs = |k: usize, o: &Observed| {
         o.error.as_ref().is_some_and(|e| e.is_backend_failure())
             || matches!(
                 crate::oracle::compare::decide_on(
-                    &r.graph, r.root, r.root, &env, &reference, o, policy
+                    &r.graph, r.root, roots[k], &env, &reference, o, policy
                 ),
                 PointVerdict::Differ | PointVerdict::LessDefined
             )
     };
+    // the original differs from the reference, or (a backend-ub found on the rewrite) the
+    // rewritten graph does on this backend
+    let k = (0..rows.len())
+        .find(|k| differs(*k, &rows[*k]))
+        .unwrap_or(0);
+    let what = if k == 0 { "" } else { "the rewritten graph: " };
+    let got = rows[k].clone();
     let inputs = r.inputs_line();
     let mut res = Replayed {
         status: Status::DoesNotReproduce,
@@ -183,7 +190,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
         same_as_recorded: None,
         applied: Vec::new(),
     };
-    if !differs(&got) {
+    if !differs(k, &got) {
         res.detail = format!(
             "{name} and the interpreter both give {} at {inputs}",
             show(&reference)
@@ -192,7 +199,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
     }
     res.status = Status::Reproduces;
     res.detail = format!(
-        "{name} gives {} where the interpreter gives {} (at {inputs})",
+        "{what}{name} gives {} where the interpreter gives {} (at {inputs})",
         show(&got),
         show(&reference)
     );
@@ -201,8 +208,8 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
             .ok()
             .and_then(|b| b.strict_twin());
         if let Some(t) = twin {
-            let tw = run_on(t, file, &r.graph, &roots, &env)?.remove(0);
-            if differs(&tw) {
+            let tw = run_on(t, file, &r.graph, &roots, &env)?.remove(k);
+            if differs(k, &tw) {
                 res.status = Status::DoesNotReproduce;
                 res.detail += &format!("; but {t} gives {} too: not UB alone", show(&tw));
             } else {
