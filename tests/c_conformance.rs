@@ -1,5 +1,6 @@
 //! Conformance of the `c` and `c-strict` backends with the reference interpreter: ≥ 2,000
-//! generated graphs from every generator family. Points the interpreter defines agree within the
+//! generated graphs from every generator family, kernels (buffers bound, compared element by
+//! element) included. Points the interpreter defines agree within the
 //! tolerance model, except graphs the backend answers `Unsupported` for (its capability table),
 //! differences `oracle::conformance` traces to tinygrad itself (its lowering; C's int promotion
 //! of sub-word arithmetic in inlined expressions) and, for `c` only, points where the rendered C
@@ -26,7 +27,7 @@ fn conform(be: &C) {
     let exploits_ub = be.strict_twin().is_some();
     if let Err(e) = rep.conforms(
         2000,
-        &["index", "fixedint", "float", "bool"],
+        &["index", "fixedint", "float", "bool", "kernel"],
         exploits_ub,
         MAX_COMPILE_FAIL_PCT,
     ) {

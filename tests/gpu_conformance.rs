@@ -20,10 +20,10 @@ fn check(be: &dyn Backend) {
     // Sources naga rejects are tinygrad's own WGSL (`fidelity --renderer wgsl` is text-identical
     // on these kernels): `--x` for NEG(NEG(x)), an untyped literal stored into a u32 array.
     // Measured: 7 of 527 kernels (1.3 %); past 2 % the port renders something tinygrad doesn't.
-    // Every scalar family runs; the kernel family is unsupported until the backends bind buffers.
+    // Every family runs, kernels with their buffers bound.
     if let Err(e) = rep.conforms(
         2000,
-        &["index", "fixedint", "float", "bool"],
+        &["index", "fixedint", "float", "bool", "kernel"],
         be.strict_twin().is_some(),
         2.0,
     ) {

@@ -41,7 +41,7 @@ fn entries() -> Vec<Entry> {
                 .collect();
             Entry {
                 name: b.name(),
-                unavailable: b.available().err(),
+                unavailable: b.available().err().map(|e| e.to_string()),
                 strict_twin: b.strict_twin(),
                 table,
             }

@@ -198,10 +198,11 @@ fn run_renderer(a: &Args, renderer: &str) -> anyhow::Result<i32> {
             rep.text_pct()
         );
         outln!(
-            "kernel family: {} kernels, text-identical {}; {} kernels compared by text only (the c backend does not bind kernel buffers)",
+            "kernel family: {} kernels, text-identical {}, behaviour-identical {}/{}",
             rep.kernel_family,
             rep.kernel_family_text_identical,
-            rep.text_only
+            rep.kernel_family_behaviour_identical,
+            rep.kernel_family_compared
         );
         for e in rep.examples.iter().take(a.show) {
             outln!("  {e}");

@@ -127,6 +127,12 @@ impl ExecError {
     }
 }
 
+/// Why a backend cannot run on this machine (no compiler, no device): what
+/// [`Backend::available`] answers and the CLI prints.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
 /// "This backend cannot run this graph", with why: a value the oracle skips on, never an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unsupported {
@@ -278,7 +284,7 @@ pub trait Backend: Send + Sync {
     fn capabilities(&self) -> &Capabilities;
     /// Why this backend cannot run on this machine (missing compiler, no device); `Ok` where it
     /// can. The CLI prints the reason and leaves the backend out of the run.
-    fn available(&self) -> Result<(), String> {
+    fn available(&self) -> Result<(), Unavailable> {
         Ok(())
     }
     /// Lowers and compiles `roots` of `g` for [`Prepared::run`]. `Err(Unsupported)` is the

@@ -120,6 +120,9 @@ impl Scalar {
 /// passes them (buffers, then variables; runtime/ops_cuda.py:18-21).
 pub struct Launch<'a> {
     pub func: &'a CudaFunction,
+    /// The kernel's arguments in order: a buffer (`true`, the next of `bufs`) or a value (the
+    /// next of `vals`); empty: every buffer, then every value.
+    pub kinds: &'a [bool],
     pub bufs: &'a [usize],
     pub vals: &'a [Scalar],
     pub global: [u32; 3],
@@ -221,10 +224,35 @@ impl CudaDevice {
     pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), CudaError> {
         for l in launches {
             let mut args = self.stream.launch_builder(l.func);
-            for &b in l.bufs {
-                args.arg(self.slots.get(b).map_err(CudaError::Launch)?.0);
+            let all: Vec<bool>;
+            let kinds = if l.kinds.is_empty() {
+                all = std::iter::repeat_n(true, l.bufs.len())
+                    .chain(std::iter::repeat_n(false, l.vals.len()))
+                    .collect();
+                &all[..]
+            } else {
+                l.kinds
+            };
+            if kinds.iter().filter(|k| **k).count() != l.bufs.len()
+                || kinds.iter().filter(|k| !**k).count() != l.vals.len()
+            {
+                return Err(CudaError::Launch(
+                    "the launch's buffers and values do not fit the kernel's arguments".into(),
+                ));
             }
-            for v in l.vals {
+            let (mut bufs, mut vals) = (l.bufs.iter(), l.vals.iter());
+            for buffer in kinds {
+                if *buffer {
+                    let b = *bufs.next().expect("counted above");
+                    args.arg(
+                        self.slots
+                            .get(b)
+                            .map_err(|e| CudaError::Launch(e.to_string()))?
+                            .0,
+                    );
+                    continue;
+                }
+                let v = vals.next().expect("counted above");
                 match v {
                     Scalar::Bool(x) => args.arg(x),
                     Scalar::I8(x) => args.arg(x),
@@ -244,8 +272,8 @@ impl CudaDevice {
                 block_dim: (l.local[0], l.local[1], l.local[2]),
                 shared_mem_bytes: 0,
             };
-            // SAFETY: the argument list is the kernel's (buffers then int32 variables, as the
-            // renderer declares them); a kernel that faults makes the sync below fail, which
+            // SAFETY: the argument list is the kernel's (buffers and values in the order the
+            // renderer declares them, `kinds`); a kernel that faults makes the sync below fail, which
             // the caller sees as an error, and out-of-bounds accesses are the renderer's
             // contract with the interpreter's bounds (flagged as UB there).
             unsafe { args.launch(cfg) }.map_err(|e| CudaError::Launch(e.to_string()))?;
@@ -258,7 +286,10 @@ impl CudaDevice {
         slots
             .iter()
             .map(|&b| {
-                let (buf, len) = self.slots.get(b).map_err(CudaError::Launch)?;
+                let (buf, len) = self
+                    .slots
+                    .get(b)
+                    .map_err(|e| CudaError::Launch(e.to_string()))?;
                 let mut out = vec![0u8; len];
                 if len > 0 {
                     let view = buf.slice(0..len);
@@ -354,8 +385,11 @@ impl Backend for Cuda {
                 .with(TABLE_OPS, &no, Support::Unsupported)
         })
     }
-    fn available(&self) -> Result<(), String> {
-        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    fn available(&self) -> Result<(), super::backend::Unavailable> {
+        device()
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| super::backend::Unavailable(e.to_string()))
     }
     fn strict_twin(&self) -> Option<&'static str> {
         (!self.strict).then_some("cuda-strict")
@@ -368,6 +402,9 @@ impl Backend for Cuda {
         let dev = device().as_ref().map_err(|e| Unsupported {
             reason: e.to_string(),
         })?;
+        if kernel_io::several_kernels(g, roots) {
+            return kernel_io::per_root(roots, |r| self.prepare(g, &[r]));
+        }
         self.capabilities().check(g, roots)?;
         let ren = Cuda::renderer();
         let ok = ren.supported_dtypes();
@@ -388,7 +425,7 @@ pub struct CudaPrepared {
 
 impl Prepared for CudaPrepared {
     fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
-        let n_out = self.k.outputs.len();
+        let n_out = self.k.nroots;
         let fail = |e: ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
         let func = match self
             .module
@@ -409,6 +446,7 @@ impl Prepared for CudaPrepared {
             });
         };
         let batch = self.k.batch(points, Scalar::of);
+        let kinds = self.k.kinds();
         for (slot, bytes) in &batch.writes {
             if let Err(e) = dev.write(*slot, bytes) {
                 return fail(ExecError::Crash {
@@ -421,6 +459,7 @@ impl Prepared for CudaPrepared {
             .iter()
             .map(|(bufs, vals)| Launch {
                 func: &func,
+                kinds: &kinds,
                 bufs,
                 vals,
                 global: [1, 1, 1],
@@ -428,7 +467,7 @@ impl Prepared for CudaPrepared {
             })
             .collect();
         match dev.run(&launches).and_then(|_| dev.read(&batch.outs)) {
-            Ok(bytes) => self.k.rows(&batch.bound, bytes),
+            Ok(bytes) => self.k.rows(points, &batch.bound, bytes),
             Err(e) => fail(ExecError::Crash {
                 what: e.to_string(),
             }),
@@ -495,6 +534,7 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
         dev.write(1, &bytes(&[1.0, -2.0, 7.0, 0.5])).unwrap();
         dev.run(&[Launch {
             func: &scale,
+            kinds: &[],
             bufs: &[0, 1],
             vals: &[Scalar::I32(3)],
             global: [4, 1, 1],
@@ -518,6 +558,7 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
         dev.run(&[
             Launch {
                 func: &fused,
+                kinds: &[],
                 bufs: &[0, 1],
                 vals: &[],
                 global: [1, 1, 1],
@@ -525,6 +566,7 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
             },
             Launch {
                 func: &unfused,
+                kinds: &[],
                 bufs: &[2, 1],
                 vals: &[],
                 global: [1, 1, 1],

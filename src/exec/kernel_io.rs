@@ -2,8 +2,8 @@
 //! into a kernel, its inputs bound from an [`Env`], the points of one run laid out on device
 //! buffer slots ([`PointBatch`], [`SlotTable`]), and values moved to and from device bytes in a
 //! dtype's little-endian layout ([`encode`], [`decode`]).
-use super::backend::{ExecError, Observed, Unsupported};
-use super::interp::Env;
+use super::backend::{ExecError, Observed, Prepared, Unsupported};
+use super::interp::{Buffer, Env};
 use super::render::lower::{ArgSource, KernelParam};
 use super::render::{CStyleLanguage, linearize, lower};
 use crate::ir::alu::Val;
@@ -14,40 +14,57 @@ pub struct RenderedKernel {
     pub src: String,
     pub entry: String,
     pub params: Vec<KernelParam>,
-    /// For each root, in order: its one-element output buffer's position among the buffer
-    /// parameters and its dtype.
-    pub outputs: Vec<(usize, DType)>,
+    /// How many roots it computes: one [`Observed`] each per point.
+    pub nroots: usize,
     /// The lowered kernel graph and its SINK, before linearizing (what `harness/render_cmd.py`
     /// renders with tinygrad's own renderer).
     pub lowered: Graph,
     pub sink: UOp,
 }
 
-/// One point's arguments: the bytes of every buffer parameter (outputs zeroed, inputs that
-/// `lower` passes through a buffer holding their value) and the scalar parameters' values.
+/// One point's arguments: the bytes of every buffer parameter (outputs zeroed, kernel buffers
+/// from the point's buffers, inputs that `lower` passes through a buffer holding their value)
+/// and the scalar parameters' values.
 pub struct Bound {
     pub bufs: Vec<Vec<u8>>,
     pub vals: Vec<(DType, Val)>,
 }
 
 impl RenderedKernel {
-    /// The arguments at `env`; `None` when an input has no value there.
-    pub fn bind(&self, env: &Env) -> Option<Bound> {
+    /// The arguments at `env`, or why an input has no value there.
+    pub fn bind(&self, env: &Env) -> Result<Bound, ExecError> {
         let mut b = Bound {
             bufs: Vec::new(),
             vals: Vec::new(),
         };
         for p in &self.params {
-            match (&p.source, p.pointer) {
-                (ArgSource::Output(_), _) => b.bufs.push(vec![0u8; p.dtype.itemsize() as usize]),
-                (_, true) => b.bufs.push(encode(p.dtype, input_val(p, env)?)),
-                (_, false) => b.vals.push((p.dtype, input_val(p, env)?)),
+            if p.pointer {
+                b.bufs.push(arg_bytes(p, env)?);
+            } else {
+                b.vals.push((p.dtype, input_val(p, env)?));
             }
         }
-        Some(b)
+        Ok(b)
     }
     pub fn n_bufs(&self) -> usize {
         self.params.iter().filter(|p| p.pointer).count()
+    }
+    /// Each parameter in slot order (the order the renderer declares them in): a buffer
+    /// (`true`) or a scalar value.
+    pub fn kinds(&self) -> Vec<bool> {
+        self.params.iter().map(|p| p.pointer).collect()
+    }
+    /// The buffer parameters read back after a run: `(position among the buffer parameters,
+    /// index in params)` of every root output and every kernel buffer the kernel writes.
+    fn read_back(&self) -> Vec<(usize, usize)> {
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.pointer)
+            .enumerate()
+            .filter(|(_, (_, p))| read_back(p))
+            .map(|(j, (i, _))| (j, i))
+            .collect()
     }
 
     /// Lays `points` out on device slots, point `p`'s buffer parameters in slots
@@ -55,6 +72,7 @@ impl RenderedKernel {
     /// CUDA argument).
     pub fn batch<V>(&self, points: &[&Env], scalar: impl Fn(DType, Val) -> V) -> PointBatch<V> {
         let nb = self.n_bufs();
+        let back = self.read_back();
         let mut b = PointBatch {
             bound: Vec::with_capacity(points.len()),
             writes: Vec::new(),
@@ -62,14 +80,17 @@ impl RenderedKernel {
             outs: Vec::new(),
         };
         for (pi, env) in points.iter().enumerate() {
-            let Some(args) = self.bind(env) else {
-                b.bound.push(false);
-                continue;
+            let args = match self.bind(env) {
+                Ok(a) => a,
+                Err(e) => {
+                    b.bound.push(Err(e));
+                    continue;
+                }
             };
-            b.bound.push(true);
+            b.bound.push(Ok(()));
             let slots: Vec<usize> = (0..nb).map(|j| pi * nb + j).collect();
             b.writes.extend(slots.iter().copied().zip(args.bufs));
-            b.outs.extend(self.outputs.iter().map(|(j, _)| pi * nb + j));
+            b.outs.extend(back.iter().map(|(j, _)| pi * nb + j));
             let vals = args.vals.into_iter().map(|(dt, v)| scalar(dt, v)).collect();
             b.launches.push((slots, vals));
         }
@@ -77,44 +98,182 @@ impl RenderedKernel {
     }
 
     /// One row per point (one [`Observed`] per root) from the bytes read back from
-    /// [`PointBatch::outs`]; a point without a value for some input gets `UnboundVar`.
-    pub fn rows(&self, bound: &[bool], outs: Vec<Vec<u8>>) -> Vec<Vec<Observed>> {
+    /// [`PointBatch::outs`]; a point without a value for some input gets that error.
+    pub fn rows(
+        &self,
+        points: &[&Env],
+        bound: &[Result<(), ExecError>],
+        outs: Vec<Vec<u8>>,
+    ) -> Vec<Vec<Observed>> {
+        let back = self.read_back();
         let mut it = outs.into_iter();
-        bound
+        points
             .iter()
-            .map(|b| {
-                self.outputs
-                    .iter()
-                    .map(|(_, dt)| match (b, it.next()) {
-                        (false, _) => {
-                            Observed::failed(ExecError::UnboundVar("a kernel input".into()))
-                        }
-                        (true, Some(bytes)) => Observed {
-                            value: Some(decode(*dt, &bytes)),
-                            buffers: vec![],
-                            ub: false,
-                            error: None,
-                            invalid: false,
-                        },
-                        (true, None) => Observed::failed(ExecError::Crash {
-                            what: "the device returned fewer outputs than it was given".into(),
-                        }),
-                    })
-                    .collect()
+            .zip(bound)
+            .map(|(env, b)| {
+                if let Err(e) = b {
+                    return vec![Observed::failed(e.clone()); self.nroots];
+                }
+                let mut after: Vec<Option<Vec<u8>>> = vec![None; self.params.len()];
+                for (_, i) in &back {
+                    after[*i] = it.next();
+                }
+                observe(&self.params, self.nroots, env, &after)
             })
             .collect()
+    }
+}
+
+/// Whether a run's result is read from this parameter's buffer: a root's output or a kernel
+/// buffer the kernel stores to.
+pub fn read_back(p: &KernelParam) -> bool {
+    matches!(
+        p.source,
+        ArgSource::Output(_) | ArgSource::Buffer { written: true, .. }
+    )
+}
+
+/// The bytes parameter `p` is passed at `env` (a pointer's buffer, a value's own bytes): a
+/// root's output zeroed; a kernel buffer as `Env::buffers[slot]` holds it, `size` elements of
+/// the parameter's dtype, zero-filled past what the point has (as ops_python allocates).
+pub fn arg_bytes(p: &KernelParam, env: &Env) -> Result<Vec<u8>, ExecError> {
+    let n = p.dtype.itemsize() as usize;
+    match &p.source {
+        ArgSource::Output(_) => Ok(vec![0u8; n]),
+        ArgSource::Buffer { slot, size, .. } => {
+            let data: &[Val] = usize::try_from(*slot)
+                .ok()
+                .and_then(|s| env.buffers.get(s))
+                .map_or(&[], |b| b.data.as_slice());
+            let mut out = Vec::with_capacity(size * n);
+            for i in 0..*size {
+                match data.get(i) {
+                    Some(v) => out.extend(encode(p.dtype, *v)),
+                    None => out.extend(std::iter::repeat_n(0u8, n)),
+                }
+            }
+            Ok(out)
+        }
+        _ => Ok(encode(p.dtype, input_val(p, env)?)),
+    }
+}
+
+/// What a run of a kernel with `params` observed at `env`, from the bytes each parameter holds
+/// after it (`after[i]` for `params[i]`, `None` where it was not read back): one [`Observed`] per
+/// root. A scalar graph's roots are their output buffers' values; a kernel graph (one void root)
+/// writes buffers, so its one [`Observed`] is the point's buffers with the written ones as the
+/// device left them (what the interpreter's `Observed::buffers` holds).
+pub fn observe(
+    params: &[KernelParam],
+    nroots: usize,
+    env: &Env,
+    after: &[Option<Vec<u8>>],
+) -> Vec<Observed> {
+    let lacks = || {
+        Observed::failed(ExecError::Crash {
+            what: "the device returned fewer outputs than it was given".into(),
+        })
+    };
+    let value = |v: Option<Val>| Observed {
+        value: v,
+        buffers: vec![],
+        ub: false,
+        error: None,
+        invalid: false,
+    };
+    let kernel = params
+        .iter()
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }));
+    if kernel {
+        let mut bufs = env.buffers.clone();
+        for (p, a) in params.iter().zip(after) {
+            let ArgSource::Buffer {
+                slot,
+                size,
+                written: true,
+            } = p.source
+            else {
+                continue;
+            };
+            let n = p.dtype.itemsize() as usize;
+            let Some(bytes) = a.as_ref().filter(|b| b.len() >= size * n) else {
+                return vec![lacks(); nroots];
+            };
+            let Ok(slot) = usize::try_from(slot) else {
+                continue;
+            };
+            if bufs.len() <= slot {
+                bufs.resize_with(slot + 1, || Buffer::zeros(p.dtype, 0));
+            }
+            let b = &mut bufs[slot];
+            b.dtype = p.dtype;
+            if b.data.len() < size {
+                b.data.resize(size, Val::Int(0));
+            }
+            for (j, x) in b.data[..size].iter_mut().enumerate() {
+                *x = decode(p.dtype, &bytes[j * n..]);
+            }
+        }
+        let mut o = value(None);
+        o.buffers = bufs;
+        return vec![o; nroots];
+    }
+    let mut vals: Vec<Option<Observed>> = vec![None; nroots];
+    for (p, a) in params.iter().zip(after) {
+        if let (ArgSource::Output(i), Some(b)) = (&p.source, a)
+            && *i < nroots
+            && b.len() >= p.dtype.itemsize() as usize
+        {
+            vals[*i] = Some(value(Some(decode(p.dtype, b))));
+        }
+    }
+    vals.into_iter().map(|o| o.unwrap_or_else(lacks)).collect()
+}
+
+/// Whether `roots` are several kernel graphs (void roots: the oracle's original and rewritten
+/// kernel). `lower` lowers one kernel root; each then runs on its own copy of the point's
+/// buffers ([`per_root`]).
+pub fn several_kernels(g: &Graph, roots: &[UOp]) -> bool {
+    roots.len() > 1 && roots.iter().all(|r| g.dtype(*r) == DType::Void)
+}
+
+/// `roots` prepared one by one by `prepare`, run as one: a row's observations are each
+/// root's in order. Unsupported when any root is.
+pub fn per_root<'g>(
+    roots: &[UOp],
+    prepare: impl Fn(UOp) -> Result<Box<dyn Prepared + 'g>, Unsupported>,
+) -> Result<Box<dyn Prepared + 'g>, Unsupported> {
+    let each = roots
+        .iter()
+        .map(|r| prepare(*r))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::new(PerRoot(each)))
+}
+
+/// Kernel roots prepared apart ([`per_root`]).
+pub struct PerRoot<'g>(pub Vec<Box<dyn Prepared + 'g>>);
+
+impl Prepared for PerRoot<'_> {
+    fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let mut rows: Vec<Vec<Observed>> = vec![Vec::new(); points.len()];
+        for p in &mut self.0 {
+            for (row, r) in rows.iter_mut().zip(p.run(points)) {
+                row.extend(r);
+            }
+        }
+        rows
     }
 }
 
 /// The points of one run on device slots ([`RenderedKernel::batch`]).
 pub struct PointBatch<V> {
     /// Whether each point has a value for every input (unbound points are not launched).
-    pub bound: Vec<bool>,
+    pub bound: Vec<Result<(), ExecError>>,
     /// `(slot, bytes)` to write before launching: inputs as bytes, outputs zeroed.
     pub writes: Vec<(usize, Vec<u8>)>,
     /// One launch per bound point: its buffer slots and its scalar arguments.
     pub launches: Vec<(Vec<usize>, Vec<V>)>,
-    /// The output slots to read back: bound points in order, roots in order within each.
+    /// The slots to read back: bound points in order, [`RenderedKernel::read_back`] within each.
     pub outs: Vec<usize>,
 }
 
@@ -153,14 +312,19 @@ impl<B> SlotTable<B> {
         Ok(buf)
     }
     /// The buffer of `slot` and the length last written to it.
-    pub fn get(&self, slot: usize) -> Result<(&B, usize), String> {
+    pub fn get(&self, slot: usize) -> Result<(&B, usize), SlotNeverWritten> {
         self.slots
             .get(slot)
             .and_then(|s| s.as_ref())
             .map(|(b, l)| (b, *l))
-            .ok_or_else(|| format!("slot {slot} was never written"))
+            .ok_or(SlotNeverWritten(slot))
     }
 }
+
+/// A launch or read named a device slot nothing was written to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("slot {0} was never written")]
+pub struct SlotNeverWritten(pub usize);
 
 /// The capacity a slot allocates for `n` bytes: the next power of two (at least 16), so a slot
 /// that sees growing inputs reallocates a logarithmic number of times.
@@ -184,14 +348,6 @@ pub fn render_kernel<R: CStyleLanguage + ?Sized>(
 ) -> Result<RenderedKernel, Unsupported> {
     let unsup = |e: super::render::CannotRender| Unsupported { reason: e.0 };
     let k = lower::lower(ren, g, roots).map_err(unsup)?;
-    if k.params
-        .iter()
-        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
-    {
-        return Err(Unsupported {
-            reason: "kernel buffers are not bound by this backend".into(),
-        });
-    }
     let mut kg = k.graph;
     for u in kg.toposort(&[k.sink]) {
         let dt = kg.dtype(u);
@@ -205,18 +361,6 @@ pub fn render_kernel<R: CStyleLanguage + ?Sized>(
     let lst = linearize::linearize(&kg, k.sink);
     let lst = linearize::linearize_cleanups(&mut kg, &lst);
     let src = ren.render(&kg, &lst).map_err(unsup)?;
-    let mut outputs: Vec<(usize, usize, DType)> = k
-        .params
-        .iter()
-        .filter(|p| p.pointer)
-        .enumerate()
-        .filter_map(|(j, p)| match p.source {
-            ArgSource::Output(i) => Some((i, j, p.dtype)),
-            _ => None,
-        })
-        .collect();
-    outputs.sort_by_key(|o| o.0);
-    let outputs = outputs.into_iter().map(|(_, j, dt)| (j, dt)).collect();
     Ok(RenderedKernel {
         lowered: kg,
         sink: k.sink,
@@ -224,18 +368,31 @@ pub fn render_kernel<R: CStyleLanguage + ?Sized>(
         // `_render` names the kernel "test" when the SINK has no KernelInfo (cstyle.py:210)
         entry: "test".into(),
         params: k.params,
-        outputs,
+        nroots: roots.len(),
     })
 }
 
-/// The value an input parameter takes at `env`.
-pub fn input_val(p: &KernelParam, env: &Env) -> Option<Val> {
+/// The value a scalar input parameter takes at `env`.
+pub fn input_val(p: &KernelParam, env: &Env) -> Result<Val, ExecError> {
     match &p.source {
-        ArgSource::Var(n) => env.vars.get(n).copied(),
-        ArgSource::Range(a) => env.ranges.get(a).map(|v| Val::Int(*v)),
-        ArgSource::Special(n) => env.specials.get(n).map(|v| Val::Int(*v)),
-        // bound by the backend from `Env::buffers` (not a scalar input)
-        ArgSource::Output(_) | ArgSource::Buffer { .. } => None,
+        ArgSource::Var(n) => env
+            .vars
+            .get(n)
+            .copied()
+            .ok_or_else(|| ExecError::UnboundVar(n.clone())),
+        ArgSource::Range(a) => env
+            .ranges
+            .get(a)
+            .map(|v| Val::Int(*v))
+            .ok_or_else(|| ExecError::UnboundVar(format!("ridx{a}"))),
+        ArgSource::Special(n) => env
+            .specials
+            .get(n)
+            .map(|v| Val::Int(*v))
+            .ok_or_else(|| ExecError::UnboundSpecial(n.clone())),
+        // a buffer, not a value: [`arg_bytes`]
+        ArgSource::Output(_) => Err(ExecError::MissingBuffer(p.slot)),
+        ArgSource::Buffer { slot, .. } => Err(ExecError::MissingBuffer(*slot)),
     }
 }
 

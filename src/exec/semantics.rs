@@ -115,15 +115,28 @@ fn val_json(v: Val) -> Json {
         Val::Float(f) => json!({ "f": format!("{:016x}", f.to_bits()) }),
     }
 }
-pub fn parse_out(line: &str) -> Result<PyOut, String> {
-    let j: Json =
-        serde_json::from_str(line).map_err(|e| format!("bad oracle line {line:?}: {e}"))?;
+/// A line of `tinygrad_oracle.py alu` that is not one of its answers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadOracleLine {
+    #[error("bad oracle line {line:?}: {err}")]
+    Json { line: String, err: String },
+    #[error("bad oracle line {0:?}: neither a result nor an exception")]
+    NoResult(String),
+    #[error("bad float {bits}: {err}")]
+    Float { bits: String, err: String },
+}
+
+pub fn parse_out(line: &str) -> Result<PyOut, BadOracleLine> {
+    let j: Json = serde_json::from_str(line).map_err(|e| BadOracleLine::Json {
+        line: line.to_string(),
+        err: e.to_string(),
+    })?;
     if let Some(e) = j.get("e").and_then(Json::as_str) {
         return Ok(PyOut::Raise(e.to_string()));
     }
     let r = j
         .get("r")
-        .ok_or_else(|| format!("bad oracle line {line:?}"))?;
+        .ok_or_else(|| BadOracleLine::NoResult(line.to_string()))?;
     if let Some(b) = r.get("b").and_then(Json::as_bool) {
         return Ok(PyOut::Val(Val::Bool(b)));
     }
@@ -140,7 +153,10 @@ pub fn parse_out(line: &str) -> Result<PyOut, String> {
         });
     }
     if let Some(s) = r.get("f").and_then(Json::as_str) {
-        let bits = u64::from_str_radix(s, 16).map_err(|e| format!("bad float {s}: {e}"))?;
+        let bits = u64::from_str_radix(s, 16).map_err(|e| BadOracleLine::Float {
+            bits: s.to_string(),
+            err: e.to_string(),
+        })?;
         return Ok(PyOut::Val(Val::Float(f64::from_bits(bits))));
     }
     Ok(PyOut::Other(r.to_string()))

@@ -51,12 +51,14 @@ pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Kernel {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    n_bufs: usize,
-    n_vals: usize,
+    /// Bindings 1.. in order: a storage buffer (`true`) or a scalar uniform.
+    kinds: Vec<bool>,
 }
 
-/// One dispatch: `kernel` over storage slots `bufs` (binding 1..) and variables `vals` (each
-/// uniform's bits, little-endian in one 4-byte word: i32, u32, f32, or f16 in the low half).
+/// One dispatch: `kernel` over storage slots `bufs` and variables `vals` (each uniform's bits,
+/// little-endian in one 4-byte word: i32, u32, f32, or f16 in the low half), bound from
+/// binding 1 on in the order of the kernel's parameters: the `n`-th storage binding takes
+/// `bufs[n]`, the `n`-th uniform `vals[n]`.
 pub struct Launch<'a> {
     pub kernel: &'a Kernel,
     pub bufs: &'a [usize],
@@ -151,14 +153,11 @@ impl WgpuDevice {
         self.uncaptured.lock().ok().and_then(|mut s| s.take())
     }
 
-    /// Compile `entry` of WGSL `src` for `n_bufs` storage buffers and `n_vals` scalar uniforms.
-    pub fn compile(
-        &self,
-        src: &str,
-        entry: &str,
-        n_bufs: usize,
-        n_vals: usize,
-    ) -> Result<Kernel, GpuError> {
+    /// Compile `entry` of WGSL `src` whose bindings 1.. are, in order, a storage buffer where
+    /// `kinds` says `true` and a scalar uniform where it says `false`: the kernel's parameters
+    /// in slot order, as `WGSLRenderer.render_kernel` numbers them (`bind_it` over `bufs`,
+    /// wgsl.py:102-110).
+    pub fn compile(&self, src: &str, entry: &str, kinds: &[bool]) -> Result<Kernel, GpuError> {
         let entry_ty = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -176,18 +175,16 @@ impl WgpuDevice {
                     label: Some(entry),
                     source: wgpu::ShaderSource::Wgsl(src.into()),
                 });
-            let entries: Vec<_> =
-                std::iter::once(entry_ty(0, wgpu::BufferBindingType::Uniform))
-                    .chain((0..n_bufs).map(|i| {
-                        entry_ty(
-                            i as u32 + 1,
-                            wgpu::BufferBindingType::Storage { read_only: false },
-                        )
-                    }))
-                    .chain((0..n_vals).map(|i| {
-                        entry_ty((n_bufs + i) as u32 + 1, wgpu::BufferBindingType::Uniform)
-                    }))
-                    .collect();
+            let entries: Vec<_> = std::iter::once(entry_ty(0, wgpu::BufferBindingType::Uniform))
+                .chain(kinds.iter().enumerate().map(|(i, storage)| {
+                    let ty = if *storage {
+                        wgpu::BufferBindingType::Storage { read_only: false }
+                    } else {
+                        wgpu::BufferBindingType::Uniform
+                    };
+                    entry_ty(i as u32 + 1, ty)
+                }))
+                .collect();
             let layout = self
                 .device
                 .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -214,8 +211,7 @@ impl WgpuDevice {
             Kernel {
                 pipeline,
                 layout,
-                n_bufs,
-                n_vals,
+                kinds: kinds.to_vec(),
             }
         });
         match err.or_else(|| self.take_uncaptured()) {
@@ -252,17 +248,19 @@ impl WgpuDevice {
     }
 
     fn slot(&self, slot: usize) -> Result<(&wgpu::Buffer, usize), GpuError> {
-        self.slots.get(slot).map_err(GpuError::Validation)
+        self.slots
+            .get(slot)
+            .map_err(|e| GpuError::Validation(e.to_string()))
     }
 
     /// Encode every launch into one submission and wait for it.
     pub fn run(&mut self, launches: &[Launch<'_>]) -> Result<(), GpuError> {
         for l in launches {
-            if l.bufs.len() != l.kernel.n_bufs || l.vals.len() != l.kernel.n_vals {
+            let n_bufs = l.kernel.kinds.iter().filter(|k| **k).count();
+            let n_vals = l.kernel.kinds.len() - n_bufs;
+            if l.bufs.len() != n_bufs || l.vals.len() != n_vals {
                 return Err(GpuError::Validation(format!(
-                    "kernel takes {} buffers and {} values, launch gives {} and {}",
-                    l.kernel.n_bufs,
-                    l.kernel.n_vals,
+                    "kernel takes {n_bufs} buffers and {n_vals} values, launch gives {} and {}",
                     l.bufs.len(),
                     l.vals.len()
                 )));
@@ -298,16 +296,17 @@ impl WgpuDevice {
                     binding: 0,
                     resource: self.inf.as_entire_binding(),
                 }];
-                for (i, &b) in l.bufs.iter().enumerate() {
+                let (mut bufs, mut unis) = (l.bufs.iter(), unis.iter());
+                for (i, storage) in l.kernel.kinds.iter().enumerate() {
+                    let resource = if *storage {
+                        let b = *bufs.next().expect("counted above");
+                        self.slot(b).expect("checked above").0.as_entire_binding()
+                    } else {
+                        unis.next().expect("counted above").as_entire_binding()
+                    };
                     entries.push(wgpu::BindGroupEntry {
                         binding: i as u32 + 1,
-                        resource: self.slot(b).expect("checked above").0.as_entire_binding(),
-                    });
-                }
-                for (i, u) in unis.iter().enumerate() {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: (l.bufs.len() + i) as u32 + 1,
-                        resource: u.as_entire_binding(),
+                        resource,
                     });
                 }
                 let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -493,8 +492,11 @@ impl Backend for Wgpu {
                 .with(TABLE_OPS, &no, Support::Unsupported)
         })
     }
-    fn available(&self) -> Result<(), String> {
-        device().as_ref().map(|_| ()).map_err(|e| e.to_string())
+    fn available(&self) -> Result<(), super::backend::Unavailable> {
+        device()
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| super::backend::Unavailable(e.to_string()))
     }
     fn prepare<'g>(
         &self,
@@ -504,6 +506,9 @@ impl Backend for Wgpu {
         let dev = device().as_ref().map_err(|e| Unsupported {
             reason: e.to_string(),
         })?;
+        if kernel_io::several_kernels(g, roots) {
+            return kernel_io::per_root(roots, |r| self.prepare(g, &[r]));
+        }
         self.capabilities().check(g, roots)?;
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
         let k =
@@ -523,9 +528,7 @@ impl Backend for Wgpu {
         let compiled = dev.lock().map_err(|_| Unsupported {
             reason: "WebGPU device poisoned by an earlier panic".into(),
         })?;
-        let n_bufs = k.n_bufs();
-        let n_vals = k.params.len() - n_bufs;
-        let kernel = compiled.compile(&k.src, &k.entry, n_bufs, n_vals);
+        let kernel = compiled.compile(&k.src, &k.entry, &k.kinds());
         drop(compiled);
         Ok(Box::new(WgpuPrepared { k, kernel }))
     }
@@ -548,10 +551,8 @@ impl WgpuPrepared {
         let dev = device().as_ref().map_err(|e| Unsupported {
             reason: e.to_string(),
         })?;
-        let n_bufs = k.n_bufs();
-        let n_vals = k.params.len() - n_bufs;
         let kernel = match dev.lock() {
-            Ok(d) => d.compile(&k.src, &k.entry, n_bufs, n_vals),
+            Ok(d) => d.compile(&k.src, &k.entry, &k.kinds()),
             Err(_) => Err(GpuError::Device("WebGPU device poisoned".into())),
         };
         Ok(WgpuPrepared { k, kernel })
@@ -579,7 +580,7 @@ fn uniform_word(dt: DType, v: crate::ir::alu::Val) -> u32 {
 
 impl Prepared for WgpuPrepared {
     fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
-        let n_out = self.k.outputs.len();
+        let n_out = self.k.nroots;
         let fail =
             |e: super::backend::ExecError| vec![vec![Observed::failed(e); n_out]; points.len()];
         let kernel = match &self.kernel {
@@ -628,7 +629,7 @@ impl Prepared for WgpuPrepared {
                 });
             }
         };
-        self.k.rows(&batch.bound, bytes)
+        self.k.rows(points, &batch.bound, bytes)
     }
 }
 
@@ -662,8 +663,10 @@ mod tests {
         let Some(mut dev) = acquire_or_skip("wgpu smoke") else {
             return;
         };
-        let scale = dev.compile(TWO_KERNELS, "scale", 2, 1).unwrap();
-        let idiv = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        let scale = dev
+            .compile(TWO_KERNELS, "scale", &[true, true, false])
+            .unwrap();
+        let idiv = dev.compile(TWO_KERNELS, "idiv", &[true, true]).unwrap();
         let a: Vec<u8> = [1.0f32, -2.0, 7.0, 0.5]
             .iter()
             .flat_map(|x| x.to_le_bytes())
@@ -754,11 +757,11 @@ mod tests {
             return;
         };
         let e = dev
-            .compile("fn nope( {", "nope", 0, 0)
+            .compile("fn nope( {", "nope", &[])
             .err()
             .expect("bad WGSL compiled");
         assert!(matches!(e, GpuError::Compile(_)), "{e}");
-        let k = dev.compile(TWO_KERNELS, "idiv", 2, 0).unwrap();
+        let k = dev.compile(TWO_KERNELS, "idiv", &[true, true]).unwrap();
         dev.write(0, &[0u8; 4]);
         let e = dev
             .run(&[Launch {

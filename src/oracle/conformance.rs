@@ -112,12 +112,14 @@ fn lowered_kernel(
     }
 }
 
-/// The interpreter on lowered kernel `k` at `env`: its output value and whether some operation
-/// on the way is undefined in C (`Outcome::ub`: signed overflow, shifting a negative value).
-fn run_lowered(
+/// The interpreter on lowered kernel `k` at `env`: what it observes (a scalar graph's output
+/// value; a kernel's buffers) and whether some operation on the way is undefined in C
+/// (`Outcome::ub`: signed overflow, shifting a negative value). `None`: it raised or is hard
+/// UB there.
+pub fn run_lowered(
     k: &crate::exec::render::lower::Kernel,
     env: &crate::exec::interp::Env,
-) -> Option<(Val, bool)> {
+) -> Option<(Observed, bool)> {
     use crate::exec::interp::{Buffer, Env};
     use crate::exec::kernel_io;
     use crate::exec::render::lower::ArgSource;
@@ -125,30 +127,92 @@ fn run_lowered(
     e.vars = env.vars.clone();
     e.ranges = env.ranges.clone();
     e.specials = env.specials.clone();
-    // env.buffers is indexed by PARAM slot: scalar slots get a placeholder
+    // env.buffers is indexed by PARAM slot: the point's buffers (a kernel's), then each
+    // parameter's at its slot, scalar slots with a placeholder
+    e.buffers = env.buffers.clone();
     for p in &k.params {
-        let v = match p.source {
-            ArgSource::Output(_) => kernel_io::decode(p.dtype, &[]),
+        let buf = match p.source {
+            // a kernel buffer as the device holds it (each element stored through its dtype)
+            ArgSource::Buffer { .. } => {
+                let bytes = kernel_io::arg_bytes(p, env).ok()?;
+                let n = p.dtype.itemsize() as usize;
+                let vals: Vec<Val> = bytes
+                    .chunks(n.max(1))
+                    .map(|c| kernel_io::decode(p.dtype, c))
+                    .collect();
+                Buffer::from_vals(p.dtype, &vals).ok()?
+            }
+            // read by name (`Env::vars`): a placeholder, never over a buffer of the point
             _ if !p.pointer => {
-                e.buffers.push(Buffer::zeros(p.dtype, 1));
+                let slot = usize::try_from(p.slot).ok()?;
+                if e.buffers.len() <= slot {
+                    e.buffers
+                        .resize_with(slot + 1, || Buffer::zeros(p.dtype, 0));
+                    e.buffers[slot] = Buffer::zeros(p.dtype, 1);
+                }
                 continue;
             }
-            _ => kernel_io::input_val(p, env)?,
+            ArgSource::Output(_) => Buffer::zeros(p.dtype, 1),
+            _ => {
+                // the value as the device holds it (wrapped, rounded to the dtype)
+                let v = kernel_io::input_val(p, env).ok()?;
+                let v = kernel_io::decode(p.dtype, &kernel_io::encode(p.dtype, v));
+                Buffer::from_vals(p.dtype, &[v]).ok()?
+            }
         };
-        // the value as the device holds it (wrapped, rounded to the dtype)
-        let v = kernel_io::decode(p.dtype, &kernel_io::encode(p.dtype, v));
-        e.buffers.push(Buffer::from_vals(p.dtype, &[v]).ok()?);
+        let slot = usize::try_from(p.slot).ok()?;
+        if e.buffers.len() <= slot {
+            e.buffers
+                .resize_with(slot + 1, || Buffer::zeros(p.dtype, 0));
+        }
+        e.buffers[slot] = buf;
     }
     let o = crate::exec::interp::eval(&k.graph, k.sink, &e).ok()?;
     if o.hard_ub {
         return None;
     }
-    let slot = k
-        .params
+    let mut obs = Observed {
+        value: None,
+        buffers: vec![],
+        ub: false,
+        error: None,
+        invalid: false,
+    };
+    if k.params
         .iter()
-        .find(|p| p.source == ArgSource::Output(0))?
-        .slot as usize;
-    Some((*o.buffers.get(slot)?.data.first()?, o.ub))
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+    {
+        obs.buffers = o.buffers;
+        // only the kernel's own buffers: the point's others are not the lowered kernel's
+        obs.buffers.truncate(env.buffers.len());
+    } else {
+        let slot = k
+            .params
+            .iter()
+            .find(|p| p.source == ArgSource::Output(0))?
+            .slot as usize;
+        obs.value = Some(*o.buffers.get(slot)?.data.first()?);
+    }
+    Some((obs, o.ub))
+}
+
+/// Two observations hold the same result: equal values, or equal buffers element by element
+/// (`compare::same_val`).
+fn same_result(a: &Observed, b: &Observed) -> bool {
+    match (a.value, b.value) {
+        (Some(x), Some(y)) => super::compare::same_val(x, y),
+        (None, None) => {
+            a.buffers.len() == b.buffers.len()
+                && a.buffers.iter().zip(&b.buffers).all(|(x, y)| {
+                    x.data.len() == y.data.len()
+                        && x.data
+                            .iter()
+                            .zip(&y.data)
+                            .all(|(p, q)| super::compare::same_val(*p, *q))
+                })
+        }
+        _ => false,
+    }
 }
 
 /// Why a point the backend computes differently from the reference does not count against it.
@@ -166,22 +230,21 @@ fn triage(
     g: &crate::ir::Graph,
     root: crate::ir::UOp,
     env: &crate::exec::interp::Env,
-    reference: Val,
-    got: Val,
+    reference: &Observed,
+    got: &Observed,
 ) -> Option<Cause> {
     let lowered = lowered_kernel(backend.name(), g, root).and_then(|k| run_lowered(&k, env));
-    if lowered.is_some_and(|(v, _)| super::compare::same_val(v, got)) {
+    if lowered.as_ref().is_some_and(|(o, _)| same_result(o, got)) {
         return Some(Cause::Lowering);
     }
-    if lowered.is_some_and(|(_, ub)| ub)
+    if lowered.as_ref().is_some_and(|(_, ub)| *ub)
         && let Some(twin) = backend.strict_twin()
         && let Ok(tb) = crate::exec::backend::build(twin)
         && let Ok(mut p) = tb.prepare(g, &[root])
         && p.run(&[env])
             .first()
             .and_then(|r| r.first())
-            .and_then(|o| o.value)
-            .is_some_and(|v| super::compare::same_val(v, reference))
+            .is_some_and(|o| o.error.is_none() && same_result(o, reference))
     {
         return Some(Cause::Ub(twin));
     }
@@ -275,8 +338,13 @@ impl Report {
         families: &[&str],
         exploits_ub: bool,
         max_compile_fail_pct: f64,
-    ) -> Result<(), String> {
-        let fail = |why: String| Err(format!("{why}\n{}", self.summary()));
+    ) -> Result<(), NonConformance> {
+        let fail = |why: String| {
+            Err(NonConformance {
+                why,
+                summary: self.summary(),
+            })
+        };
         if self.total_graphs() < min_graphs {
             return fail(format!("{} graphs < {min_graphs}", self.total_graphs()));
         }
@@ -307,6 +375,14 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// Why a run does not meet [`Report::conforms`], with the run's summary.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{why}\n{summary}")]
+pub struct NonConformance {
+    pub why: String,
+    pub summary: String,
 }
 
 fn reason_key(r: &str) -> String {
@@ -368,11 +444,13 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                 .iter()
                 .any(|u| case.graph.op(*u) == crate::ir::Ops::SIN);
             let dt = case.graph.dtype(case.root);
+            // a kernel graph: its result is the buffers it leaves
+            let kernel = dt == crate::ir::DType::Void;
             let mut failed = false;
             let mut shown = false;
             for (env, row) in envs.iter().zip(&got) {
                 let r = interp_backend::observe(&case.graph, case.root, env);
-                if r.error.is_some() || r.ub || r.invalid || r.value.is_none() {
+                if r.error.is_some() || r.ub || r.invalid || (r.value.is_none() && !kernel) {
                     rep.points_skipped += 1;
                     continue;
                 }
@@ -405,43 +483,42 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                     }
                     continue;
                 }
-                let (Some(rv), Some(bv)) = (r.value, b.value) else {
-                    rep.points_skipped += 1;
-                    continue;
-                };
-                // fast-math: tinygrad's float rules and WGSL assume finite values, also where a
-                // non-finite float only reaches an int result through BITCAST (NaN payloads)
-                let ap = approx_eval(&case.graph, case.root, env);
-                if ap.as_ref().is_some_and(|a| a.nonfinite) {
-                    rep.points_skipped += 1;
-                    continue;
-                }
-                let verdict = if dt.is_float() {
-                    let Some(ap) = ap else {
-                        rep.points_skipped += 1;
-                        continue;
-                    };
-                    if !rv.as_f64().is_finite() {
-                        rep.points_skipped += 1;
-                        continue;
+                let verdict = if kernel {
+                    // element by element with `compare::decide_on`'s per-element float slack
+                    use super::compare::PointVerdict as V;
+                    let root = case.root;
+                    match super::compare::decide_on(
+                        &case.graph,
+                        root,
+                        root,
+                        env,
+                        &r,
+                        b,
+                        super::tolerance::FloatPolicy::FastMath,
+                    ) {
+                        V::Skip => {
+                            rep.points_skipped += 1;
+                            continue;
+                        }
+                        V::Agree => FloatCmp::Identical,
+                        V::Rounding => FloatCmp::Inconclusive,
+                        V::Differ | V::LessDefined => FloatCmp::Mismatch,
                     }
-                    let slack = backend_abs_slack(backend.name(), uses_sin);
-                    let o = Approx {
-                        e: ap.root.e + slack,
-                        ..ap.root
-                    };
-                    tolerance::compare(dt, o, Approx::exact(bv.as_f64()), false)
-                } else if super::compare::same_val(rv, bv) {
-                    FloatCmp::Identical
                 } else {
-                    FloatCmp::Mismatch
+                    match scalar_verdict(backend, &case.graph, case.root, env, &r, b, uses_sin) {
+                        Some(v) => v,
+                        None => {
+                            rep.points_skipped += 1;
+                            continue;
+                        }
+                    }
                 };
                 rep.points_compared += 1;
                 match verdict {
                     FloatCmp::Identical | FloatCmp::WithinTolerance => rep.agree += 1,
                     FloatCmp::Inconclusive => rep.rounding += 1,
                     FloatCmp::Mismatch => {
-                        match triage(backend, &case.graph, case.root, env, rv, bv) {
+                        match triage(backend, &case.graph, case.root, env, &r, b) {
                             Some(Cause::Lowering) => {
                                 *rep.explained.entry(LOWERING.into()).or_default() += 1;
                                 continue;
@@ -469,9 +546,9 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                             rep.examples.push(format!(
                                 "mismatch [{}] seed {s}: reference {} vs {} {} at vars {:?}\n{}",
                                 fam.name(),
-                                show(rv),
+                                show(&r),
                                 backend.name(),
-                                show(bv),
+                                show(b),
                                 env.vars,
                                 crate::ir::text::write_graph(&case.graph, &roots, &["root"])
                             ));
@@ -484,9 +561,52 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
     rep
 }
 
-fn show(v: Val) -> String {
-    match v {
-        Val::Float(f) => format!("{f:e}"),
-        other => format!("{other:?}"),
+/// The verdict on a scalar root's value on the backend (`got`) against the reference's
+/// (`r`); `None`: the point is not compared.
+fn scalar_verdict(
+    backend: &dyn Backend,
+    g: &crate::ir::Graph,
+    root: crate::ir::UOp,
+    env: &crate::exec::interp::Env,
+    r: &Observed,
+    got: &Observed,
+    uses_sin: bool,
+) -> Option<FloatCmp> {
+    let dt = g.dtype(root);
+    let (Some(rv), Some(bv)) = (r.value, got.value) else {
+        return None;
+    };
+    // fast-math: tinygrad's float rules and WGSL assume finite values, also where a
+    // non-finite float only reaches an int result through BITCAST (NaN payloads)
+    let ap = approx_eval(g, root, env);
+    if ap.as_ref().is_some_and(|a| a.nonfinite) {
+        return None;
+    }
+    Some(if dt.is_float() {
+        let ap = ap?;
+        if !rv.as_f64().is_finite() {
+            return None;
+        }
+        let slack = backend_abs_slack(backend.name(), uses_sin);
+        let o = Approx {
+            e: ap.root.e + slack,
+            ..ap.root
+        };
+        tolerance::compare(dt, o, Approx::exact(bv.as_f64()), false)
+    } else if super::compare::same_val(rv, bv) {
+        FloatCmp::Identical
+    } else {
+        FloatCmp::Mismatch
+    })
+}
+
+fn show(o: &Observed) -> String {
+    match o.value {
+        Some(Val::Float(f)) => format!("{f:e}"),
+        Some(other) => format!("{other:?}"),
+        None => format!(
+            "buffers {:?}",
+            o.buffers.iter().map(|b| &b.data).collect::<Vec<_>>()
+        ),
     }
 }

@@ -20,7 +20,7 @@ pub fn run_oracle(cells: &[Cell]) -> Result<Vec<PyOut>, BridgeError> {
         .lines()
         .map(parse_out)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(BridgeError::Protocol)?;
+        .map_err(|e| BridgeError::Protocol(e.to_string()))?;
     if outs.len() != cells.len() {
         return Err(BridgeError::Protocol(format!(
             "got {} results for {} cells",

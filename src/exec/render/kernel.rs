@@ -3,10 +3,15 @@
 //! kernel's REDUCEs become REG accumulators and loops (`pm_reduce_local`), its launch dims
 //! become loops, each END ends one RANGE (`pm_split_ends`), gated INDEXes become gated
 //! LOAD/STORE (`pm_move_gates_from_index`), leftover Invalids become 0 (`pm_remove_invalid`),
-//! and sibling loops are ordered (`pm_add_control_flow`). Each pass is a bottom-up rebuild of
-//! the graph, as tinygrad's `graph_rewrite(..., bottom_up=True)` of that matcher would do it.
+//! and sibling loops are ordered (`pm_add_control_flow`). The structural passes are bottom-up
+//! rebuilds of the graph, as tinygrad's `graph_rewrite(..., bottom_up=True)` of that matcher
+//! would do it; the two gate passes are rule sets that `lower::finish` runs where
+//! `full_rewrite_to_sink` runs them.
 use super::CannotRender;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
+use crate::rewrite::engine::{Cx, RuleResult, RuleSet};
+use crate::rewrite::upat::UPat;
+use crate::rule;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rebuilds `root` from the leaves: `f(g, u, new_src)` gives the node that replaces `u` once
@@ -292,82 +297,165 @@ pub fn one_end_per_range(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> 
     Ok(root)
 }
 
-fn is_invalid(g: &Graph, u: UOp) -> bool {
-    g.const_val(u).is_some_and(|c| c.is_invalid())
+/// `invalid_pat = UPat(Ops.CONST, arg=Invalid, name="i")` (uop/symbolic.py:72)
+fn invalid_pat() -> UPat {
+    UPat::cnst(ConstVal::Invalid).named("i")
 }
 
-/// `pm_move_gates_from_index` (codegen/late/gater.py:9-28) for one-index buffers, with the
-/// gated LOAD/STORE folds of `pm_data_invalid` (uop/symbolic.py:93-96) and `pm_remove_invalid`
-/// (:98-101):
-/// * `INDEX(buf, gate.where(idx, Invalid)).load()` → `INDEX(buf, idx).load(0, gate)` (:18-19);
-/// * `INDEX(buf, gate.where(idx, Invalid)).store(data)` → `INDEX(buf, idx).store(data, gate)`
-///   (:20-21);
-/// * a STORE through `INDEX(buf, Invalid)` is a NOOP, a LOAD through it is 0 (symbolic.py:94-96);
-/// * any other `cond.where(x, Invalid)` → `cond.where(x, 0)` (symbolic.py:99).
-///
-/// The "where after gated load" rules (gater.py:24-27) only fold a WHERE into the alt value:
-/// not ported, the WHERE stays and computes the same.
-pub fn move_gates(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
-    // (gated INDEX, its gate), keyed by the rebuilt INDEX
-    let mut gated: HashMap<UOp, (UOp, UOp)> = HashMap::default();
-    rebuild(g, sink, &mut |g, u, src| {
-        let op = g.op(u);
-        let dt = g.dtype(u);
-        match op {
-            Ops::INDEX if src.len() == 2 => {
-                let i = src[1];
-                if g.op(i) == Ops::WHERE && is_invalid(g, g.src(i)[2]) {
-                    let (gate, idx) = (g.src(i)[0], g.src(i)[1]);
-                    let n = g.mk(Ops::INDEX, dt, &[src[0], idx], Arg::None);
-                    // keyed by a node no other pattern builds: the gated INDEX itself
-                    let key = g.mk(Ops::INDEX, dt, src, Arg::None);
-                    gated.insert(key, (n, gate));
-                    return Ok(Some(key));
+/// `UPat((Ops.INDEX, Ops.SHRINK), src=(UPat(), UPat.var("gate").where(UPat.var("idx"),
+/// UPat(arg=Invalid)),), name="mop", allow_any_len=True)` (codegen/late/gater.py:19, :21)
+fn gated_index() -> UPat {
+    UPat::ops(&[Ops::INDEX, Ops::SHRINK])
+        .named("mop")
+        .src(vec![
+            UPat::any_node(),
+            UPat::var("gate").where_(UPat::var("idx"), UPat::cnst(ConstVal::Invalid)),
+        ])
+        .any_len()
+}
+
+/// `mop.replace(src=(mop.src[0], idx)+mop.src[2:])`
+fn ungated(cx: &mut Cx, mop: UOp, idx: UOp) -> UOp {
+    let mut src = cx.g.src(mop).to_vec();
+    src[1] = idx;
+    let n = cx.g.node(mop).clone();
+    cx.g.mk(n.op, n.dtype, &src, n.arg)
+}
+
+/// `pm_move_gates_from_index` (codegen/late/gater.py:9-28), its own `graph_rewrite` after the
+/// late decompositions (codegen/__init__.py:374), as tinygrad runs it: by then
+/// `pm_data_invalid` (in `symbolic_simple`, uop/symbolic.py:74-96) has moved every Invalid out
+/// to the INDEX it gates, and the Invalid is only turned into 0 later, by
+/// [`pm_remove_invalid`] in "final rewrite" (:379) — so a gated INDEX still has its gate here.
+/// The two image rules (gater.py:11-16) match a two-index INDEX, which the port's kernels do
+/// not have: not ported. Nor is the second "where after gated load" rule (:27), whose
+/// `~UPat.var("gate")` the generator's gates never take.
+pub fn pm_move_gates_from_index() -> RuleSet {
+    RuleSet::new(
+        "pm_move_gates_from_index",
+        vec![
+            // (UPat((Ops.INDEX, Ops.SHRINK), src=(UPat(), UPat.var("gate").where(UPat.var("idx"), UPat(arg=Invalid)),), name="mop", allow_any_len=True)
+            //  .load(name="l"), lambda mop,gate,idx,l: mop.replace(src=(mop.src[0],idx)+mop.src[2:]).load(l.vconst_like(0), gate))
+            rule!(
+                "gater/gated_load",
+                "tinygrad/codegen/late/gater.py:19",
+                UPat::op(Ops::LOAD).named("l").src(vec![gated_index()]),
+                |cx, b| {
+                    let (l, mop, idx, gate) = (b["l"], b["mop"], b["idx"], b["gate"]);
+                    let n = ungated(cx, mop, idx);
+                    let dt = cx.g.dtype(l);
+                    let alt = cx.konst(0, Some(dt));
+                    Ok(Some(cx.g.mk(Ops::LOAD, dt, &[n, alt, gate], Arg::None)))
                 }
-                Ok(None)
-            }
-            Ops::LOAD if src.len() == 1 => {
-                if let Some((n, gate)) = gated.get(&src[0]).copied() {
-                    let alt = g.cnst(dt, ConstVal::Int(0));
-                    return Ok(Some(g.mk(Ops::LOAD, dt, &[n, alt, gate], Arg::None)));
-                }
-                if g.op(src[0]) == Ops::INDEX
-                    && g.src(src[0]).get(1).is_some_and(|i| is_invalid(g, *i))
-                {
-                    return Ok(Some(g.cnst(dt, ConstVal::Int(0))));
-                }
-                Ok(None)
-            }
-            Ops::STORE if src.len() == 2 => {
-                if let Some((n, gate)) = gated.get(&src[0]).copied() {
-                    return Ok(Some(g.mk(
+            ),
+            // (... .store(UPat.var("data")), lambda mop,gate,idx,data: mop.replace(src=(mop.src[0],idx)+mop.src[2:]).store(data, gate))
+            rule!(
+                "gater/gated_store",
+                "tinygrad/codegen/late/gater.py:21",
+                UPat::op(Ops::STORE).src(vec![gated_index(), UPat::var("data")]),
+                |cx, b| {
+                    let (mop, idx, gate, data) = (b["mop"], b["idx"], b["gate"], b["data"]);
+                    let n = ungated(cx, mop, idx);
+                    Ok(Some(cx.g.mk(
                         Ops::STORE,
                         DType::Void,
-                        &[n, src[1], gate],
+                        &[n, data, gate],
                         Arg::None,
-                    )));
+                    )))
                 }
-                if g.op(src[0]) == Ops::INDEX
-                    && g.src(src[0]).get(1).is_some_and(|i| is_invalid(g, *i))
-                {
-                    return Ok(Some(g.mk(Ops::NOOP, DType::Void, &[], Arg::None)));
+            ),
+            // (UPat.var("gate").where(UPat().load(UPat(), UPat.var("gate", dtype=dtypes.bool), name="l").or_casted(), UPat.var("a")).named("w"),
+            //  move_where_load)
+            rule!(
+                "gater/where_after_gated_load",
+                "tinygrad/codegen/late/gater.py:25",
+                UPat::var("gate")
+                    .where_(
+                        UPat::op(Ops::LOAD)
+                            .named("l")
+                            .src(vec![
+                                UPat::any_node(),
+                                UPat::any_node(),
+                                UPat::var("gate").dtype(&[DType::Bool]),
+                            ])
+                            .or_casted(None),
+                        UPat::var("a"),
+                    )
+                    .named("w"),
+                |cx, b| move_where_load(cx, b["l"], b["a"], b["w"])
+            ),
+        ],
+    )
+}
+
+/// `move_where_load` (codegen/late/gater.py:5-7): the WHERE's other value becomes the gated
+/// LOAD's alt value.
+fn move_where_load(cx: &mut Cx, l: UOp, a: UOp, w: UOp) -> RuleResult {
+    let ldt = cx.g.dtype(l);
+    // l.vconst_like(0) if a.is_invalid else l.const_like(a.val) if a.op is Ops.CONST else
+    // a.src[0] if a.op is Ops.CAST and a.src[0].dtype == l.dtype else a.cast(l.dtype)
+    let alt = match cx.g.const_val(a) {
+        Some(c) if c.is_invalid() => cx.konst(0, Some(ldt)),
+        Some(c) => cx.g.cnst(ldt, crate::ir::graph::dtype_const(ldt, c)),
+        None if cx.g.op(a) == Ops::CAST && cx.g.dtype(cx.g.src(a)[0]) == ldt => cx.g.src(a)[0],
+        None => cx.cast(a, ldt),
+    };
+    let (idx, gate) = (cx.g.src(l)[0], cx.g.src(l)[2]);
+    let nl = cx.g.mk(Ops::LOAD, ldt, &[idx, alt, gate], Arg::None);
+    let wdt = cx.g.dtype(w);
+    Ok(Some(cx.cast(nl, wdt)))
+}
+
+/// `pm_remove_invalid` (uop/symbolic.py:98-102), part of "final rewrite"
+/// (codegen/__init__.py:379): an Invalid no gate took becomes 0.
+pub fn pm_remove_invalid() -> RuleSet {
+    RuleSet::new(
+        "pm_remove_invalid",
+        vec![
+            // (invalid_gate.named("w"), lambda cond,x,i,w: w.replace(src=(cond,x,w.const_like(0))))
+            rule!(
+                "remove_invalid/gate_to_zero",
+                "tinygrad/uop/symbolic.py:99",
+                UPat::var("cond")
+                    .where_(UPat::var("x"), invalid_pat())
+                    .named("w"),
+                |cx, b| {
+                    let (w, cond, x) = (b["w"], b["cond"], b["x"]);
+                    let z = cx.try_const_like(w, 0)?;
+                    let dt = cx.g.dtype(w);
+                    Ok(Some(cx.g.mk(Ops::WHERE, dt, &[cond, x, z], Arg::None)))
                 }
-                Ok(None)
-            }
-            // invalid_gate.named("w") → w.replace(src=(cond, x, w.const_like(0)))
-            Ops::WHERE if is_invalid(g, src[2]) && !is_invalid(g, src[1]) => {
-                let zdt = g.dtype(src[1]);
-                let z = g.cnst(zdt, ConstVal::Int(0));
-                Ok(Some(g.mk(
-                    Ops::WHERE,
-                    g.dtype(src[1]),
-                    &[src[0], src[1], z],
-                    Arg::None,
-                )))
-            }
-            _ => Ok(None),
-        }
-    })
+            ),
+            // (UPat(Ops.STACK, name="s"), lambda s: s.replace(src=tuple(UOp.const(0, s.dtype) if x.is_invalid else x for x in s.src))
+            //  if any(x.is_invalid for x in s.src) else None)
+            rule!(
+                "remove_invalid/stack_lanes_to_zero",
+                "tinygrad/uop/symbolic.py:100",
+                UPat::op(Ops::STACK).named("s"),
+                |cx, b| {
+                    let s = b["s"];
+                    let inv = |cx: &Cx, x: UOp| cx.g.const_val(x).is_some_and(|c| c.is_invalid());
+                    let src = cx.g.src(s).to_vec();
+                    if !src.iter().any(|x| inv(cx, *x)) {
+                        return Ok(None);
+                    }
+                    let dt = cx.g.dtype(s);
+                    let ns: Vec<UOp> = src
+                        .iter()
+                        .map(|x| {
+                            if inv(cx, *x) {
+                                cx.konst(0, Some(dt))
+                            } else {
+                                *x
+                            }
+                        })
+                        .collect();
+                    let arg = cx.g.arg(s).clone();
+                    Ok(Some(cx.g.mk(Ops::STACK, dt, &ns, arg)))
+                }
+            ),
+        ],
+    )
 }
 
 /// `do_split_ends` (codegen/late/linearizer.py:87-90): `END(x, *ranges)` becomes one END per

@@ -102,7 +102,12 @@ fn commit_weak_graph(cx: &mut Cx, order: &[UOp]) -> Result<HashMap<UOp, UOp>, Ca
         let dt = cx.g.dtype(u);
         let src: Vec<UOp> = cx.g.src(u).iter().map(|s| m[s]).collect();
         let weak_src = cx.g.src(u).iter().any(|s| cx.g.dtype(*s).is_weak());
-        let nu = if op == Ops::CONST && dt.is_weak() {
+        let invalid = |cx: &Cx, s: UOp| cx.g.const_val(s).is_some_and(|c| c.is_invalid());
+        let nu = if op == Ops::CONST && dt.is_weak() && invalid(cx, u) {
+            // an Invalid is not committed: `s if s.base.is_invalid else commit_weak(s, dt)`
+            // (uop/weak.py:49)
+            u
+        } else if op == Ops::CONST && dt.is_weak() {
             let c = cx.g.const_val(u).unwrap_or(ConstVal::Invalid);
             let d = default_dtype(cx, u);
             cx.g.cnst(d, c)
@@ -150,7 +155,25 @@ fn commit_weak_graph(cx: &mut Cx, order: &[UOp]) -> Result<HashMap<UOp, UOp>, Ca
             }
         } else if dt.is_weak() || (weak_src && op.is_alu()) {
             let start = if op == Ops::WHERE { 1 } else { 0 };
-            let d = if op.is_binary() {
+            // a strong node over weak srcs: `commit_weak_srcs` (uop/weak.py:18-20), first in
+            // `pm_lower_index_dtype` (:74), commits them at the least upper dtype of the srcs
+            // alone (`x << 10` of a short stays a short shift)
+            // (the srcs' dtypes before they were lowered: a weak CONST is already committed)
+            let old: Vec<UOp> = cx.g.src(u).to_vec();
+            let strong = (!dt.is_weak())
+                .then(|| {
+                    let ds: Vec<DType> = old[start..]
+                        .iter()
+                        .filter(|s| !invalid(cx, **s))
+                        .map(|s| cx.g.dtype(*s))
+                        .collect();
+                    crate::ir::dtype::least_upper_dtype(&ds)
+                })
+                .flatten()
+                .filter(|d| !d.is_weak());
+            let d = if let Some(d) = strong {
+                d
+            } else if op.is_binary() {
                 let d0 = default_dtype(cx, u);
                 let mut ds = vec![d0];
                 ds.extend(src.iter().map(|s| cx.g.dtype(*s)));
@@ -158,14 +181,25 @@ fn commit_weak_graph(cx: &mut Cx, order: &[UOp]) -> Result<HashMap<UOp, UOp>, Ca
                     .unwrap_or(d0)
                     .strong()
             } else {
-                let ds: Vec<DType> = src[start..].iter().map(|s| cx.g.dtype(*s)).collect();
+                // an Invalid takes no part in the width (`gate.where(idx, Invalid)` is idx's)
+                let ds: Vec<DType> = src[start..]
+                    .iter()
+                    .filter(|s| !invalid(cx, **s))
+                    .map(|s| cx.g.dtype(*s))
+                    .collect();
                 crate::ir::dtype::least_upper_dtype(&ds)
                     .unwrap_or(DType::Int32)
                     .strong()
             };
             let mut ns = src[..start].to_vec();
-            for s in &src[start..] {
-                ns.push(commit_weak(cx, *s, d));
+            for (s, o) in src[start..].iter().zip(&old[start..]) {
+                ns.push(
+                    if invalid(cx, *s) || (strong.is_some() && !cx.g.dtype(*o).is_weak()) {
+                        *s
+                    } else {
+                        commit_weak(cx, *s, d)
+                    },
+                );
             }
             cx.g.mk_infer(op, &ns, cx.g.arg(u).clone())
                 .map_err(|e| CannotRender(format!("committing weak {}: {e}", op.name())))?
@@ -742,6 +776,11 @@ fn finish<R: CStyleLanguage + ?Sized>(
 ) -> Result<Kernel, CannotRender> {
     // full_rewrite_to_sink's decomposition passes (codegen/__init__.py:359-379)
     let ops = ren.supported_ops();
+    // a graph here is at "early symbolic" (:341) or earlier: tinygrad's `sym` passes before the
+    // decompositions ("early symbolic" :341, "extra symbolic" :350) turn every POW into
+    // exp2/log2 (`xpow`, uop/symbolic.py:450), which no renderer's code_for_op has
+    let pow = filtered(&rules::sym::sym_own(), |n| n == "sym/pow_xpow");
+    let sink = rewrite(&mut g, &mut cache, sink, &pow, "sym's POW")?;
     let sink = rewrite(
         &mut g,
         &mut cache,
@@ -759,8 +798,25 @@ fn finish<R: CStyleLanguage + ?Sized>(
         &[&pm_decomp, &late_for(&ops), &transcendental_for(&ops)],
     );
     let sink = rewrite(&mut g, &mut cache, sink, &pm_decomp, "late decompositions")?;
+    // a pass of its own (:374): gated INDEXes still hold their Invalid here
+    let sink = rewrite(
+        &mut g,
+        &mut cache,
+        sink,
+        &super::kernel::pm_move_gates_from_index(),
+        "move gates from index",
+    )?;
     let extra = ren.extra_matcher().unwrap_or_default();
-    let pm_final = RuleSet::concat("pm_final_rewrite", &[&commit, &pm_decomp, &extra]);
+    // pm_final_rewrite+pm_remove_invalid (:378-379); pm_cast_weak's work is commit_weak_graph's
+    let pm_final = RuleSet::concat(
+        "pm_final_rewrite",
+        &[
+            &commit,
+            &pm_decomp,
+            &extra,
+            &super::kernel::pm_remove_invalid(),
+        ],
+    );
     let sink = rewrite(&mut g, &mut cache, sink, &pm_final, "final rewrite")?;
     // pm_split_ends is part of pm_final_rewrite (:378)
     let sink = if kernel {
@@ -962,7 +1018,6 @@ pub fn lower_kernel<R: CStyleLanguage + ?Sized>(
     let root = k::specials_to_loops(&mut g, root)?;
     let root = k::reduce_to_acc(&mut g, root)?;
     let root = k::one_end_per_range(&mut g, root)?;
-    let root = k::move_gates(&mut g, root)?;
     let mut cache = Cache::default();
     let mut cx = Cx {
         g: &mut g,

@@ -7,10 +7,8 @@
 //!
 //! The one place that spawns `render_cmd.py` is [`tinygrad_sources`].
 use super::super::{BridgeError, find_python, harness_script, run_script};
-use crate::exec::c::{CKernel, lower_and_render, prepare_sources, render_source};
+use crate::exec::c::{CKernel, lower_and_render, prepare_sources};
 use crate::exec::interp::Env;
-use crate::exec::render::clang::ClangRenderer;
-use crate::exec::render::lower::{ArgSource, lower};
 use crate::exec::{ExecError, Observed};
 use crate::generate::{Family, GenConfig, generate_seeded};
 use crate::ir::text::write_graph;
@@ -31,12 +29,11 @@ pub struct RenderReport {
     pub compared: usize,
     pub points: usize,
     /// Of `kernels`, those from the generator's `kernel` family (buffers, loops, reduces) and
-    /// how many of them are text-identical.
+    /// how many of them are text-identical, compared and behaviour-identical.
     pub kernel_family: usize,
     pub kernel_family_text_identical: usize,
-    /// Kernel-family kernels compared by text only: the `c` backend does not bind their
-    /// buffers, so they did not run.
-    pub text_only: usize,
+    pub kernel_family_compared: usize,
+    pub kernel_family_behaviour_identical: usize,
     /// The first few kernels that behave differently.
     pub examples: Vec<String>,
 }
@@ -50,8 +47,35 @@ impl RenderReport {
     }
 }
 
-/// tinygrad's C for each lowered kernel text, in order (`Err(exception)` where it raised).
-pub fn tinygrad_sources(texts: &[String]) -> Result<Vec<Result<String, String>>, BridgeError> {
+/// tinygrad's renderer raised on a kernel (or `render_cmd.py` gave no answer for it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {msg}")]
+pub struct TinygradRaised {
+    /// The exception's type name.
+    pub kind: String,
+    pub msg: String,
+}
+
+/// Why a finding could not be checked against tinygrad's own C.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfirmError {
+    /// The port cannot lower or render the graph for `c`.
+    #[error("{0}")]
+    Unsupported(crate::exec::Unsupported),
+    #[error(transparent)]
+    Bridge(#[from] BridgeError),
+    #[error("tinygrad's renderer raised {0}")]
+    Raised(#[from] TinygradRaised),
+    #[error("tinygrad gave no source")]
+    NoSource,
+    #[error("no result")]
+    NoResult,
+}
+
+/// tinygrad's C for each lowered kernel text, in order (`Err` where it raised).
+pub fn tinygrad_sources(
+    texts: &[String],
+) -> Result<Vec<Result<String, TinygradRaised>>, BridgeError> {
     let python = find_python()?;
     let script = harness_script("render_cmd.py")?;
     let mut input = Vec::new();
@@ -64,7 +88,11 @@ pub fn tinygrad_sources(texts: &[String]) -> Result<Vec<Result<String, String>>,
         input.push(b'\n');
     }
     let out = run_script(&python, &script, &[], input)?;
-    let mut res: Vec<Result<String, String>> = vec![Err("no answer".into()); texts.len()];
+    let none = TinygradRaised {
+        kind: "no answer".into(),
+        msg: String::new(),
+    };
+    let mut res: Vec<Result<String, TinygradRaised>> = vec![Err(none); texts.len()];
     for line in out.lines() {
         let v: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| BridgeError::Protocol(format!("{e}: {line}")))?;
@@ -76,26 +104,39 @@ pub fn tinygrad_sources(texts: &[String]) -> Result<Vec<Result<String, String>>,
         };
         *slot = match v.get("src").and_then(|s| s.as_str()) {
             Some(s) => Ok(s.to_string()),
-            None => Err(format!(
-                "{}: {}",
-                v.get("err").and_then(|s| s.as_str()).unwrap_or("?"),
-                v.get("msg").and_then(|s| s.as_str()).unwrap_or("")
-            )),
+            None => Err(TinygradRaised {
+                kind: v
+                    .get("err")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or("?")
+                    .to_string(),
+                msg: v
+                    .get("msg")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+            }),
         };
     }
     Ok(res)
 }
 
+/// The same bits: the value, or every element of every buffer a kernel left; a crash on both
+/// sides is the same.
 fn same_observed(a: &Observed, b: &Observed) -> bool {
-    let bits = |o: &Observed| {
-        o.value.map(|v| match v {
-            crate::ir::alu::Val::Float(f) => (1u8, f.to_bits() as i128),
-            crate::ir::alu::Val::Int(i) => (2, i),
-            crate::ir::alu::Val::Bool(b) => (3, b as i128),
-        })
+    let bits = |v: crate::ir::alu::Val| match v {
+        crate::ir::alu::Val::Float(f) => (1u8, f.to_bits() as i128),
+        crate::ir::alu::Val::Int(i) => (2, i),
+        crate::ir::alu::Val::Bool(b) => (3, b as i128),
+    };
+    let bufs = |o: &Observed| -> Vec<Vec<(u8, i128)>> {
+        o.buffers
+            .iter()
+            .map(|b| b.data.iter().map(|v| bits(*v)).collect())
+            .collect()
     };
     let crashed = |o: &Observed| matches!(o.error, Some(ExecError::Crash { .. }));
-    bits(a) == bits(b) && crashed(a) == crashed(b)
+    a.value.map(bits) == b.value.map(bits) && bufs(a) == bufs(b) && crashed(a) == crashed(b)
 }
 
 /// Generates `graphs` graphs (families in turn, graph i from seed `seed + i`), renders the
@@ -114,48 +155,22 @@ pub fn run_render_fidelity(
     let mut cases = Vec::new();
     let mut seeds = Vec::new();
     let mut ours: Vec<CKernel> = Vec::new();
-    // per kernel: whether the c backend can run it (a kernel with buffers: not yet)
-    let mut runs: Vec<bool> = Vec::new();
     let mut texts = Vec::new();
     for i in 0..graphs as u64 {
         let fam = Family::ALL[(i % Family::ALL.len() as u64) as usize];
         let case = generate_seeded(seed.wrapping_add(i), &GenConfig::family(fam));
-        let (k, ck, run) = match lower_and_render(&case.graph, &[case.root]) {
-            Ok((k, ck)) => (k, ck, true),
-            Err(_) => {
-                // a kernel the backend cannot bind is still compared by text
-                let Ok(k) = lower(&ClangRenderer, &case.graph, &[case.root]) else {
-                    continue;
-                };
-                if !k
-                    .params
-                    .iter()
-                    .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
-                {
-                    continue;
-                }
-                let Ok(source) = render_source(&k) else {
-                    continue;
-                };
-                let ck = CKernel {
-                    source,
-                    params: k.params.clone(),
-                    nroots: 1,
-                };
-                (k, ck, false)
-            }
+        let Ok((k, ck)) = lower_and_render(&case.graph, &[case.root]) else {
+            continue;
         };
         if case.family == Family::Kernel {
             rep.kernel_family += 1;
         }
         texts.push(write_graph(&k.graph, &[k.sink], &["sink"]));
         ours.push(ck);
-        runs.push(run);
         cases.push(case);
         seeds.push(seed.wrapping_add(i));
     }
     rep.kernels = ours.len();
-    rep.text_only = runs.iter().filter(|r| !**r).count();
     let theirs = tinygrad_sources(&texts)?;
     let mut pairs: Vec<(usize, CKernel)> = Vec::new();
     for (i, t) in theirs.iter().enumerate() {
@@ -171,9 +186,6 @@ pub fn run_render_fidelity(
                         "kernel {i} (graph seed {}): text differs\n--- port\n{}\n--- tinygrad\n{src}",
                         seeds[i], ours[i].source
                     ));
-                }
-                if !runs[i] {
-                    continue;
                 }
                 pairs.push((
                     i,
@@ -217,6 +229,8 @@ pub fn run_render_fidelity(
         }
         rep.compared += 1;
         rep.points += envs.len();
+        let kernel = cases[*i].family == Family::Kernel;
+        rep.kernel_family_compared += kernel as usize;
         let same = a
             .iter()
             .flatten()
@@ -224,6 +238,7 @@ pub fn run_render_fidelity(
             .all(|(x, y)| same_observed(x, y));
         if same {
             rep.behaviour_identical += 1;
+            rep.kernel_family_behaviour_identical += kernel as usize;
         } else if rep.examples.len() < 8 {
             rep.examples.push(format!(
                 "kernel {i} (graph seed {}): outputs differ",
@@ -262,26 +277,24 @@ pub fn confirm_c(
     roots: &[crate::ir::UOp],
     env: &Env,
     strict: bool,
-) -> Result<Confirmation, String> {
-    let (k, ours) = lower_and_render(g, roots).map_err(|u| u.reason)?;
+) -> Result<Confirmation, ConfirmError> {
+    let (k, ours) = lower_and_render(g, roots).map_err(ConfirmError::Unsupported)?;
     let text = write_graph(&k.graph, &[k.sink], &["sink"]);
-    let theirs = tinygrad_sources(&[text])
-        .map_err(|e| e.to_string())?
+    let theirs = tinygrad_sources(&[text])?
         .pop()
-        .ok_or("tinygrad gave no source")?
-        .map_err(|e| format!("tinygrad's renderer raised {e}"))?;
+        .ok_or(ConfirmError::NoSource)??;
     let text_identical = theirs == ours.source;
     let tg = CKernel {
         source: theirs,
         ..ours.clone()
     };
     let mut ps = prepare_sources(vec![ours, tg], strict);
-    let mut first = |i: usize| -> Result<Observed, String> {
+    let mut first = |i: usize| -> Result<Observed, ConfirmError> {
         ps[i]
             .run(&[env])
             .pop()
             .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
-            .ok_or_else(|| "no result".to_string())
+            .ok_or(ConfirmError::NoResult)
     };
     let port = first(0)?;
     let tinygrad = first(1)?;
