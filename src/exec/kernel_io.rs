@@ -181,9 +181,11 @@ pub fn observe(
         error: None,
         invalid: false,
     };
-    let kernel = params
+    // a scalar graph stores each root to an output; a kernel graph may store nothing at all
+    // (every STORE gated off for good and folded away)
+    let kernel = !params
         .iter()
-        .any(|p| matches!(p.source, ArgSource::Buffer { .. }));
+        .any(|p| matches!(p.source, ArgSource::Output(_)));
     if kernel {
         let mut bufs = env.buffers.clone();
         for (p, a) in params.iter().zip(after) {
@@ -197,7 +199,12 @@ pub fn observe(
             };
             let n = p.dtype.itemsize() as usize;
             let Some(bytes) = a.as_ref().filter(|b| b.len() >= size * n) else {
-                return vec![lacks(); nroots];
+                let what = format!(
+                    "the device returned {} bytes of buffer {slot}, {} expected",
+                    a.as_ref().map_or(0, |b| b.len()),
+                    size * n
+                );
+                return vec![Observed::failed(ExecError::Crash { what }); nroots];
             };
             let Ok(slot) = usize::try_from(slot) else {
                 continue;

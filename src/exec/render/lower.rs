@@ -870,10 +870,19 @@ fn finish<R: CStyleLanguage + ?Sized>(
     };
     // pm_number_params (codegen/__init__.py:391-393): slot -1 PARAMs numbered in walk order
     let order = g.toposort(&[sink]);
-    let mut next = order
+    let slots: Vec<i64> = order
         .iter()
-        .filter(|u| g.op(**u) == Ops::PARAM && g.arg(**u).as_param().is_some_and(|p| p.slot != -1))
-        .count() as i64;
+        .filter(|u| g.op(**u) == Ops::PARAM)
+        .filter_map(|u| g.arg(*u).as_param().map(|p| p.slot))
+        .filter(|s| *s != -1)
+        .collect();
+    let mut next = slots.len() as i64;
+    // tinygrad counts the numbered PARAMs (:392); where a kernel's buffer PARAM was folded away
+    // (its load fed nothing the stores keep) that count is a kept buffer's slot, and two
+    // parameters would share it: the port numbers from past the largest slot then
+    if slots.contains(&next) {
+        next = slots.iter().max().map_or(0, |m| m + 1);
+    }
     let written = stored_params(&g, sink);
     let mut np: HashMap<UOp, UOp> = HashMap::default();
     let mut params: Vec<KernelParam> = Vec::new();
