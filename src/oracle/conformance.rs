@@ -58,6 +58,24 @@ pub fn explained(
     if backend == "wgpu" && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG]) {
         return Some("wgsl: (u)char/(u)short arithmetic in 32 bits without wrap (wgsl.py:64-65)");
     }
+    // `xpow` (transcendental.py:257-265) decides NaN, |b|**e or -|b|**e for a negative base
+    // from whether the exponent is an integer (`exponent != exponent.cast(int32).cast(...)`):
+    // an exponent WGSL computes through its exp2/log2/sin, which are not correctly rounded,
+    // can land on the other side of an integer than the reference's
+    if backend == "wgpu"
+        && g.toposort(&[root]).iter().any(|u| {
+            g.op(*u) == Ops::POW
+                && g.src(*u).get(1).is_some_and(|e| {
+                    g.toposort(&[*e])
+                        .iter()
+                        .any(|x| matches!(g.op(*x), Ops::EXP2 | Ops::LOG2 | Ops::SIN | Ops::POW))
+                })
+        })
+    {
+        return Some(
+            "wgsl: xpow's integer-exponent test (transcendental.py:261) on an exponent WGSL's approximate exp2/log2/sin computed",
+        );
+    }
     // C promotes (u)char/(u)short operands to int, and ClangRenderer inlines single-use ALU
     // results into their consumer (cstyle.py:238-243), so an intermediate that leaves the
     // type's range is only wrapped where it is stored or cast; the division and shift right
