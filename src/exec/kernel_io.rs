@@ -134,25 +134,32 @@ pub fn read_back(p: &KernelParam) -> bool {
 }
 
 /// The bytes parameter `p` is passed at `env` (a pointer's buffer, a value's own bytes): a
-/// root's output zeroed; a kernel buffer as `Env::buffers[slot]` holds it, `size` elements of
-/// the parameter's dtype, zero-filled past what the point has (as ops_python allocates).
+/// root's output zeroed; a kernel buffer as `Env::buffers[slot]` holds it, its first `size`
+/// elements. A point without that buffer, or with a shorter one or one of another dtype, is
+/// the interpreter's error too (`MissingBuffer`, `BufferMismatch`): never a buffer of the
+/// declared size made up (a rewritten PARAM may declare any size).
 pub fn arg_bytes(p: &KernelParam, env: &Env) -> Result<Vec<u8>, ExecError> {
     let n = p.dtype.itemsize() as usize;
     match &p.source {
         ArgSource::Output(_) => Ok(vec![0u8; n]),
         ArgSource::Buffer { slot, size, .. } => {
-            let data: &[Val] = usize::try_from(*slot)
+            let b = usize::try_from(*slot)
                 .ok()
                 .and_then(|s| env.buffers.get(s))
-                .map_or(&[], |b| b.data.as_slice());
-            let mut out = Vec::with_capacity(size * n);
-            for i in 0..*size {
-                match data.get(i) {
-                    Some(v) => out.extend(encode(p.dtype, *v)),
-                    None => out.extend(std::iter::repeat_n(0u8, n)),
-                }
+                .ok_or(ExecError::MissingBuffer(*slot))?;
+            if b.data.len() < *size || b.dtype != p.dtype {
+                return Err(ExecError::BufferMismatch {
+                    slot: *slot,
+                    need: *size,
+                    have: b.data.len(),
+                    need_dt: p.dtype,
+                    have_dt: b.dtype,
+                });
             }
-            Ok(out)
+            Ok(b.data[..*size]
+                .iter()
+                .flat_map(|v| encode(p.dtype, *v))
+                .collect())
         }
         _ => Ok(encode(p.dtype, input_val(p, env)?)),
     }

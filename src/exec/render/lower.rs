@@ -37,8 +37,8 @@ pub enum ArgSource {
     /// A kernel's GLOBAL buffer: `Env::buffers[slot]` (`size` elements of the param's dtype,
     /// stored little-endian as [`crate::exec::kernel_io::encode`] does) passed as a pointer.
     /// `written`: the kernel stores to it, so its contents after the run are the result
-    /// (`Observed::buffers[slot]`); otherwise it is read only. A buffer shorter than `size`
-    /// in the env is an input the point lacks (zero-filled, as ops_python allocates).
+    /// (`Observed::buffers[slot]`); otherwise it is read only. A point whose buffer is
+    /// shorter than `size` cannot run it (the interpreter's `BufferMismatch`).
     Buffer {
         slot: i64,
         size: usize,
