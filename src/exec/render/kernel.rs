@@ -458,14 +458,32 @@ pub fn pm_remove_invalid() -> RuleSet {
     )
 }
 
-/// `do_split_ends` (codegen/late/linearizer.py:87-90): `END(x, *ranges)` becomes one END per
-/// RANGE, the highest axis innermost.
+/// `do_split_ends` (codegen/late/linearizer.py:87-90): `END(x, *srcs)` becomes one END per
+/// RANGE in its srcs, the highest axis innermost, then one END of the void/bool srcs (a loop's
+/// back edge) if there are any. A src that holds no RANGE (a size-1 RANGE folded to 0) ends
+/// nothing: an END of only such srcs is `x` itself.
 pub fn split_ends(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
     rebuild(g, sink, &mut |g, u, src| {
-        if g.op(u) != Ops::END || src.len() <= 2 {
+        if g.op(u) != Ops::END {
             return Ok(None);
         }
-        let mut rs: Vec<UOp> = src[1..].to_vec();
+        // backedge = tuple(x for x in e.src[1:] if x.dtype in (dtypes.void, dtypes.bool))
+        let backedge: Vec<UOp> = src[1..]
+            .iter()
+            .copied()
+            .filter(|x| matches!(g.dtype(*x), DType::Void | DType::Bool))
+            .collect();
+        // UOp.sink(*[x for x in e.src[1:] if x not in backedge]).ranges
+        let rest: Vec<UOp> = src[1..]
+            .iter()
+            .copied()
+            .filter(|x| !backedge.contains(x))
+            .collect();
+        let mut rs: Vec<UOp> = g
+            .toposort(&rest)
+            .into_iter()
+            .filter(|x| g.op(*x) == Ops::RANGE)
+            .collect();
         // sorted(..., key=lambda x: x.arg, reverse=True): (axis, axis type) descending
         rs.sort_by_key(|r| match g.arg(*r) {
             Arg::Range(a, t) => (*a, *t as i64),
@@ -475,6 +493,12 @@ pub fn split_ends(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
         let mut ret = src[0];
         for r in rs {
             ret = g.mk(Ops::END, DType::Void, &[ret, r], Arg::None);
+        }
+        // ret.end(*backedge) if len(backedge) else ret
+        if !backedge.is_empty() {
+            let mut s = vec![ret];
+            s.extend(backedge);
+            ret = g.mk(Ops::END, DType::Void, &s, Arg::None);
         }
         Ok(Some(ret))
     })
