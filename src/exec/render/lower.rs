@@ -778,9 +778,18 @@ fn finish<R: CStyleLanguage + ?Sized>(
     let ops = ren.supported_ops();
     // a graph here is at "early symbolic" (:341) or earlier: tinygrad's `sym` passes before the
     // decompositions ("early symbolic" :341, "extra symbolic" :350) turn every POW into
-    // exp2/log2 (`xpow`, uop/symbolic.py:450), which no renderer's code_for_op has
-    let pow = filtered(&rules::sym::sym_own(), |n| n == "sym/pow_xpow");
-    let sink = rewrite(&mut g, &mut cache, sink, &pow, "sym's POW")?;
+    // exp2/log2 (`xpow`, uop/symbolic.py:450), which no renderer's code_for_op has, and drop a
+    // STORE of an Invalid value (:457), which no renderer can spell
+    let sym = filtered(&rules::sym::sym_own(), |n| {
+        matches!(n, "sym/pow_xpow" | "sym/store_invalid")
+    });
+    let sink = rewrite(
+        &mut g,
+        &mut cache,
+        sink,
+        &sym,
+        "sym's POW and Invalid STORE",
+    )?;
     let sink = rewrite(
         &mut g,
         &mut cache,
