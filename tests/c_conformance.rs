@@ -13,7 +13,7 @@ use uopfuzz::oracle::conformance;
 const PER_FAMILY: usize = 420;
 const POINTS: usize = 6;
 /// Sources clang rejects are tinygrad's own C (`--x` for NEG(NEG(x)): `fidelity --renderer
-/// clang` is text-identical on them); 3 of 1,275 kernels here.
+/// clang` is text-identical on them); 4 of 1,616 kernels here.
 const MAX_COMPILE_FAIL_PCT: f64 = 1.0;
 
 fn conform(be: &C) {

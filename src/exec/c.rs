@@ -47,7 +47,8 @@ const PIPE_BATCH: usize = 32 * 1024;
 pub const STRICT_FLAGS: &[&str] = &["-fwrapv", "-ffp-contract=off"];
 
 /// Wall-clock limit of one kernel call in the worker. Scalar kernels are straight-line code
-/// that runs in microseconds; the limit only has to tell a hang from a busy machine.
+/// and generated kernels loop a few thousand times at most, so a call takes microseconds to
+/// milliseconds; the limit only has to tell a hang from a busy machine.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The `c` backend (`strict = false`) or `c-strict`.
