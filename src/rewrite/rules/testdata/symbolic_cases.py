@@ -20,7 +20,7 @@ def parse(ts):
     while ts[0] != ")": args.append(parse(ts))
     ts.pop(0)
     op, _, ext = head.partition(":")
-    if op == "CAST": return UOp(Ops.CAST, dt(ext), (args[0],))
+    if op == "CAST": return UOp(Ops.CAST, dt(ext), (args[0],), dt(ext))  # as `x.cast(dt)` builds it
     if op == "RANGE": return UOp(Ops.RANGE, dtypes.weakint, tuple(args), (int(ext), AxisType.LOOP))
     if ext: return UOp(Ops[op], dt(ext), tuple(args))
     return UOp(Ops[op], src=tuple(args))
