@@ -80,7 +80,7 @@ enum NotReal {
     #[error("non-finite float constant {0}")]
     NonFinite(f64),
     #[error("{0} is not real-valued")]
-    NotRealValued(String),
+    NonReal(String),
     #[error("variable without ParamArg")]
     NoParamArg,
     #[error("variable of dtype {}", .0.py_name())]
@@ -162,7 +162,7 @@ fn apply(name: &str, args: &[&Real]) -> R<Real> {
     uf(name, args.len())
         .apply(&a)
         .as_real()
-        .ok_or_else(|| NotReal::NotRealValued(name.to_string()))
+        .ok_or_else(|| NotReal::NonReal(name.to_string()))
 }
 
 impl Enc<'_> {
