@@ -159,7 +159,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
             return fail(format!("--backend {b}: unavailable on this machine: {why}"));
         }
     }
-    let tinygrad_sets = crate::tinygrad::rewriter::WORKER_SETS;
+    let tinygrad_sets = crate::tinygrad::rewriter::worker_sets();
     let rules: Vec<String> = if a.rules.is_empty() {
         std::iter::once("pipeline")
             .chain(crate::rewrite::rules::SET_NAMES.iter().copied())
@@ -239,6 +239,6 @@ pub fn run_cmd(a: Args) -> ExitCode {
             );
             ExitCode::from(3)
         }
-        Err(e) => fail(e),
+        Err(e) => fail(e.to_string()),
     }
 }

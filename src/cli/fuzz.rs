@@ -80,9 +80,10 @@ pub enum RewriterKind {
     Tinygrad,
 }
 
-fn parse_family(s: &str) -> Result<Family, String> {
-    Family::from_name(s)
-        .ok_or_else(|| format!("unknown family {s:?} (index, fixedint, float, bool, kernel)"))
+fn parse_family(s: &str) -> anyhow::Result<Family> {
+    Family::from_name(s).ok_or_else(|| {
+        anyhow::anyhow!("unknown family {s:?} (index, fixedint, float, bool, kernel)")
+    })
 }
 
 pub fn run_cmd(a: Args) -> ExitCode {

@@ -92,11 +92,11 @@ where
 }
 
 /// Value parser for `--time`: seconds, finite and above 0 (`nan` used to run forever, silently).
-pub(crate) fn seconds(s: &str) -> Result<f64, String> {
+pub(crate) fn seconds(s: &str) -> anyhow::Result<f64> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
-        Ok(_) => Err(format!("{s} is not a number of seconds above 0")),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => anyhow::bail!("{s} is not a number of seconds above 0"),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -115,11 +115,9 @@ mod tests {
     use super::Cli;
     use clap::Parser;
 
-    fn parses(args: &[&str]) -> Result<(), String> {
+    fn parses(args: &[&str]) -> Result<(), clap::Error> {
         let argv = std::iter::once("uopfuzz").chain(args.iter().copied());
-        Cli::try_parse_from(argv)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        Cli::try_parse_from(argv).map(|_| ())
     }
 
     #[test]
@@ -138,7 +136,7 @@ mod tests {
             &["verify-rules", "--threads", "0"],
         ] {
             let e = parses(bad).expect_err(&format!("{bad:?} accepted"));
-            assert!(e.contains("invalid value"), "{bad:?}: {e}");
+            assert!(e.to_string().contains("invalid value"), "{bad:?}: {e}");
         }
         for good in [
             &["fuzz", "--points", "1", "--iters", "1", "--threads", "1"][..],

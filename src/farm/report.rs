@@ -3,7 +3,7 @@
 //! report first, then signatures and bugs over time, execs/s over time, rule coverage as a
 //! heatmap (rule set × dtype), health counters, and every filed finding with a link to its
 //! repro file. `DIR/reports/last.json` remembers when the last report was made.
-use super::store::{self, Filed, Layout, StatLine, State};
+use super::store::{self, FarmError, Filed, Layout, StatLine, State};
 use super::triage::{self, blame_line, fmt_time, standing};
 use plotters::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -227,13 +227,9 @@ fn rank(f: &Filed) -> u8 {
 
 /// Writes the report; `mark`: remember this report's time, so the next one lists only what is
 /// new after it.
-pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
-    let st = State::load(l)?.ok_or_else(|| {
-        format!(
-            "{}: no farm here (no state.json; run `uopfuzz farm --dir {}` first)",
-            l.root.display(),
-            l.root.display()
-        )
+pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
+    let st = State::load(l)?.ok_or_else(|| FarmError::NoFarm {
+        dir: l.root.clone(),
     })?;
     let stats: Vec<StatLine> = store::read_jsonl(&l.stats());
     let last_path = l.reports().join("last.json");
@@ -367,8 +363,12 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
         ("execs-per-sec.svg", &svg_rate),
         ("coverage.svg", &svg_heat),
     ] {
-        store::write_atomic(&l.reports().join(name), svg.as_bytes())
-            .map_err(|e| format!("{}: {e}", l.reports().join(name).display()))?;
+        store::write_atomic(&l.reports().join(name), svg.as_bytes()).map_err(|e| {
+            FarmError::Io {
+                path: l.reports().join(name),
+                source: e,
+            }
+        })?;
         let _ = write!(md, "![{name}](reports/{name})\n\n");
     }
     let (sets, grid) = coverage_grid(&st);
@@ -456,16 +456,18 @@ tr.untriaged td:first-child{background:#ddd}code{font-size:12px}.plot{margin:8px
     html.push_str("</table></body></html>\n");
     let markdown = l.root.join("report.md");
     let html_path = l.root.join("report.html");
-    store::write_atomic(&markdown, md.as_bytes())
-        .map_err(|e| format!("{}: {e}", markdown.display()))?;
-    store::write_atomic(&html_path, html.as_bytes())
-        .map_err(|e| format!("{}: {e}", html_path.display()))?;
+    let io = |path: &std::path::PathBuf, source: std::io::Error| FarmError::Io {
+        path: path.clone(),
+        source,
+    };
+    store::write_atomic(&markdown, md.as_bytes()).map_err(|e| io(&markdown, e))?;
+    store::write_atomic(&html_path, html.as_bytes()).map_err(|e| io(&html_path, e))?;
     if mark {
         store::write_atomic(
             &last_path,
             format!("{{\"t\": {}}}", store::unix_now()).as_bytes(),
         )
-        .map_err(|e| format!("{}: {e}", last_path.display()))?;
+        .map_err(|e| io(&last_path, e))?;
     }
     Ok(Written {
         markdown,

@@ -19,6 +19,44 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Why a farm directory cannot be used (start, state, report).
+#[derive(Debug, thiserror::Error)]
+pub enum FarmError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: disk full ({source})", .path.display())]
+    DiskFull {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: a farm (pid {pid}) is running in this directory", .dir.display())]
+    Locked { dir: PathBuf, pid: u32 },
+    #[error("{}:{}:{}: {source}", .path.display(), .source.line(), .source.column())]
+    BadState {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: no farm here (no state.json; run `uopfuzz farm --dir {}` first)", .dir.display(), .dir.display())]
+    NoFarm { dir: PathBuf },
+    #[error("--rules: {0}")]
+    Rules(#[from] crate::oracle::fuzz::RulesError),
+}
+
+impl FarmError {
+    /// An I/O error on `path`, [`FarmError::DiskFull`] when it is that.
+    pub fn io(path: &Path, source: std::io::Error) -> FarmError {
+        let path = path.to_path_buf();
+        if is_disk_full(&source) {
+            FarmError::DiskFull { path, source }
+        } else {
+            FarmError::Io { path, source }
+        }
+    }
+}
+
 /// Whether an I/O error means the disk (or quota) is full: the farm then stops cleanly.
 pub fn is_disk_full(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull
@@ -182,20 +220,20 @@ impl Layout {
 
 /// Takes `DIR/farm.pid`: refuses a directory a live farm is running in; a pid file left by a
 /// killed farm is taken over.
-pub fn lock(l: &Layout) -> Result<(), String> {
+pub fn lock(l: &Layout) -> Result<(), FarmError> {
     if let Ok(t) = std::fs::read_to_string(l.lock())
         && let Ok(pid) = t.trim().parse::<u32>()
         && pid != std::process::id()
         && Path::new(&format!("/proc/{pid}")).exists()
         && std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.contains("farm"))
     {
-        return Err(format!(
-            "{}: a farm (pid {pid}) is running in this directory",
-            l.root.display()
-        ));
+        return Err(FarmError::Locked {
+            dir: l.root.clone(),
+            pid,
+        });
     }
     write_atomic(&l.lock(), std::process::id().to_string().as_bytes())
-        .map_err(|e| format!("{}: {e}", l.lock().display()))
+        .map_err(|e| FarmError::io(&l.lock(), e))
 }
 
 /// Scheduler record of one arm (see `sched`), kept across restarts.
@@ -251,13 +289,19 @@ pub struct State {
 }
 
 impl State {
-    pub fn load(l: &Layout) -> Result<Option<State>, String> {
+    pub fn load(l: &Layout) -> Result<Option<State>, FarmError> {
         match std::fs::read_to_string(l.state()) {
             Ok(t) => serde_json::from_str(&t)
                 .map(Some)
-                .map_err(|e| format!("{}:{}:{}: {e}", l.state().display(), e.line(), e.column())),
+                .map_err(|source| FarmError::BadState {
+                    path: l.state(),
+                    source,
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", l.state().display())),
+            Err(source) => Err(FarmError::Io {
+                path: l.state(),
+                source,
+            }),
         }
     }
     pub fn save(&self, l: &Layout) -> std::io::Result<()> {

@@ -3,7 +3,7 @@
 //! it died on is filed as `harness-crash`), checkpoints `state.json`, appends `stats.jsonl`,
 //! feeds the triage worker, exchanges with `--sync` and shows the live status.
 use super::sched::{ArmSpec, Scheduler, arms};
-use super::store::{self, FarmMeta, Layout, StatLine, State};
+use super::store::{self, FarmError, FarmMeta, Layout, StatLine, State};
 use super::worker::{self, Batch, Done, EXIT_STORE};
 use super::{sync, triage};
 use crate::ir::text::write_graph;
@@ -368,19 +368,13 @@ impl Status {
 }
 
 /// Runs the farm until its time is up or a store error stops it.
-pub fn run(o: &FarmOpts) -> Result<Ended, String> {
+pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
     let l = Layout::new(&o.dir);
-    let io = |what: &Path, e: std::io::Error| -> String {
-        if store::is_disk_full(&e) {
-            format!("{}: disk full ({e})", what.display())
-        } else {
-            format!("{}: {e}", what.display())
-        }
-    };
-    l.create().map_err(|e| io(&l.root, e))?;
+    let io = |what: &Path, e: std::io::Error| FarmError::io(what, e).to_string();
+    l.create().map_err(|e| FarmError::io(&l.root, e))?;
     store::lock(&l)?;
     for r in &o.rules {
-        choose_rules(r, None).map_err(|e| format!("--rules: {e}"))?;
+        choose_rules(r, None)?;
     }
     let mut st = match State::load(&l)? {
         Some(s) => s,

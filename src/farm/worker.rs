@@ -18,11 +18,12 @@ use crate::exec::backend::{self, Backend};
 use crate::generate::{self, GenConfig, Generated, directed};
 use crate::ir::Graph;
 use crate::oracle::check::{CaseResult, CheckOpts, check_case_graph, dtype_family};
-use crate::oracle::fuzz::{RuleChoice, UNREACHABLE_TOP_DOWN, choose_rules, to_finding};
+use crate::oracle::fuzz::{RuleChoice, RulesError, UNREACHABLE_TOP_DOWN, choose_rules, to_finding};
 use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::{Class, Signature};
 use crate::rewrite::engine::Rule;
+use crate::tinygrad::BridgeError;
 use crate::tinygrad::rewriter::TinygradRewriter;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -186,10 +187,23 @@ fn say(line: &str) {
     let _ = o.flush();
 }
 
+/// Why a worker cannot run an arm (reported once by the supervisor).
+#[derive(Debug, thiserror::Error)]
+enum ArmError {
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    #[error("--rewriter tinygrad: {0}")]
+    Tinygrad(#[from] BridgeError),
+    #[error(transparent)]
+    UnknownBackend(#[from] backend::UnknownBackend),
+    #[error("--backend {backend}: {why}")]
+    Unavailable { backend: String, why: String },
+}
+
 impl Worker {
-    fn choice(&mut self, rules: &str) -> Result<&RuleChoice, String> {
+    fn choice(&mut self, rules: &str) -> Result<&RuleChoice, RulesError> {
         if !self.choices.contains_key(rules) {
-            let c = choose_rules(rules, None).map_err(|e| e.to_string())?;
+            let c = choose_rules(rules, None)?;
             self.choices.insert(rules.to_string(), c);
         }
         Ok(&self.choices[rules])
@@ -197,19 +211,20 @@ impl Worker {
 
     /// Makes sure the arm's rewriter and backend exist (a tinygrad that cannot start, or a
     /// backend this machine lacks, is an error the supervisor reports once).
-    fn prepare_arm(&mut self, arm: &ArmSpec) -> Result<(), String> {
+    fn prepare_arm(&mut self, arm: &ArmSpec) -> Result<(), ArmError> {
         self.choice(&arm.rules)?;
         if let RewriterSel::Tinygrad(path) = &self.setup.rewriter
             && !self.tinygrad.contains_key(&arm.rules)
         {
-            let t = TinygradRewriter::new(&arm.rules, path.clone())
-                .map_err(|e| format!("--rewriter tinygrad: {e}"))?;
+            let t = TinygradRewriter::new(&arm.rules, path.clone())?;
             self.tinygrad.insert(arm.rules.clone(), t);
         }
         if arm.backend != backend::reference().name() && !self.backends.contains_key(&arm.backend) {
-            let b = backend::build(&arm.backend).map_err(|e| e.to_string())?;
-            b.available()
-                .map_err(|why| format!("--backend {}: {why}", arm.backend))?;
+            let b = backend::build(&arm.backend)?;
+            b.available().map_err(|why| ArmError::Unavailable {
+                backend: arm.backend.clone(),
+                why,
+            })?;
             self.backends.insert(arm.backend.clone(), b);
         }
         Ok(())

@@ -16,6 +16,16 @@ pub struct TypeError {
     pub msg: String,
 }
 
+/// The [`TypeError`] of node `u`.
+fn bad(g: &Graph, u: UOp, msg: impl Into<String>) -> TypeError {
+    TypeError {
+        node: u,
+        op: g.op(u),
+        dtype: g.dtype(u),
+        msg: msg.into(),
+    }
+}
+
 fn is_invalid(g: &Graph, u: UOp) -> bool {
     g.const_val(u).is_some_and(|c| c.is_invalid())
 }
@@ -24,99 +34,97 @@ fn is_invalid(g: &Graph, u: UOp) -> bool {
 pub fn check_typing(g: &Graph, root: UOp) -> Result<(), TypeError> {
     let iv = bounds::all_intervals(g, &[root]);
     for u in g.toposort(&[root]) {
-        check_node(g, u, &iv).map_err(|msg| TypeError {
-            node: u,
-            op: g.op(u),
-            dtype: g.dtype(u),
-            msg,
-        })?;
+        check_node(g, u, &iv)?;
     }
     Ok(())
 }
 
-fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
+fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), TypeError> {
     use Ops::*;
     let n = g.node(u);
     let dt = n.dtype;
     let sd = |i: usize| g.dtype(n.src[i]);
-    let arity = |k: usize| -> Result<(), String> {
+    let arity = |k: usize| -> Result<(), TypeError> {
         if n.src.len() == k {
             Ok(())
         } else {
-            Err(format!("expected {k} srcs, got {}", n.src.len()))
+            Err(bad(g, u, format!("expected {k} srcs, got {}", n.src.len())))
         }
     };
     if n.op != CONST {
         match g.infer_dtype(n.op, &n.src, &n.arg) {
             Ok(d) if d == dt => {}
-            Ok(d) => return Err(format!("dtype_from_uop gives {d:?}")),
-            Err(e) => return Err(format!("dtype_from_uop fails: {e}")),
+            Ok(d) => return Err(bad(g, u, format!("dtype_from_uop gives {d:?}"))),
+            Err(e) => return Err(bad(g, u, format!("dtype_from_uop fails: {e}"))),
         }
     }
     match n.op {
         CONST => {
             arity(0)?;
-            let c = n.arg.as_const().ok_or("CONST without a value")?;
+            let c = n
+                .arg
+                .as_const()
+                .ok_or_else(|| bad(g, u, "CONST without a value"))?;
             match c {
                 ConstVal::Invalid => (dt == DType::Bool)
                     .then_some(())
-                    .ok_or("Invalid must be bool")?,
+                    .ok_or_else(|| bad(g, u, "Invalid must be bool"))?,
                 ConstVal::Bool(_) => (dt == DType::Bool)
                     .then_some(())
-                    .ok_or("bool value in non-bool CONST")?,
+                    .ok_or_else(|| bad(g, u, "bool value in non-bool CONST"))?,
                 ConstVal::Int(v) => {
                     if !dt.is_int() {
-                        return Err("int value in non-int CONST".into());
+                        return Err(bad(g, u, "int value in non-int CONST"));
                     }
                     if let Some((lo, hi)) = dt.int_bounds()
                         && dt.is_fixed_int()
                         && !(lo..=hi).contains(&v)
                     {
-                        return Err(format!("{v} out of range"));
+                        return Err(bad(g, u, format!("{v} out of range")));
                     }
                 }
                 ConstVal::Float(_) => (dt.is_float())
                     .then_some(())
-                    .ok_or("float value in non-float CONST")?,
+                    .ok_or_else(|| bad(g, u, "float value in non-float CONST"))?,
             }
         }
         WHERE => {
             arity(3)?;
             if sd(0) != DType::Bool {
-                return Err("WHERE condition not bool".into());
+                return Err(bad(g, u, "WHERE condition not bool"));
             }
             for i in 1..3 {
                 if sd(i) != dt && !is_invalid(g, n.src[i]) {
-                    return Err(format!("WHERE branch {i} is {:?}", sd(i)));
+                    return Err(bad(g, u, format!("WHERE branch {i} is {:?}", sd(i))));
                 }
             }
             if is_invalid(g, n.src[1]) {
-                return Err("Invalid in the true branch".into());
+                return Err(bad(g, u, "Invalid in the true branch"));
             }
         }
         CMPLT | CMPNE => {
             arity(2)?;
             if sd(0) != sd(1) {
-                return Err(format!("compares {:?} with {:?}", sd(0), sd(1)));
+                return Err(bad(g, u, format!("compares {:?} with {:?}", sd(0), sd(1))));
             }
         }
         SHL | SHR => {
             arity(2)?;
             if !dt.is_int() || sd(0) != dt {
-                return Err("shifted operand must be the int result dtype".into());
+                return Err(bad(g, u, "shifted operand must be the int result dtype"));
             }
             let c = sd(1);
             if !(c == dt || c == DType::UInt32 || c == DType::WeakInt) {
-                return Err(format!("shift count dtype {c:?}"));
+                return Err(bad(g, u, format!("shift count dtype {c:?}")));
             }
             // a negative count raises in Python: the generator never makes one
             if let Some((lo, _)) = iv[n.src[1].idx()]
                 && lo < 0
             {
-                return Err("shift count may be negative".into());
+                return Err(bad(g, u, "shift count may be negative"));
             }
             if iv[n.src[1].idx()].is_none() {
-                return Err("shift count unbounded".into());
+                return Err(bad(g, u, "shift count unbounded"));
             }
         }
         o if o.is_alu() => {
@@ -129,19 +137,19 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
             };
             arity(k)?;
             if let Some(i) = (0..k).find(|i| sd(*i) != dt) {
-                return Err(format!("operand {i} is {:?}", sd(i)));
+                return Err(bad(g, u, format!("operand {i} is {:?}", sd(i))));
             }
             if matches!(o, AND | OR | XOR) && dt.is_float() {
-                return Err("bitwise op on float".into());
+                return Err(bad(g, u, "bitwise op on float"));
             }
             if matches!(o, CDIV | CMOD | FLOORDIV | FLOORMOD) && !dt.is_int() {
-                return Err("division of non-ints".into());
+                return Err(bad(g, u, "division of non-ints"));
             }
             if matches!(o, EXP2 | LOG2 | SIN | SQRT | RECIPROCAL | POW) && !dt.is_float() {
-                return Err("float-only op on non-float".into());
+                return Err(bad(g, u, "float-only op on non-float"));
             }
             if matches!(o, NEG | SUB | CMPEQ | MULACC | FDIV | THREEFRY) {
-                return Err("late-only op".into());
+                return Err(bad(g, u, "late-only op"));
             }
         }
         CAST => arity(1)?,
@@ -154,45 +162,45 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                 || s.is_bool()
                 || dt.is_bool()
             {
-                return Err(format!("bitcast {s:?} -> {dt:?}"));
+                return Err(bad(g, u, format!("bitcast {s:?} -> {dt:?}")));
             }
         }
         RANGE | SPECIAL => {
             arity(1)?;
             if dt != DType::WeakInt || sd(0) != DType::WeakInt {
-                return Err("range/special must be weakint".into());
+                return Err(bad(g, u, "range/special must be weakint"));
             }
             let ok_arg = matches!(
                 (&n.arg, n.op),
                 (Arg::Range(..), RANGE) | (Arg::Name(_), SPECIAL)
             );
             if !ok_arg {
-                return Err("bad arg".into());
+                return Err(bad(g, u, "bad arg"));
             }
         }
         STACK => {
             if n.src.is_empty() {
                 if dt != DType::Void {
-                    return Err("an empty STACK is the void shape ()".into());
+                    return Err(bad(g, u, "an empty STACK is the void shape ()"));
                 }
             } else {
                 // a vector: lanes of the STACK's dtype, all of one shape
                 if let Some(i) = (0..n.src.len()).find(|i| sd(*i) != dt) {
-                    return Err(format!("lane {i} is {:?}", sd(i)));
+                    return Err(bad(g, u, format!("lane {i} is {:?}", sd(i))));
                 }
                 let l0 = lanes(g, n.src[0]);
                 if n.src.iter().any(|s| lanes(g, *s) != l0) {
-                    return Err("lanes of different shapes".into());
+                    return Err(bad(g, u, "lanes of different shapes"));
                 }
             }
         }
         RESHAPE => {
             arity(2)?;
             let (Some(a), Some(b)) = (lanes(g, n.src[0]), lanes(g, u)) else {
-                return Err("RESHAPE of a non-vector".into());
+                return Err(bad(g, u, "RESHAPE of a non-vector"));
             };
             if a != b {
-                return Err("RESHAPE changes the lane count".into());
+                return Err(bad(g, u, "RESHAPE changes the lane count"));
             }
         }
         // the generator's PERMUTEs: of a vector (arg (0,)) or of a 2-D STACK of rows (uop/ops.py:424:
@@ -200,21 +208,21 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
         PERMUTE => {
             arity(1)?;
             let Arg::Perm(p) = &n.arg else {
-                return Err("PERMUTE without a tuple arg".into());
+                return Err(bad(g, u, "PERMUTE without a tuple arg"));
             };
             let mut sorted = p.clone();
             sorted.sort_unstable();
             if !sorted.iter().copied().eq(0..p.len() as i64) || !(1..=2).contains(&p.len()) {
-                return Err(format!("PERMUTE arg {p:?}"));
+                return Err(bad(g, u, format!("PERMUTE arg {p:?}")));
             }
             if sd(0) != dt {
-                return Err("PERMUTE changes the dtype".into());
+                return Err(bad(g, u, "PERMUTE changes the dtype"));
             }
             // the source's rank is exactly len(arg)
             if (0..p.len()).any(|k| axis(g, n.src[0], k).is_none())
                 || axis(g, n.src[0], p.len()).is_some()
             {
-                return Err("PERMUTE rank differs from its source's".into());
+                return Err(bad(g, u, "PERMUTE rank differs from its source's"));
             }
         }
         GROUP => {
@@ -223,35 +231,35 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                     .iter()
                     .any(|s| !matches!(g.op(*s), END | STORE | GROUP))
             {
-                return Err("GROUP of non-effects".into());
+                return Err(bad(g, u, "GROUP of non-effects"));
             }
         }
         BUFFER | PARAM => {
-            let p = n.arg.as_param().ok_or("no ParamArg")?;
+            let p = n.arg.as_param().ok_or_else(|| bad(g, u, "no ParamArg"))?;
             arity(1)?;
             let s = g.op(n.src[0]);
             match (p.addrspace(), p.vmin_vmax) {
                 (AddrSpace::Alu, Some((lo, hi))) => {
                     if s != STACK || lo > hi {
-                        return Err("bad variable".into());
+                        return Err(bad(g, u, "bad variable"));
                     }
                 }
                 (AddrSpace::Reg, None) if n.op == BUFFER => {
                     if s != CONST {
-                        return Err("REG buffer needs a size".into());
+                        return Err(bad(g, u, "REG buffer needs a size"));
                     }
                 }
                 (AddrSpace::Global, None) if n.op == PARAM => {
                     if s != CONST || p.slot < 0 || dt.is_weak() {
-                        return Err("bad global buffer".into());
+                        return Err(bad(g, u, "bad global buffer"));
                     }
                 }
-                _ => return Err("unexpected BUFFER/PARAM form".into()),
+                _ => return Err(bad(g, u, "unexpected BUFFER/PARAM form")),
             }
         }
         AFTER => {
             if n.src.is_empty() || !matches!(g.op(n.src[0]), PARAM | BUFFER) {
-                return Err("AFTER must wrap a buffer".into());
+                return Err(bad(g, u, "AFTER must wrap a buffer"));
             }
         }
         INDEX if lanes(g, n.src[0]).is_some() => {
@@ -259,11 +267,17 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
             arity(2)?;
             let len = lanes(g, n.src[0]).unwrap_or(0);
             if sd(0) != dt || sd(1) != DType::WeakInt {
-                return Err("vector INDEX dtypes".into());
+                return Err(bad(g, u, "vector INDEX dtypes"));
             }
             match iv[n.src[1].idx()] {
                 Some((lo, hi)) if lo >= 0 && hi < len => {}
-                other => return Err(format!("lane index {other:?} outside [0, {len})")),
+                other => {
+                    return Err(bad(
+                        g,
+                        u,
+                        format!("lane index {other:?} outside [0, {len})"),
+                    ));
+                }
             }
         }
         INDEX => {
@@ -275,32 +289,32 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                 buf
             };
             if !matches!(g.op(base), PARAM | BUFFER) {
-                return Err("INDEX of a non-buffer".into());
+                return Err(bad(g, u, "INDEX of a non-buffer"));
             }
             if sd(1) != DType::WeakInt {
-                return Err("index must be weakint".into());
+                return Err(bad(g, u, "index must be weakint"));
             }
             let size = g
                 .const_val(g.src(base)[0])
                 .and_then(|c| c.as_i128())
-                .ok_or("buffer without a size")?;
-            in_bounds(g, n.src[1], size, iv)?;
+                .ok_or_else(|| bad(g, u, "buffer without a size"))?;
+            in_bounds(g, u, n.src[1], size, iv)?;
         }
         LOAD => {
             arity(1)?;
             if g.op(n.src[0]) != INDEX {
-                return Err("LOAD of a non-INDEX".into());
+                return Err(bad(g, u, "LOAD of a non-INDEX"));
             }
         }
         STORE => {
             arity(2)?;
             if g.op(n.src[0]) != INDEX || sd(1) != sd(0) {
-                return Err("STORE must write its INDEX's dtype".into());
+                return Err(bad(g, u, "STORE must write its INDEX's dtype"));
             }
         }
         END => {
             if n.src.len() < 2 || !n.src[1..].iter().all(|r| g.op(*r) == RANGE) {
-                return Err("END closes RANGEs".into());
+                return Err(bad(g, u, "END closes RANGEs"));
             }
         }
         // spec.py:171-173 (arg `(op, num_axes)`, op in GroupOp.Reduce), plus what the generator
@@ -313,17 +327,17 @@ fn check_node(g: &Graph, u: UOp, iv: &[Option<Iv>]) -> Result<(), String> {
                         && matches!(g.arg(*r), Arg::Range(_, crate::ir::AxisType::Reduce))
                 })
             {
-                return Err("REDUCE closes REDUCE RANGEs".into());
+                return Err(bad(g, u, "REDUCE closes REDUCE RANGEs"));
             }
             if sd(0) != dt {
-                return Err("REDUCE changes the dtype".into());
+                return Err(bad(g, u, "REDUCE changes the dtype"));
             }
             if !matches!(n.arg, Arg::Reduce(ADD | MUL | MAX, 0)) {
-                return Err(format!("REDUCE arg {:?}", n.arg));
+                return Err(bad(g, u, format!("REDUCE arg {:?}", n.arg)));
             }
         }
         SINK => {}
-        o => return Err(format!("the generator does not emit {o:?}")),
+        o => return Err(bad(g, u, format!("the generator does not emit {o:?}"))),
     }
     Ok(())
 }
@@ -393,7 +407,8 @@ fn clauses(g: &Graph, c: UOp, out: &mut Vec<UOp>) {
 
 /// An index is in bounds by its interval, or it is `cond.where(e, Invalid)` whose condition's
 /// clauses include `!(e < 0)` / `e < size` for each side the interval does not settle.
-fn in_bounds(g: &Graph, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), String> {
+/// (`u` is the INDEX, named in the error.)
+fn in_bounds(g: &Graph, u: UOp, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), TypeError> {
     let inside = |e: UOp| matches!(iv[e.idx()], Some((lo, hi)) if lo >= 0 && hi < size);
     if inside(idx) {
         return Ok(());
@@ -425,7 +440,11 @@ fn in_bounds(g: &Graph, idx: UOp, size: i128, iv: &[Option<Iv>]) -> Result<(), S
             return Ok(());
         }
     }
-    Err(format!("index may leave [0, {size}): {:?}", iv[idx.idx()]))
+    Err(bad(
+        g,
+        u,
+        format!("index may leave [0, {size}): {:?}", iv[idx.idx()]),
+    ))
 }
 
 #[cfg(test)]

@@ -155,9 +155,9 @@ fn run(g: &Graph, roots: &[UOp], opts: SpecOptions, spec_rules: bool) -> Result<
             return Err(fail(rule, detail));
         }
         if opts.dtype_rule
-            && let Err(detail) = cx.dtype_rule(u)
+            && let Err((rule, detail)) = cx.dtype_rule(u)
         {
-            return Err(fail(rule::DTYPE_FROM_UOP, detail));
+            return Err(fail(rule, detail));
         }
     }
     Ok(())
@@ -761,7 +761,8 @@ impl Cx<'_> {
     }
 
     /// `SPEC=2` (ops.py:193): skipped for CONST and where `dtype_from_uop` returns None.
-    fn dtype_rule(&self, u: UOp) -> Result<(), String> {
+    fn dtype_rule(&self, u: UOp) -> Result<(), (&'static str, String)> {
+        let fail = |detail: String| (rule::DTYPE_FROM_UOP, detail);
         use Ops::*;
         let op = self.op(u);
         let src = self.src(u);
@@ -770,25 +771,25 @@ impl Cx<'_> {
             CALL => match src.first() {
                 Some(s) if self.dt(*s) != DType::Void => return Ok(()),
                 Some(_) => DType::Void,
-                None => return Err("CALL without srcs".into()),
+                None => return Err(fail("CALL without srcs".into())),
             },
             WMMA => match src.get(2) {
                 Some(s) => self.dt(*s),
-                None => return Err("WMMA needs 3 srcs".into()),
+                None => return Err(fail("WMMA needs 3 srcs".into())),
             },
             // ops.py:137: an INDEX into an image-shaped PARAM is float; `b.shape` raises on no shape
             INDEX if self.src_op_is(u, 0, &[PARAM]) => match self.shape(src[0]) {
                 Ok(Some(s)) if s.len() == 3 && s[2] == Dim::Int(4) => DType::Float,
                 Ok(Some(_)) => self.dt(src[0]),
-                _ => return Err("dtype_from_uop raises: PARAM src has no shape".into()),
+                _ => return Err(fail("dtype_from_uop raises: PARAM src has no shape".into())),
             },
             _ => self
                 .g
                 .infer_dtype(op, src, self.g.arg(u))
-                .map_err(|e| format!("dtype_from_uop raises: {e}"))?,
+                .map_err(|e| fail(format!("dtype_from_uop raises: {e}")))?,
         };
         if expected != self.dt(u) {
-            return Err(format!("expected {expected}"));
+            return Err(fail(format!("expected {expected}")));
         }
         Ok(())
     }

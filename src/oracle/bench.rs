@@ -34,13 +34,13 @@ pub struct LoopBench {
 /// Runs the benchmark on `n` weakint index graphs from `seed`. `tinygrad` runs
 /// `harness/bench_loop.py` on the graphs (text form) and returns its JSON summary (`graphs`,
 /// `rewrite_secs`, `checked_secs`, `z3_unsupported`): the bridge, `tinygrad::bench::bench_loop_py`,
-/// which this stage cannot import.
-pub fn bench_loop(
+/// which this stage cannot import; its error is the only one.
+pub fn bench_loop<E>(
     n: usize,
     seed: u64,
     points: usize,
-    tinygrad: impl FnOnce(&[String]) -> Result<serde_json::Value, String>,
-) -> Result<LoopBench, String> {
+    tinygrad: impl FnOnce(&[String]) -> Result<serde_json::Value, E>,
+) -> Result<LoopBench, E> {
     let cfg = GenConfig::family(Family::Index);
     let pipe = Pipeline {
         name: "symbolic".into(),
@@ -130,6 +130,15 @@ pub struct BackendRow {
     pub runs_per_sec_with_prepare: f64,
 }
 
+/// Why `bench backends` cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    UnknownBackend(#[from] crate::exec::backend::UnknownBackend),
+    #[error("{backend}: {why}")]
+    Unavailable { backend: String, why: String },
+}
+
 /// `uopfuzz bench backends`: the same generated scalar graphs and points on each backend,
 /// batched (`prepare_many` over all graphs at once, then every point of a graph in one `run`),
 /// measured in one run so the rows compare as ratios. The graphs are those every named backend
@@ -139,16 +148,17 @@ pub fn bench_backends(
     graphs: usize,
     seed: u64,
     points: usize,
-) -> Result<Vec<BackendRow>, String> {
+) -> Result<Vec<BackendRow>, BenchError> {
     use crate::exec::backend::build;
     use crate::generate::generate_seeded;
     use crate::oracle::inputs::make_points;
-    let backends: Vec<Box<dyn crate::exec::Backend>> = names
-        .iter()
-        .map(|n| build(n).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+    let backends: Vec<Box<dyn crate::exec::Backend>> =
+        names.iter().map(|n| build(n)).collect::<Result<_, _>>()?;
     for b in &backends {
-        b.available().map_err(|e| format!("{}: {e}", b.name()))?;
+        b.available().map_err(|why| BenchError::Unavailable {
+            backend: b.name().to_string(),
+            why,
+        })?;
     }
     let scalar = [Family::Index, Family::FixedInt, Family::Float, Family::Bool];
     let all: Vec<_> = (0..graphs as u64)

@@ -159,6 +159,10 @@ impl RuleChoice {
     }
 }
 
+/// The `--rules` names of pipelines, which [`choose_rules`] composes of rule sets as tinygrad's
+/// codegen chains them.
+pub const PIPELINE_NAMES: &[&str] = &["pipeline", "pipeline_fast_idiv"];
+
 /// Resolves `--rules` and `--inject` into the stages to run.
 pub fn choose_rules(rules_name: &str, inject: Option<&str>) -> Result<RuleChoice, RulesError> {
     let mut rules_name = rules_name.to_string();

@@ -2,7 +2,7 @@
 //! tinygrad's codegen chains its matchers. The oracle, triage and the benchmarks all rewrite
 //! through this.
 use super::analysis::Cache;
-use super::engine::{Limits, RuleMemo, RuleSet, Step, Stop, graph_rewrite_memo};
+use super::engine::{Limits, Rule, RuleMemo, RuleSet, Step, Stop, graph_rewrite_memo};
 use crate::ir::{Graph, UOp};
 
 /// A rewrite pipeline: rule sets applied one after the other, as tinygrad's codegen runs
@@ -21,7 +21,7 @@ pub struct Rewritten {
 }
 
 impl Pipeline<'_> {
-    pub fn rules(&self) -> impl Iterator<Item = &std::sync::Arc<crate::rewrite::Rule>> {
+    pub fn rules(&self) -> impl Iterator<Item = &std::sync::Arc<Rule>> {
         self.stages.iter().flat_map(|s| s.rules.iter())
     }
     /// [`Pipeline::rewrite`] to the end, keeping each stage's rule results in `memos` for a

@@ -764,6 +764,18 @@ pub fn ssa_text(g: &Graph, root: UOp) -> String {
     out
 }
 
+/// Why the interpreter does not confirm a Z3 counterexample.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReplayed {
+    #[error("the original raises {0}")]
+    OriginalRaises(crate::exec::ExecError),
+    #[error("the original is undefined on the interpreter")]
+    OriginalUndefined,
+    /// Both results, shown as in the `Ok` description.
+    #[error("the interpreter agrees: {0}")]
+    Agrees(String),
+}
+
 /// Replays a Z3 counterexample on the interpreter, the oracle's ground truth ("guard the
 /// guard", as tinygrad's fuzz_symbolic.py does): the original must be defined there (no UB, no
 /// exception: the query's `¬UB_orig`) and the rewritten result undefined or different under the
@@ -774,12 +786,12 @@ pub fn replay_on_interp(
     rhs: UOp,
     c: &Counterexample,
     policy: FloatPolicy,
-) -> Result<String, String> {
+) -> Result<String, NotReplayed> {
     use crate::exec::interp;
     let env = super::query::env_from_model(g, &[lhs, rhs], &c.inputs, None);
-    let o = interp::eval(g, lhs, &env).map_err(|e| format!("the original raises {e}"))?;
+    let o = interp::eval(g, lhs, &env).map_err(NotReplayed::OriginalRaises)?;
     if o.ub || o.invalid {
-        return Err("the original is undefined on the interpreter".into());
+        return Err(NotReplayed::OriginalUndefined);
     }
     let show = |v: &Option<crate::ir::alu::Val>| v.map_or("-".into(), |v| v.py_repr());
     let n = match interp::eval(g, rhs, &env) {
@@ -802,7 +814,7 @@ pub fn replay_on_interp(
     if differs {
         Ok(both)
     } else {
-        Err(format!("the interpreter agrees: {both}"))
+        Err(NotReplayed::Agrees(both))
     }
 }
 

@@ -286,16 +286,13 @@ pub fn run_bench_rewrite(opts: &BenchOpts) -> anyhow::Result<BenchReport> {
 
 /// `uopfuzz bench loop`'s tinygrad side: `harness/bench_loop.py` rewrites and z3-checks the
 /// graphs (a JSON list of text-form graphs on stdin) and prints one JSON summary.
-pub fn bench_loop_py(texts: &[String]) -> Result<serde_json::Value, String> {
-    let run = || -> Result<String, super::BridgeError> {
-        let python = super::find_python()?;
-        let script = super::harness_script("bench_loop.py")?;
-        let input =
-            serde_json::to_vec(texts).map_err(|e| super::BridgeError::Protocol(e.to_string()))?;
-        super::run_script(&python, &script, &[], input)
-    };
-    let out = run().map_err(|e| e.to_string())?;
-    serde_json::from_str(&out).map_err(|e| format!("bad bench_loop.py output: {e}"))
+pub fn bench_loop_py(texts: &[String]) -> Result<serde_json::Value, super::BridgeError> {
+    use super::BridgeError::Protocol;
+    let python = super::find_python()?;
+    let script = super::harness_script("bench_loop.py")?;
+    let input = serde_json::to_vec(texts).map_err(|e| Protocol(e.to_string()))?;
+    let out = super::run_script(&python, &script, &[], input)?;
+    serde_json::from_str(&out).map_err(|e| Protocol(format!("bad bench_loop.py output: {e}")))
 }
 
 #[cfg(test)]

@@ -155,14 +155,23 @@ pub struct PortRun {
     pub elapsed: Duration,
 }
 
+/// Why the port cannot read a graph file of the batch.
+#[derive(Debug, thiserror::Error)]
+pub enum PortTextError {
+    #[error(transparent)]
+    Parse(#[from] crate::ir::text::ParseError),
+    #[error("graph binds no root")]
+    NoRoot,
+}
+
 /// Rewrites the graph file `text` (root = first binding) with `set`; deterministic.
-pub fn port_rewrite(set: &RuleSet, text: &str) -> Result<PortRun, String> {
-    let parsed = parse_graph(text, "<batch>").map_err(|e| e.to_string())?;
+pub fn port_rewrite(set: &RuleSet, text: &str) -> Result<PortRun, PortTextError> {
+    let parsed = parse_graph(text, "<batch>")?;
     let root = parsed
         .roots
         .first()
         .map(|(_, u)| *u)
-        .ok_or("graph binds no root")?;
+        .ok_or(PortTextError::NoRoot)?;
     let mut g = parsed.graph;
     let mut cache = crate::rewrite::analysis::Cache::default();
     let t0 = Instant::now();
@@ -579,7 +588,7 @@ pub fn run_fidelity(opts: &FidelityOpts) -> anyhow::Result<FidelityReport> {
     // tinygrad works in its own process while the port rewrites the same batch here
     let (tg, port) = std::thread::scope(|s| {
         let h = s.spawn(|| run_tinygrad(&opts.rules, &cases, &[]));
-        let port: Vec<Result<PortRun, String>> =
+        let port: Vec<Result<PortRun, PortTextError>> =
             cases.iter().map(|c| port_rewrite(set, &c.text)).collect();
         (h.join(), port)
     });

@@ -11,28 +11,30 @@ use super::BridgeError;
 use super::worker::{WorkerConfig, WorkerPool};
 use crate::ir::text::{parse_graph, write_graph};
 use crate::ir::{DType, Graph, UOp};
-use crate::oracle::fuzz::choose_rules;
+use crate::oracle::fuzz::{PIPELINE_NAMES, choose_rules};
 use crate::oracle::rewriter::{Provenance, RewriteMemo, Rewriter, RewriterError};
 use crate::rewrite::engine::{RuleError, Step, Stop};
 use crate::rewrite::pipeline::Rewritten;
+use crate::rewrite::rules::SET_NAMES;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// The rule sets a worker runs: the port's names, and `codegen` (tinygrad's whole
-/// `full_rewrite_to_sink` for the PYTHON renderer; kernels only).
-pub const WORKER_SETS: &[&str] = &[
-    "symbolic_simple",
-    "symbolic",
-    "sym",
-    "simplifying",
-    "late",
-    "late_fast_idiv",
-    "pipeline",
-    "pipeline_fast_idiv",
-    "codegen",
-];
+/// The rule sets a worker runs: the port's sets (`rules::SET_NAMES`), the pipelines
+/// [`choose_rules`] composes of them, and `codegen` (tinygrad's whole `full_rewrite_to_sink` for
+/// the PYTHON renderer; kernels only).
+pub fn worker_sets() -> &'static [&'static str] {
+    static SETS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    SETS.get_or_init(|| {
+        SET_NAMES
+            .iter()
+            .chain(PIPELINE_NAMES)
+            .copied()
+            .chain(["codegen"])
+            .collect()
+    })
+}
 
 /// `&'static` names for trace steps (`Step` holds them): each distinct tinygrad location is
 /// leaked once, a few hundred per run at most.
@@ -60,10 +62,10 @@ pub struct TinygradRewriter {
 impl TinygradRewriter {
     /// Starts the first worker (so a missing Python or tinygrad fails here, in one line).
     pub fn new(rules: &str, tinygrad: Option<PathBuf>) -> Result<TinygradRewriter, BridgeError> {
-        if !WORKER_SETS.contains(&rules) {
+        if !worker_sets().contains(&rules) {
             return Err(BridgeError::Protocol(format!(
                 "unknown rule set {rules:?} for the tinygrad rewriter (one of {})",
-                WORKER_SETS.join(", ")
+                worker_sets().join(", ")
             )));
         }
         let port_stages = match choose_rules(rules, None) {

@@ -153,7 +153,9 @@ pub fn rule_set(name: &str) -> R<&'static RuleSet> {
         "symbolic" => rules::symbolic(),
         "symbolic_simple" => rules::symbolic_simple(),
         "commutative" => COMM.get_or_init(rules::symbolic::commutative),
-        "pm_simplify_valid" => VALID.get_or_init(rules::sym::pm_simplify_valid),
+        "pm_simplify_valid" => {
+            VALID.get_or_init(rules::sym::pm_simplify_valid::<rules::SymbolicSet>)
+        }
         _ => return Err(format!("unknown rule set {name}")),
     })
 }

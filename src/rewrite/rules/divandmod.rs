@@ -1,64 +1,17 @@
 //! `div_and_mod_symbolic` (uop/divandmod.py), 3 rules, with `fold_divmod_general` ported step by
 //! step (same order of attempts). `functools.cache` is not reproduced: the function is pure over
 //! hash-consed nodes, so recomputing gives the same node.
-use super::util::{ival, ovf, py_le, vint};
+use super::util::{DepthGuard, Symbolic, ival, ovf, py_le, simplify, vint};
 use crate::ir::num::{floordiv, floormod, gcd, py_lt};
 use crate::ir::{ConstVal, DType, Ops, UOp};
-use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};
+use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
 use crate::rewrite::upat::UPat;
 use crate::rule;
-use std::cell::Cell;
-
-thread_local! {
-    /// Nesting of `.simplify()` / `fold_divmod_general` recursion. Python would raise
-    /// RecursionError somewhere; the port stops at a fixed depth instead of overflowing the stack.
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
-}
-const MAX_DEPTH: usize = 48;
-
-struct DepthGuard;
-impl DepthGuard {
-    fn enter() -> Result<DepthGuard, RuleError> {
-        let d = DEPTH.with(|c| c.get());
-        if d >= MAX_DEPTH {
-            return Err(RuleError::Runtime(
-                "RecursionError: simplify/fold_divmod_general nested too deep".into(),
-            ));
-        }
-        DEPTH.with(|c| c.set(d + 1));
-        Ok(DepthGuard)
-    }
-}
-impl Drop for DepthGuard {
-    fn drop(&mut self) {
-        DEPTH.with(|c| c.set(c.get().saturating_sub(1)));
-    }
-}
-
-/// `UOp.simplify()` (uop/ops.py:510) = `graph_rewrite(u, symbolic)` on the same graph.
-pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
-    if cx.g.op(u) == Ops::CONST {
-        return Ok(u);
-    }
-    let _g = DepthGuard::enter()?;
-    let out = graph_rewrite(cx.g, cx.cache, u, super::symbolic(), &Limits::default());
-    match out.stop {
-        Stop::Done => Ok(out.root),
-        Stop::RuleError { error, .. } => Err(error),
-        Stop::NonTermination { .. } => Err(RuleError::Runtime(
-            "infinite loop in graph_rewrite (inside simplify)".into(),
-        )),
-        Stop::FuelExhausted => Err(RuleError::Runtime("fuel exhausted inside simplify".into())),
-        Stop::Unresolved => Err(RuleError::Runtime(
-            "KeyError: graph_rewrite left the root unresolved (inside simplify)".into(),
-        )),
-    }
-}
 
 /// `bool(u)` = `UOp._eval`: simplify, then vmin must equal vmax (else ValueError).
-fn uop_bool(cx: &mut Cx, u: UOp) -> Result<bool, RuleError> {
-    let s = simplify(cx, u)?;
+fn uop_bool<S: Symbolic>(cx: &mut Cx, u: UOp) -> Result<bool, RuleError> {
+    let s = simplify::<S>(cx, u)?;
     let (lo, hi) = cx.min_max(s);
     if !lo.py_eq(&hi) {
         return Err(RuleError::Value(format!(
@@ -445,17 +398,21 @@ fn vmin_lt0(cx: &mut Cx, u: UOp) -> bool {
 }
 
 /// `fold_divmod_general` (uop/divandmod.py:8).
-pub fn fold_divmod_general(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
-    fold_divmod_general_need(cx, d, true)
+pub fn fold_divmod_general<S: Symbolic>(cx: &mut Cx, d: UOp) -> Result<Option<UOp>, RuleError> {
+    fold_divmod_general_need::<S>(cx, d, true)
 }
 
 /// [`fold_divmod_general`]; with `need == false` the caller reads nothing of a `Some` result
 /// but that it is one (`nest_by_factor` of a FLOORMOD whose `x.vmin < 0`, exactly: the
 /// result is dropped unread), so a result whose building can neither raise nor record
 /// anything is not built: `Some(d)` stands for it. Errors and recorded bounds are the same.
-fn fold_divmod_general_need(cx: &mut Cx, d: UOp, need: bool) -> Result<Option<UOp>, RuleError> {
+fn fold_divmod_general_need<S: Symbolic>(
+    cx: &mut Cx,
+    d: UOp,
+    need: bool,
+) -> Result<Option<UOp>, RuleError> {
     let mut s = SCRATCH.with(|p| p.borrow_mut().pop()).unwrap_or_default();
-    let out = fold_divmod_general_in(cx, d, &mut s, need);
+    let out = fold_divmod_general_in::<S>(cx, d, &mut s, need);
     let _ = SCRATCH.try_with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 8 {
@@ -465,7 +422,7 @@ fn fold_divmod_general_need(cx: &mut Cx, d: UOp, need: bool) -> Result<Option<UO
     out
 }
 
-fn fold_divmod_general_in(
+fn fold_divmod_general_in<S: Symbolic>(
     cx: &mut Cx,
     d: UOp,
     s: &mut Scratch,
@@ -542,7 +499,7 @@ fn fold_divmod_general_in(
             let xs1 = cx.g.src(x)[1];
             if let Some(k) = cx.divides(xs1, c)? {
                 let gt = cx.gt(k, 0)?;
-                if uop_bool(cx, gt)? {
+                if uop_bool::<S>(cx, gt)? {
                     let xs0 = cx.g.src(x)[0];
                     let q = cx.floordiv(xs0, y)?;
                     return Ok(Some(cx.floormod(q, k)?));
@@ -711,7 +668,7 @@ fn fold_divmod_general_in(
             let Some(xd) = cx.divides(x_peeled, g)? else {
                 return Err(RuleError::Runtime("AssertionError: unwrap(None)".into()));
             };
-            let xs = simplify(cx, xd)?;
+            let xs = simplify::<S>(cx, xd)?;
             let cg = floordiv(c, g).unwrap();
             let new_x = cx.add(xs, floormod(floordiv(konst, g).unwrap(), cg).unwrap())?;
             if py_le(ConstVal::Int(0), cx.vmin(new_x)) {
@@ -757,7 +714,7 @@ fn fold_divmod_general_in(
         for k in 0..s.divs.len() {
             let div = s.divs[k];
             let xd = cx.floordiv(x, div)?;
-            let Some(newxs) = fold_divmod_general_need(cx, xd, child_need)? else {
+            let Some(newxs) = fold_divmod_general_need::<S>(cx, xd, child_need)? else {
                 continue;
             };
             if !is_mod {
@@ -832,7 +789,7 @@ fn fold_divmod_general_in(
         let mut gargs = Vec::with_capacity(all_uops.len() + 1);
         gargs.extend_from_slice(all_uops);
         gargs.push(y);
-        divide_by_gcd_gcd(cx, &gargs)?
+        divide_by_gcd_gcd::<S>(cx, &gargs)?
     };
     if !is_one {
         let Some(xe) = cx.divide_exact(x, gu)? else {
@@ -898,7 +855,7 @@ fn fold_divmod_general_in(
 }
 
 /// `UOp.gcd(*uops).simplify()` (uop/divandmod.py:78) and whether it is CONST 1.
-fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
+fn divide_by_gcd_gcd<S: Symbolic>(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError> {
     if unit_factor_gcd(cx, uops)? {
         drop(DepthGuard::enter()?);
         return Ok((uops[0], true));
@@ -939,7 +896,7 @@ fn divide_by_gcd_gcd(cx: &mut Cx, uops: &[UOp]) -> Result<(UOp, bool), RuleError
             drop(DepthGuard::enter()?);
             (cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), p == 1)
         } else {
-            let gu = simplify(cx, gu)?;
+            let gu = simplify::<S>(cx, gu)?;
             let is_one =
                 cx.g.op(gu) == Ops::CONST && cx.g.const_val(gu).unwrap().py_eq(&ConstVal::Int(1));
             (gu, is_one)
@@ -1144,8 +1101,9 @@ fn const_divisor_unit_gcd(cx: &mut Cx, all_uops: &[UOp], y: UOp) -> Result<bool,
     Ok(cx.g.op(last) == Ops::CONST && cx.g.const_val(last) == Some(ConstVal::Int(1)))
 }
 
-/// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules.
-pub fn div_and_mod_symbolic() -> RuleSet {
+/// `div_and_mod_symbolic` (uop/divandmod.py:98), 3 rules; `S` is the set their `.simplify()`
+/// calls rewrite with (the composed `symbolic`, [`Symbolic`]).
+pub fn div_and_mod_symbolic<S: Symbolic>() -> RuleSet {
     RuleSet::new(
         "div_and_mod_symbolic",
         vec![
@@ -1204,7 +1162,7 @@ pub fn div_and_mod_symbolic() -> RuleSet {
                 UPat::ops(&[Ops::FLOORDIV, Ops::FLOORMOD])
                     .dtype(&[DType::WeakInt])
                     .named("d"),
-                |cx, b| fold_divmod_general(cx, b["d"])
+                |cx, b| fold_divmod_general::<S>(cx, b["d"])
             ),
         ],
     )
@@ -1213,11 +1171,12 @@ pub fn div_and_mod_symbolic() -> RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rewrite::rules::SymbolicSet;
     use crate::rewrite::rules::symbolic::case_tests::run_cases;
 
     #[test]
     fn rule_count() {
-        assert_eq!(div_and_mod_symbolic().len(), 3);
+        assert_eq!(div_and_mod_symbolic::<SymbolicSet>().len(), 3);
         // symbolic = symbolic_simple + commutative (1) + own (43) + div_and_mod_symbolic (3)
         let mine = crate::rewrite::rules::symbolic().len()
             - crate::rewrite::rules::symbolic_simple().len();
@@ -1268,7 +1227,7 @@ mod tests {
             for p in [p1, p2] {
                 assert_eq!(cx.g.op(p), Ops::MUL);
                 assert_eq!(int_const_product(&cx, p), Some(1));
-                let s = simplify(&mut cx, p).unwrap();
+                let s = simplify::<SymbolicSet>(&mut cx, p).unwrap();
                 assert_eq!(cx.g.op(s), Ops::CONST, "{dt:?}");
                 assert!(cx.g.const_val(s).unwrap().py_eq(&ConstVal::Int(1)));
                 assert!(cx.cache.bounds_error.is_none());
@@ -1314,7 +1273,7 @@ mod tests {
             };
             assert_eq!(p, l.iter().product::<i128>());
             assert!(small(p));
-            let s = simplify(&mut cx, gu).unwrap();
+            let s = simplify::<SymbolicSet>(&mut cx, gu).unwrap();
             assert_eq!(s, cx.g.cnst(DType::WeakInt, ConstVal::Int(p)), "{l:?}");
             assert!(cx.cache.bounds_error.is_none());
             checked += 1;

@@ -5,6 +5,7 @@
 //! compares the text the port writes.
 use crate::ir::text::{parse_graph, write_graph};
 use crate::ir::{Graph, UOp};
+use crate::rewrite::engine::{RuleError, Stop};
 
 /// One case of a golden file.
 pub struct Case<'a> {
@@ -73,4 +74,25 @@ pub fn case<'a>(text: &'a str, name: &str) -> Case<'a> {
 /// The exception class of a `RAISES` line (`ValueError: ...` → `ValueError`).
 pub fn raised_class(e: &str) -> &str {
     e.split_once(':').map_or(e, |(c, _)| c)
+}
+
+/// The Python exception class tinygrad raises where the port stopped with `stop` (`None`: the
+/// port did not stop on an error).
+pub fn python_class(stop: &Stop) -> Option<&str> {
+    match stop {
+        Stop::RuleError { error, .. } => Some(match error {
+            RuleError::ZeroDivision(_) => "ZeroDivisionError",
+            RuleError::Value(_) => "ValueError",
+            // the port writes a Python class other than RuntimeError as the message's prefix
+            RuleError::Runtime(m) => match m.split_once(':') {
+                Some((c, _)) if c.ends_with("Error") && !c.contains(' ') => c,
+                _ => "RuntimeError",
+            },
+            RuleError::Overflow(_) => "OverflowError",
+        }),
+        // `RuntimeError("infinite loop in graph_rewrite (stack too big)")` (uop/ops.py:1680)
+        Stop::NonTermination { .. } => Some("RuntimeError"),
+        Stop::Unresolved => Some("KeyError"),
+        Stop::Done | Stop::FuelExhausted => None,
+    }
 }

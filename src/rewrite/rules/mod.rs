@@ -18,6 +18,15 @@ mod util;
 
 use super::engine::RuleSet;
 use std::sync::OnceLock;
+pub use util::Symbolic;
+
+/// The composed sets' [`Symbolic`]: `.simplify()` inside their rules rewrites with [`symbolic`].
+pub struct SymbolicSet;
+impl Symbolic for SymbolicSet {
+    fn set() -> &'static RuleSet {
+        symbolic()
+    }
+}
 
 /// `symbolic_simple` (71) = `pm_data_invalid` (13) + own (50) + `mop_cleanup` (8).
 pub fn symbolic_simple() -> &'static RuleSet {
@@ -44,7 +53,7 @@ pub fn symbolic() -> &'static RuleSet {
                 symbolic_simple(),
                 &symbolic::commutative(),
                 &symbolic::symbolic_own(),
-                &divandmod::div_and_mod_symbolic(),
+                &divandmod::div_and_mod_symbolic::<SymbolicSet>(),
             ],
         )
     })
@@ -58,7 +67,7 @@ pub fn sym() -> &'static RuleSet {
             "sym",
             &[
                 symbolic(),
-                &sym::pm_simplify_valid(),
+                &sym::pm_simplify_valid::<SymbolicSet>(),
                 &sym::sym_own(),
                 &sym::pm_clean_up_group_sink(),
             ],

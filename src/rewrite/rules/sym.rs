@@ -1,7 +1,7 @@
 //! `sym`'s own parts (tinygrad/uop/symbolic.py): `pm_simplify_valid` (:412-421, with
 //! `parse_valid`, `uop_given_valid`, `simplify_valid`, `gated_given_valid`), the 17 own rules
 //! (:441-475, with `reduce_mul_chain`) and `pm_clean_up_group_sink` (:432-439).
-use super::util::{Frame, Scratch, in_slice, op_in_slice, with_scratch};
+use super::util::{Frame, Scratch, Symbolic, in_slice, op_in_slice, simplify, with_scratch};
 use crate::ir::arg::PyItem;
 use crate::ir::dtype::DType;
 use crate::ir::ops::group;
@@ -147,11 +147,6 @@ pub fn substitute(g: &mut Graph, u: UOp, dvars: &[(UOp, UOp)]) -> Result<UOp, Ru
     })
 }
 
-/// `u.simplify()` = `graph_rewrite(u, symbolic)`; a rule error or a loop inside is raised.
-pub fn simplify(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
-    super::divandmod::simplify(cx, u)
-}
-
 /// `UOp.variable(name, lo, hi, dtype, param=True)`: an ALU PARAM with a value range.
 fn fake_variable(g: &mut Graph, name: &str, lo: i128, hi: i128, dt: DType) -> UOp {
     let shape = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
@@ -227,7 +222,7 @@ fn all_same(v: &[UOp]) -> bool {
 }
 
 /// `uop_given_valid(valid, uop, try_simplex)` (symbolic.py:328).
-pub fn uop_given_valid(
+pub fn uop_given_valid<S: Symbolic>(
     cx: &mut Cx,
     valid: UOp,
     uop: UOp,
@@ -300,9 +295,9 @@ pub fn uop_given_valid(
                 let mut newuops = Vec::new();
                 for (x, new_x) in &candidate {
                     let s = substitute(cx.g, uop, &[(*x, *new_x)])?;
-                    let s = simplify(cx, s)?;
+                    let s = simplify::<S>(cx, s)?;
                     let s = substitute(cx.g, s, &[(*new_x, *x)])?;
-                    newuops.push(simplify(cx, s)?);
+                    newuops.push(simplify::<S>(cx, s)?);
                 }
                 if all_same(&newuops) {
                     uop = newuops[0];
@@ -337,10 +332,10 @@ pub fn uop_given_valid(
     // try all the valids together (but only the whole expressions)
     let s_uop = substitute(cx.g, uop, &all_candidates)?;
     if s_uop != uop {
-        let s = simplify(cx, s_uop)?;
+        let s = simplify::<S>(cx, s_uop)?;
         let rev: Vec<(UOp, UOp)> = all_candidates.iter().map(|(a, b)| (*b, *a)).collect();
         let s = substitute(cx.g, s, &rev)?;
-        uop = simplify(cx, s)?;
+        uop = simplify::<S>(cx, s)?;
     }
     Ok(uop)
 }
@@ -360,7 +355,7 @@ fn valid_priority(cx: &mut Cx, v: UOp, valids: &[UOp]) -> Result<i64, RuleError>
 }
 
 /// `simplify_valid` (symbolic.py:369).
-pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError> {
+pub fn simplify_valid<S: Symbolic>(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError> {
     if op_in_slice(cx.g, valid, &[Ops::INDEX]) {
         return Ok(None);
     }
@@ -382,7 +377,7 @@ pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError>
             stmt
         } else {
             let p = cx.uprod(ret[0], &ret[1..])?;
-            uop_given_valid(cx, p, stmt, true)?
+            uop_given_valid::<S>(cx, p, stmt, true)?
         };
         ret.push(stmt);
     }
@@ -394,11 +389,16 @@ pub fn simplify_valid(cx: &mut Cx, valid: UOp) -> Result<Option<UOp>, RuleError>
 }
 
 /// `gated_given_valid` (symbolic.py:406), with IMAGE=0.
-pub fn gated_given_valid(cx: &mut Cx, cond: UOp, x: UOp, i: UOp) -> Result<Option<UOp>, RuleError> {
+pub fn gated_given_valid<S: Symbolic>(
+    cx: &mut Cx,
+    cond: UOp,
+    x: UOp,
+    i: UOp,
+) -> Result<Option<UOp>, RuleError> {
     if cx.g.dtype(x) != DType::WeakInt || op_in_slice(cx.g, x, &[Ops::INDEX]) {
         return Ok(None);
     }
-    let nx = uop_given_valid(cx, cond, x, false)?;
+    let nx = uop_given_valid::<S>(cx, cond, x, false)?;
     Ok(Some(cx.where_(cond, nx, i)?))
 }
 
@@ -413,7 +413,7 @@ fn invalid_gate() -> UPat {
 }
 
 /// `pm_simplify_valid` (symbolic.py:418), 2 rules.
-pub fn pm_simplify_valid() -> RuleSet {
+pub fn pm_simplify_valid<S: Symbolic>() -> RuleSet {
     RuleSet::new(
         "pm_simplify_valid",
         vec![
@@ -422,14 +422,14 @@ pub fn pm_simplify_valid() -> RuleSet {
                 "sym/simplify_valid",
                 "tinygrad/uop/symbolic.py:369",
                 UPat::op(Ops::AND).named("valid"),
-                |cx, b| simplify_valid(cx, b["valid"])
+                |cx, b| simplify_valid::<S>(cx, b["valid"])
             ),
             // (invalid_gate, gated_given_valid)
             rule!(
                 "sym/gated_given_valid",
                 "tinygrad/uop/symbolic.py:418",
                 invalid_gate(),
-                |cx, b| gated_given_valid(cx, b["cond"], b["x"], b["i"])
+                |cx, b| gated_given_valid::<S>(cx, b["cond"], b["x"], b["i"])
             ),
         ],
     )
@@ -862,7 +862,10 @@ mod tests {
     #[test]
     fn rule_counts() {
         assert_eq!(sym_own().len(), 17);
-        assert_eq!(pm_simplify_valid().len(), 2);
+        assert_eq!(
+            pm_simplify_valid::<crate::rewrite::rules::SymbolicSet>().len(),
+            2
+        );
         assert_eq!(pm_clean_up_group_sink().len(), 2);
     }
 

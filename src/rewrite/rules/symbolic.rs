@@ -1092,149 +1092,28 @@ pub(crate) fn truediv(cx: &mut Cx, a: UOp, b: UOp) -> Result<UOp, RuleError> {
     cx.alu(Ops::MUL, &[a, r])
 }
 
-/// Table-driven tests shared by `symbolic.rs` and `divandmod.rs`: every row of
-/// `testdata/symbolic_cases.txt` was produced by running the same input through tinygrad 0.14.0
-/// (generator: `testdata/gen_symbolic_cases.py` on `testdata/symbolic_cases.in`), so the expected graph *is*
-/// tinygrad's output. Inputs are s-expressions built with raw `UOp(op, src=...)` on both sides.
+/// Table-driven tests shared by `symbolic.rs` and `divandmod.rs`: every case of
+/// `testdata/symbolic_cases.txt` (golden format, `rules::golden`) is an input and tinygrad 0.14.0's
+/// result for it (generator: `testdata/symbolic_cases.py` on the s-expressions of
+/// `testdata/symbolic_cases.in`). A case is named `RULE | SET | sexpr`; `!RULE` must not fire.
 #[cfg(test)]
 pub(crate) mod case_tests {
-    use crate::ir::{Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
-    use crate::rewrite::analysis::Cache;
-    use crate::rewrite::engine::{Limits, RuleError, RuleSet, Stop, graph_rewrite};
-
-    fn parse(g: &mut Graph, toks: &mut std::collections::VecDeque<String>) -> UOp {
-        let t = toks.pop_front().expect("token");
-        if t == "(" {
-            let head = toks.pop_front().unwrap();
-            let mut args = Vec::new();
-            while toks.front().map(|s| s.as_str()) != Some(")") {
-                args.push(parse(g, toks));
-            }
-            toks.pop_front();
-            let (op, ext) = head.split_once(':').unwrap_or((&head, ""));
-            let op = Ops::from_name(op).expect("op");
-            return match op {
-                Ops::CAST => {
-                    let d = DType::from_py_name(ext).unwrap();
-                    g.mk(Ops::CAST, d, &args, Arg::DType(d))
-                }
-                Ops::RANGE => g.mk(
-                    Ops::RANGE,
-                    DType::WeakInt,
-                    &args,
-                    Arg::Range(ext.parse().unwrap(), AxisType::Loop),
-                ),
-                _ if !ext.is_empty() => {
-                    g.mk(op, DType::from_py_name(ext).unwrap(), &args, Arg::None)
-                }
-                _ => g.mk_infer(op, &args, Arg::None).unwrap(),
-            };
-        }
-        if t.contains('@') {
-            let mut parts: Vec<&str> = t.split('@').collect();
-            let param = parts[0] == "param";
-            if param {
-                parts.remove(0);
-            }
-            let d = parts
-                .get(3)
-                .map_or(DType::WeakInt, |n| DType::from_py_name(n).unwrap());
-            let (lo, hi) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
-            if !param {
-                return g.variable(parts[0], lo, hi, d);
-            }
-            let shape = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
-            let pa = ParamArg::variable(parts[0], lo, hi, d);
-            return g.mk(Ops::PARAM, d, &[shape], Arg::Param(Box::new(pa)));
-        }
-        let (v, d) = t.split_once(':').unwrap_or((&t, ""));
-        if v == "true" || v == "false" {
-            return g.cbool(v == "true");
-        }
-        let is_f = v.contains('.') || v.contains("inf") || v == "nan";
-        let dt = if !d.is_empty() {
-            DType::from_py_name(d).unwrap()
-        } else if is_f {
-            DType::WeakFloat
-        } else {
-            DType::WeakInt
-        };
-        let val = if is_f {
-            ConstVal::Float(v.parse().unwrap())
-        } else {
-            ConstVal::Int(v.parse().unwrap())
-        };
-        g.cnst(dt, val)
-    }
-
-    pub fn build(g: &mut Graph, s: &str) -> UOp {
-        let spaced = s.replace('(', " ( ").replace(')', " ) ");
-        let mut toks: std::collections::VecDeque<String> =
-            spaced.split_whitespace().map(|x| x.to_string()).collect();
-        parse(g, &mut toks)
-    }
-
-    fn py_float(f: f64) -> String {
-        if f.is_nan() {
-            "nan".into()
-        } else if f.is_infinite() {
-            if f > 0.0 { "inf".into() } else { "-inf".into() }
-        } else {
-            format!("{f:?}")
-        }
-    }
-
-    /// Same text form as the generator's `fmt`.
-    pub fn fmt(g: &Graph, u: UOp) -> String {
-        let n = g.node(u);
-        let d = n.dtype.py_name();
-        if matches!(n.op, Ops::BUFFER | Ops::PARAM)
-            && let Some(name) = n.arg.as_param().and_then(|p| p.name.clone())
-        {
-            return format!("{}:{d}:{name}", n.op.name());
-        }
-        let mut s = format!("{}:{d}", n.op.name());
-        if let Arg::Const(c) = &n.arg {
-            s += &match c {
-                ConstVal::Bool(b) => format!(":{}", if *b { "True" } else { "False" }),
-                ConstVal::Int(i) => format!(":{i}"),
-                ConstVal::Float(f) => format!(":{}", py_float(*f)),
-                ConstVal::Invalid => ":Invalid".into(),
-            };
-        }
-        if let Arg::Range(i, _) = &n.arg {
-            s += &format!(":{i}");
-        }
-        if !n.src.is_empty() {
-            let parts: Vec<String> = n.src.iter().map(|x| fmt(g, *x)).collect();
-            s += &format!("({})", parts.join(","));
-        }
-        s
-    }
-
-    fn err_name(e: &RuleError) -> &'static str {
-        match e {
-            RuleError::ZeroDivision(_) => "ZeroDivisionError",
-            RuleError::Value(_) => "ValueError",
-            RuleError::Runtime(m) if m.starts_with("TypeError") => "TypeError",
-            RuleError::Runtime(m) if m.starts_with("AssertionError") => "AssertionError",
-            RuleError::Runtime(_) => "RuntimeError",
-            RuleError::Overflow(_) => "Overflow",
-        }
-    }
+    use crate::ir::text::write_graph;
+    use crate::rewrite::engine::{Limits, RuleSet, Stop, graph_rewrite};
+    use crate::rewrite::rules::golden;
 
     fn set(name: &str) -> RuleSet {
-        use super::super::{divandmod, symbolic};
+        use super::super::{SymbolicSet, divandmod, symbolic};
         match name {
             "C" => super::commutative(),
             "O" => super::symbolic_own(),
-            "D" => divandmod::div_and_mod_symbolic(),
+            "D" => divandmod::div_and_mod_symbolic::<SymbolicSet>(),
             "M" => RuleSet::concat(
                 "M",
                 &[
                     &super::commutative(),
                     &super::symbolic_own(),
-                    &divandmod::div_and_mod_symbolic(),
+                    &divandmod::div_and_mod_symbolic::<SymbolicSet>(),
                 ],
             ),
             "S" => symbolic().clone(),
@@ -1242,17 +1121,13 @@ pub(crate) mod case_tests {
         }
     }
 
-    /// Runs every row whose rule name starts with `prefix`; returns (rows run, failures).
+    /// Runs every case whose rule name starts with `prefix`; returns (cases run, failures).
     pub fn run_cases(prefix: &str) -> (usize, Vec<String>) {
         let data = include_str!("testdata/symbolic_cases.txt");
         let (mut n, mut fails) = (0, Vec::new());
-        for line in data.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let cols: Vec<&str> = line.split(" | ").collect();
-            let (rule, st, input, want) = (cols[0], cols[1], cols[2], cols[3]);
+        for case in golden::cases(data) {
+            let cols: Vec<&str> = case.name.split(" | ").collect();
+            let (rule, st) = (cols[0], cols[1]);
             let (neg, rname) = match rule.strip_prefix('!') {
                 Some(r) => (true, r),
                 None => (false, rule),
@@ -1261,27 +1136,32 @@ pub(crate) mod case_tests {
                 continue;
             }
             n += 1;
-            let mut g = Graph::new();
-            let mut cache = Cache::default();
-            let root = build(&mut g, input);
-            let rs = set(st);
+            let (mut g, root) = case.graph();
+            let mut cache = Default::default();
             let lim = Limits {
                 max_steps: 20_000,
                 ..Limits::default()
             };
-            let out = graph_rewrite(&mut g, &mut cache, root, &rs, &lim);
-            let got = match &out.stop {
-                Stop::Done => fmt(&g, out.root),
-                Stop::RuleError { error, .. } => format!("ERROR {}", err_name(error)),
-                Stop::NonTermination { .. } => "ERROR RuntimeError".into(),
-                Stop::FuelExhausted => "FUEL".into(),
-                Stop::Unresolved => "ERROR KeyError".into(),
-            };
+            let out = graph_rewrite(&mut g, &mut cache, root, &set(st), &lim);
             let fired = out.trace.iter().any(|s| s.rule == rname);
-            let fired_ok = rname.ends_with("/*") || (fired != neg) || got.starts_with("ERROR");
-            if got != want || !fired_ok {
+            let (ok, got) = match (&case.result, &out.stop) {
+                (Ok(want), Stop::Done) => {
+                    let got = write_graph(&g, &[out.root], &["root"]);
+                    (got == *want && (rname.ends_with("/*") || fired != neg), got)
+                }
+                (Err(exc), stop) => {
+                    let class = golden::python_class(stop);
+                    (
+                        class == Some(golden::raised_class(exc)),
+                        format!("{stop:?}"),
+                    )
+                }
+                (Ok(_), stop) => (false, format!("{stop:?}")),
+            };
+            if !ok {
                 fails.push(format!(
-                    "{rule} [{st}] {input}\n   want {want}\n   got  {got} (fired={fired})"
+                    "{}\n   want {:?}\n   got  {got} (fired={fired})",
+                    case.name, case.result
                 ));
             }
         }
@@ -1466,7 +1346,9 @@ root = n7
             .iter()
             .chain(symbolic_own().rules.iter())
         {
-            let pos = data.lines().any(|l| l.split(" | ").next() == Some(r.name));
+            let pos = crate::rewrite::rules::golden::cases(data)
+                .iter()
+                .any(|c| c.name.split(" | ").next() == Some(r.name));
             assert!(pos, "no positive case for {}", r.name);
         }
     }

@@ -2,9 +2,66 @@
 //! them: Python values (a CONST's or a bound's Python int, `<=` / `==` on numbers, the
 //! out-of-range error; `symbolic`, `divandmod`, `simple`) and the backward-slice walks
 //! (`x in u.backward_slice_with_self`, `op_in_backward_slice_with_self`; `symbolic`, `sym`)
-//! with the per-thread buffers they and `sym`'s `substitute` reuse.
+//! with the per-thread buffers they and `sym`'s `substitute` reuse; and `UOp.simplify()`
+//! (`divandmod`, `sym`), which rewrites with the set it is part of.
 use crate::ir::{ConstVal, Graph, Ops, UOp};
-use crate::rewrite::engine::RuleError;
+use crate::rewrite::engine::{Cx, Limits, RuleError, RuleSet, Stop, graph_rewrite};
+use std::cell::Cell;
+
+/// The set `UOp.simplify()` rewrites with: `symbolic` (uop/ops.py:510, `graph_rewrite(self,
+/// symbolic)`). `symbolic` holds rules that simplify, so those rules name it only through this
+/// type parameter, filled in where the sets are composed (`rules/mod.rs`) — tinygrad breaks the
+/// same loop by importing symbolic.py inside the method.
+pub trait Symbolic {
+    fn set() -> &'static RuleSet;
+}
+
+thread_local! {
+    /// Nesting of `.simplify()` / `fold_divmod_general` recursion. Python would raise
+    /// RecursionError somewhere; the port stops at a fixed depth instead of overflowing the stack.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+const MAX_DEPTH: usize = 48;
+
+pub(super) struct DepthGuard;
+impl DepthGuard {
+    pub(super) fn enter() -> Result<DepthGuard, RuleError> {
+        let d = DEPTH.with(|c| c.get());
+        if d >= MAX_DEPTH {
+            return Err(RuleError::Runtime(
+                "RecursionError: simplify/fold_divmod_general nested too deep".into(),
+            ));
+        }
+        DEPTH.with(|c| c.set(d + 1));
+        Ok(DepthGuard)
+    }
+}
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        DEPTH.with(|c| c.set(c.get().saturating_sub(1)));
+    }
+}
+
+/// `UOp.simplify()` (uop/ops.py:510) = `graph_rewrite(u, symbolic)` on the same graph; a rule
+/// error or a loop inside is raised.
+pub fn simplify<S: Symbolic>(cx: &mut Cx, u: UOp) -> Result<UOp, RuleError> {
+    if cx.g.op(u) == Ops::CONST {
+        return Ok(u);
+    }
+    let _g = DepthGuard::enter()?;
+    let out = graph_rewrite(cx.g, cx.cache, u, S::set(), &Limits::default());
+    match out.stop {
+        Stop::Done => Ok(out.root),
+        Stop::RuleError { error, .. } => Err(error),
+        Stop::NonTermination { .. } => Err(RuleError::Runtime(
+            "infinite loop in graph_rewrite (inside simplify)".into(),
+        )),
+        Stop::FuelExhausted => Err(RuleError::Runtime("fuel exhausted inside simplify".into())),
+        Stop::Unresolved => Err(RuleError::Runtime(
+            "KeyError: graph_rewrite left the root unresolved (inside simplify)".into(),
+        )),
+    }
+}
 
 /// Python int value of a CONST (bools count as ints); floats/Invalid are outside what these
 /// integer rules are written for (tinygrad would compute on floats; well-typed weakint graphs

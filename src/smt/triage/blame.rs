@@ -1,5 +1,15 @@
 //! Stage 3: blame the first bad rule application (module docs of `triage`).
-use super::*;
+use super::model::{Ask, Z3Answer, ieee_query};
+use super::real::{RealVerdict, check_real};
+use super::shared::{Blame, Ctx, beyond_for, is_bad};
+use crate::exec::interp::Env;
+use crate::ir::infix::infix;
+use crate::ir::{DType, Graph, UOp};
+use crate::oracle::blame::first_wrong_step;
+use crate::oracle::compare::compare_point;
+use crate::rewrite::engine::Stop;
+use crate::rewrite::pipeline::Rewritten;
+use crate::smt::query::{Model, env_from_model};
 
 // ------------------------------------------------------------------------------------------------
 // 3. blame
@@ -270,8 +280,13 @@ pub(crate) fn blame_interp(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Ops;
+    use crate::ir::alu::Val;
+    use crate::oracle::tolerance::FloatPolicy;
     use crate::rewrite::engine::RuleSet;
+    use crate::rewrite::pipeline::Pipeline;
     use crate::rewrite::upat::UPat;
+    use crate::smt::triage::QueryStats;
 
     #[test]
     fn the_wrong_step_is_blamed_not_the_right_one_before_it() {

@@ -1,7 +1,17 @@
 //! Stage 1: confirm a finding with Z3 and the interpreter (module docs of `triage`).
-use super::*;
+use super::model::{Ask, Z3Answer, ieee_query};
+use super::shared::{Confirm, Ctx, Status, beyond_for, is_bad, show_inputs, show_obs};
 use crate::exec::Observed;
+use crate::exec::interp::Env;
+use crate::ir::alu::Val;
+use crate::ir::{ConstVal, Graph, UOp};
+use crate::oracle::compare::compare_point;
+use crate::oracle::verdict::Class;
+use crate::rewrite::analysis::Cache;
+use crate::rewrite::engine::Stop;
+use crate::rewrite::pipeline::Rewritten;
 use crate::smt::query::is_variable;
+use crate::smt::query::{Counterexample, env_from_model, model_from_env};
 
 // ------------------------------------------------------------------------------------------------
 // 1. confirm
@@ -337,6 +347,7 @@ pub(super) fn confirm_stop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::{DType, Ops};
 
     #[test]
     fn a_point_outside_the_domain_or_a_nan_read_is_outside_the_model() {

@@ -7,15 +7,17 @@
 //! mismatch at the current point (or at a fresh Z3 model when the point no longer shows it and
 //! the query budget allows), *and* the interpreter's fuel bisection at that point still blames
 //! the finding's rule: the minimizer must not drift to another bug.
+use super::blame::blame_interp;
+use super::model::{Ask, Z3Answer, ieee_query};
 use super::reduce::{Keep, completions, reduce_graph, restrict_env, shrink_values};
-use super::{
-    Ask, Ctx, Minimized, Z3Answer, beyond_for, blame_interp, env_from_model, ieee_query, is_bad,
-    node_count, render_pair, show_inputs, show_obs,
+use super::shared::{
+    Ctx, Minimized, beyond_for, is_bad, node_count, render_pair, show_inputs, show_obs,
 };
 use crate::exec::interp::Env;
 use crate::ir::{DType, Graph, UOp};
 use crate::oracle::compare::compare_point;
 use crate::rewrite::engine::Stop;
+use crate::smt::query::env_from_model;
 
 /// What must stay true of a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,13 @@
 //! Triage's Z3 queries: the refinement question of a pair under the oracle's float policy
 //! ([`ieee_query`]), its soft goals for value shrinking, and the counterexample read from a model.
-use super::*;
+use super::shared::QueryStats;
+use crate::ir::{Arg, DType, Graph, Ops, UOp};
+use crate::oracle::tolerance::FloatPolicy;
+use crate::smt::encode::{Encoded, Term, VarMap, encode};
+use crate::smt::query::{Counterexample, Model, eval_term, same_output, term_value};
+use crate::smt::z3x::bv_const;
+use z3::ast::{Bool, Float, Int};
+use z3::{Optimize, SatResult, Solver};
 
 /// Why a pair makes no query: the encoding does not cover it, or its roots cannot be compared.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -292,6 +299,7 @@ pub fn ieee_query(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::smt::query::env_from_model;
 
     #[test]
     fn ieee_query_proves_a_refinement_and_finds_a_counterexample() {

@@ -1,7 +1,8 @@
 //! The float-classification query: the same refinement question as `query::check_refinement`,
 //! but with every float as an exact `Real`. A rewrite that holds over the reals and fails only in
-//! IEEE arithmetic changes rounding (tinygrad's fast-math intent, tinygrad-ir.md §4.4); one that
-//! fails over the reals is wrong whatever the precision.
+//! IEEE arithmetic changes rounding (tinygrad's fast-math intent: float rules such as `x/x -> 1`
+//! and `x*0 -> 0`, tinygrad/uop/symbolic.py:160-166, hold over the reals only); one that fails
+//! over the reals is wrong whatever the precision.
 //!
 //! Semantics: floats are reals (no rounding, no ±inf/NaN: a non-finite float CONST is
 //! unsupported); division and reciprocal by zero, SQRT of a negative and LOG2 of a non-positive
@@ -73,7 +74,44 @@ struct Enc<'a> {
     undef: Vec<Bool>,
 }
 
-type R<T> = Result<T, String>;
+/// Why a graph is outside the real encoding (`RealVerdict::Unsupported` carries its text).
+#[derive(Debug, thiserror::Error)]
+enum NotReal {
+    #[error("non-finite float constant {0}")]
+    NonFinite(f64),
+    #[error("{0} is not real-valued")]
+    NonReal(String),
+    #[error("variable without ParamArg")]
+    NoParamArg,
+    #[error("variable of dtype {}", .0.py_name())]
+    VarDtype(DType),
+    #[error("RANGE/SPECIAL arg")]
+    RangeArg,
+    #[error("non-int range end")]
+    RangeEndNotInt,
+    #[error("range without end")]
+    RangeWithoutEnd,
+    #[error("CONST without value")]
+    NoConstValue,
+    #[error("Invalid")]
+    Invalid,
+    #[error("CONST value does not fit its dtype")]
+    ConstDtype,
+    #[error("float used as int")]
+    FloatAsInt,
+    #[error("{} operand has no scalar value", .0.name())]
+    NoScalarOperand(Ops),
+    #[error("{} on {} has no real-arithmetic meaning here", .0.name(), .1.py_name())]
+    NoMeaning(Ops, DType),
+    #[error("bool op arity")]
+    BoolArity,
+    #[error("fp8")]
+    Fp8,
+    #[error("root has no scalar value")]
+    RootNotScalar,
+}
+
+type R<T> = Result<T, NotReal>;
 
 /// `lo + ((x - lo) mod 2^n)`: tinygrad's `truncate` of an exact int to a fixed width.
 fn wrap(x: &Int, dt: DType) -> Int {
@@ -89,7 +127,7 @@ fn wrap(x: &Int, dt: DType) -> Int {
 
 fn real_of_f64(f: f64) -> R<Real> {
     if !f.is_finite() {
-        return Err(format!("non-finite float constant {f}"));
+        return Err(NotReal::NonFinite(f));
     }
     // fp.to_real of a double numeral is its exact rational value
     Ok(Float::from_f64(f).to_real().simplify())
@@ -124,14 +162,14 @@ fn apply(name: &str, args: &[&Real]) -> R<Real> {
     uf(name, args.len())
         .apply(&a)
         .as_real()
-        .ok_or_else(|| format!("{name} is not real-valued"))
+        .ok_or_else(|| NotReal::NonReal(name.to_string()))
 }
 
 impl Enc<'_> {
     fn var(&mut self, u: UOp) -> R<RT> {
         let n = self.g.node(u);
         let dt = n.dtype;
-        let p = n.arg.as_param().ok_or("variable without ParamArg")?;
+        let p = n.arg.as_param().ok_or(NotReal::NoParamArg)?;
         let name = p.name.clone().unwrap_or_else(|| format!("p{}", p.slot));
         let key = format!("var:{name}:{}", dt.py_name());
         if let Some((_, _, t)) = self.vars.map.get(&key) {
@@ -176,7 +214,7 @@ impl Enc<'_> {
             }
             RT::I(i)
         } else {
-            return Err(format!("variable of dtype {}", dt.py_name()));
+            return Err(NotReal::VarDtype(dt));
         };
         self.vars.map.insert(key.clone(), (disp, dt, t.clone()));
         self.vars.order.push(key);
@@ -188,13 +226,13 @@ impl Enc<'_> {
         let (key, name) = match &n.arg {
             Arg::Range(axis, _) => (format!("range:{axis}"), format!("ridx{axis}")),
             Arg::Name(s) => (format!("special:{s}"), s.clone()),
-            _ => return Err("RANGE/SPECIAL arg".into()),
+            _ => return Err(NotReal::RangeArg),
         };
         if let Some((_, _, t)) = self.vars.map.get(&key) {
             return Ok(t.clone());
         }
         let RT::I(e) = end else {
-            return Err("non-int range end".into());
+            return Err(NotReal::RangeEndNotInt);
         };
         let i = Int::new_const(name.as_str());
         self.vars.domain.push(i.ge(Int::from_i64(0)));
@@ -209,9 +247,9 @@ impl Enc<'_> {
 
     fn konst(&self, u: UOp) -> R<RT> {
         let dt = self.g.dtype(u);
-        let c = self.g.const_val(u).ok_or("CONST without value")?;
+        let c = self.g.const_val(u).ok_or(NotReal::NoConstValue)?;
         Ok(match c {
-            ConstVal::Invalid => return Err("Invalid".into()),
+            ConstVal::Invalid => return Err(NotReal::Invalid),
             c if dt == DType::Bool => RT::B(Bool::from_bool(c.truthy())),
             ConstVal::Float(f) if dt.is_float() => RT::R(real_of_f64(f)?),
             ConstVal::Int(i) if dt.is_float() => RT::R(Real::from_int(&Int::from_i128(i))),
@@ -224,7 +262,7 @@ impl Enc<'_> {
                     i
                 }))
             }
-            _ => return Err("CONST value does not fit its dtype".into()),
+            _ => return Err(NotReal::ConstDtype),
         })
     }
 
@@ -240,7 +278,7 @@ impl Enc<'_> {
         match t {
             RT::I(i) => Ok(i.clone()),
             RT::B(b) => Ok(b.ite(&Int::from_i64(1), &Int::from_i64(0))),
-            RT::R(_) => Err("float used as int".into()),
+            RT::R(_) => Err(NotReal::FloatAsInt),
         }
     }
 
@@ -264,7 +302,7 @@ impl Enc<'_> {
                     .src
                     .first()
                     .and_then(|s| memo.get(s).cloned().flatten())
-                    .ok_or("range without end")?;
+                    .ok_or(NotReal::RangeWithoutEnd)?;
                 return self.range(u, &e).map(Some);
             }
             _ => {}
@@ -274,14 +312,8 @@ impl Enc<'_> {
             .iter()
             .map(|x| memo.get(x).cloned().flatten())
             .collect::<Option<_>>()
-            .ok_or_else(|| format!("{} operand has no scalar value", op.name()))?;
-        let unsup = || {
-            Err(format!(
-                "{} on {} has no real-arithmetic meaning here",
-                op.name(),
-                dt.py_name()
-            ))
-        };
+            .ok_or(NotReal::NoScalarOperand(op))?;
+        let unsup = || Err(NotReal::NoMeaning(op, dt));
         let srcdt = n.src.first().map(|x| self.g.dtype(*x)).unwrap_or(dt);
         if op == Ops::CAST {
             let x = &s[0];
@@ -339,7 +371,7 @@ impl Enc<'_> {
         }
         if dt == DType::Bool {
             let (a, b) = (self.bool(&s[0]), s.get(1).map(|x| self.bool(x)));
-            let b = || b.clone().ok_or_else(|| "bool op arity".to_string());
+            let b = || b.clone().ok_or(NotReal::BoolArity);
             return Ok(Some(RT::B(match op {
                 Ops::AND | Ops::MUL => a & b()?,
                 Ops::OR | Ops::ADD | Ops::MAX => a | b()?,
@@ -444,7 +476,7 @@ fn encode(g: &Graph, root: UOp, vars: &mut Vars) -> R<Encoded> {
     let mut memo: HashMap<UOp, Option<RT>> = HashMap::new();
     for u in g.toposort(&[root]) {
         if g.dtype(u).is_fp8() {
-            return Err("fp8".into());
+            return Err(NotReal::Fp8);
         }
         let v = e.node(u, &memo)?;
         memo.insert(u, v);
@@ -453,7 +485,7 @@ fn encode(g: &Graph, root: UOp, vars: &mut Vars) -> R<Encoded> {
         .get(&root)
         .cloned()
         .flatten()
-        .ok_or("root has no scalar value")?;
+        .ok_or(NotReal::RootNotScalar)?;
     Ok(Encoded {
         value,
         undef: or_all(&e.undef),
@@ -468,7 +500,11 @@ pub fn check_real(g: &Graph, orig: UOp, new: UOp, timeout_ms: u32) -> RealVerdic
     let (eo, en) =
         match encode(g, orig, &mut vars).and_then(|o| Ok((o, encode(g, new, &mut vars)?))) {
             Ok(x) => x,
-            Err(reason) => return RealVerdict::Unsupported { reason },
+            Err(e) => {
+                return RealVerdict::Unsupported {
+                    reason: e.to_string(),
+                };
+            }
         };
     let same = match (&eo.value, &en.value) {
         (RT::B(a), RT::B(b)) => a.iff(b),

@@ -1,4 +1,7 @@
-import sys; sys.path.insert(0, __import__("os").path.dirname(__file__)); from symlate_ref import *
+# Golden cases of sym's own rules, pm_simplify_valid, pm_clean_up_group_sink, the simplifying and late decompositions
+# and the transcendental ones (golden format, golden.py). Regenerate (tinygrad 0.14.0):
+#   .venv/bin/python src/rewrite/rules/testdata/symlate_cases.py > src/rewrite/rules/testdata/symlate_cases.txt
+import os, sys; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__))); from symlate_ref import *
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes, Invalid
 V = UOp.variable
@@ -51,17 +54,17 @@ show("l_fdiv", A(Ops.MUL, f, A(Ops.RECIPROCAL, g)), LATE, REN)
 for dt in (dtypes.float, dtypes.half, dtypes.double):
   fv = V("f", 0, 1, dt)
   for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT):
-    show(f"t_{op.name}_{dt.name}", A(op, fv), TRANS, full=False)
+    show(f"t_{op.name}_{dt.name}", A(op, fv), TRANS)
 fb = V("f", 0, 1, dtypes.bfloat16)
-show("t_sin_bf16", A(Ops.SIN, fb), TRANS, full=False)
-show("t_exp2_bf16_only", A(Ops.EXP2, fb), PatternMatcher(TRANS.patterns[1:2]))
+show("t_sin_bf16", A(Ops.SIN, fb), TRANS)
+show("t_exp2_bf16_only", A(Ops.EXP2, fb), PatternMatcher(TRANS.patterns[1:2]), tag="transcendental[1]")
 # sym own
 xw2 = V("x", 0, 10, W); yw = V("y", 0, 10, W)
 show("o_stack", A(Ops.ADD, A(Ops.STACK, xw2, xw2), A(Ops.STACK, yw, yw)), SYM_OWN)
 s = A(Ops.CMPLT, xw2, c(3))
 show("o_where_cast", A(Ops.WHERE, s, xi, c(5, dtypes.int32)).cast(dtypes.float), SYM_OWN)
 show("o_where_cast_weak", A(Ops.WHERE, s, xw2, c(5)).cast(dtypes.int32), SYM_OWN)
-show("o_pow", A(Ops.POW, f, g), SYM_OWN, full=False)
+show("o_pow", A(Ops.POW, f, g), SYM_OWN)
 buf = UOp.param(0, dtypes.float, (16,))
 idx = UOp(Ops.INDEX, src=(buf, xw2))
 show("o_store_load", UOp(Ops.STORE, src=(idx, UOp(Ops.LOAD, src=(idx,)))), SYM_OWN)
@@ -90,7 +93,7 @@ v2 = A(Ops.CMPLT, A(Ops.ADD, xw2, yw), c(5)); v3 = A(Ops.CMPLT, yw, c(3))
 show("v_reorder", A(Ops.AND, v2, v3), PSV)
 show("v_gated_nochange", A(Ops.WHERE, v, xw2, UOp.const(Invalid)), PSV)
 show("v_gated_fold", A(Ops.WHERE, A(Ops.CMPLT, xw2, c(1)), xw2, UOp.const(Invalid)), PSV)
-show("v_gated_fold_sym", A(Ops.WHERE, A(Ops.CMPLT, xw2, c(1)), xw2, UOp.const(Invalid)), symbolic+PSV)
+show("v_gated_fold_sym", A(Ops.WHERE, A(Ops.CMPLT, xw2, c(1)), xw2, UOp.const(Invalid)), symbolic+PSV, tag="symbolic+pm_simplify_valid")
 # --- extra cases: guards, errors, widening
 show("s_floordiv_one", A(Ops.FLOORDIV, xi, c(1)), SIMP)
 show("s_floormod_one", A(Ops.FLOORMOD, xi, c(1)), SIMP)
@@ -117,7 +120,7 @@ show("v_lower_bound", A(Ops.AND, A(Ops.CMPLT, c(2), xw2), A(Ops.CMPLT, yw, c(5))
 # --- more: xpow on ints/half/weakfloat, where-cast with Invalid, int mulacc after shl
 show("o_pow_int", A(Ops.POW, xi, yi), SYM_OWN)
 fh = V("f", 0, 1, dtypes.half)
-show("o_pow_half", A(Ops.POW, fh, c(3.0, dtypes.half)), SYM_OWN, full=False)
+show("o_pow_half", A(Ops.POW, fh, c(3.0, dtypes.half)), SYM_OWN)
 fw = V("f", 0, 1, dtypes.weakfloat)
 show("t_sqrt_weakfloat", A(Ops.SQRT, fw), TRANS)
 show("o_where_cast_invalid", A(Ops.WHERE, s, xw2, UOp.const(Invalid)).cast(dtypes.int32), SYM_OWN)

@@ -1,25 +1,11 @@
-# Random differential cases for simplifying+late (all ops, fast_idiv) and transcendental: each case is the input graph
-# ('|'-separated SSA) and tinygrad's output (ssa() of symlate_ref) or exception. Regenerate:
-#   .venv/bin/python src/rewrite/rules/testdata/symlate_random.py > src/rewrite/rules/testdata/symlate_random.txt
-import sys, random, struct; sys.path.insert(0, __import__("os").path.dirname(__file__)); from symlate_ref import *
+# Random golden cases (golden format, golden.py) for simplifying+late (all ops, fast_idiv), transcendental and sym's own
+# rules; symlate_random_valid.py adds pm_simplify_valid cases. Regenerate (tinygrad 0.14.0):
+#   (.venv/bin/python src/rewrite/rules/testdata/symlate_random.py; .venv/bin/python src/rewrite/rules/testdata/symlate_random_valid.py 1 300) > src/rewrite/rules/testdata/symlate_random.txt
+import os, sys, random; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__))); from symlate_ref import *
 from tinygrad.uop.ops import UOp, Ops, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes
 class Ren:
   def supported_dtypes(self): return list(dtypes.ints)+list(dtypes.floats)+[dtypes.bool]
-SL = PatternMatcher(SIMP.patterns + LATE.patterns)
-def ssa2(root):
-  ids, lines, stack = {}, [], [(root, False)]
-  while stack:
-    x, exp = stack.pop()
-    if x in ids: continue
-    if exp:
-      a = f"v{x.arg.name},{x.arg.vmin_vmax[0]},{x.arg.vmin_vmax[1]}" if x.op is Ops.BUFFER else argstr(x)
-      ids[x] = len(lines); lines.append(f"{x.op.name}|{x.dtype!r}|{a}|" + ",".join(str(ids[s]) for s in x.src))
-    else:
-      stack.append((x, True))
-      for s in reversed(x.src):
-        if s not in ids: stack.append((s, False))
-  return "\n".join(lines)
 rng = random.Random(1234)
 A = lambda op, *s: UOp(op, src=s)
 def gen_int(dt, depth):
@@ -74,9 +60,4 @@ for i in range(40):
   dt = rng.choice([dtypes.float, dtypes.weakint])
   cases.append(("so", gen_sym(dt, 3)))
 for k, (pm, root) in enumerate(cases):
-  print(f"== {k} {pm}")
-  print(ssa2(root))
-  try:
-    out = graph_rewrite(root, {"sl": SL, "tr": TRANS, "so": SYM_OWN}[pm], ctx=Ren())
-    s = ssa(out); print(f"-> nodes={len(s.splitlines())} fnv={fnv(s):#x}")
-  except Exception as e: print(f"-> EXC {type(e).__name__}")
+  show(str(k), root, {"sl": SL, "tr": TRANS, "so": SYM_OWN}[pm], ctx=Ren())

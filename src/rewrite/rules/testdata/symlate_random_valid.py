@@ -1,7 +1,8 @@
-# Random pm_simplify_valid cases (needs the full symbolic port: uop_given_valid re-simplifies with symbolic). Usage:
-#   .venv/bin/python src/rewrite/rules/testdata/symlate_random_valid.py SEED N   (symlate_random.txt = random.py output + "1 300")
+# Random pm_simplify_valid golden cases (golden format; they need the full symbolic port: uop_given_valid re-simplifies
+# with symbolic). Usage (symlate_random.txt = symlate_random.py's output + this with "1 300"):
+#   .venv/bin/python src/rewrite/rules/testdata/symlate_random_valid.py SEED N
 import sys, random; import os; _d = os.path.dirname(os.path.abspath(__file__)); sys.path.insert(0, _d)
-exec(open(os.path.join(_d, 'symlate_random.py')).read().split("cases = []")[0].replace('sys.path.insert(0, __import__("os").path.dirname(__file__)); ',''))
+exec(open(os.path.join(_d, 'symlate_random.py')).read().split("cases = []")[0])
 from tinygrad.uop.symbolic import sym
 from tinygrad.dtype import Invalid
 W = dtypes.weakint
@@ -29,9 +30,4 @@ for i in range(N):
   if rng.random() < 0.5 and cond.op is Ops.AND: cases.append(("pv", cond))
   else: cases.append(("pv", cond.where(expr(2), UOp.const(Invalid))))
 for k, (pm, root) in enumerate(cases):
-  print(f"== {k} {pm}")
-  print(ssa2(root))
-  try:
-    out = graph_rewrite(root, pm_simplify_valid)
-    s = ssa(out); print(f"-> nodes={len(s.splitlines())} fnv={fnv(s):#x}")
-  except Exception as e: print(f"-> EXC {type(e).__name__}")
+  show(str(k), root, PSV)

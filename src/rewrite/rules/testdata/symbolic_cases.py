@@ -1,6 +1,10 @@
-# Regenerate (tinygrad 0.14.0): cd src/rewrite/rules/testdata && ../../../../.venv/bin/python gen_symbolic_cases.py symbolic_cases.in > symbolic_cases.txt
-# Input lines: `rule | SET | sexpr`; output lines: `rule | SET | sexpr | expected`.
-import sys, re
+# Golden cases of `commutative`, symbolic's own rules and `div_and_mod_symbolic` (golden format, golden.py), from the
+# s-expressions of symbolic_cases.in (`rule | SET | sexpr`, read only here). Each case is named by its input line.
+# Regenerate (tinygrad 0.14.0):
+#   .venv/bin/python src/rewrite/rules/testdata/symbolic_cases.py > src/rewrite/rules/testdata/symbolic_cases.txt
+import os, sys, re
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden import emit
 from tinygrad.uop.ops import UOp, Ops, PatternMatcher, graph_rewrite, AxisType
 from tinygrad.dtype import dtypes
 from tinygrad.uop.symbolic import symbolic
@@ -16,7 +20,7 @@ def parse(ts):
     while ts[0] != ")": args.append(parse(ts))
     ts.pop(0)
     op, _, ext = head.partition(":")
-    if op == "CAST": return UOp(Ops.CAST, dt(ext), (args[0],))
+    if op == "CAST": return UOp(Ops.CAST, dt(ext), (args[0],), dt(ext))  # as `x.cast(dt)` builds it
     if op == "RANGE": return UOp(Ops.RANGE, dtypes.weakint, tuple(args), (int(ext), AxisType.LOOP))
     if ext: return UOp(Ops[op], dt(ext), tuple(args))
     return UOp(Ops[op], src=tuple(args))
@@ -29,18 +33,8 @@ def parse(ts):
   if v in ("true", "false"): return UOp.const(v == "true", dtypes.bool)
   val = float(v) if "." in v or v in ("inf", "-inf", "nan") else int(v)
   return UOp.const(val, dt(d) if d else (dtypes.weakfloat if isinstance(val, float) else dtypes.weakint))
-def fmt(u):
-  d = repr(u.dtype)[7:]
-  if u.op in (Ops.BUFFER, Ops.PARAM) and u.arg.name is not None: return f"{u.op.name}:{d}:{u.arg.name}"
-  s = f"{u.op.name}:{d}"
-  if u.op is Ops.CONST: s += ":" + (float.__repr__(u.arg) if isinstance(u.arg, float) else repr(u.arg))
-  if u.op is Ops.RANGE: s += f":{u.arg[0]}"
-  return s + ("(" + ",".join(fmt(x) for x in u.src) + ")" if u.src else "")
-for line in open(sys.argv[1]):
+for line in open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "symbolic_cases.in")):
   line = line.strip()
-  if not line or line.startswith("#"): print(line); continue
+  if not line or line.startswith("#"): continue
   rule, st, expr = [x.strip() for x in line.split("|")[:3]]
-  u = parse(tok(expr))
-  try: out = fmt(graph_rewrite(u, SETS[st]))
-  except Exception as e: out = "ERROR " + type(e).__name__
-  print(f"{rule} | {st} | {expr} | {out}")
+  emit(f"{rule} | {st} | {expr}", parse(tok(expr)), lambda u: graph_rewrite(u, SETS[st]))
