@@ -51,6 +51,12 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
     (p, a.mul_add(b, -p))
 }
 
+/// `2^k` exactly for every k an f64 holds, subnormals included (`powi` underflows past -1022:
+/// it divides by an overflowed `2^-k`).
+pub fn pow2(k: i32) -> f64 {
+    scale(1.0, k)
+}
+
 /// `x · 2^k` without overflowing the power on the way.
 fn scale(x: f64, k: i32) -> f64 {
     let mut x = x;
@@ -62,6 +68,10 @@ fn scale(x: f64, k: i32) -> f64 {
     while k < -1000 {
         x *= 2f64.powi(-1000);
         k += 1000;
+    }
+    if k < -1022 {
+        // 2^k itself is subnormal: two normal factors, rounding once at the end
+        return x * 2f64.powi(-1022) * 2f64.powi(k + 1022);
     }
     x * 2f64.powi(k)
 }
@@ -348,6 +358,8 @@ mod tests {
         assert_eq!((p.hi, p.lo), (1.0, -(2f64.powi(-120))));
         assert_eq!(DD::from_i128((1i128 << 100) + 1).lo, 1.0);
         assert!(DD::new(-1.0).lt(DD::new(-0.5)));
+        assert_eq!(pow2(-1074), f64::from_bits(1));
+        assert_eq!(pow2(1023), f64::MAX / (2.0 - f64::EPSILON));
         assert!(!DD::new(f64::NAN).lt(DD::ONE));
     }
 

@@ -253,7 +253,7 @@ pub fn ulp(dt: DType, x: f64) -> f64 {
     } else {
         (field - 1023).max(emin)
     };
-    2f64.powi(exp - m as i32)
+    super::ddouble::pow2(exp - m as i32)
 }
 
 #[cfg(test)]
