@@ -10,6 +10,7 @@ pub mod farm;
 pub mod fidelity;
 pub mod fuzz;
 pub mod import_artifact;
+pub mod measure_ulp;
 pub mod replay;
 pub mod report;
 pub mod semantics;
@@ -57,6 +58,8 @@ pub enum Cmd {
     /// The overnight farm: worker processes, scheduling, triage, corpus, crash-safe store, sync;
     /// `farm report DIR` writes the morning report.
     Farm(farm::Args),
+    /// Measure the ULP table (op × float dtype × backend against a high-precision reference).
+    MeasureUlp(measure_ulp::Args),
     /// One farm worker process (started by `farm`).
     #[command(hide = true)]
     FarmWorker(farm::WorkerArgs),
@@ -78,6 +81,7 @@ pub fn main() -> ExitCode {
         Cmd::Backends(a) => backends::run(a),
         Cmd::Farm(a) => farm::run_cmd(a),
         Cmd::FarmWorker(a) => farm::worker_cmd(a),
+        Cmd::MeasureUlp(a) => measure_ulp::run(a),
     }
 }
 

@@ -6,6 +6,8 @@
 pub mod backend;
 pub mod c;
 pub mod cuda;
+pub mod ddouble;
+pub mod hiprec;
 pub mod interp;
 pub mod interp_backend;
 pub mod kernel_io;

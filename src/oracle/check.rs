@@ -11,7 +11,7 @@
 //! signature). A detection lists which backends agree with which at its point (Rustlantis'
 //! groups).
 use super::blame::{blame, blame_on};
-use super::compare::{PointVerdict, decide, decide_on};
+use super::compare::{PointVerdict, accuracy_note, decide, decide_between};
 use super::inputs::{Point, make_points};
 use super::rewriter::{RewriteMemo, Rewriter, RewriterError};
 use super::tolerance::FloatPolicy;
@@ -328,6 +328,9 @@ fn check_reference(
                         n.value.map(|x| x.py_repr()).unwrap_or("-".into())
                     )
                 };
+                let names = ["original", "rewritten"];
+                let note = accuracy_note(g, case.root, rw.root, &p.env, &o, &n, names);
+                let what = note.map_or(what.clone(), |a| format!("{what}; {a}"));
                 res.detected = Some(Detected {
                     class,
                     summary: what,
@@ -495,8 +498,9 @@ fn check_backends(
                 }
                 _ => {}
             }
-            if !is_bad(decide_on(
-                g, case.root, case.root, &p.env, o_ref, ob, policy,
+            let names = [backend::reference().name(), b.name()];
+            if !is_bad(decide_between(
+                g, case.root, case.root, &p.env, o_ref, ob, policy, names,
             )) || b.by_design(o_ref, ob).is_some()
             {
                 continue;
@@ -507,8 +511,15 @@ fn check_backends(
                     let to = &trows[i][0];
                     x.name() == t
                         && to.error.is_none()
-                        && !is_bad(decide_on(
-                            g, case.root, case.root, &p.env, o_ref, to, policy,
+                        && !is_bad(decide_between(
+                            g,
+                            case.root,
+                            case.root,
+                            &p.env,
+                            o_ref,
+                            to,
+                            policy,
+                            [names[0], t],
                         ))
                 })
             });
@@ -524,6 +535,8 @@ fn check_backends(
                 result_key(o_ref),
                 result_key(ob)
             );
+            let note = accuracy_note(g, case.root, case.root, &p.env, o_ref, ob, names);
+            let s = note.map_or(s.clone(), |a| format!("{s}; {a}"));
             return Some(found(class, *b, s, None, o_ref, ob));
         }
         if !changed {
@@ -541,7 +554,16 @@ fn check_backends(
                 _ => {}
             }
             if ob.error.is_some()
-                || !is_bad(decide_on(g, case.root, rw.root, &p.env, ob, nb, policy))
+                || !is_bad(decide_between(
+                    g,
+                    case.root,
+                    rw.root,
+                    &p.env,
+                    ob,
+                    nb,
+                    policy,
+                    [b.name(), b.name()],
+                ))
             {
                 continue;
             }
@@ -553,7 +575,16 @@ fn check_backends(
                     x.name() == t
                         && to.error.is_none()
                         && tn.error.is_none()
-                        && !is_bad(decide_on(g, case.root, rw.root, &p.env, to, tn, policy))
+                        && !is_bad(decide_between(
+                            g,
+                            case.root,
+                            rw.root,
+                            &p.env,
+                            to,
+                            tn,
+                            policy,
+                            [t, t],
+                        ))
                 })
             });
             if twin_agrees {
@@ -579,6 +610,9 @@ fn check_backends(
                 result_key(ob),
                 result_key(nb)
             );
+            let names = ["original", "rewritten"];
+            let note = accuracy_note(g, case.root, rw.root, &p.env, ob, nb, names);
+            let s = note.map_or(s.clone(), |a| format!("{s}; {a}"));
             return Some(found(class, *b, s, blamed, ob, nb));
         }
     }

@@ -1,8 +1,13 @@
 //! The per-point verdict: original and rewritten (or a reference and a backend) observed at
 //! one point, compared with refinement (the second may be more defined than the first, never
-//! less) and the float tolerance model (`tolerance.rs`).
+//! less) and the float tolerance model (`tolerance.rs`), whose per-op error on each side is the
+//! measured allowance of the backend that computed that side (`ulp.rs`). Where floats differ
+//! beyond it, [`accuracy`] says which side is farther from the high-precision reference
+//! (`exec::hiprec`): the side that lost accuracy.
 use super::tolerance::{self, Approx, FloatCmp, FloatPolicy, Transcendental};
+use super::ulp;
 use crate::exec::Observed;
+use crate::exec::hiprec::{self, HiVal};
 use crate::exec::interp::{self, Env};
 use crate::exec::interp_backend::observe;
 use crate::ir::alu::{self, Val};
@@ -36,6 +41,38 @@ pub fn compare_point(
     (v, o, n)
 }
 
+/// Whose arithmetic an error bound is for: the ULP table's rows (`ulp.rs`) of one backend or of
+/// any, and whether a transcendental may stand for tinygrad's decomposition of it (the
+/// original of a rewrite, whose rewritten graph may compute the polynomial).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Side<'a> {
+    /// `None`: the largest allowance of every backend the table measured.
+    pub backend: Option<&'a str>,
+    pub decomposed: bool,
+}
+
+impl Side<'_> {
+    /// Any backend, no decomposition.
+    pub const ANY: Side<'static> = Side {
+        backend: None,
+        decomposed: false,
+    };
+}
+
+/// The sides of a comparison of `orig` on `names[0]` with `new` on `names[1]`.
+fn sides<'a>(orig: UOp, new: UOp, names: [Option<&'a str>; 2]) -> [Side<'a>; 2] {
+    [
+        Side {
+            backend: names[0],
+            decomposed: orig != new,
+        },
+        Side {
+            backend: names[1],
+            decomposed: false,
+        },
+    ]
+}
+
 /// The verdict on the reference's observations of `orig` (`o`) and `new` (`n`) at `env`: floats
 /// that differ are judged on the values the error model recomputes, which are the reference's.
 pub fn decide(
@@ -47,12 +84,24 @@ pub fn decide(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    decide_with(g, orig, new, env, o, n, policy, false)
+    let r = Some(crate::exec::backend::reference().name());
+    decide_with(
+        g,
+        orig,
+        new,
+        env,
+        o,
+        n,
+        policy,
+        false,
+        sides(orig, new, [r, r]),
+    )
 }
 
 /// [`decide`] for observations made by any backend: floats that differ are judged on the
-/// observed values with the error model's bounds. With `orig == new` it compares two backends
-/// on one graph: both approximate the same real value within the same bound.
+/// observed values with the error model's bounds, each op allowed the largest error the ULP
+/// table measured on any backend. With `orig == new` it compares two backends on one graph:
+/// both approximate the same real value within the same bound.
 pub fn decide_on(
     g: &Graph,
     orig: UOp,
@@ -62,7 +111,34 @@ pub fn decide_on(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    decide_with(g, orig, new, env, o, n, policy, true)
+    decide_with(
+        g,
+        orig,
+        new,
+        env,
+        o,
+        n,
+        policy,
+        true,
+        sides(orig, new, [None, None]),
+    )
+}
+
+/// [`decide_on`] knowing which backend observed which side (`o` on `names[0]`, `n` on
+/// `names[1]`): each side's ops are allowed that backend's measured error.
+#[allow(clippy::too_many_arguments)]
+pub fn decide_between(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    o: &Observed,
+    n: &Observed,
+    policy: FloatPolicy,
+    names: [&str; 2],
+) -> PointVerdict {
+    let s = sides(orig, new, [Some(names[0]), Some(names[1])]);
+    decide_with(g, orig, new, env, o, n, policy, true, s)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -75,6 +151,7 @@ fn decide_with(
     n: &Observed,
     policy: FloatPolicy,
     observed: bool,
+    sides: [Side; 2],
 ) -> PointVerdict {
     if o.error.is_some() || o.ub || o.invalid {
         return PointVerdict::Skip;
@@ -100,7 +177,10 @@ fn decide_with(
         if same_val(ov, nv) {
             return PointVerdict::Agree;
         }
-        let (ao, an) = (approx_eval(g, orig, env), approx_eval(g, new, env));
+        let (ao, an) = (
+            approx_eval_for(g, orig, env, sides[0]),
+            approx_eval_for(g, new, env, sides[1]),
+        );
         let (Some(ao), Some(an)) = (ao, an) else {
             return if dt.is_float() {
                 PointVerdict::Rounding
@@ -154,14 +234,16 @@ fn decide_with(
                     if policy == FloatPolicy::FastMath && (!a.is_finite() || !b.is_finite()) {
                         return PointVerdict::Skip;
                     }
-                    // no per-element error analysis through loops: a few ulps per float op
-                    // of the kernel, scaled by the magnitude (documented in tolerance.rs)
-                    let nops = g
+                    // no per-element error analysis through loops: per float op of the
+                    // kernel its measured allowance on either side, at least 2 ulps, scaled by
+                    // the magnitude (documented in tolerance.rs)
+                    let per_op: f64 = g
                         .toposort(&[orig])
                         .iter()
                         .filter(|u| g.op(**u).is_alu())
-                        .count() as f64;
-                    let budget = (tolerance::BACKEND_SLACK_ULPS + 2.0 * nops)
+                        .map(|u| kernel_op_ulps(g.op(*u), g.dtype(*u), sides))
+                        .sum();
+                    let budget = (tolerance::BACKEND_SLACK_ULPS + per_op)
                         * tolerance::ulp(bo.dtype, a.abs().max(b.abs()));
                     if (a - b).abs() <= budget {
                         continue;
@@ -181,6 +263,16 @@ fn decide_with(
     } else {
         PointVerdict::Agree
     }
+}
+
+/// A kernel op's error in ulps: the larger measured allowance of the two sides, at least the
+/// 2 ulps per op the kernel budget assumed before the table.
+fn kernel_op_ulps(op: Ops, dt: DType, sides: [Side; 2]) -> f64 {
+    sides
+        .iter()
+        .filter_map(|s| ulp::table().allowance(op, dt, s.backend, s.decomposed))
+        .map(|a| a.ulps)
+        .fold(2.0, f64::max)
 }
 
 fn has_invalid(g: &Graph, root: UOp) -> bool {
@@ -208,8 +300,14 @@ pub struct ApproxResult {
 }
 
 /// Evaluates a scalar graph node by node with a running error bound per float value
-/// (tolerance.rs has the model). `None` for kernels or anything it does not model.
+/// (tolerance.rs has the model), each op allowed the largest error the ULP table measured on
+/// any backend. `None` for kernels or anything it does not model.
 pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
+    approx_eval_for(g, root, env, Side::ANY)
+}
+
+/// [`approx_eval`] with each op allowed its measured error on `side`'s backend.
+pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<ApproxResult> {
     let mut val: HashMap<UOp, (Val, Approx)> = HashMap::default();
     let mut nonfinite = false;
     for u in g.toposort(&[root]) {
@@ -261,6 +359,12 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
             nonfinite = true;
         }
         let a = |i: usize| srcs[i].1;
+        let allow = if dt.is_float() && ulp::OPS.contains(&n.op) {
+            ulp::table().allowance(n.op, dt, side.backend, side.decomposed)
+        } else {
+            None
+        };
+        let tr_ulps = allow.map_or(tolerance::TRANSCENDENTAL_ULPS, |x| x.ulps);
         let approx = match n.op {
             Ops::ADD | Ops::SUB if dt.is_float() => tolerance::add(a(0), a(1), f, dt),
             Ops::MUL if dt.is_float() => tolerance::mul(a(0), a(1), f, dt),
@@ -274,10 +378,10 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
             }
             Ops::RECIPROCAL => tolerance::reciprocal(a(0), f, dt),
             Ops::SQRT => tolerance::sqrt(a(0), f, dt),
-            Ops::EXP2 => tolerance::transcendental(Transcendental::Exp2, a(0), f, dt),
-            Ops::LOG2 => tolerance::transcendental(Transcendental::Log2, a(0), f, dt),
-            Ops::SIN => tolerance::transcendental(Transcendental::Sin, a(0), f, dt),
-            Ops::POW => tolerance::transcendental(Transcendental::Pow, a(0), f, dt),
+            Ops::EXP2 => tolerance::transcendental(Transcendental::Exp2, a(0), f, dt, tr_ulps),
+            Ops::LOG2 => tolerance::transcendental(Transcendental::Log2, a(0), f, dt, tr_ulps),
+            Ops::SIN => tolerance::transcendental(Transcendental::Sin, a(0), f, dt, tr_ulps),
+            Ops::POW => tolerance::transcendental(Transcendental::Pow, a(0), f, dt, tr_ulps),
             Ops::NEG => Approx { v: f, ..a(0) },
             Ops::MAX if dt.is_float() => {
                 let (x, y) = (a(0), a(1));
@@ -334,6 +438,13 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
             },
             _ => exact(v),
         };
+        let approx = match allow {
+            Some(x) if matches!(n.op, Ops::EXP2 | Ops::LOG2 | Ops::SIN | Ops::POW) => {
+                tolerance::widen(approx, dt, 0.0, x.sub_ulps)
+            }
+            Some(x) => tolerance::widen(approx, dt, x.ulps, x.sub_ulps),
+            None => approx,
+        };
         val.insert(u, (v, approx));
     }
     let (_, root_a) = *val.get(&root)?;
@@ -341,4 +452,211 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
         root: root_a,
         nonfinite,
     })
+}
+
+/// Which side of a float difference is farther from the high-precision value of the original.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lost {
+    /// The first side (the original graph, or the reference backend).
+    First,
+    /// The second side (the rewritten graph, or the other backend).
+    Second,
+    /// Both equally far.
+    Neither,
+}
+
+/// The high-precision verdict on a float difference at one point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Accuracy {
+    pub lost: Lost,
+    /// Each side's distance from the original's high-precision value, in ulps of the dtype.
+    pub ulps: [f64; 2],
+    /// How far the second graph's own high-precision value lies from the original's, in ulps:
+    /// 0 when the rewrite keeps the exact value (a rounding difference), large when the rewrite
+    /// changes what is computed over the reals. `None` when the second graph has no reference.
+    pub exact_shift: Option<f64>,
+}
+
+impl Accuracy {
+    /// `lost accuracy: rewritten (original 0.5 ulp, rewritten 3e4 ulp from the high-precision
+    /// value)`, with the graphs' or backends' `names`.
+    pub fn note(&self, names: [&str; 2]) -> String {
+        let who = match self.lost {
+            Lost::First => names[0],
+            Lost::Second => names[1],
+            Lost::Neither => "neither side more than the other",
+        };
+        let fmt = |x: f64| {
+            if x.is_infinite() {
+                "inf".to_string()
+            } else if x < 1e4 {
+                format!("{x:.3}")
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+            } else {
+                format!("{x:.2e}")
+            }
+        };
+        let mut s = format!(
+            "lost accuracy: {who} ({} {} ulp, {} {} ulp from the high-precision value",
+            names[0],
+            fmt(self.ulps[0]),
+            names[1],
+            fmt(self.ulps[1])
+        );
+        match self.exact_shift {
+            Some(d) if d > 1.0 / 64.0 => {
+                s.push_str(&format!("; the exact values differ by {} ulp", fmt(d)))
+            }
+            Some(_) => s.push_str("; same exact value"),
+            None => {}
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// Which of `o` (observed for `orig`) and `n` (for `new`) is farther from the high-precision
+/// value of `orig` at `env` (`exec::hiprec`); `None` unless both are float scalars and the
+/// reference is finite.
+pub fn accuracy(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    o: &Observed,
+    n: &Observed,
+) -> Option<Accuracy> {
+    let dt = g.dtype(orig);
+    if !dt.is_float() {
+        return None;
+    }
+    let (Some(Val::Float(ov)), Some(Val::Float(nv))) = (o.value, n.value) else {
+        return None;
+    };
+    let r = hiprec::eval(g, orig, env).and_then(HiVal::as_dd)?;
+    let eo = hiprec::ulp_error(dt, ov, r)?;
+    let en = hiprec::ulp_error(dt, nv, r)?;
+    let lost = if en > eo {
+        Lost::Second
+    } else if eo > en {
+        Lost::First
+    } else {
+        Lost::Neither
+    };
+    let exact_shift = if orig == new {
+        Some(0.0)
+    } else {
+        hiprec::eval(g, new, env)
+            .and_then(HiVal::as_dd)
+            .and_then(|rn| hiprec::ulp_error(dt, rn.to_f64(), r))
+    };
+    Some(Accuracy {
+        lost,
+        ulps: [eo, en],
+        exact_shift,
+    })
+}
+
+/// [`accuracy`] as the words a finding's summary ends with, for original vs rewritten.
+pub fn accuracy_note(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    o: &Observed,
+    n: &Observed,
+    names: [&str; 2],
+) -> Option<String> {
+    accuracy(g, orig, new, env, o, n).map(|a| a.note(names))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::interp_backend::observe;
+
+    fn float_obs(v: f64) -> Observed {
+        Observed {
+            value: Some(Val::Float(v)),
+            buffers: vec![],
+            ub: false,
+            error: None,
+            invalid: false,
+        }
+    }
+
+    #[test]
+    fn one_ulp_from_the_table_is_accepted_and_a_huge_error_rejected() {
+        // the reference and backend `c` on EXP2 at f32: the table allows c its measured ulps
+        let mut g = Graph::new();
+        let a = g.variable("a", -10, 10, DType::Float);
+        let r = g.alu(Ops::EXP2, &[a]).expect("EXP2 of a float");
+        let env = Env::new().var("a", Val::Float(0.3));
+        let o = observe(&g, r, &env);
+        let ov = o.value.expect("a value").as_f64();
+        let one_ulp = float_obs(ov + tolerance::ulp(DType::Float, ov));
+        let huge = float_obs(ov * (1.0 + 1e-3));
+        let p = FloatPolicy::FastMath;
+        let names = ["interp", "c"];
+        assert!(
+            ulp::table()
+                .allowance(Ops::EXP2, DType::Float, Some("c"), false)
+                .is_some()
+        );
+        assert_eq!(
+            decide_between(&g, r, r, &env, &o, &one_ulp, p, names),
+            PointVerdict::Agree
+        );
+        assert_eq!(
+            decide_between(&g, r, r, &env, &o, &huge, p, names),
+            PointVerdict::Differ
+        );
+        // the note says the backend lost accuracy, the reference is within half an ulp
+        let acc = accuracy(&g, r, r, &env, &o, &huge).expect("a reference");
+        assert_eq!(acc.lost, Lost::Second);
+        assert!(acc.ulps[0] <= 0.5, "{acc:?}");
+        assert!(
+            acc.note(names).starts_with("lost accuracy: c (interp "),
+            "{}",
+            acc.note(names)
+        );
+    }
+
+    #[test]
+    fn the_side_farther_from_the_exact_value_lost_accuracy() {
+        // (a + b) − a vs b in f32: the original absorbs b, the rewritten keeps it exactly
+        let mut g = Graph::new();
+        let a = g.variable("a", -10, 10, DType::Float);
+        let b = g.variable("b", -10, 10, DType::Float);
+        let s = g.alu(Ops::ADD, &[a, b]).expect("add");
+        let orig = g.alu(Ops::SUB, &[s, a]).expect("sub");
+        let env = Env::new()
+            .var("a", Val::Float(1e8))
+            .var("b", Val::Float(3.0));
+        let (o, n) = (observe(&g, orig, &env), observe(&g, b, &env));
+        let acc = accuracy(&g, orig, b, &env, &o, &n).expect("a reference");
+        assert_eq!(acc.lost, Lost::First, "{acc:?}");
+        assert_eq!(acc.ulps[1], 0.0);
+        assert_eq!(acc.exact_shift, Some(0.0));
+        let note = acc.note(["original", "rewritten"]);
+        assert!(
+            note.starts_with("lost accuracy: original (original "),
+            "{note}"
+        );
+        assert!(note.ends_with("; same exact value)"), "{note}");
+        // a rewrite that changes the real value (b → 2b) lost it on the rewritten side
+        let two = g.cfloat(DType::Float, 2.0);
+        let wrong = g.alu(Ops::MUL, &[b, two]).expect("mul");
+        let w = observe(&g, wrong, &env);
+        let acc = accuracy(&g, b, wrong, &env, &n, &w).expect("a reference");
+        assert_eq!(acc.lost, Lost::Second);
+        assert!(acc.exact_shift.is_some_and(|d| d > 1e6), "{acc:?}");
+        // ints have no such verdict
+        let i = g.variable("i", -10, 10, DType::Int32);
+        let ie = Env::new().var("i", Val::Int(1));
+        let io = observe(&g, i, &ie);
+        assert_eq!(accuracy(&g, i, i, &ie, &io, &io), None);
+    }
 }

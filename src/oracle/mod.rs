@@ -12,4 +12,6 @@ pub mod inputs;
 pub mod rewriter;
 pub mod sink;
 pub mod tolerance;
+pub mod ulp;
+pub mod ulp_measure;
 pub mod verdict;

@@ -8,17 +8,21 @@
 //!   `u·|v|` (u = unit roundoff of the result dtype: 2^-11 f16, 2^-8 bf16, 2^-24 f32, 2^-53 f64)
 //!   on top of the propagated operand errors: `e(a±b) = e_a + e_b`, `e(a·b) = |a|e_b + |b|e_a + e_a·e_b`,
 //!   `e(1/b) = e_b / (|b|(|b| − e_b))` (unbounded when `e_b ≥ |b|`), `e(√a) = e_a / (2√(a−e_a))`;
-//! - transcendental ops (EXP2/LOG2/SIN/POW) are approximations on most backends: they add
-//!   `TRANSCENDENTAL_ULPS` ulps of the result, plus the propagated error through the derivative
+//! - transcendental ops (EXP2/LOG2/SIN/POW) are approximations on most backends: they add the
+//!   measured ulps of the backend that computed them (`oracle::ulp`, where the ULP table has a
+//!   row; `TRANSCENDENTAL_ULPS` where not), plus the propagated error through the derivative
 //!   bound (exp2: `v·ln2·e_a`, log2: `e_a/(ln2·(|a|−e_a))`, sin: `e_a`);
+//! - an op whose measured row allows more than correct rounding (a GPU's 2.5-ulp division, a
+//!   flush of subnormals) adds that allowance instead of `u·|v|` ([`widen`]);
 //! - exact ops (MAX, comparisons, WHERE, TRUNC, negation, casts to a wider float) add nothing, but
 //!   a comparison or TRUNC whose operand interval `[v−e, v+e]` straddles the decision point makes
 //!   the result *unstable*: it may legitimately differ (reported as `float-rounding`, never as a bug);
 //! - a value that is inf/NaN with nonzero error bound is unstable too (overflow is a rounding event).
 //!
 //! Two results `o` (original graph) and `n` (rewritten graph) agree when
-//! `|o − n| ≤ e_o + e_n + slack`, slack = `BACKEND_SLACK_ULPS` ulps of the result dtype (backends may
-//! contract a·b+c into an FMA, flush subnormals, or use approximate reciprocal: a few ulps).
+//! `|o − n| ≤ e_o + e_n + slack`, slack = `BACKEND_SLACK_ULPS` ulps of the result dtype (what
+//! the per-op table cannot see: a renderer that contracts a·b+c across ops into an FMA, a
+//! subnormal operand flushed before an op whose result is normal).
 //! Both graphs approximate the *same* real value, so the bound is sound for any rewrite that is an
 //! identity over the reals — exactly what fast-math rewrites (reassociation, x*(1/x)→1 on finite
 //! x≠0) are. A rewrite that is wrong over the reals exceeds it unless the bound is huge, in which case
@@ -28,8 +32,9 @@
 //! `strict_zero_sign` is set (IEEE distinguishes them only through 1/x and copysign).
 use crate::ir::DType;
 
-/// Ulps a transcendental approximation may be off (tinygrad's xexp2/xlog2/xsin are within ~1-3 ulp
-/// of correctly rounded on their reduced ranges; CUDA's exp2f/log2f/sinf are ≤ 2 ulp; margin 2×).
+/// Ulps a transcendental approximation may be off where the ULP table has no measured row
+/// (tinygrad's xexp2/xlog2/xsin are within ~1-3 ulp of correctly rounded on their reduced
+/// ranges; CUDA's exp2f/log2f/sinf are ≤ 2 ulp; margin 2×).
 pub const TRANSCENDENTAL_ULPS: f64 = 8.0;
 /// Ulps any backend may differ per result (FMA contraction, approximate reciprocal on CUDA half,
 /// FTZ). Measured: 0 needed for the interpreter; CUDA `hrcp` is 1 ulp.
@@ -45,15 +50,7 @@ pub fn unit_roundoff(dt: DType) -> f64 {
 
 /// The spacing of the dtype's floats at `x` (ulp(x)); the smallest subnormal spacing at 0.
 pub fn ulp(dt: DType, x: f64) -> f64 {
-    let Some((e, m)) = dt.finfo() else { return 0.0 };
-    let emin = 2 - (1i32 << (e - 1)); // minimum normal exponent
-    let ax = x.abs();
-    let exp = if ax == 0.0 || !ax.is_finite() {
-        emin
-    } else {
-        (ax.log2().floor() as i32).max(emin)
-    };
-    2f64.powi(exp - m as i32)
+    crate::exec::hiprec::ulp(dt, x)
 }
 
 /// A value and its running error bound.
@@ -130,8 +127,9 @@ pub fn sqrt(a: Approx, v: f64, dt: DType) -> Approx {
         a.unstable || (a.e > 0.0 && a.v - a.e < 0.0 && a.v >= 0.0),
     )
 }
-/// EXP2 / LOG2 / SIN / POW: propagated error through a derivative bound plus the approximation.
-pub fn transcendental(kind: Transcendental, a: Approx, v: f64, dt: DType) -> Approx {
+/// EXP2 / LOG2 / SIN / POW: propagated error through a derivative bound plus the approximation,
+/// `ulps` ulps of the result (the ULP table's allowance, or [`TRANSCENDENTAL_ULPS`]).
+pub fn transcendental(kind: Transcendental, a: Approx, v: f64, dt: DType, ulps: f64) -> Approx {
     let prop = match kind {
         Transcendental::Exp2 => {
             (v.abs() * std::f64::consts::LN_2 * a.e) * (a.e * std::f64::consts::LN_2).exp()
@@ -155,8 +153,21 @@ pub fn transcendental(kind: Transcendental, a: Approx, v: f64, dt: DType) -> App
             }
         }
     };
-    let e = prop + TRANSCENDENTAL_ULPS * ulp(dt, v);
+    let e = prop + ulps * ulp(dt, v);
     Approx::rounded(v, e, dt, a.unstable)
+}
+
+/// A correctly rounded op's bound `x` (its `u·|v|` term included) widened to a backend's
+/// measured allowance: `ulps` ulps of the result in place of `u·|v|` where that is more, plus
+/// `sub_ulps` subnormal spacings (a backend that flushes subnormals).
+pub fn widen(x: Approx, dt: DType, ulps: f64, sub_ulps: f64) -> Approx {
+    let extra = (ulps * ulp(dt, x.v) - unit_roundoff(dt) * x.v.abs()).max(0.0);
+    let sub = sub_ulps * ulp(dt, 0.0);
+    let e = x.e + extra + sub;
+    Approx {
+        e: if e.is_nan() { f64::INFINITY } else { e },
+        ..x
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,7 +394,13 @@ mod tests {
         let dt = DType::Float;
         let x = Approx::exact(0.5);
         let exact = 0.5f64.exp2();
-        let o = transcendental(Transcendental::Exp2, x, round_float(dt, exact), dt);
+        let o = transcendental(
+            Transcendental::Exp2,
+            x,
+            round_float(dt, exact),
+            dt,
+            TRANSCENDENTAL_ULPS,
+        );
         // a polynomial approximation 3 ulps off is accepted, 100 ulps off is not
         let n3 = Approx::exact(round_float(dt, exact) + 3.0 * ulp(dt, exact));
         let n100 = Approx::exact(round_float(dt, exact) + 100.0 * ulp(dt, exact));
