@@ -239,6 +239,19 @@ def _uopfuzz_tail(ns, only_eval=False):
   if rec is not None:
     print("tinygrad's graph_rewrite gives the recorded `rewritten` graph" if rw is rec else
           "tinygrad's graph_rewrite differs from the recorded `rewritten` graph (uopfuzz's rewrite and tinygrad's disagree; checking tinygrad's)")
+  if cls == "unsound-bounds":  # a node's value outside the vmin/vmax tinygrad computes for it (uop/ops.py _min_max)
+    for g in (root, rw):
+      try: (run := Run(g)).run()
+      except Exception as e:  # noqa: BLE001
+        print(f"cannot check: evaluating raises {type(e).__name__}: {e} at {at}")
+        return 2
+      for u in g.toposort():
+        v = run.memo.get(u, (None, None))[1]
+        if (u.op in GroupOp.ALU or u.op is Ops.CAST) and not dtypes.is_float(u.dtype) and isinstance(v, int) and not u.vmin <= v <= u.vmax:
+          print(f"reproduces in tinygrad: {u.op} {u.dtype} is {v!r} at {at}, outside its [vmin, vmax] = [{u.vmin}, {u.vmax}]")
+          return 1
+    print(f"tinygrad does not show the mismatch: every node lies within its vmin/vmax at {at}")
+    return 0
   if cls == "not-idempotent":
     try: rw2 = rewrite(rw, sts)
     except Exception as e:  # noqa: BLE001

@@ -32,10 +32,11 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable tiny
 
 from rulesets import stages  # noqa: E402
 
-# the one-matcher sets of `uopfuzz::rewrite::rules::by_name` (harness/rulesets.py), as (PatternMatcher, ctx);
-# "none", an empty PatternMatcher, is `bench rewrite`'s bare walk of the graph
-RULE_SETS = {n: stages(n)[0] for n in ("symbolic_simple", "symbolic", "sym", "simplifying", "late", "late_fast_idiv")}
-RULE_SETS["none"] = (PatternMatcher([]), None)
+# the one-matcher sets of `uopfuzz::rewrite::rules::by_name` (harness/rulesets.py), built as (PatternMatcher, ctx) by
+# `rule_set`; "none", an empty PatternMatcher, is `bench rewrite`'s bare walk of the graph. harness/worker.py imports
+# this module for `load_root`, so nothing is built at import.
+RULE_SET_NAMES = ("symbolic_simple", "symbolic", "sym", "simplifying", "late", "late_fast_idiv", "none")
+def rule_set(name: str): return (PatternMatcher([]), None) if name == "none" else stages(name)[0]
 
 # the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)
 BASE_NS: dict = {}
@@ -83,12 +84,12 @@ def rewrite_one(text: str, pmctx, output: bool) -> dict:
 
 def main(argv: list[str]) -> int:
   ap = argparse.ArgumentParser()
-  ap.add_argument("--rules", required=True, choices=sorted(RULE_SETS))
+  ap.add_argument("--rules", required=True, choices=sorted(RULE_SET_NAMES))
   ap.add_argument("--warmup", type=int, default=0)
   ap.add_argument("--no-output", action="store_true")
   ap.add_argument("--passes", type=int, default=1)
   a = ap.parse_args(argv)
-  pm = RULE_SETS[a.rules]
+  pm = rule_set(a.rules)
   items = [json.loads(l) for l in sys.stdin if l.strip()]
   if a.warmup:
     for it in items[:a.warmup]: rewrite_one(it["text"], pm, False)

@@ -15,13 +15,18 @@ each top-level rule application (roots `bK`, `aK`, named in `trace`); `loc` is t
 `patterns` (stages and their sizes: see `stages`; -1 in
 a matcher that is not a stage's). A rule application made inside a rule (a nested graph_rewrite, `simplify()`) is not a step
 of its own. `fuel` stops applying rules after k top-level applications (the Rust side's blame bisection).
+  {"id": i, "script": "<python source>", "timeout": s?}
+  -> {"id": i, "verdict": "reproduces" | "does-not-reproduce" | "error: <exception class>: <message>"}
+     a tinygrad Python repro of `uopfuzz bugs`, run as __main__ with tinygrad's own PatternMatcher.rewrite (not the
+     traced one) and its prints swallowed; its exit status is the verdict (1: tinygrad shows the bug), `timeout`
+     seconds (default 20) at most.
 A line {"quit": 1} or EOF ends the worker. Exit status 3: tinygrad is not importable.
 """
 from __future__ import annotations
-import json, os, subprocess, sys
+import contextlib, io, json, os, signal, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
+from textform import serialize  # noqa: E402
 
 try:
   import tinygrad
@@ -31,6 +36,9 @@ try:
 except Exception as e:  # noqa: BLE001 - any import failure means no usable tinygrad
   print(f"cannot import tinygrad: {type(e).__name__}: {e}".replace("\n", " "), file=sys.stderr)
   sys.exit(3)
+
+# the text form's loader (exits with status 3 itself when tinygrad is not importable)
+from rewrite_cmd import load_root, one_line  # noqa: E402
 
 PKG = os.path.dirname(os.path.abspath(tinygrad.__file__))
 
@@ -95,6 +103,7 @@ def pattern_index(pm, p) -> int:
   if (ix := pm.__dict__.get("_uopfuzz_ix")) is None: ix = pm.__dict__["_uopfuzz_ix"] = {id(q): i for i, (q, _) in enumerate(pm.patterns)}
   return ix.get(id(p), -1)
 
+PLAIN_REWRITE = PatternMatcher.rewrite
 PatternMatcher.rewrite = traced_rewrite  # type: ignore[method-assign]
 
 # ---- rule sets: harness/rulesets.py -------------------------------------------------------------------------------
@@ -138,19 +147,6 @@ def without_kernel_info(roots: list) -> list:
     return r
   return [go(r) for r in roots]
 
-BASE_NS: dict = {}
-exec(IMPORTS, BASE_NS)
-
-def load_root(text: str):
-  section = graph_section(text)
-  ns = dict(BASE_NS)
-  exec(compile("\n".join(section) + "\n", "<graph>", "exec"), ns)
-  for l in section:
-    if (m := _BIND.match(l.rstrip())) and not _NODE.match(m.group(1)): return ns[m.group(1)]
-  raise ValueError("graph binds no root")
-
-def one_line(e: BaseException) -> str: return str(e).replace("\n", " ")[:300]
-
 MAX_TRACE = 4000  # steps written back; a longer trace is cut (blame looks at the first bad step)
 
 def answer(req: dict) -> dict:
@@ -185,6 +181,26 @@ def answer(req: dict) -> dict:
     return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e)}
   return res
 
+def _timed_out(*_): raise TimeoutError("the repro ran past its timeout")
+
+def run_script(src: str, timeout: int) -> dict:
+  """A repro script's verdict. tinygrad's own rewrite runs (the trace wrapper is for rewrite requests), and the
+  script's prints are swallowed: stdout is this worker's answer channel."""
+  PatternMatcher.rewrite = PLAIN_REWRITE  # type: ignore[method-assign]
+  old = signal.signal(signal.SIGALRM, _timed_out)
+  signal.alarm(max(1, timeout))
+  try:
+    with contextlib.redirect_stdout(io.StringIO()): exec(compile(src, "<repro>", "exec"), {"__name__": "__main__"})
+    verdict = "does-not-reproduce"
+  except SystemExit as e: verdict = "reproduces" if e.code not in (None, 0, False) else "does-not-reproduce"
+  except BaseException as e:  # noqa: BLE001 - whatever the script raises is its verdict, never the worker's end
+    verdict = f"error: {type(e).__name__}: {one_line(e)}"[:200]
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+    PatternMatcher.rewrite = traced_rewrite  # type: ignore[method-assign]
+  return {"verdict": verdict}
+
 def main() -> int:
   sys.set_int_max_str_digits(0)  # const folding on unbounded ints can build constants of thousands of digits
   sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -196,7 +212,7 @@ def main() -> int:
     if not line.strip(): continue
     req = json.loads(line)
     if req.get("quit"): break
-    res = answer(req)
+    res = run_script(req["script"], int(req.get("timeout", 20))) if "script" in req else answer(req)
     res["id"] = req.get("id")
     w.write(json.dumps(res) + "\n")
     w.flush()

@@ -388,6 +388,7 @@ fn detected(env: Env) -> Detected {
         actual: None,
         backend: "interp".into(),
         groups: Vec::new(),
+        bounds: None,
     }
 }
 

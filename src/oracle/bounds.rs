@@ -7,9 +7,15 @@
 //! A violation is blamed on its *lowest* node: one whose operands all lie within their own
 //! bounds, so its own case computed a wrong range from right inputs (a node above it inherits
 //! the wrong range and is not a separate defect).
+//!
+//! In the fuzz loop ([`Screen`]) the check costs one extra evaluation per point: every checked
+//! node's bound test is joined into one bool graph (`x < vmin | vmax < x | ...`) that runs on
+//! the straight-line evaluator; only a point where it is true is looked at node by node
+//! ([`check`]).
 use crate::exec::interp::{self, Env};
+use crate::exec::interp_backend::Runner;
 use crate::ir::alu::Val;
-use crate::ir::{ConstVal, DType, Graph, Ops, UOp};
+use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
 use serde::Serialize;
 
@@ -18,6 +24,11 @@ use serde::Serialize;
 pub struct Violation {
     #[serde(skip)]
     pub node: UOp,
+    /// The node's op and dtype (a CAST's case also names its source dtype, see `case`).
+    #[serde(skip)]
+    pub op: Ops,
+    #[serde(skip)]
+    pub dtype: DType,
     /// `op.dtype` of the node (`ADD.int`, `CAST.char->uchar`): the `_min_max` case at fault.
     pub case: String,
     /// tinygrad's line of that case.
@@ -129,6 +140,8 @@ pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
             |c: ConstVal| Val::from_const(c).map_or_else(|| format!("{c:?}"), |v| v.py_repr());
         out.push(Violation {
             node: u,
+            op,
+            dtype: dt,
             case: case_name(g, u),
             source: case_source(op, dt),
             value: v.py_repr(),
@@ -143,6 +156,129 @@ pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
 /// The first violation whose operands are all within bounds: the `_min_max` case at fault.
 pub fn first_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<Violation> {
     check(g, roots, env).into_iter().find(|v| v.origin)
+}
+
+impl Violation {
+    /// The blamed bounds case as a rule name (`bounds:ADD`): the signature's and the root-cause
+    /// key's `blamed`.
+    pub fn blamed(&self) -> String {
+        format!("bounds:{}", self.op.name())
+    }
+    /// One line for a finding's summary.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} is {} at the point, outside its vmin/vmax [{}, {}] ({})",
+            self.case, self.value, self.vmin, self.vmax, self.source
+        )
+    }
+}
+
+/// Nodes whose value is a vector (a STACK of values, a movement op, or an ALU over one): their
+/// bound is not compared lane by lane here.
+fn vector_nodes(g: &Graph, order: &[UOp]) -> std::collections::HashSet<UOp> {
+    let mut vec = std::collections::HashSet::new();
+    for &u in order {
+        let op = g.op(u);
+        let v = (op == Ops::STACK && !g.src(u).is_empty())
+            || matches!(
+                op,
+                Ops::RESHAPE | Ops::EXPAND | Ops::PERMUTE | Ops::SHRINK | Ops::PAD | Ops::FLIP
+            )
+            || ((op.is_alu() || matches!(op, Ops::CAST | Ops::BITCAST))
+                && g.src(u).iter().any(|s| vec.contains(s)));
+        if v {
+            vec.insert(u);
+        }
+    }
+    vec
+}
+
+/// The bound test of one node: `None` when no value of its dtype can leave its bounds.
+fn bound_test(g: &mut Graph, cache: &mut Cache, u: UOp) -> Option<UOp> {
+    let dt = g.dtype(u);
+    let (lo, hi) = min_max(g, cache, u);
+    if dt == DType::Bool {
+        return match (lo, hi) {
+            (ConstVal::Bool(a), ConstVal::Bool(b)) if a == b => {
+                let c = g.cbool(a);
+                Some(g.mk(Ops::CMPNE, DType::Bool, &[u, c], Arg::None))
+            }
+            _ => None,
+        };
+    }
+    let (dlo, dhi) = dt.int_bounds()?;
+    let (ConstVal::Int(lo), ConstVal::Int(hi)) = (lo, hi) else {
+        return None;
+    };
+    // a bound outside the dtype's range that no value of it can meet: any defined value
+    // violates it (`check` then reads whether the node has one)
+    if lo > dhi || hi < dlo || lo > hi {
+        return Some(g.cbool(true));
+    }
+    let below = (lo > dlo).then(|| {
+        let c = g.cint(dt, lo);
+        g.mk(Ops::CMPLT, DType::Bool, &[u, c], Arg::None)
+    });
+    let above = (hi < dhi).then(|| {
+        let c = g.cint(dt, hi);
+        g.mk(Ops::CMPLT, DType::Bool, &[c, u], Arg::None)
+    });
+    match (below, above) {
+        (Some(a), Some(b)) => Some(g.mk(Ops::OR, DType::Bool, &[a, b], Arg::None)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The fuzz loop's bounds check of a scalar graph: one bool graph, true at a point where some
+/// checked node under the roots may lie outside its bounds.
+pub struct Screen {
+    graph: Graph,
+    roots: Vec<UOp>,
+    runner: Runner,
+}
+
+impl Screen {
+    /// `None` when no checked node under `roots` can leave its bounds, or a root is a kernel
+    /// (its nodes have values only inside its loops).
+    pub fn new(g: &Graph, roots: &[UOp]) -> Option<Screen> {
+        if roots.iter().any(|r| g.dtype(*r) == DType::Void) {
+            return None;
+        }
+        let order = g.toposort(roots);
+        let vec = vector_nodes(g, &order);
+        let mut sg = g.clone();
+        let mut cache = Cache::default();
+        let mut any: Option<UOp> = None;
+        for u in order {
+            let dt = g.dtype(u);
+            if !checked(g.op(u)) || dt == DType::Void || dt.is_float() || vec.contains(&u) {
+                continue;
+            }
+            if let Some(t) = bound_test(&mut sg, &mut cache, u) {
+                any = Some(match any {
+                    Some(a) => sg.mk(Ops::OR, DType::Bool, &[a, t], Arg::None),
+                    None => t,
+                });
+            }
+        }
+        let root = any?;
+        let runner = Runner::new(&sg, root);
+        Some(Screen {
+            graph: sg,
+            roots: roots.to_vec(),
+            runner,
+        })
+    }
+
+    /// The first violation at `env` whose operands are within bounds, if the screen is true
+    /// there (a point where the test graph is undefined or raises is skipped).
+    pub fn at(&mut self, env: &Env) -> Option<Violation> {
+        let o = self.runner.observe(&self.graph, env);
+        if o.error.is_some() || o.ub || o.value != Some(Val::Bool(true)) {
+            return None;
+        }
+        first_origin(&self.graph, &self.roots, env)
+    }
 }
 
 #[cfg(test)]
@@ -176,5 +312,32 @@ mod tests {
         let add2 = g.mk(Ops::ADD, DType::Int8, &[v2, c], Arg::None);
         env.vars.insert("v1".into(), Val::Int(27));
         assert!(check(&g, &[add2], &env).is_empty());
+    }
+
+    #[test]
+    fn the_screen_flags_exactly_the_points_where_a_node_leaves_its_bounds() {
+        // int8: v0 in [100, 127]; v0 + 20 is [120, 147] for tinygrad, and wraps from v0 = 108
+        let mut g = Graph::new();
+        let v = g.variable("v0", 100, 127, DType::Int8);
+        let c = g.cint(DType::Int8, 20);
+        let add = g.mk(Ops::ADD, DType::Int8, &[v, c], Arg::None);
+        let z = g.cint(DType::Int8, 0);
+        let lt = g.mk(Ops::CMPLT, DType::Bool, &[add, z], Arg::None);
+        let mut s = Screen::new(&g, &[lt]).expect("ADD can leave its bounds");
+        let at = |s: &mut Screen, x: i128| {
+            let mut env = Env::new();
+            env.vars.insert("v0".into(), Val::Int(x));
+            s.at(&env)
+        };
+        assert_eq!(at(&mut s, 100), None);
+        assert_eq!(at(&mut s, 107), None);
+        let v = at(&mut s, 108).expect("108 + 20 wraps to -128");
+        assert_eq!((v.case.as_str(), v.value.as_str()), ("ADD.char", "-128"));
+        assert_eq!((v.vmin.as_str(), v.vmax.as_str()), ("120", "147"));
+        assert_eq!(v.blamed(), "bounds:ADD");
+        // a graph whose every bound covers its dtype has nothing to screen
+        let w = g.variable("v1", -128, 127, DType::Int8);
+        let m = g.mk(Ops::XOR, DType::Int8, &[w, c], Arg::None);
+        assert!(Screen::new(&g, &[m]).is_none());
     }
 }

@@ -10,7 +10,12 @@
 //! rewrite bug only a backend shows keeps class `rewrite-bug`, with the backend in its
 //! signature). A detection lists which backends agree with which at its point (Rustlantis'
 //! groups).
+//!
+//! When nothing else is detected, the bounds oracle (`super::bounds`) checks every int node of
+//! the original and the rewritten graph against its vmin/vmax at the same points: a value
+//! outside them is an `unsound-bounds` finding blamed on the `_min_max` case (`bounds:ADD`).
 use super::blame::{blame, blame_on};
+use super::bounds::{Screen, Violation};
 use super::compare::{PointVerdict, accuracy_note, decide, decide_between};
 use super::inputs::{Point, make_points};
 use super::rewriter::{RewriteMemo, Rewriter, RewriterError};
@@ -62,6 +67,9 @@ pub struct Detected {
     /// Backends (and `<name>/rewritten` for the rewritten graph) grouped by equal results at
     /// `point`; empty when only the reference ran.
     pub groups: Vec<Vec<String>>,
+    /// The node outside its vmin/vmax (class `unsound-bounds`): the signature blames its
+    /// `_min_max` case, not a rule.
+    pub bounds: Option<Violation>,
 }
 
 /// The outcome of checking one graph.
@@ -197,6 +205,7 @@ fn check_case_in(
                 actual: None,
                 backend: backend::reference().name().into(),
                 groups: Vec::new(),
+                bounds: None,
             });
             return res;
         }
@@ -210,6 +219,7 @@ fn check_case_in(
                 actual: None,
                 backend: backend::reference().name().into(),
                 groups: Vec::new(),
+                bounds: None,
             });
             return res;
         }
@@ -226,6 +236,7 @@ fn check_case_in(
                 actual: None,
                 backend: backend::reference().name().into(),
                 groups: Vec::new(),
+                bounds: None,
             });
             return res;
         }
@@ -248,14 +259,16 @@ fn check_case_in(
                 actual: None,
                 backend: backend::reference().name().into(),
                 groups: Vec::new(),
+                bounds: None,
             });
             // keep going: a semantic difference matters more than idempotence
         }
     }
+    let points = make_points(case, opts);
     if rw.root == case.root && others.is_empty() {
+        check_bounds(g, case, &rw, &points, &mut res);
         return res;
     }
-    let points = make_points(case, opts);
     // the reference's own original-vs-rewritten check runs when it is one of the backends asked
     // for; `--backend c` alone compares the rewrite on `c` (the reference still defines which
     // points count), so a rewrite bug shows in a signature naming that backend
@@ -273,7 +286,44 @@ fn check_case_in(
     {
         res.detected = Some(d);
     }
+    if reference_asked {
+        check_bounds(g, case, &rw, &points, &mut res);
+    }
     res
+}
+
+/// The bounds oracle (`super::bounds`) on the original and the rewritten graph at `points`,
+/// when nothing else was detected: the first node whose value lies outside its vmin/vmax
+/// while its operands lie within theirs is an `unsound-bounds` finding, blamed on the
+/// `_min_max` case of its op and dtype.
+fn check_bounds(g: &Graph, case: &Case, rw: &Rewritten, points: &[Point], res: &mut CaseResult) {
+    if res.detected.is_some() {
+        return;
+    }
+    let roots = if rw.root == case.root {
+        vec![case.root]
+    } else {
+        vec![case.root, rw.root]
+    };
+    let Some(mut screen) = Screen::new(g, &roots) else {
+        return;
+    };
+    for p in points {
+        if let Some(v) = screen.at(&p.env) {
+            res.detected = Some(Detected {
+                class: Class::UnsoundBounds,
+                summary: v.describe(),
+                blamed: None,
+                point: Some(p.clone()),
+                expected: None,
+                actual: None,
+                backend: backend::reference().name().into(),
+                groups: Vec::new(),
+                bounds: Some(v),
+            });
+            return;
+        }
+    }
 }
 
 /// The reference's comparison of original and rewritten; `true` when it detected something.
@@ -340,6 +390,7 @@ fn check_reference(
                     actual: Some(n),
                     backend: backend::reference().name().into(),
                     groups: Vec::new(),
+                    bounds: None,
                 });
                 return true;
             }
@@ -485,6 +536,7 @@ fn check_backends(
                     actual: Some(n.clone()),
                     backend: b.name().into(),
                     groups: groups(),
+                    bounds: None,
                 }
             };
         // the original across backends

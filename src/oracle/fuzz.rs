@@ -368,8 +368,10 @@ pub fn to_finding(
     seed: u64,
 ) -> Finding {
     let trace = &res.rewritten.trace;
-    let (rule, source, dt) = match det.blamed {
-        Some(b) => {
+    let (rule, source, dt) = match (&det.bounds, det.blamed) {
+        // an unsound bound blames its `_min_max` case, not a rule
+        (Some(v), _) => (v.blamed(), Some(v.source.into()), dtype_family(v.dtype)),
+        (None, Some(b)) => {
             let s = &trace[b];
             // an injected rule gets its own signature: the faithful rule may have findings too
             (
@@ -382,7 +384,7 @@ pub fn to_finding(
                 dtype_family(node_dtype(case, s.before)),
             )
         }
-        None => match &res.rewritten.stop {
+        (None, None) => match &res.rewritten.stop {
             crate::rewrite::Stop::RuleError {
                 rule, source, node, ..
             } => (
@@ -911,7 +913,7 @@ pub fn fuzz_one(data: &[u8], sink: &mut dyn FindingSink) -> bool {
 }
 
 /// FNV-1a of an input (stable across runs and builds, unlike std's hasher).
-fn bytes_hash(data: &[u8]) -> u64 {
+pub fn bytes_hash(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -13,6 +13,9 @@ pub enum Class {
     RewriteError,
     /// The rewrite did not terminate.
     Nontermination,
+    /// A node's value at a point lies outside the vmin/vmax tinygrad computes for it
+    /// (`oracle::bounds`): a wrong `_min_max` case, which every rule that reads it can trust.
+    UnsoundBounds,
     /// A second rewrite of the result changes it again.
     NotIdempotent,
     /// A by-design fast-math rewrite changed an IEEE result (reported under `--float-policy strict`).
@@ -38,6 +41,7 @@ impl Class {
             Class::RewriteBug => "rewrite-bug",
             Class::RewriteError => "rewrite-error",
             Class::Nontermination => "nontermination",
+            Class::UnsoundBounds => "unsound-bounds",
             Class::NotIdempotent => "not-idempotent",
             Class::FastMathUnsound => "fast-math-unsound",
             Class::BackendBug => "backend-bug",
@@ -52,6 +56,7 @@ impl Class {
         Class::RewriteBug,
         Class::RewriteError,
         Class::Nontermination,
+        Class::UnsoundBounds,
         Class::NotIdempotent,
         Class::FastMathUnsound,
         Class::BackendBug,

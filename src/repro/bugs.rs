@@ -2,8 +2,10 @@
 //! point, the findings are grouped by key, one representative per key is minimized with the
 //! key kept ([`super::reduce`]), and keys that differ only in the exact dtype are one bug (the
 //! same tinygrad line is wrong on each dtype it shows on). Each bug gets a short tinygrad
-//! Python repro ([`python_repro`]), which can be run against tinygrad 0.14.0 and another
-//! checkout ([`check_in_tinygrad`]).
+//! Python repro ([`python_repro`]), which [`check_repros`] runs against tinygrad 0.14.0 and
+//! another checkout through a [`ReproCheck`] (the CLI gives the one Python bridge's long-lived
+//! workers). A [`Cache`] in the findings directory keeps, per root-cause key, the minimized
+//! representative and the verdicts of its repro, so a second run redoes neither.
 //!
 //! Bugs whose cause is intended behaviour are set apart with the reason ([`by_design`]):
 //! fast-math regrouping (float differences within rounding, or a NaN/inf that fast-math
@@ -15,9 +17,11 @@ use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::py_str_repr;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::oracle::fuzz::RulesError;
 use crate::oracle::fuzz::choose_rules;
+use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
-use crate::smt::triage::reduce::{reduce, zero_divisor};
+use crate::smt::triage::reduce::{Keep, reduce, zero_divisor};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -64,11 +68,26 @@ pub const MAX_TRIES: usize = 1500;
 /// Longest Python repro the report inlines as the short form.
 pub const MAX_REPRO_LINES: usize = 15;
 
+/// Why a finding could not be analyzed (the others still are).
+#[derive(Debug, thiserror::Error)]
+pub enum BugsError {
+    #[error("{label}: {source}")]
+    Rules { label: String, source: RulesError },
+    #[error("{label}: unknown float policy {policy:?} (fast-math or strict)")]
+    Policy { label: String, policy: String },
+    #[error("{label}: {source}")]
+    Inputs {
+        label: String,
+        source: super::file::InputError,
+    },
+    #[error("{label}: the finding shows nothing at its point")]
+    ShowsNothing { label: String },
+    #[error("{label}: the analysis panicked (a uopfuzz bug): {msg}")]
+    Panicked { label: String, msg: String },
+}
+
 #[derive(Clone, Debug)]
 pub struct Opts {
-    /// Check each bug's repro in tinygrad: 0.14.0 with this Python, and at `tinygrad` if given.
-    pub python: Option<PathBuf>,
-    pub tinygrad: Option<PathBuf>,
     /// `not-idempotent` findings are bugs (default: a health statistic).
     pub check_idempotence: bool,
     pub max_tries: usize,
@@ -77,12 +96,19 @@ pub struct Opts {
 impl Default for Opts {
     fn default() -> Opts {
         Opts {
-            python: None,
-            tinygrad: None,
             check_idempotence: false,
             max_tries: MAX_TRIES,
         }
     }
+}
+
+/// Runs tinygrad Python repros: `(id, script)` → `(id, verdict)`, the verdict `reproduces`,
+/// `does-not-reproduce` or `error: ...` (the script raised something other than its verdict,
+/// or could not run). The CLI implements it with `tinygrad::worker::WorkerPool`.
+pub trait ReproCheck: Sync {
+    /// Which tinygrad answers (version and revision): cached verdicts are per script and this.
+    fn tinygrad(&self) -> String;
+    fn run(&self, scripts: &[(usize, String)]) -> Vec<(usize, String)>;
 }
 
 /// One finding directory as analyzed.
@@ -108,6 +134,10 @@ pub struct Bug {
     pub source: String,
     /// The exact keys (one per dtype) behind it.
     pub keys: Vec<String>,
+    /// For a bounds case: the rules whose rewrite trusted the wrong range (their findings are
+    /// this bug's, not bugs of their own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trusted_by: Vec<String>,
     pub dtypes: Vec<String>,
     pub signatures: Vec<String>,
     pub finding_dirs: usize,
@@ -155,26 +185,48 @@ pub struct Report {
     pub errors: Vec<String>,
 }
 
-fn policy_env(l: &Loaded) -> Result<(crate::oracle::tolerance::FloatPolicy, Env), String> {
-    let p = crate::oracle::tolerance::FloatPolicy::from_name(&l.repro.meta.float_policy)
-        .ok_or_else(|| format!("{}: unknown float policy", l.label))?;
-    let env = l.repro.env().map_err(|e| format!("{}: {e}", l.label))?;
+fn policy_env(l: &Loaded) -> Result<(FloatPolicy, Env), BugsError> {
+    let p =
+        FloatPolicy::from_name(&l.repro.meta.float_policy).ok_or_else(|| BugsError::Policy {
+            label: l.label.clone(),
+            policy: l.repro.meta.float_policy.clone(),
+        })?;
+    let env = l.repro.env().map_err(|source| BugsError::Inputs {
+        label: l.label.clone(),
+        source,
+    })?;
     Ok((p, env))
 }
 
-/// The key of `l` at its recorded point.
-pub fn analyze_loaded(l: &Loaded) -> Result<Option<Cause>, String> {
+fn rules_of(l: &Loaded) -> Result<crate::oracle::fuzz::RuleChoice, BugsError> {
     let m = &l.repro.meta;
-    let choice =
-        choose_rules(&m.rules, m.inject.as_deref()).map_err(|e| format!("{}: {e}", l.label))?;
+    choose_rules(&m.rules, m.inject.as_deref()).map_err(|source| BugsError::Rules {
+        label: l.label.clone(),
+        source,
+    })
+}
+
+/// The key of `l` at its recorded point.
+pub fn analyze_loaded(l: &Loaded) -> Result<Option<Cause>, BugsError> {
+    let choice = rules_of(l)?;
     let pipe = choice.pipeline();
     let (policy, env) = policy_env(l)?;
-    let class = m.signature.class;
+    let class = l.repro.meta.signature.class;
     let r = &l.repro;
-    Ok(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         analyze(&pipe, &r.graph, r.root, &env, policy, class)
     }))
-    .unwrap_or(None))
+    .map_err(|p| BugsError::Panicked {
+        label: l.label.clone(),
+        msg: panic_text(p),
+    })
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
 }
 
 /// The minimized representative of a key.
@@ -189,28 +241,64 @@ pub struct Minimal {
     pub key_kept: bool,
 }
 
+/// The minimizer's predicate for `uopfuzz bugs`: the candidate's key is `key`. Subgraphs holding
+/// the node the key is read at are tried first as new roots.
+struct KeyKeep<'k, F> {
+    analyze: F,
+    key: &'k RootCause,
+    /// The last point the key held at (where the focus is read).
+    env: Env,
+}
+
+impl<F: FnMut(&Graph, UOp, &Env) -> Option<Cause>> Keep for KeyKeep<'_, F> {
+    fn keep(&mut self, g: &Graph, root: UOp, env: &Env) -> Option<Env> {
+        let c = (self.analyze)(g, root, env)?;
+        (c.key == *self.key).then(|| {
+            self.env = env.clone();
+            env.clone()
+        })
+    }
+    fn focus(&mut self, g: &Graph, root: UOp) -> Vec<UOp> {
+        let env = self.env.clone();
+        (self.analyze)(g, root, &env)
+            .and_then(|c| c.node)
+            .filter(|u| u.idx() < g.len())
+            .into_iter()
+            .collect()
+    }
+}
+
 /// Minimizes `l` keeping `key` (its own key).
-pub fn minimize_loaded(l: &Loaded, key: &RootCause, max_tries: usize) -> Result<Minimal, String> {
-    let m = &l.repro.meta;
-    let choice =
-        choose_rules(&m.rules, m.inject.as_deref()).map_err(|e| format!("{}: {e}", l.label))?;
+pub fn minimize_loaded(
+    l: &Loaded,
+    key: &RootCause,
+    max_tries: usize,
+) -> Result<Minimal, BugsError> {
+    let choice = rules_of(l)?;
     let pipe = choice.pipeline();
     let (policy, env) = policy_env(l)?;
-    let class = m.signature.class;
+    let class = l.repro.meta.signature.class;
     let r = &l.repro;
-    let mut keep = |g: &Graph, root: UOp, e: &Env| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            analyze(&pipe, g, root, e, policy, class).is_some_and(|c| c.key == *key)
-        }))
-        .unwrap_or(false)
+    let mut keep = KeyKeep {
+        analyze: |g: &Graph, root: UOp, e: &Env| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                analyze(&pipe, g, root, e, policy, class)
+            }))
+            .unwrap_or(None)
+        },
+        key,
+        env: env.clone(),
     };
     let red = reduce(&r.graph, r.root, &env, &mut keep, max_tries);
     let cause = analyze(&pipe, &red.graph, red.root, &red.env, policy, class);
     let key_kept = cause.as_ref().is_some_and(|c| c.key == *key);
     let cause = match cause {
         Some(c) => c,
-        None => analyze(&pipe, &r.graph, r.root, &env, policy, class)
-            .ok_or_else(|| format!("{}: the finding shows nothing", l.label))?,
+        None => analyze(&pipe, &r.graph, r.root, &env, policy, class).ok_or_else(|| {
+            BugsError::ShowsNothing {
+                label: l.label.clone(),
+            }
+        })?,
     };
     Ok(Minimal {
         graph: red.graph,
@@ -269,9 +357,9 @@ fn may_divide_by_zero(g: &Graph, root: UOp) -> bool {
 pub fn title(key: &RootCause, dtypes: &[String]) -> String {
     let on = dtypes.join(", ");
     match key.class {
-        Class::RewriteBug if key.blamed.starts_with("bounds:") => format!(
-            "vmin/vmax of {} is unsound ({} on {on}): rules that trust it miscompile",
-            key.op, key.symptom
+        Class::UnsoundBounds => format!(
+            "vmin/vmax of {} is unsound on {on}: a value lies outside the range rules trust",
+            key.op
         ),
         Class::RewriteBug => format!(
             "`{}` rewrites {} wrongly on {on} ({})",
@@ -376,6 +464,9 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
             .any(|u| gw.op(*u) == Ops::FDIV)
     });
     let (extra, pms) = stages_py(rules)?;
+    // an unsound bound the original shows needs no rewrite: the script only evaluates
+    let direct = class == Class::UnsoundBounds
+        && crate::oracle::bounds::first_origin(g, &[root], env).is_some();
     let order = g.toposort(&[root]);
     let mut uses: HashMap<UOp, usize> = HashMap::new();
     for u in &order {
@@ -384,7 +475,11 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
         }
     }
     let mut o = String::new();
-    o.push_str("from tinygrad.uop.ops import UOp, Ops, graph_rewrite, exec_alu\n");
+    o.push_str(if class == Class::UnsoundBounds {
+        "from tinygrad.uop.ops import UOp, Ops, GroupOp, graph_rewrite, exec_alu\n"
+    } else {
+        "from tinygrad.uop.ops import UOp, Ops, graph_rewrite, exec_alu\n"
+    });
     let needs_param = order
         .iter()
         .any(|u| g.arg(*u).as_param().is_some_and(|p| p.vmin_vmax.is_none()));
@@ -462,11 +557,13 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     if needs_param {
         o.push_str("from tinygrad.uop.ops import ParamArg\n");
     }
-    o.push_str("from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n");
-    for l in extra {
-        let _ = writeln!(o, "{l}");
+    if !direct {
+        o.push_str("from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n");
+        for l in extra {
+            let _ = writeln!(o, "{l}");
+        }
+        let _ = writeln!(o, "{pms}");
     }
-    let _ = writeln!(o, "{pms}");
     if !vars.is_empty() {
         let names: Vec<&str> = vars.iter().map(|v| v.0.as_str()).collect();
         let es: Vec<&str> = vars.iter().map(|v| v.1.as_str()).collect();
@@ -478,7 +575,7 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     let _ = writeln!(
         o,
         "root = {}{}",
-        if class == Class::RewriteBug {
+        if class == Class::RewriteBug || (class == Class::UnsoundBounds && !direct) {
             "new = "
         } else {
             ""
@@ -499,15 +596,27 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
         o.insert_str(0, "from math import inf, nan\n");
     }
     match class {
-        Class::RewriteBug => {
-            o.push_str("for pm, ctx in PMS: new = graph_rewrite(new, pm, ctx=ctx)\n");
+        Class::RewriteBug | Class::UnsoundBounds => {
+            if !direct {
+                o.push_str("for pm, ctx in PMS: new = graph_rewrite(new, pm, ctx=ctx)\n");
+            }
             if order.iter().any(|u| g.op(*u) == Ops::FDIV) || rewritten_has_fdiv {
                 o.push_str("fdiv = lambda a, b: a / b if b else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)\n");
                 o.insert_str(0, "import math\n");
             }
             o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else truncate[u.dtype](fdiv(float(ev(u.src[0])), float(ev(u.src[1])))) if u.op is Ops.FDIV else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
             let _ = writeln!(o, "ENV = {{{}}}", point.join(", "));
-            o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
+            if class == Class::UnsoundBounds {
+                // every int node of the original and of tinygrad's rewrite against its own vmin/vmax
+                let _ = writeln!(
+                    o,
+                    "bad = [(u, ev(u)) for r in {} for u in r.toposort() if (u.op in GroupOp.ALU or u.op is Ops.CAST) and not dtypes.is_float(u.dtype) and not u.vmin <= ev(u) <= u.vmax]",
+                    if direct { "(root,)" } else { "(root, new)" }
+                );
+                o.push_str("print(*[f\"{u.op} {u.dtype} is {v!r} at {ENV}, outside [vmin, vmax] = [{u.vmin}, {u.vmax}]\" for u, v in bad[:1]] or [\"within bounds\"]); raise SystemExit(bool(bad))\n");
+            } else {
+                o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
+            }
         }
         _ => {
             o.push_str("try:\n  for pm, ctx in PMS: root = graph_rewrite(root, pm, ctx=ctx)\nexcept Exception as e: print(f\"graph_rewrite raised {type(e).__name__}: {e}\"); raise SystemExit(1)\nprint(\"graph_rewrite finished\")\n");
@@ -516,89 +625,181 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     Some(o)
 }
 
-/// Runs each `(id, script)` with tinygrad importable from `tinygrad` (the installed one when
-/// `None`), in one Python process per core (a script's tinygrad import and rule compilation
-/// dominate, and one slow repro — a nontermination runs to tinygrad's own limit — does not hold
-/// up the rest); returns id → `reproduces` / `does-not-reproduce` / `error: ...` (the script
-/// raised something other than its verdict).
-pub fn check_in_tinygrad(
-    python: &Path,
-    tinygrad: Option<&Path>,
-    scripts: &[(usize, String)],
-) -> Result<HashMap<usize, String>, String> {
-    let n = rayon::current_num_threads().clamp(1, scripts.len().max(1));
-    let mut chunks: Vec<Vec<(usize, String)>> = vec![Vec::new(); n];
-    for (i, s) in scripts.iter().enumerate() {
-        chunks[i % n].push(s.clone());
-    }
-    let parts: Vec<Result<HashMap<usize, String>, String>> = chunks
-        .par_iter()
-        .map(|c| check_batch(python, tinygrad, c))
-        .collect();
-    let mut out = HashMap::new();
-    for p in parts {
-        out.extend(p?);
-    }
-    Ok(out)
+/// The minimized cases and repro verdicts of earlier `uopfuzz bugs` runs on a directory
+/// (`DIR/bugs-cache.json`), per root-cause key. A minimized case is reused when the finding it
+/// came from, the candidate budget and the uopfuzz binary are the same; a verdict when the
+/// script and the tinygrad that ran it are. A missing or unreadable file is an empty cache.
+#[derive(Debug, Default)]
+pub struct Cache {
+    path: Option<PathBuf>,
+    data: CacheData,
+    /// Entries reused and made this run.
+    pub hits: usize,
+    pub misses: usize,
 }
 
-fn check_batch(
-    python: &Path,
-    tinygrad: Option<&Path>,
-    scripts: &[(usize, String)],
-) -> Result<HashMap<usize, String>, String> {
-    let mut driver = String::from(
-        "import sys, json, io, contextlib, signal\nres = {}\nsys.setrecursionlimit(20000)\n",
-    );
-    driver.push_str(
-        "def _alarm(*a): raise TimeoutError('timed out')\nsignal.signal(signal.SIGALRM, _alarm)\n",
-    );
-    driver.push_str("for k, src in json.loads(sys.stdin.read()):\n  buf = io.StringIO()\n  signal.alarm(20)\n  try:\n    with contextlib.redirect_stdout(buf): exec(compile(src, f'bug{k}', 'exec'), {'__name__': '__main__'})\n    res[k] = 'does-not-reproduce'\n  except SystemExit as e:\n    res[k] = 'reproduces' if e.code not in (None, 0, False) else 'does-not-reproduce'\n  except BaseException as e:\n    res[k] = f'error: {type(e).__name__}: {e}'[:200]\n  finally: signal.alarm(0)\nprint(json.dumps(res))\n");
-    let payload = serde_json::to_string(scripts).map_err(|e| e.to_string())?;
-    let mut cmd = std::process::Command::new(python);
-    cmd.arg("-c").arg(&driver);
-    if let Some(p) = tinygrad {
-        let old = std::env::var("PYTHONPATH").unwrap_or_default();
-        cmd.env(
-            "PYTHONPATH",
-            if old.is_empty() {
-                p.display().to_string()
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
+struct CacheData {
+    /// Exact root-cause key → its minimized representative.
+    minimal: BTreeMap<String, CachedMinimal>,
+    /// Bug key → `<tinygrad> <script hash>` → verdict.
+    verdicts: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct CachedMinimal {
+    fingerprint: String,
+    nodes_before: usize,
+    /// The minimized case as a repro file (`file::write_repro`).
+    repro: String,
+}
+
+/// File name of the cache in a findings directory.
+pub const CACHE_FILE: &str = "bugs-cache.json";
+
+impl Cache {
+    /// The cache of `dir` (empty when there is none yet).
+    pub fn load(dir: &Path) -> Cache {
+        let path = dir.join(CACHE_FILE);
+        let data = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        Cache {
+            path: Some(path),
+            data,
+            ..Cache::default()
+        }
+    }
+    /// Writes the cache back (atomically: a temporary file renamed over it).
+    pub fn save(&self) -> std::io::Result<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        let tmp = p.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_string(&self.data)?)?;
+        std::fs::rename(tmp, p)
+    }
+    fn verdict(&self, bug: &str, slot: &str) -> Option<String> {
+        self.data.verdicts.get(bug)?.get(slot).cloned()
+    }
+}
+
+/// What a minimized case is reused for: the finding's text, the budget and this binary.
+fn fingerprint(l: &Loaded, max_tries: usize) -> String {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| format!("{}-{:?}", m.len(), m.modified().ok()))
+        .unwrap_or_default();
+    let h = crate::oracle::fuzz::bytes_hash(format!("{}\n{max_tries}\n{exe}", l.text).as_bytes());
+    format!("{h:016x}")
+}
+
+/// The minimized case `m` of `l` as a repro (its graph, root and point).
+fn minimal_repro(l: &Loaded, m: &Minimal) -> super::file::Repro {
+    let mut r = l.repro.clone();
+    r.graph = m.graph.clone();
+    r.root = m.root;
+    r.rewritten = None;
+    r.inputs = env_inputs(&m.env);
+    r.buffers = m
+        .env
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (i as i64, b.data.clone()))
+        .collect();
+    r
+}
+
+/// A cached minimized case of `l`, analyzed again (one analysis instead of a minimization).
+fn cached_minimal(cache: &Cache, l: &Loaded, key: &RootCause, fp: &str) -> Option<Minimal> {
+    let c = cache.data.minimal.get(&key.to_string())?;
+    if c.fingerprint != fp {
+        return None;
+    }
+    let r = super::file::read_repro(&c.repro, &l.label).ok()?;
+    let env = r.env().ok()?;
+    let choice = rules_of(l).ok()?;
+    let (policy, _) = policy_env(l).ok()?;
+    let class = l.repro.meta.signature.class;
+    let cause = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        analyze(&choice.pipeline(), &r.graph, r.root, &env, policy, class)
+    }))
+    .ok()??;
+    Some(Minimal {
+        nodes_after: r.graph.toposort(&[r.root]).len(),
+        key_kept: cause.key == *key,
+        graph: r.graph,
+        root: r.root,
+        env,
+        nodes_before: c.nodes_before,
+        cause,
+    })
+}
+
+/// Runs every bug's repro with `check` (0.14.0) and `at` (`--tinygrad PATH`: `live` / `fixed`),
+/// reusing the verdicts `cache` holds for the same script and tinygrad.
+pub fn check_repros(
+    rep: &mut Report,
+    check: &dyn ReproCheck,
+    at: Option<&dyn ReproCheck>,
+    cache: &mut Cache,
+) {
+    for (which, c) in [(0, Some(check)), (1, at)] {
+        let Some(c) = c else { continue };
+        let tg = c.tinygrad();
+        let slot = |b: &Bug| {
+            format!(
+                "{tg} {:016x}",
+                crate::oracle::fuzz::bytes_hash(b.python.as_bytes())
+            )
+        };
+        let all: Vec<&Bug> = rep.bugs.iter().chain(&rep.by_design).collect();
+        let mut got: Vec<Option<String>> = all
+            .iter()
+            .map(|b| cache.verdict(&b.key, &slot(b)))
+            .collect();
+        let todo: Vec<(usize, String)> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| got[*i].is_none())
+            .map(|(i, b)| (i, b.python.clone()))
+            .collect();
+        cache.hits += all.len() - todo.len();
+        cache.misses += todo.len();
+        for (i, v) in c.run(&todo) {
+            if let Some(b) = all.get(i) {
+                // a worker failure is not a verdict to keep
+                if !v.starts_with("error: tinygrad worker") {
+                    cache
+                        .data
+                        .verdicts
+                        .entry(b.key.clone())
+                        .or_default()
+                        .insert(slot(b), v.clone());
+                }
+                got[i] = Some(v);
+            }
+        }
+        let bugs = rep.bugs.iter_mut().chain(rep.by_design.iter_mut());
+        for (b, v) in bugs.zip(got) {
+            if which == 0 {
+                b.tinygrad_0140 = v.map(|v| {
+                    if v == "does-not-reproduce" && ub_only(b.step.as_deref(), b.actual.as_deref())
+                    {
+                        "ub-only".into()
+                    } else {
+                        v
+                    }
+                });
             } else {
-                format!("{}:{old}", p.display())
-            },
-        );
+                b.at_path = v.map(|v| match v.as_str() {
+                    "reproduces" => "live".into(),
+                    "does-not-reproduce" => "fixed".into(),
+                    _ => v,
+                });
+            }
+        }
     }
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{}: cannot run: {e}", python.display()))?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().ok_or("no stdin")?;
-        stdin
-            .write_all(payload.as_bytes())
-            .map_err(|e| format!("{}: {e}", python.display()))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap_or("");
-    let m: HashMap<String, String> = serde_json::from_str(last).map_err(|_| {
-        format!(
-            "{}: the tinygrad check printed no verdicts: {}",
-            python.display(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        )
-    })?;
-    Ok(m.into_iter()
-        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
-        .collect())
 }
 
 /// Raw findings per signature from the run's `counts.json` (written by `uopfuzz fuzz`).
@@ -616,8 +817,15 @@ fn ub_only(step: Option<&str>, actual: Option<&str>) -> bool {
         .any(|s| s.contains("undefined"))
 }
 
-/// The whole analysis of `found` (the loaded finding directories of `dir`).
-pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> Report {
+/// The whole analysis of `found` (the loaded finding directories of `dir`); the repros are
+/// checked in tinygrad afterwards ([`check_repros`]). `cache` gives and takes the minimized
+/// representatives.
+pub fn build(
+    found: Vec<Loaded>,
+    counts: &HashMap<String, u64>,
+    opts: &Opts,
+    cache: &mut Cache,
+) -> Report {
     let mut rep = Report {
         finding_dirs: found.len(),
         ..Report::default()
@@ -629,7 +837,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
             .entry(l.repro.meta.signature.to_string())
             .or_default() += 1;
     }
-    let analyzed: Vec<(Analyzed, Result<(), String>)> = found
+    let analyzed: Vec<(Analyzed, Result<(), BugsError>)> = found
         .par_iter()
         .map(|l| {
             let sig = l.repro.meta.signature.to_string();
@@ -658,7 +866,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
         sigs.insert(a.signature.clone());
         rep.raw_findings += a.raw;
         if let Err(e) = err {
-            rep.errors.push(e.clone());
+            rep.errors.push(e.to_string());
             continue;
         }
         let Some(c) = &a.cause else {
@@ -687,10 +895,36 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
             (k.clone(), best)
         })
         .collect();
-    let minimized: Vec<Result<Minimal, String>> = reps
-        .par_iter()
-        .map(|(k, i)| minimize_loaded(&found[*i], k, opts.max_tries))
+    let fps: Vec<String> = reps
+        .iter()
+        .map(|(_, i)| fingerprint(&found[*i], opts.max_tries))
         .collect();
+    let minimized: Vec<Result<Minimal, BugsError>> = reps
+        .par_iter()
+        .zip(&fps)
+        .map(
+            |((k, i), fp)| match cached_minimal(cache, &found[*i], k, fp) {
+                Some(m) => Ok(m),
+                None => minimize_loaded(&found[*i], k, opts.max_tries),
+            },
+        )
+        .collect();
+    for (((k, i), fp), m) in reps.iter().zip(fps).zip(&minimized) {
+        let Ok(m) = m else { continue };
+        let slot = cache.data.minimal.get(&k.to_string());
+        if slot.is_some_and(|c| c.fingerprint == fp) {
+            cache.hits += 1;
+            continue;
+        }
+        cache.misses += 1;
+        let l = &found[*i];
+        let entry = CachedMinimal {
+            fingerprint: fp,
+            nodes_before: m.nodes_before,
+            repro: super::file::write_repro(&minimal_repro(l, m), &l.label),
+        };
+        cache.data.minimal.insert(k.to_string(), entry);
+    }
     // keys → bugs (the same key but the exact dtype)
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (j, (k, _)) in reps.iter().enumerate() {
@@ -706,7 +940,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
             .collect();
         for j in &js {
             if let Err(e) = &minimized[*j] {
-                rep.errors.push(e.clone());
+                rep.errors.push(e.to_string());
             }
         }
         let Some(&best) = ok.iter().min_by_key(|j| {
@@ -725,16 +959,25 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
         dtypes.sort();
         dtypes.dedup();
         let mut signatures: Vec<String> = Vec::new();
+        let mut trusted_by: Vec<String> = Vec::new();
         let (mut dirs, mut raw) = (0usize, 0u64);
         for j in &js {
             for i in &by_key[&reps[*j].0] {
-                signatures.push(analyzed[*i].0.signature.clone());
+                let a = &analyzed[*i].0;
+                signatures.push(a.signature.clone());
                 dirs += 1;
-                raw += analyzed[*i].0.raw;
+                raw += a.raw;
+                if key.class == Class::UnsoundBounds
+                    && let Some(r) = a.cause.as_ref().and_then(|c| c.rule.clone())
+                {
+                    trusted_by.push(r);
+                }
             }
         }
         signatures.sort();
         signatures.dedup();
+        trusted_by.sort();
+        trusted_by.dedup();
         let c = &m.cause;
         let source = match (&c.bounds, &c.rule_source) {
             (Some(b), _) => b.source.to_string(),
@@ -756,21 +999,8 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
         } else {
             None
         };
-        let python = python.unwrap_or_else(|| {
-            let mut r = l.repro.clone();
-            r.graph = m.graph.clone();
-            r.root = m.root;
-            r.rewritten = None;
-            r.inputs = env_inputs(&m.env);
-            r.buffers = m
-                .env
-                .buffers
-                .iter()
-                .enumerate()
-                .map(|(i, b)| (i as i64, b.data.clone()))
-                .collect();
-            super::file::write_repro(&r, &l.label)
-        });
+        let python =
+            python.unwrap_or_else(|| super::file::write_repro(&minimal_repro(l, m), &l.label));
         let off = OFF_BY_DEFAULT.iter().any(|r| {
             key.blamed == *r
                 || c.rule.as_deref() == Some(*r)
@@ -784,6 +1014,7 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
             blamed: key.blamed.clone(),
             source,
             keys: js.iter().map(|j| reps[*j].0.to_string()).collect(),
+            trusted_by,
             dtypes,
             signatures,
             finding_dirs: dirs,
@@ -813,41 +1044,6 @@ pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>, opts: &Opts) -> 
             tinygrad_0140: None,
             at_path: None,
         });
-    }
-    if let Some(py) = &opts.python {
-        let scripts: Vec<(usize, String)> = bugs
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (i, b.python.clone()))
-            .collect();
-        match check_in_tinygrad(py, None, &scripts) {
-            Ok(m) => {
-                for (i, b) in bugs.iter_mut().enumerate() {
-                    let mut v = m.get(&i).cloned();
-                    if v.as_deref() == Some("does-not-reproduce")
-                        && ub_only(b.step.as_deref(), b.actual.as_deref())
-                    {
-                        v = Some("ub-only".into());
-                    }
-                    b.tinygrad_0140 = v;
-                }
-            }
-            Err(e) => rep.errors.push(e),
-        }
-        if let Some(tg) = &opts.tinygrad {
-            match check_in_tinygrad(py, Some(tg), &scripts) {
-                Ok(m) => {
-                    for (i, b) in bugs.iter_mut().enumerate() {
-                        b.at_path = m.get(&i).map(|v| match v.as_str() {
-                            "reproduces" => "live".into(),
-                            "does-not-reproduce" => "fixed".into(),
-                            o => o.to_string(),
-                        });
-                    }
-                }
-                Err(e) => rep.errors.push(e),
-            }
-        }
     }
     // ranked: real before by-design; most raw findings, then most signatures first
     bugs.sort_by(|a, b| {
@@ -909,6 +1105,17 @@ fn bug_md(o: &mut String, n: usize, b: &Bug) {
             o,
             "- **Unsound bound**: `{}` computes [{}, {}] but the node is {} at the point",
             v.case, v.vmin, v.vmax, v.value
+        );
+    }
+    if !b.trusted_by.is_empty() {
+        let _ = writeln!(
+            o,
+            "- **Rules that trusted it** (their findings are this bug's): {}",
+            b.trusted_by
+                .iter()
+                .map(|r| format!("`{r}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let _ = writeln!(o, "- **Dtypes**: {}", b.dtypes.join(", "));

@@ -341,6 +341,21 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         return Ok(res);
     }
     let env = r.env().map_err(|e| at(r.locs.inputs, e.to_string()))?;
+    if r.meta.signature.class == Class::UnsoundBounds {
+        // the lowest node outside its vmin/vmax, in the original or the rewritten graph
+        let roots = [r.root, out.root];
+        match crate::oracle::bounds::first_origin(&g, &roots, &env) {
+            Some(v) => res.detail = v.describe(),
+            None => {
+                res.status = Status::DoesNotReproduce;
+                res.detail = format!(
+                    "every node lies within its vmin/vmax at {}",
+                    r.inputs_line()
+                );
+            }
+        }
+        return Ok(res);
+    }
     let (mut c, mut o, mut n) = compare(&g, r.root, out.root, &env, policy);
     // a rewrite bug a backend showed: original and rewritten on that backend
     let on = r.meta.signature.backend.as_str();

@@ -10,7 +10,11 @@
 //!   symptom there ([`Symptom`]). When a node under the rewritten one holds a value outside its
 //!   vmin/vmax ([`crate::oracle::bounds`]) and replacing that node by a variable of honest bounds
 //!   (same value at the point) makes the wrong rewrite go away, the rule acted on a wrong range:
-//!   the key blames the bounds case (`bounds:ADD`), not the rule;
+//!   the key is that bounds case's ([`bounds_key`]), the one an `unsound-bounds` finding of the
+//!   same node gets, so the rules that trusted a wrong range are one bug with it;
+//! * an unsound bound (`unsound-bounds`, or a rewrite bug's point that shows only a wrong range):
+//!   the `_min_max` case (`bounds:ADD`), the exact dtype (`char`, `int->short` for a CAST) and
+//!   whether the value wrapped (`wraparound`) or the range is wrong otherwise (`wrong-range`);
 //! * a rewrite error: the rule that raised, the exception type and the message with numbers
 //!   masked;
 //! * a self-dependency (tinygrad's `KeyError` at ops.py:1742): the rules whose result contains
@@ -94,14 +98,15 @@ impl std::fmt::Display for RootCause {
 
 impl RootCause {
     /// The defect, as the bug list groups keys: one tinygrad line is wrong for every dtype it
-    /// shows on, and a rule is one defect for every op it rewrites with the same symptom (a
-    /// bounds case keeps its op in `blamed`); an error is its rule and exception type (the
-    /// message varies with the operands).
+    /// shows on, and a rule is one defect for every op it rewrites with the same symptom; a
+    /// bounds case is its `_min_max` line (`blamed` keeps its op) whatever the symptom; an error
+    /// is its rule and exception type (the message varies with the operands).
     pub fn bug_key(&self) -> String {
         match self.class {
             Class::RewriteError | Class::Nontermination => {
                 format!("{}|{}|{}", self.class.name(), self.blamed, self.op)
             }
+            Class::UnsoundBounds => format!("{}|{}", self.class.name(), self.blamed),
             _ => format!("{}|{}|{}", self.class.name(), self.blamed, self.symptom),
         }
     }
@@ -139,6 +144,11 @@ pub struct Cause {
     pub actual: Option<String>,
     /// The raw exception text (an error).
     pub error: Option<String>,
+    /// The node the key is read at (the blamed step's `before`, or the node outside its
+    /// bounds), in the graph the analysis rewrote: ids below the analyzed graph's length are
+    /// its own nodes (the minimizer tries subgraphs holding it first).
+    #[serde(skip)]
+    pub node: Option<UOp>,
 }
 
 fn is_bad(v: PointVerdict) -> bool {
@@ -314,35 +324,78 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
 /// An unsigned ADD/SUB/MUL/SHL under `u` whose exact result leaves its dtype (C defines the
 /// wrap, so the interpreter does not flag it).
 fn unsigned_wrap(g: &Graph, u: UOp, env: &Env) -> bool {
-    g.toposort(&[u]).into_iter().any(|x| {
-        let dt = g.dtype(x);
-        if !dt.is_unsigned() || !matches!(g.op(x), Ops::ADD | Ops::SUB | Ops::MUL | Ops::SHL) {
-            return false;
-        }
-        let vals: Option<Vec<i128>> = g
-            .src(x)
-            .iter()
-            .map(|s| {
-                outcome(g, *s, env)
-                    .and_then(|o| o.value)
-                    .and_then(|v| v.as_i128())
-            })
-            .collect();
-        let Some(v) = vals.filter(|v| v.len() == 2) else {
-            return false;
-        };
-        let exact = match g.op(x) {
-            Ops::ADD => v[0].checked_add(v[1]),
-            Ops::SUB => v[0].checked_sub(v[1]),
-            Ops::MUL => v[0].checked_mul(v[1]),
-            _ => u32::try_from(v[1])
-                .ok()
-                .filter(|k| *k < 100)
-                .and_then(|k| v[0].checked_mul(1i128 << k)),
-        };
-        let (lo, hi) = dt.int_bounds().unwrap_or((i128::MIN, i128::MAX));
-        exact.is_none_or(|e| e < lo || e > hi)
-    })
+    g.toposort(&[u])
+        .into_iter()
+        .any(|x| g.dtype(x).is_unsigned() && g.op(x) != Ops::CAST && leaves_dtype(g, x, env))
+}
+
+/// Whether the fixed-width int ADD/SUB/MUL/SHL `x` computes an exact result outside its dtype at
+/// `env` (the value wrapped), or the int CAST `x` narrows a value its dtype does not hold.
+fn leaves_dtype(g: &Graph, x: UOp, env: &Env) -> bool {
+    let dt = g.dtype(x);
+    let Some((lo, hi)) = dt.int_bounds().filter(|_| dt.is_fixed_int()) else {
+        return false;
+    };
+    if g.op(x) == Ops::CAST {
+        let src = g.src(x)[0];
+        return g.dtype(src).is_int()
+            && outcome(g, src, env)
+                .and_then(|o| o.value)
+                .and_then(|v| v.as_i128())
+                .is_some_and(|v| v < lo || v > hi);
+    }
+    if !matches!(g.op(x), Ops::ADD | Ops::SUB | Ops::MUL | Ops::SHL) {
+        return false;
+    }
+    let vals: Option<Vec<i128>> = g
+        .src(x)
+        .iter()
+        .map(|s| {
+            outcome(g, *s, env)
+                .and_then(|o| o.value)
+                .and_then(|v| v.as_i128())
+        })
+        .collect();
+    let Some(v) = vals.filter(|v| v.len() == 2) else {
+        return false;
+    };
+    let exact = match g.op(x) {
+        Ops::ADD => v[0].checked_add(v[1]),
+        Ops::SUB => v[0].checked_sub(v[1]),
+        Ops::MUL => v[0].checked_mul(v[1]),
+        _ => u32::try_from(v[1])
+            .ok()
+            .filter(|k| *k < 100)
+            .and_then(|k| v[0].checked_mul(1i128 << k)),
+    };
+    exact.is_none_or(|e| e < lo || e > hi)
+}
+
+/// The key of an unsound bound: its `_min_max` case, the exact dtype (a CAST's names its source)
+/// and whether the node's value wrapped at the point.
+pub fn bounds_key(g: &Graph, v: &bounds::Violation, env: &Env) -> RootCause {
+    let wrapped =
+        leaves_dtype(g, v.node, env) || outcome(g, v.node, env).is_some_and(|o| wraps(&o));
+    RootCause {
+        class: Class::UnsoundBounds,
+        blamed: v.blamed(),
+        op: v.op.name().into(),
+        dtype: v.case.split_once('.').map_or("-", |x| x.1).to_string(),
+        symptom: if wrapped { "wraparound" } else { "wrong-range" }.into(),
+    }
+}
+
+/// The cause of an unsound bound under `roots` of `g` at `env`: the lowest node outside its
+/// vmin/vmax.
+fn bounds_cause(g: &Graph, roots: &[UOp], env: &Env, mut cause: Cause) -> Option<Cause> {
+    let v = bounds::first_origin(g, roots, env)?;
+    cause.key = bounds_key(g, &v, env);
+    cause.rule_source = Some(v.source.to_string());
+    cause.expected = Some(format!("a value in [{}, {}]", v.vmin, v.vmax));
+    cause.actual = Some(v.value.clone());
+    cause.node = Some(v.node);
+    cause.bounds = Some(v);
+    Some(cause)
 }
 
 fn show(o: Option<Outcome>) -> Option<String> {
@@ -464,6 +517,7 @@ pub fn analyze(
         expected: None,
         actual: None,
         error: None,
+        node: None,
     };
     match &rw.stop {
         Stop::RuleError {
@@ -545,8 +599,24 @@ pub fn analyze(
         cause.rule_source = Some(first.source.to_string());
         return Some(cause);
     }
-    let (i, gfull, full) = blame_at(pipe, g, root, env, policy)?;
+    if class == Class::UnsoundBounds {
+        // the finding's node is in the original graph or in the rewritten one
+        let roots = if rw.root == root {
+            vec![root]
+        } else {
+            vec![root, rw.root]
+        };
+        return bounds_cause(&gw, &roots, env, cause);
+    }
+    let Some((i, gfull, full)) = blame_at(pipe, g, root, env, policy) else {
+        // a point that shows only a wrong range (a smaller case of a rule that trusted it)
+        return match class {
+            Class::RewriteBug => bounds_cause(g, &[root], env, cause),
+            _ => None,
+        };
+    };
     let step = &full.trace[i];
+    cause.node = Some(step.before);
     let (_, o, n) = compare_point(&gfull, root, full.root, env, policy);
     cause.expected = Some(crate::repro::replay::show(&o));
     cause.actual = Some(crate::repro::replay::show(&n));
@@ -567,10 +637,8 @@ pub fn analyze(
         && v.node != step.before
         && needs_bound(pipe, &gfull, step.before, v.node, env, policy)
     {
-        let vn = v.node;
-        cause.key.blamed = format!("bounds:{}", gfull.op(vn).name());
-        cause.key.op = gfull.op(vn).name().into();
-        cause.key.dtype = v.case.split_once('.').map_or("-", |x| x.1).to_string();
+        cause.key = bounds_key(&gfull, &v, env);
+        cause.node = Some(v.node);
         cause.bounds = Some(v);
     }
     Some(cause)
@@ -610,7 +678,7 @@ mod tests {
             "shift operands must be int, got [dtypes.*, dtypes.*]"
         );
         let k = RootCause {
-            class: Class::RewriteBug,
+            class: Class::UnsoundBounds,
             blamed: "bounds:ADD".into(),
             op: "ADD".into(),
             dtype: "char".into(),

@@ -123,6 +123,7 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
         actual: None,
         backend: finding.signature.backend.clone(),
         groups: finding.agreeing.clone(),
+        bounds: None,
     };
     Ok(Loaded {
         case,

@@ -53,17 +53,42 @@ pub enum BridgeError {
     Protocol(String),
     /// A cached [`tinygrad_python`] failure.
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(std::sync::Arc<BridgeError>),
+    #[error("--tinygrad {path}: cannot be put on PYTHONPATH: {msg}")]
+    PythonPath { path: PathBuf, msg: String },
+}
+
+/// The one way the bridge starts Python: `python` with tinygrad quiet and deterministic (no
+/// debug prints, no viz, its default rewrite limits, a fixed hash seed), and `tinygrad` (a
+/// checkout: the directory holding the `tinygrad` package) first on `PYTHONPATH`.
+pub fn python_command(python: &Path, tinygrad: Option<&Path>) -> Result<Command, BridgeError> {
+    let mut cmd = Command::new(python);
+    cmd.env_remove("DEBUG")
+        .env_remove("VIZ")
+        .env_remove("TRACK_MATCH_STATS")
+        .env("PYTHONHASHSEED", "0");
+    if let Some(t) = tinygrad {
+        let mut paths = vec![t.to_path_buf()];
+        if let Some(p) = std::env::var_os("PYTHONPATH") {
+            paths.extend(std::env::split_paths(&p));
+        }
+        let joined = std::env::join_paths(paths).map_err(|e| BridgeError::PythonPath {
+            path: t.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        cmd.env("PYTHONPATH", joined);
+    }
+    Ok(cmd)
 }
 
 /// The harness Python, checked to import tinygrad [`TINYGRAD_VERSION`] (one subprocess per
 /// process; the answer is cached).
 pub fn tinygrad_python() -> Result<PathBuf, BridgeError> {
     use std::sync::OnceLock;
-    static ANSWER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static ANSWER: OnceLock<Result<PathBuf, std::sync::Arc<BridgeError>>> = OnceLock::new();
     let probe = || -> Result<PathBuf, BridgeError> {
         let python = find_python()?;
-        let out = Command::new(&python)
+        let out = python_command(&python, None)?
             .args([
                 "-c",
                 "import tinygrad, importlib.metadata as m; print(m.version('tinygrad'))",
@@ -82,7 +107,7 @@ pub fn tinygrad_python() -> Result<PathBuf, BridgeError> {
         Ok(python)
     };
     ANSWER
-        .get_or_init(|| probe().map_err(|e| e.to_string()))
+        .get_or_init(|| probe().map_err(std::sync::Arc::new))
         .clone()
         .map_err(BridgeError::Unavailable)
 }
@@ -158,14 +183,9 @@ pub fn run_script(
     args: &[String],
     stdin: Vec<u8>,
 ) -> Result<String, BridgeError> {
-    let mut child = Command::new(python)
+    let mut child = python_command(python, None)?
         .arg(script)
         .args(args)
-        // keep tinygrad quiet and deterministic: no debug prints, no viz, default rewrite limits
-        .env_remove("DEBUG")
-        .env_remove("VIZ")
-        .env_remove("TRACK_MATCH_STATS")
-        .env("PYTHONHASHSEED", "0")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -7,11 +7,11 @@
 //! Which tinygrad: the pinned 0.14.0 of the harness venv, or any checkout given as
 //! [`WorkerConfig::tinygrad`] (put first on `PYTHONPATH`); the worker reports its version and
 //! git revision at start ([`WorkerInfo`]).
-use super::{BridgeError, EXIT_NO_TINYGRAD, find_python, harness_script};
+use super::{BridgeError, EXIT_NO_TINYGRAD, find_python, harness_script, python_command};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
@@ -153,26 +153,12 @@ impl Worker {
         if self.info.is_some() {
             self.restarts += 1;
         }
-        let mut cmd = Command::new(&self.cfg.python);
+        let mut cmd = python_command(&self.cfg.python, self.cfg.tinygrad.as_deref())
+            .map_err(|e| WorkerFailure::Start(e.to_string()))?;
         cmd.arg(&self.cfg.script)
-            // quiet and deterministic: no debug prints, no viz, tinygrad's default limits
-            .env_remove("DEBUG")
-            .env_remove("VIZ")
-            .env_remove("TRACK_MATCH_STATS")
-            .env("PYTHONHASHSEED", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(t) = &self.cfg.tinygrad {
-            let mut paths = vec![t.clone()];
-            if let Some(p) = std::env::var_os("PYTHONPATH") {
-                paths.extend(std::env::split_paths(&p));
-            }
-            cmd.env(
-                "PYTHONPATH",
-                std::env::join_paths(paths).map_err(|e| WorkerFailure::Start(e.to_string()))?,
-            );
-        }
         let mut child = cmd
             .spawn()
             .map_err(|e| WorkerFailure::Start(format!("{}: {e}", self.cfg.python.display())))?;
@@ -404,6 +390,30 @@ impl WorkerPool {
         r
     }
 
+    /// Runs tinygrad Python repros (`harness/worker.py`'s `script` request) on the pool's
+    /// workers in parallel: `(id, verdict)`, the verdict `reproduces`, `does-not-reproduce` or
+    /// `error: ...` (the script raised, ran past its timeout, or its worker failed: a failed
+    /// worker is restarted for the next script). A script gets the request timeout less 5 s,
+    /// so its own timeout answers before the worker is killed.
+    pub fn run_scripts(&self, scripts: &[(usize, String)]) -> Vec<(usize, String)> {
+        use rayon::prelude::*;
+        let secs = self.cfg.timeout.as_secs().saturating_sub(5).max(1);
+        scripts
+            .par_iter()
+            .map(|(id, src)| {
+                let req = serde_json::json!({"script": src, "timeout": secs});
+                let v = match self.with(|w| w.request(req)) {
+                    Ok(v) => match v["verdict"].as_str() {
+                        Some(s) => s.to_string(),
+                        None => format!("error: tinygrad worker protocol: no verdict in {v}"),
+                    },
+                    Err(f) => format!("error: {f}"),
+                };
+                (*id, v)
+            })
+            .collect()
+    }
+
     /// Restarts over all workers so far.
     pub fn restarts(&self) -> u64 {
         self.idle
@@ -423,7 +433,13 @@ mod tests {
         let python = ["python3", "/usr/bin/python3"]
             .into_iter()
             .map(PathBuf::from)
-            .find(|p| Command::new(p).arg("-c").arg("").output().is_ok())?;
+            .find(|p| {
+                std::process::Command::new(p)
+                    .arg("-c")
+                    .arg("")
+                    .output()
+                    .is_ok()
+            })?;
         let dir = std::env::temp_dir().join(format!("uopfuzz-fake-worker-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
         let script = dir.join("fake_worker.py");

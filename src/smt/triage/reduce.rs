@@ -164,6 +164,16 @@ fn value_at(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
     o.value
 }
 
+/// The value of `u` at `env`, or inside its loops at their first iterations that give it one
+/// (a kernel's loop-dependent value: a variable holding it is a candidate like any other).
+fn value_somewhere(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
+    value_at(g, u, env).or_else(|| {
+        completions(g, u, env, MAX_COMPLETIONS / 8)
+            .iter()
+            .find_map(|e| value_at(g, u, e))
+    })
+}
+
 fn fresh_name(g: &Graph, root: UOp, env: &Env) -> String {
     let mut used: HashSet<String> = env.vars.keys().cloned().collect();
     for u in g.toposort(&[root]) {
@@ -275,7 +285,7 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
             }
         }
         out.push(Cand::Var(u));
-        if let Some(v) = value_at(g, u, env) {
+        if let Some(v) = value_somewhere(g, u, env) {
             out.push(Cand::Const(u, v.to_const()));
         }
         for c in simple_consts(dt) {
@@ -427,7 +437,7 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             substitute(&mut g2, root, &map)
         }
         Cand::Var(u) => {
-            let v = value_at(g, u, env)?;
+            let v = value_somewhere(g, u, env)?;
             let name = fresh_name(g, root, env);
             let var = fresh_var(&mut g2, u, &name, &v)?;
             env2.vars.insert(name, v);
