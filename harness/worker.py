@@ -21,7 +21,7 @@ from __future__ import annotations
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
+from textform import IMPORTS, KERNEL_IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
 
 try:
   import tinygrad
@@ -139,7 +139,7 @@ def without_kernel_info(roots: list) -> list:
   return [go(r) for r in roots]
 
 BASE_NS: dict = {}
-exec(IMPORTS, BASE_NS)
+exec(IMPORTS + KERNEL_IMPORTS, BASE_NS)
 
 def load_root(text: str):
   section = graph_section(text)
