@@ -6,6 +6,16 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 command -v cargo >/dev/null || { echo "test: cargo not found (install Rust stable via rustup)" >&2; exit 1; }
 bash scripts/setup.sh
+# CI runs every test that compares with tinygrad (they panic under CI=true without it): say so
+# before the build rather than after ten minutes of tests. The same Python the tests use.
+if [ "${CI:-}" = true ]; then
+  py="${UOPFUZZ_PYTHON:-$root/.venv/bin/python}"
+  found="$("$py" -c 'import tinygrad, importlib.metadata as m; print(m.version("tinygrad"))' 2>&1)" || found="not importable (${found##*$'\n'})"
+  if [ "$found" != 0.14.0 ]; then
+    echo "test: CI=true needs tinygrad 0.14.0 from $py (UOPFUZZ_PYTHON or .venv, made by scripts/setup.sh); found: $found" >&2
+    exit 1
+  fi
+fi
 export WGPU_BACKEND=vulkan
 # wgpu's Vulkan loader prints "XDG_RUNTIME_DIR is invalid" per instance without one
 if [ -z "${XDG_RUNTIME_DIR:-}" ]; then

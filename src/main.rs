@@ -4,5 +4,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> std::process::ExitCode {
+    // SAFETY: first thing in main, before any thread exists
+    unsafe { uopfuzz::exec::wgpu::xdg_runtime_fallback() };
     uopfuzz::cli::main()
 }

@@ -5,7 +5,7 @@
 //! when the venv is missing.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use uopfuzz::repro::bugs::{Opts, build, markdown};
+use uopfuzz::repro::bugs::{Opts, analyze_loaded, build, markdown};
 use uopfuzz::repro::report::collect;
 use uopfuzz::repro::rootcause::RootCause;
 
@@ -23,6 +23,16 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     let (found, errs) = collect(&fixtures());
     assert!(errs.is_empty(), "{errs:?}");
     assert_eq!(found.len(), 12);
+    // each original's own key, to find again on the bug its representative stands for
+    let originals: Vec<(String, String)> = found
+        .iter()
+        .map(|l| {
+            let c = analyze_loaded(l)
+                .unwrap()
+                .expect("the fixture shows its cause");
+            (l.label.clone(), c.key.to_string())
+        })
+        .collect();
     let py = python();
     if py.is_none() {
         println!("SKIP the tinygrad part: .venv/bin/python is missing");
@@ -69,6 +79,13 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
         "a bounds case is blamed: {}",
         markdown(&r)
     );
+    for (label, key) in &originals {
+        let b = all
+            .iter()
+            .find(|b| b.keys.contains(key))
+            .unwrap_or_else(|| panic!("{label}: its key {key} is on no bug"));
+        assert!(b.key_kept, "{label}: the representative lost {key}");
+    }
     let mut sizes: Vec<usize> = all.iter().map(|b| b.nodes_after).collect();
     sizes.sort();
     for b in &all {

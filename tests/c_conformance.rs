@@ -1,14 +1,19 @@
 //! Conformance of the `c` and `c-strict` backends with the reference interpreter: ≥ 2,000
 //! generated graphs from every generator family. Points the interpreter defines agree within the
 //! tolerance model, except graphs the backend answers `Unsupported` for (its capability table),
-//! points where the reference flags UB (signed overflow included: clang may exploit it without
-//! `-fwrapv`), and under 2 % of untriaged disagreements, printed as candidate findings.
+//! differences `oracle::conformance` traces to tinygrad itself (its lowering; C's int promotion
+//! of sub-word arithmetic in inlined expressions) and, for `c` only, points where the rendered C
+//! has UB that `c-strict` does not exploit.
+use uopfuzz::exec::Backend;
 use uopfuzz::exec::c::{C, clang_available};
 use uopfuzz::oracle::conformance;
 
 /// Graphs per family: 5 families × 420 = 2,100 graphs per backend.
 const PER_FAMILY: usize = 420;
 const POINTS: usize = 6;
+/// Sources clang rejects are tinygrad's own C (`--x` for NEG(NEG(x)): `fidelity --renderer
+/// clang` is text-identical on them); 3 of 1,275 kernels here.
+const MAX_COMPILE_FAIL_PCT: f64 = 1.0;
 
 fn conform(be: &C) {
     if let Err(e) = clang_available() {
@@ -18,22 +23,14 @@ fn conform(be: &C) {
     }
     let rep = conformance::run(be, PER_FAMILY, 0, POINTS);
     eprintln!("{}", rep.summary());
-    assert!(rep.total_graphs() >= 2000, "{}", rep.summary());
-    assert_eq!(rep.failures, 0, "{}", rep.summary());
-    // the disagreements left are candidate backend findings (printed above), not yet triaged
-    // (1.3-1.5 % of the compared points on this workload): this bounds them to under 2 % so a
-    // renderer regression still fails
-    assert!(
-        rep.mismatches * 50 < rep.points_compared.max(1),
-        "{}",
-        rep.summary()
-    );
-    for fam in ["index", "fixedint", "float", "bool"] {
-        assert!(
-            rep.ran.get(fam).copied().unwrap_or(0) > 0,
-            "{fam}: {}",
-            rep.summary()
-        );
+    let exploits_ub = be.strict_twin().is_some();
+    if let Err(e) = rep.conforms(
+        2000,
+        &["index", "fixedint", "float", "bool"],
+        exploits_ub,
+        MAX_COMPILE_FAIL_PCT,
+    ) {
+        panic!("{}: {e}", be.name());
     }
 }
 

@@ -17,24 +17,17 @@ fn ci() -> bool {
 fn check(be: &dyn Backend) {
     let rep = conformance::run(be, PER_FAMILY, 2026, POINTS);
     eprintln!("{}", rep.summary());
-    assert!(rep.total_graphs() >= 2000, "{}", rep.summary());
-    assert_eq!(rep.mismatches, 0, "{}", rep.summary());
-    assert_eq!(rep.failures, 0, "{}", rep.summary());
     // Sources naga rejects are tinygrad's own WGSL (`fidelity --renderer wgsl` is text-identical
     // on these kernels): `--x` for NEG(NEG(x)), an untyped literal stored into a u32 array.
     // Measured: 7 of 527 kernels (1.3 %); past 2 % the port renders something tinygrad doesn't.
-    assert!(
-        rep.compile_failures * 50 <= rep.total_ran(),
-        "{}",
-        rep.summary()
-    );
-    // every scalar family runs; the kernel family is unsupported until `lower` takes kernels
-    for fam in ["index", "fixedint", "float", "bool"] {
-        assert!(
-            rep.ran.get(fam).copied().unwrap_or(0) > 0,
-            "{fam}: {}",
-            rep.summary()
-        );
+    // Every scalar family runs; the kernel family is unsupported until the backends bind buffers.
+    if let Err(e) = rep.conforms(
+        2000,
+        &["index", "fixedint", "float", "bool"],
+        be.strict_twin().is_some(),
+        2.0,
+    ) {
+        panic!("{}: {e}", be.name());
     }
 }
 

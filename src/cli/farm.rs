@@ -1,11 +1,10 @@
 //! `uopfuzz farm --dir DIR ...`: the overnight farm (`crate::farm`); `uopfuzz farm report DIR`:
 //! the morning report. `uopfuzz farm-worker` (hidden) is one of the farm's worker processes.
+use crate::exec::backend;
 use crate::farm::supervisor::{Ended, FarmOpts, run};
+use crate::farm::worker::{RewriterSel, WorkerSetup};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Backends this build can run (the reference interpreter).
-pub const BACKENDS: &[&str] = &["interp"];
 
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -21,7 +20,8 @@ pub struct Args {
     /// Worker processes.
     #[arg(long, default_value_t = 2, value_parser = super::count::<usize>())]
     pub workers: usize,
-    /// Backends to schedule over (comma-separated or repeated).
+    /// Backends to schedule over (comma-separated or repeated). Every graph runs on the reference
+    /// interpreter; an arm on another backend also runs it there and compares.
     #[arg(long, value_delimiter = ',', default_value = "interp")]
     pub backend: Vec<String>,
     /// Rule sets to schedule over (default: pipeline and every rule set).
@@ -55,6 +55,10 @@ pub struct Args {
     /// Do not triage new findings.
     #[arg(long)]
     pub no_triage: bool,
+    /// Extra checks: `idempotence` files not-idempotent graphs as findings (by default they
+    /// are counted as a health statistic, as in `uopfuzz fuzz`).
+    #[arg(long, value_parser = ["idempotence"])]
+    pub check: Vec<String>,
     /// A worker silent this long on one case is killed and its case filed as harness-crash.
     #[arg(long, default_value_t = 30.0, value_parser = super::seconds)]
     pub hang_secs: f64,
@@ -83,10 +87,23 @@ pub struct WorkerArgs {
     pub dir: PathBuf,
     #[arg(long)]
     pub slot: usize,
+    #[arg(long, default_value = "port", value_parser = ["port", "tinygrad"])]
+    pub rewriter: String,
+    #[arg(long)]
+    pub tinygrad: Option<PathBuf>,
+    #[arg(long)]
+    pub check_idempotence: bool,
 }
 
 pub fn worker_cmd(a: WorkerArgs) -> ExitCode {
-    ExitCode::from(crate::farm::worker::run(&a.dir, a.slot).clamp(0, 255) as u8)
+    let setup = WorkerSetup {
+        rewriter: match a.rewriter.as_str() {
+            "tinygrad" => RewriterSel::Tinygrad(a.tinygrad),
+            _ => RewriterSel::Port,
+        },
+        check_idempotence: a.check_idempotence,
+    };
+    ExitCode::from(crate::farm::worker::run(&a.dir, a.slot, setup).clamp(0, 255) as u8)
 }
 
 pub fn run_cmd(a: Args) -> ExitCode {
@@ -116,39 +133,57 @@ pub fn run_cmd(a: Args) -> ExitCode {
     let Some(dir) = a.dir else {
         return fail("--dir DIR is required (or `uopfuzz farm report DIR`)".into());
     };
-    match a.rewriter.as_str() {
-        "port" => {}
-        "tinygrad" => {
-            return fail(format!(
-                "--rewriter tinygrad: unavailable in this build (no tinygrad rewriter worker{}); use --rewriter port",
-                a.tinygrad
-                    .as_ref()
-                    .map(|p| format!(", --tinygrad {} unused", p.display()))
-                    .unwrap_or_default()
-            ));
+    let rewriter = match a.rewriter.as_str() {
+        "port" => {
+            if let Some(p) = &a.tinygrad {
+                return fail(format!(
+                    "--tinygrad {} needs --rewriter tinygrad",
+                    p.display()
+                ));
+            }
+            RewriterSel::Port
         }
+        "tinygrad" => RewriterSel::Tinygrad(a.tinygrad.clone()),
         r => {
             return fail(format!(
                 "--rewriter: unknown rewriter {r:?} (port or tinygrad)"
             ));
         }
-    }
+    };
     for b in &a.backend {
-        if !BACKENDS.contains(&b.as_str()) {
-            return fail(format!(
-                "--backend {b}: unavailable in this build (available: {})",
-                BACKENDS.join(", ")
-            ));
+        let built = match backend::build(b) {
+            Ok(x) => x,
+            Err(e) => return fail(format!("--backend {b}: {e}")),
+        };
+        if let Err(why) = built.available() {
+            return fail(format!("--backend {b}: unavailable on this machine: {why}"));
         }
     }
-    let rules = if a.rules.is_empty() {
+    let tinygrad_sets = crate::tinygrad::rewriter::WORKER_SETS;
+    let rules: Vec<String> = if a.rules.is_empty() {
         std::iter::once("pipeline")
             .chain(crate::rewrite::rules::SET_NAMES.iter().copied())
+            .filter(|r| rewriter == RewriterSel::Port || tinygrad_sets.contains(r))
             .map(str::to_string)
             .collect()
     } else {
         a.rules
     };
+    if let RewriterSel::Tinygrad(path) = &rewriter {
+        for r in &rules {
+            if !tinygrad_sets.contains(&r.as_str()) {
+                return fail(format!(
+                    "--rules {r}: not a rule set of the tinygrad rewriter (one of {})",
+                    tinygrad_sets.join(", ")
+                ));
+            }
+        }
+        // start one worker here, so a missing Python or tinygrad fails in one line, not in
+        // every farm worker
+        if let Err(e) = crate::tinygrad::rewriter::TinygradRewriter::new(&rules[0], path.clone()) {
+            return fail(format!("--rewriter tinygrad: {e}"));
+        }
+    }
     let families = if a.family.is_empty() {
         crate::farm::sched::all_families()
     } else {
@@ -183,6 +218,10 @@ pub fn run_cmd(a: Args) -> ExitCode {
         checkpoint_secs: a.checkpoint_secs,
         stats_secs: a.stats_secs,
         exe,
+        setup: WorkerSetup {
+            rewriter,
+            check_idempotence: a.check.iter().any(|c| c == "idempotence"),
+        },
     };
     match run(&opts) {
         Ok(Ended::Done) => {

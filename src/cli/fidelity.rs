@@ -197,6 +197,12 @@ fn run_renderer(a: &Args, renderer: &str) -> anyhow::Result<i32> {
             rep.kernels,
             rep.text_pct()
         );
+        outln!(
+            "kernel family: {} kernels, text-identical {}; {} kernels compared by text only (the c backend does not bind kernel buffers)",
+            rep.kernel_family,
+            rep.kernel_family_text_identical,
+            rep.text_only
+        );
         for e in rep.examples.iter().take(a.show) {
             outln!("  {e}");
         }

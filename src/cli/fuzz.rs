@@ -58,7 +58,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Backends to compare with the reference interpreter, comma-separated (`uopfuzz backends`
-    /// lists them); one that cannot run on this machine is skipped with the reason.
+    /// lists them); one that cannot run on this machine is skipped with the reason. The
+    /// interpreter always defines the points; list `interp` for its own original-vs-rewritten
+    /// check too (without it, a rewrite bug is signed by the backend that shows it).
     #[arg(long, value_delimiter = ',', default_value = "interp")]
     pub backend: Vec<String>,
     /// What rewrites each graph: the Rust port, or real tinygrad (long-lived worker processes,

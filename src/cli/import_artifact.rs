@@ -3,9 +3,9 @@
 //! repro files `DIR/<artifact name>.py`. Exit 0 when every artifact was converted (or checks
 //! clean, which is printed), 2 on an unreadable artifact, a bad option, or an artifact whose
 //! check panics uopfuzz itself (a port bug, not a tinygrad finding).
+use crate::oracle::tolerance::FloatPolicy;
 use crate::repro::file::write_repro;
 use crate::repro::import::{ImportOptions, Imported, import_bytes};
-use crate::repro::replay::parse_policy;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let Some(policy) = parse_policy(&args.float_policy) else {
+    let Some(policy) = FloatPolicy::from_name(&args.float_policy) else {
         eprintln!(
             "--float-policy: unknown policy {:?} (fast-math or strict)",
             args.float_policy

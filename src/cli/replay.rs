@@ -29,7 +29,53 @@ struct FileResult {
     status: String,
     #[serde(flatten)]
     replayed: Option<crate::repro::replay::Replayed>,
+    /// For a `backend-bug`/`-ub`/`-crash` on `c`/`c-strict`: what tinygrad's own rendered source
+    /// gives at the point (the finding is tinygrad's when it gives the port's result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tinygrad_source: Option<String>,
     error: Option<String>,
+}
+
+/// The confirmation line of a `c`/`c-strict` backend finding: tinygrad's own source for the
+/// same graph, compiled with the backend's flags, at the recorded point.
+fn confirm(r: &crate::repro::file::Repro) -> Option<String> {
+    use crate::oracle::verdict::Class;
+    use crate::repro::replay::show;
+    let sig = &r.meta.signature;
+    if !matches!(
+        sig.class,
+        Class::BackendBug | Class::BackendUb | Class::BackendCrash
+    ) || !matches!(sig.backend.as_str(), "c" | "c-strict")
+    {
+        return None;
+    }
+    let env = r.env().ok()?;
+    let strict = sig.backend == "c-strict";
+    Some(
+        // the roots the fuzz loop compiled together
+        match crate::tinygrad::render_fidelity::clang::confirm_c(
+            &r.graph,
+            &std::iter::once(r.root)
+                .chain(r.rewritten)
+                .collect::<Vec<_>>(),
+            &env,
+            strict,
+        ) {
+            Ok(c) => format!(
+                "{}: tinygrad's own ClangRenderer source with {}'s flags gives {} (the port's source gives {}; text-identical: {})",
+                if c.confirmed() {
+                    "confirmed"
+                } else {
+                    "NOT confirmed"
+                },
+                sig.backend,
+                show(&c.tinygrad),
+                show(&c.port),
+                if c.text_identical { "yes" } else { "no" }
+            ),
+            Err(e) => format!("not confirmed: tinygrad's source could not be run: {e}"),
+        },
+    )
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -41,11 +87,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut results = Vec::new();
     for f in &args.files {
         let label = f.display().to_string();
-        let r = load_path(f)
-            .map_err(crate::repro::replay::ReplayError::from)
+        let loaded = load_path(f).map_err(crate::repro::replay::ReplayError::from);
+        let r = loaded
+            .as_ref()
+            .map_err(Clone::clone)
             .and_then(|l| replay(&l.repro, &l.label, &opts));
         match r {
             Ok(rep) => {
+                let tinygrad_source = loaded.as_ref().ok().and_then(|l| confirm(&l.repro));
                 let reproduces = rep.status == Status::Reproduces;
                 any_repro |= reproduces;
                 if !args.json {
@@ -63,6 +112,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         rep.detail,
                         rep.rules
                     );
+                    if let Some(c) = &tinygrad_source {
+                        println!("{label}: {c}");
+                    }
                     if rep.same_as_recorded == Some(false) {
                         println!(
                             "{label}: note: the rewrite now differs from the recorded `rewritten` graph"
@@ -78,6 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     }
                     .into(),
                     replayed: Some(rep),
+                    tinygrad_source,
                     error: None,
                 });
             }
@@ -88,6 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     file: label,
                     status: "error".into(),
                     replayed: None,
+                    tinygrad_source: None,
                     error: Some(e.to_string()),
                 });
             }

@@ -1,6 +1,6 @@
 //! `uopfuzz verify-rules`: prove each ported rule's right-hand side refines its left-hand side
 //! with Z3, per rule × dtype (Alive2 / VeriISLE style).
-use crate::smt::query::FloatPolicy;
+use crate::oracle::tolerance::FloatPolicy;
 use crate::smt::verify::{VerifyOpts, verify_rules};
 use std::process::ExitCode;
 
@@ -34,9 +34,9 @@ pub fn run(a: Args) -> ExitCode {
         max_instances: a.max_instances,
         budget_ms: a.budget_ms,
         policy: if a.fast_math {
-            FloatPolicy::fast_math()
+            FloatPolicy::FastMath
         } else {
-            FloatPolicy::strict()
+            FloatPolicy::Strict
         },
         threads: a.threads,
         ..VerifyOpts::default()

@@ -9,9 +9,10 @@
 //!
 //! Many graphs go into one translation unit ([`Backend::prepare_many`]): compiled to an object
 //! with tinygrad's flags (`-c`), linked with a small entry TU into one shared object. The worker
-//! (a C program built once per process) `dlopen`s it and calls one kernel per request line, so
-//! `x/0` and `INT_MIN/-1` (SIGFPE) or a hang end the worker, not the fuzzer: that point is an
-//! `ExecError::Crash`/`Timeout` and the worker is restarted for the next one.
+//! (a C program built once per process) `dlopen`s it and calls one kernel per request line, all
+//! points of a run sent before their answers are read. `x/0` and `INT_MIN/-1` (SIGFPE) are
+//! trapped in the worker and answered as `ExecError::Crash`; another signal or a hang ends the
+//! worker, not the fuzzer: that point is a `Crash`/`Timeout` and a fresh worker takes the rest.
 //!
 //! Rules where the reference leaves a point undefined (the oracle skips those points anyway):
 //! division by zero and `INT_MIN/-1` trap (x86 `idiv`); float→int out of range gives x86's
@@ -22,6 +23,7 @@
 //! lowering only), THREEFRY, fp8.
 use super::backend::{Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported};
 use super::interp::Env;
+use super::kernel_io;
 use super::render::clang::{CLANG_FLAGS, ClangRenderer};
 use super::render::lower::{ArgSource, Kernel, lower};
 use super::render::{CStyleLanguage, linearize};
@@ -33,6 +35,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+/// Bytes of request lines sent to a worker before reading their answers: under Linux's 64 KiB
+/// pipe buffer, so writing never blocks on the worker.
+const PIPE_BATCH: usize = 32 * 1024;
 
 /// The flags `c-strict` adds to tinygrad's.
 pub const STRICT_FLAGS: &[&str] = &["-fwrapv", "-ffp-contract=off"];
@@ -189,6 +195,14 @@ pub fn render_kernel(g: &Graph, roots: &[UOp]) -> Result<CKernel, Unsupported> {
 pub fn lower_and_render(g: &Graph, roots: &[UOp]) -> Result<(Kernel, CKernel), Unsupported> {
     capabilities().check(g, roots)?;
     let k: Kernel = lower(&ClangRenderer, g, roots).map_err(|e| Unsupported { reason: e.0 })?;
+    if k.params
+        .iter()
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+    {
+        return Err(Unsupported {
+            reason: "kernel buffers are not bound by the c backend".into(),
+        });
+    }
     if let Some(u) = k
         .graph
         .toposort(&[k.sink])
@@ -394,50 +408,6 @@ struct CPrepared {
     lib: LibRef,
 }
 
-/// The bytes of `v` stored as one element of `dt` (little-endian; half as IEEE binary16).
-pub fn encode(dt: DType, v: Val) -> Vec<u8> {
-    match dt {
-        DType::Bool => vec![v.truthy() as u8],
-        DType::Half => half::f16::from_f64(v.as_f64())
-            .to_bits()
-            .to_le_bytes()
-            .to_vec(),
-        DType::BFloat16 => half::bf16::from_f64(v.as_f64())
-            .to_bits()
-            .to_le_bytes()
-            .to_vec(),
-        DType::Float => (v.as_f64() as f32).to_le_bytes().to_vec(),
-        DType::Double => v.as_f64().to_le_bytes().to_vec(),
-        _ => {
-            let i = v.as_i128().unwrap_or(v.as_f64() as i128);
-            i.to_le_bytes()[..dt.itemsize() as usize].to_vec()
-        }
-    }
-}
-
-/// The value of one element of `dt` from its bytes.
-pub fn decode(dt: DType, b: &[u8]) -> Option<Val> {
-    let n = dt.itemsize() as usize;
-    if b.len() < n {
-        return None;
-    }
-    let mut w = [0u8; 16];
-    w[..n].copy_from_slice(&b[..n]);
-    let u = u128::from_le_bytes(w);
-    Some(match dt {
-        DType::Bool => Val::Bool(u != 0),
-        DType::Half => Val::Float(half::f16::from_bits(u as u16).to_f64()),
-        DType::BFloat16 => Val::Float(half::bf16::from_bits(u as u16).to_f64()),
-        DType::Float => Val::Float(f32::from_bits(u as u32) as f64),
-        DType::Double => Val::Float(f64::from_bits(u as u64)),
-        _ if dt.is_unsigned() => Val::Int(u as i128),
-        _ => {
-            let sh = 128 - 8 * n as u32;
-            Val::Int(((u << sh) as i128) >> sh)
-        }
-    })
-}
-
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -456,21 +426,25 @@ impl Prepared for CPrepared {
             Ok(l) => l.clone(),
             Err(e) => return points.iter().map(|_| fail(e.clone())).collect(),
         };
-        let mut out = Vec::with_capacity(points.len());
-        for env in points {
-            let args = match self.args(env) {
-                Ok(a) => a,
-                Err(e) => {
-                    out.push(fail(e));
-                    continue;
-                }
-            };
-            match call(&lib, &func, &args) {
-                Ok(bufs) => out.push(self.observe(&bufs)),
-                Err(e) => out.push(fail(e)),
-            }
-        }
-        out
+        let args: Vec<Result<Vec<Vec<u8>>, ExecError>> =
+            points.iter().map(|env| self.args(env)).collect();
+        let ready: Vec<&[Vec<u8>]> = args
+            .iter()
+            .filter_map(|a| a.as_ref().ok().map(|a| a.as_slice()))
+            .collect();
+        let mut answers = call_many(&lib, &func, &ready).into_iter();
+        args.into_iter()
+            .map(|a| match a {
+                Err(e) => fail(e),
+                Ok(_) => match answers.next() {
+                    Some(Ok(bufs)) => self.observe(&bufs),
+                    Some(Err(e)) => fail(e),
+                    None => fail(ExecError::Crash {
+                        what: "the worker answered fewer calls than it was sent".into(),
+                    }),
+                },
+            })
+            .collect()
     }
 }
 
@@ -483,6 +457,8 @@ impl CPrepared {
             .map(|p| {
                 let v = match &p.source {
                     ArgSource::Output(_) => return Ok(vec![0u8; p.dtype.itemsize() as usize]),
+                    // `lower_and_render` refuses kernels with buffers until this binds them
+                    ArgSource::Buffer { slot, .. } => return Err(ExecError::MissingBuffer(*slot)),
                     ArgSource::Var(n) => env
                         .vars
                         .get(n)
@@ -499,7 +475,7 @@ impl CPrepared {
                             .ok_or_else(|| ExecError::UnboundSpecial(n.clone()))?,
                     ),
                 };
-                Ok(encode(p.dtype, v))
+                Ok(kernel_io::encode(p.dtype, v))
             })
             .collect()
     }
@@ -509,7 +485,8 @@ impl CPrepared {
             if let ArgSource::Output(i) = p.source
                 && i < vals.len()
             {
-                vals[i] = decode(p.dtype, b);
+                vals[i] =
+                    (b.len() >= p.dtype.itemsize() as usize).then(|| kernel_io::decode(p.dtype, b));
             }
         }
         vals.into_iter()
@@ -530,17 +507,28 @@ impl CPrepared {
 }
 
 /// The worker: a small C program that `dlopen`s shared objects and calls their `void e_k(void**)`
-/// entries, one request line at a time (`L id path`, `C id func hex…` → the args' hex back).
+/// entries, one request line at a time (`L id path`, `C id func hex…` → the args' hex back). A
+/// SIGFPE in a kernel (`x/0`, `INT_MIN/-1`: a pure arithmetic trap, no state left behind) jumps
+/// back to the loop and answers `F SIGFPE`, so the worker survives it; any other signal or a
+/// hang ends the worker and the caller starts another.
 const WORKER_C: &str = r#"
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 typedef void (*entry_t)(void **);
 static int hexv(char c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
+static sigjmp_buf trap;
+static void on_fpe(int sig) { siglongjmp(trap, sig); }
 int main(void) {
   char *line = NULL; size_t cap = 0;
   void **libs = NULL; long nlibs = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fpe;
+  sigaction(SIGFPE, &sa, NULL);
   while (getline(&line, &cap, stdin) > 0) {
     line[strcspn(line, "\n")] = 0;
     if (line[0] == 'L') {
@@ -563,6 +551,7 @@ int main(void) {
         for (size_t i = 0; i < len && i < 16; i++) bufs[n][i] = (unsigned char)(hexv(tok[2*i]) * 16 + hexv(tok[2*i+1]));
         args[n] = bufs[n]; n++;
       }
+      if (sigsetjmp(trap, 1)) { printf("F SIGFPE (signal 8)\n"); fflush(stdout); continue; }
       f(args);
       for (int i = 0; i < n; i++) { for (int j = 0; j < 16; j++) printf("%02x", bufs[i][j]); putchar(i + 1 < n ? ' ' : '\n'); }
       if (n == 0) putchar('\n');
@@ -632,12 +621,24 @@ impl Worker {
     }
     /// One request line and its answer, or why none came (the worker is then dead).
     fn request(&mut self, line: &str) -> Result<String, ExecError> {
-        if writeln!(self.stdin, "{line}")
+        self.send(&format!("{line}\n"))?;
+        self.answer()
+    }
+    /// Writes request lines (each ending in a newline) without waiting for answers.
+    fn send(&mut self, text: &str) -> Result<(), ExecError> {
+        if self
+            .stdin
+            .write_all(text.as_bytes())
             .and_then(|_| self.stdin.flush())
             .is_err()
         {
             return Err(self.died());
         }
+        Ok(())
+    }
+    /// The next answer line, or why none came within [`CALL_TIMEOUT`] (the worker is then
+    /// dead).
+    fn answer(&mut self) -> Result<String, ExecError> {
         match self.lines.recv_timeout(CALL_TIMEOUT) {
             Ok(l) => Ok(l),
             Err(RecvTimeoutError::Timeout) => {
@@ -690,40 +691,93 @@ impl Drop for Worker {
 /// Idle workers, one taken per call (so fuzz threads run in parallel).
 static POOL: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
 
-/// Calls `func` of `lib` with `args` in a worker; the args' bytes after the call.
-fn call(lib: &Lib, func: &str, args: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ExecError> {
-    let mut w = match POOL.lock().ok().and_then(|mut p| p.pop()) {
-        Some(w) => w,
-        None => Worker::spawn()?,
-    };
-    let res = (|| {
-        let id = w.lib_id(lib)?;
-        let mut line = format!("C {id} {func}");
-        for a in args {
-            line.push(' ');
-            line.push_str(&hex(a));
+/// Calls `func` of `lib` once per argument list in `calls`, pipelined through one worker (every
+/// request written before the answers are read: the round trip per call, not the kernel, is
+/// what a scalar kernel costs); each call's args' bytes after it. A call that crashes or hangs
+/// the worker is that call's `Crash`/`Timeout`, and the calls after it go to a fresh worker.
+fn call_many(lib: &Lib, func: &str, calls: &[&[Vec<u8>]]) -> Vec<Result<Vec<Vec<u8>>, ExecError>> {
+    let mut out = Vec::with_capacity(calls.len());
+    while out.len() < calls.len() {
+        let mut w = match POOL.lock().ok().and_then(|mut p| p.pop()) {
+            Some(w) => w,
+            None => match Worker::spawn() {
+                Ok(w) => w,
+                Err(e) => {
+                    out.resize(calls.len(), Err(e));
+                    break;
+                }
+            },
+        };
+        let id = match w.lib_id(lib) {
+            Ok(id) => id,
+            Err(e) => {
+                out.resize(calls.len(), Err(e));
+                break;
+            }
+        };
+        // no more than a pipe buffer of requests in flight: a write never waits on a worker
+        // that is stuck in a kernel, so the answer's timeout always gets to fire
+        let mut text = String::new();
+        let mut n = 0;
+        for args in &calls[out.len()..] {
+            let start = text.len();
+            text.push_str(&format!("C {id} {func}"));
+            for a in args.iter() {
+                text.push(' ');
+                text.push_str(&hex(a));
+            }
+            text.push('\n');
+            if n > 0 && text.len() > PIPE_BATCH {
+                text.truncate(start);
+                break;
+            }
+            n += 1;
         }
-        let ans = w.request(&line)?;
-        if let Some(e) = ans.strip_prefix("E ") {
-            return Err(ExecError::Crash {
-                what: e.to_string(),
+        let rest = &calls[out.len()..out.len() + n];
+        // a worker that died while reading still has its answers so far in the channel
+        let _ = w.send(&text);
+        let mut healthy = true;
+        for (k, args) in rest.iter().enumerate() {
+            let ans = w.answer();
+            let mut trapped = false;
+            let res = ans.and_then(|ans| {
+                if let Some(e) = ans.strip_prefix("F ") {
+                    trapped = true;
+                    return Err(ExecError::Crash {
+                        what: e.to_string(),
+                    });
+                }
+                if let Some(e) = ans.strip_prefix("E ") {
+                    return Err(ExecError::Crash {
+                        what: e.to_string(),
+                    });
+                }
+                let bufs: Option<Vec<Vec<u8>>> = ans.split_whitespace().map(unhex).collect();
+                bufs.filter(|o| o.len() == args.len())
+                    .ok_or_else(|| ExecError::Crash {
+                        what: format!("garbled worker answer {ans:?}"),
+                    })
             });
+            // a worker that crashed or hung is dropped (killed) after this call
+            let dead = !trapped
+                && matches!(
+                    res,
+                    Err(ExecError::Crash { .. } | ExecError::Timeout { .. })
+                );
+            out.push(res);
+            if dead {
+                healthy = false;
+                // the rest of this batch was sent to a dead worker: resend it to a fresh one
+                if k + 1 < rest.len() {
+                    break;
+                }
+            }
         }
-        let out: Option<Vec<Vec<u8>>> = ans.split_whitespace().map(unhex).collect();
-        out.filter(|o| o.len() == args.len())
-            .ok_or_else(|| ExecError::Crash {
-                what: format!("garbled worker answer {ans:?}"),
-            })
-    })();
-    // a worker that crashed or hung is dropped (killed); a healthy one goes back
-    if !matches!(
-        res,
-        Err(ExecError::Crash { .. } | ExecError::Timeout { .. })
-    ) && let Ok(mut p) = POOL.lock()
-    {
-        p.push(w);
+        if healthy && let Ok(mut p) = POOL.lock() {
+            p.push(w);
+        }
     }
-    res
+    out
 }
 
 #[cfg(test)]
@@ -774,7 +828,7 @@ mod tests {
     }
 
     #[test]
-    fn division_by_zero_is_a_crash_and_the_worker_restarts() {
+    fn division_by_zero_is_a_crash_and_the_worker_goes_on() {
         if !have_clang() {
             return;
         }
@@ -803,21 +857,5 @@ mod tests {
         let a = g.variable("a", -1, 1, DType::BFloat16);
         let n = g.alu(Ops::NEG, &[a]).unwrap();
         assert!(render_kernel(&g, &[n]).is_err());
-    }
-
-    #[test]
-    fn encode_decode_roundtrip() {
-        for (dt, v) in [
-            (DType::Int8, Val::Int(-5)),
-            (DType::UInt16, Val::Int(65535)),
-            (DType::Int64, Val::Int(i64::MIN as i128)),
-            (DType::UInt64, Val::Int(u64::MAX as i128)),
-            (DType::Half, Val::Float(0.5)),
-            (DType::Float, Val::Float(-1.25)),
-            (DType::Double, Val::Float(1e300)),
-            (DType::Bool, Val::Bool(true)),
-        ] {
-            assert_eq!(decode(dt, &encode(dt, v)), Some(v), "{dt:?}");
-        }
     }
 }

@@ -126,11 +126,6 @@ pub struct Launch<'a> {
     pub local: [u32; 3],
 }
 
-struct Slot {
-    buf: CudaSlice<u8>,
-    len: usize,
-}
-
 pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -139,7 +134,7 @@ pub struct CudaDevice {
     pub nvrtc_version: (i32, i32),
     /// Device name, arch and NVRTC version, for reports.
     pub info: String,
-    slots: Vec<Option<Slot>>,
+    slots: SlotTable<CudaSlice<u8>>,
 }
 
 /// libcuda and libnvrtc both load; cudarc panics on the first call otherwise.
@@ -176,7 +171,7 @@ impl CudaDevice {
             ctx,
             arch,
             nvrtc_version: (vmaj, vmin),
-            slots: Vec::new(),
+            slots: SlotTable::default(),
         })
     }
 
@@ -207,23 +202,18 @@ impl CudaDevice {
 
     /// Put `data` in slot `slot`; the device buffer is reused when it is big enough.
     pub fn write(&mut self, slot: usize, data: &[u8]) -> Result<(), CudaError> {
-        if self.slots.len() <= slot {
-            self.slots.resize_with(slot + 1, || None);
-        }
-        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.len() >= data.len().max(1));
-        if !reuse {
-            let buf = self
-                .stream
-                .alloc_zeros::<u8>(data.len().max(1).next_power_of_two().max(16))
-                .map_err(drv)?;
-            self.slots[slot] = Some(Slot { buf, len: 0 });
-        }
-        let s = self.slots[slot].as_mut().expect("slot just filled");
+        let stream = &self.stream;
+        let buf = self.slots.fit(
+            slot,
+            data.len().max(1),
+            data.len(),
+            |b| b.len(),
+            |cap| stream.alloc_zeros::<u8>(cap).map_err(drv),
+        )?;
         if !data.is_empty() {
-            let mut view = s.buf.slice_mut(0..data.len());
+            let mut view = buf.slice_mut(0..data.len());
             self.stream.memcpy_htod(data, &mut view).map_err(drv)?;
         }
-        s.len = data.len();
         Ok(())
     }
 
@@ -232,12 +222,7 @@ impl CudaDevice {
         for l in launches {
             let mut args = self.stream.launch_builder(l.func);
             for &b in l.bufs {
-                let s = self
-                    .slots
-                    .get(b)
-                    .and_then(|s| s.as_ref())
-                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
-                args.arg(&s.buf);
+                args.arg(self.slots.get(b).map_err(CudaError::Launch)?.0);
             }
             for v in l.vals {
                 match v {
@@ -273,14 +258,10 @@ impl CudaDevice {
         slots
             .iter()
             .map(|&b| {
-                let s = self
-                    .slots
-                    .get(b)
-                    .and_then(|s| s.as_ref())
-                    .ok_or_else(|| CudaError::Launch(format!("slot {b} was never written")))?;
-                let mut out = vec![0u8; s.len];
-                if s.len > 0 {
-                    let view = s.buf.slice(0..s.len);
+                let (buf, len) = self.slots.get(b).map_err(CudaError::Launch)?;
+                let mut out = vec![0u8; len];
+                if len > 0 {
+                    let view = buf.slice(0..len);
                     self.stream.memcpy_dtoh(&view, &mut out).map_err(drv)?;
                 }
                 Ok(out)
@@ -307,7 +288,7 @@ use super::backend::{
     Backend, Capabilities, ExecError, Observed, Prepared, Support, TABLE_OPS, Unsupported,
 };
 use super::interp::Env;
-use super::kernel_io::{self, RenderedKernel};
+use super::kernel_io::{self, RenderedKernel, SlotTable};
 use super::render::CStyleLanguage;
 use super::render::cuda::CudaRenderer;
 use crate::ir::{DType, Graph, UOp};
@@ -427,63 +408,31 @@ impl Prepared for CudaPrepared {
                 what: "no CUDA device".into(),
             });
         };
-        let nb = self.k.n_bufs();
-        let mut vals: Vec<Vec<Scalar>> = Vec::with_capacity(points.len());
-        let mut bound = vec![true; points.len()];
-        for (pi, env) in points.iter().enumerate() {
-            let Some(b) = self.k.bind(env) else {
-                bound[pi] = false;
-                vals.push(vec![]);
-                continue;
-            };
-            vals.push(b.vals.iter().map(|(dt, v)| Scalar::of(*dt, *v)).collect());
-            for (j, bytes) in b.bufs.iter().enumerate() {
-                if let Err(e) = dev.write(pi * nb + j, bytes) {
-                    return fail(ExecError::Crash {
-                        what: e.to_string(),
-                    });
-                }
-            }
-        }
-        let slots: Vec<Vec<usize>> = (0..points.len())
-            .map(|pi| (0..nb).map(|j| pi * nb + j).collect())
-            .collect();
-        let launches: Vec<Launch> = (0..points.len())
-            .filter(|pi| bound[*pi])
-            .map(|pi| Launch {
-                func: &func,
-                bufs: &slots[pi],
-                vals: &vals[pi],
-                global: [1, 1, 1],
-                local: [1, 1, 1],
-            })
-            .collect();
-        let outs: Vec<usize> = (0..points.len())
-            .filter(|pi| bound[*pi])
-            .flat_map(|pi| self.k.outputs.iter().map(move |(j, _)| pi * nb + j))
-            .collect();
-        let got = match dev.run(&launches).and_then(|_| dev.read(&outs)) {
-            Ok(b) => b,
-            Err(e) => {
+        let batch = self.k.batch(points, Scalar::of);
+        for (slot, bytes) in &batch.writes {
+            if let Err(e) = dev.write(*slot, bytes) {
                 return fail(ExecError::Crash {
                     what: e.to_string(),
                 });
             }
-        };
-        // unbound points read nothing: give them empty rows for `observe_outputs`
-        let n_out = self.k.outputs.len();
-        let mut it = got.into_iter();
-        let mut bytes = Vec::with_capacity(points.len() * n_out);
-        for b in &bound {
-            for _ in 0..n_out {
-                bytes.push(if *b {
-                    it.next().unwrap_or_default()
-                } else {
-                    vec![]
-                });
-            }
         }
-        super::wgpu::observe_outputs(&self.k, &bound, &bytes)
+        let launches: Vec<Launch> = batch
+            .launches
+            .iter()
+            .map(|(bufs, vals)| Launch {
+                func: &func,
+                bufs,
+                vals,
+                global: [1, 1, 1],
+                local: [1, 1, 1],
+            })
+            .collect();
+        match dev.run(&launches).and_then(|_| dev.read(&batch.outs)) {
+            Ok(bytes) => self.k.rows(&batch.bound, bytes),
+            Err(e) => fail(ExecError::Crash {
+                what: e.to_string(),
+            }),
+        }
     }
 }
 

@@ -1,7 +1,8 @@
-//! What the compiled GPU backends share: a graph lowered, linearized and rendered by one
-//! renderer into a kernel, its scalar inputs bound from an [`Env`], and values moved to and
-//! from device bytes in a dtype's little-endian layout.
-use super::backend::Unsupported;
+//! What the compiled backends share: a graph lowered, linearized and rendered by one renderer
+//! into a kernel, its inputs bound from an [`Env`], the points of one run laid out on device
+//! buffer slots ([`PointBatch`], [`SlotTable`]), and values moved to and from device bytes in a
+//! dtype's little-endian layout ([`encode`], [`decode`]).
+use super::backend::{ExecError, Observed, Unsupported};
 use super::interp::Env;
 use super::render::lower::{ArgSource, KernelParam};
 use super::render::{CStyleLanguage, linearize, lower};
@@ -48,6 +49,123 @@ impl RenderedKernel {
     pub fn n_bufs(&self) -> usize {
         self.params.iter().filter(|p| p.pointer).count()
     }
+
+    /// Lays `points` out on device slots, point `p`'s buffer parameters in slots
+    /// `p * n_bufs()..`, its scalar parameters converted by `scalar` (a GPU's uniform word, a
+    /// CUDA argument).
+    pub fn batch<V>(&self, points: &[&Env], scalar: impl Fn(DType, Val) -> V) -> PointBatch<V> {
+        let nb = self.n_bufs();
+        let mut b = PointBatch {
+            bound: Vec::with_capacity(points.len()),
+            writes: Vec::new(),
+            launches: Vec::new(),
+            outs: Vec::new(),
+        };
+        for (pi, env) in points.iter().enumerate() {
+            let Some(args) = self.bind(env) else {
+                b.bound.push(false);
+                continue;
+            };
+            b.bound.push(true);
+            let slots: Vec<usize> = (0..nb).map(|j| pi * nb + j).collect();
+            b.writes.extend(slots.iter().copied().zip(args.bufs));
+            b.outs.extend(self.outputs.iter().map(|(j, _)| pi * nb + j));
+            let vals = args.vals.into_iter().map(|(dt, v)| scalar(dt, v)).collect();
+            b.launches.push((slots, vals));
+        }
+        b
+    }
+
+    /// One row per point (one [`Observed`] per root) from the bytes read back from
+    /// [`PointBatch::outs`]; a point without a value for some input gets `UnboundVar`.
+    pub fn rows(&self, bound: &[bool], outs: Vec<Vec<u8>>) -> Vec<Vec<Observed>> {
+        let mut it = outs.into_iter();
+        bound
+            .iter()
+            .map(|b| {
+                self.outputs
+                    .iter()
+                    .map(|(_, dt)| match (b, it.next()) {
+                        (false, _) => {
+                            Observed::failed(ExecError::UnboundVar("a kernel input".into()))
+                        }
+                        (true, Some(bytes)) => Observed {
+                            value: Some(decode(*dt, &bytes)),
+                            buffers: vec![],
+                            ub: false,
+                            error: None,
+                            invalid: false,
+                        },
+                        (true, None) => Observed::failed(ExecError::Crash {
+                            what: "the device returned fewer outputs than it was given".into(),
+                        }),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// The points of one run on device slots ([`RenderedKernel::batch`]).
+pub struct PointBatch<V> {
+    /// Whether each point has a value for every input (unbound points are not launched).
+    pub bound: Vec<bool>,
+    /// `(slot, bytes)` to write before launching: inputs as bytes, outputs zeroed.
+    pub writes: Vec<(usize, Vec<u8>)>,
+    /// One launch per bound point: its buffer slots and its scalar arguments.
+    pub launches: Vec<(Vec<usize>, Vec<V>)>,
+    /// The output slots to read back: bound points in order, roots in order within each.
+    pub outs: Vec<usize>,
+}
+
+/// Device buffers by slot, each reused across runs while it is big enough, with the length of
+/// what was last written to it (what a read returns).
+pub struct SlotTable<B> {
+    slots: Vec<Option<(B, usize)>>,
+}
+
+impl<B> Default for SlotTable<B> {
+    fn default() -> Self {
+        SlotTable { slots: Vec::new() }
+    }
+}
+
+impl<B> SlotTable<B> {
+    /// The buffer of `slot`, holding `len` bytes from now on: kept when `size` says it has room
+    /// for `need` bytes, otherwise replaced by `alloc(capacity(need))`.
+    pub fn fit<E>(
+        &mut self,
+        slot: usize,
+        need: usize,
+        len: usize,
+        size: impl Fn(&B) -> usize,
+        alloc: impl FnOnce(usize) -> Result<B, E>,
+    ) -> Result<&mut B, E> {
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        let s = &mut self.slots[slot];
+        if s.as_ref().is_none_or(|(b, _)| size(b) < need) {
+            *s = Some((alloc(capacity(need))?, 0));
+        }
+        let (buf, l) = s.as_mut().expect("slot just filled");
+        *l = len;
+        Ok(buf)
+    }
+    /// The buffer of `slot` and the length last written to it.
+    pub fn get(&self, slot: usize) -> Result<(&B, usize), String> {
+        self.slots
+            .get(slot)
+            .and_then(|s| s.as_ref())
+            .map(|(b, l)| (b, *l))
+            .ok_or_else(|| format!("slot {slot} was never written"))
+    }
+}
+
+/// The capacity a slot allocates for `n` bytes: the next power of two (at least 16), so a slot
+/// that sees growing inputs reallocates a logarithmic number of times.
+pub fn capacity(n: usize) -> usize {
+    n.max(1).next_power_of_two().max(16)
 }
 
 /// `lower` → `linearize` → `pm_linearize_cleanups` → `ren.render`, as tinygrad's
@@ -66,6 +184,14 @@ pub fn render_kernel<R: CStyleLanguage + ?Sized>(
 ) -> Result<RenderedKernel, Unsupported> {
     let unsup = |e: super::render::CannotRender| Unsupported { reason: e.0 };
     let k = lower::lower(ren, g, roots).map_err(unsup)?;
+    if k.params
+        .iter()
+        .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+    {
+        return Err(Unsupported {
+            reason: "kernel buffers are not bound by this backend".into(),
+        });
+    }
     let mut kg = k.graph;
     for u in kg.toposort(&[k.sink]) {
         let dt = kg.dtype(u);
@@ -108,11 +234,13 @@ pub fn input_val(p: &KernelParam, env: &Env) -> Option<Val> {
         ArgSource::Var(n) => env.vars.get(n).copied(),
         ArgSource::Range(a) => env.ranges.get(a).map(|v| Val::Int(*v)),
         ArgSource::Special(n) => env.specials.get(n).map(|v| Val::Int(*v)),
-        ArgSource::Output(_) => None,
+        // bound by the backend from `Env::buffers` (not a scalar input)
+        ArgSource::Output(_) | ArgSource::Buffer { .. } => None,
     }
 }
 
-/// `v` stored as `dt` in `dt.itemsize()` little-endian bytes (ints wrap, floats round).
+/// `v` stored as `dt` in `dt.itemsize()` little-endian bytes (ints wrap, floats round, half
+/// and bfloat16 as their 16 bits).
 pub fn encode(dt: DType, v: Val) -> Vec<u8> {
     let i = match v {
         Val::Bool(b) => b as i128,
@@ -125,7 +253,7 @@ pub fn encode(dt: DType, v: Val) -> Vec<u8> {
         DType::Double => f.to_le_bytes().to_vec(),
         DType::Half => half::f16::from_f64(f).to_le_bytes().to_vec(),
         DType::BFloat16 => half::bf16::from_f64(f).to_le_bytes().to_vec(),
-        DType::Bool => vec![(i != 0) as u8],
+        DType::Bool => vec![v.truthy() as u8],
         _ => i.to_le_bytes()[..dt.itemsize() as usize].to_vec(),
     }
 }
@@ -178,5 +306,34 @@ mod tests {
             assert_eq!(b.len(), dt.itemsize() as usize, "{dt}");
             assert_eq!(decode(dt, &b), back, "{dt}");
         }
+        for (dt, v) in [
+            (DType::UInt16, Val::Int(65535)),
+            (DType::Int64, Val::Int(i64::MIN as i128)),
+            (DType::UInt64, Val::Int(u64::MAX as i128)),
+            (DType::BFloat16, Val::Float(-3.0)),
+            (DType::Double, Val::Float(1e300)),
+        ] {
+            assert_eq!(decode(dt, &encode(dt, v)), v, "{dt}");
+        }
+    }
+
+    #[test]
+    fn slots_are_reused_while_big_enough() {
+        let mut t: SlotTable<Vec<u8>> = SlotTable::default();
+        let mut allocs = 0;
+        let mut fit = |t: &mut SlotTable<Vec<u8>>, slot, n| {
+            t.fit(slot, n, n, Vec::len, |c| {
+                allocs += 1;
+                Ok::<_, ()>(vec![0; c])
+            })
+            .map(|b| b.len())
+        };
+        assert_eq!(fit(&mut t, 2, 4), Ok(16));
+        assert_eq!(fit(&mut t, 2, 16), Ok(16));
+        assert_eq!(fit(&mut t, 2, 17), Ok(32));
+        assert_eq!(fit(&mut t, 2, 3), Ok(32));
+        assert_eq!(allocs, 2);
+        assert_eq!(t.get(2).map(|(_, l)| l), Ok(3));
+        assert!(t.get(0).is_err() && t.get(9).is_err());
     }
 }

@@ -64,11 +64,6 @@ pub struct Launch<'a> {
     pub global: [u32; 3],
 }
 
-struct Slot {
-    buf: wgpu::Buffer,
-    len: usize,
-}
-
 /// An acquired WebGPU device with its buffer slots.
 pub struct WgpuDevice {
     device: wgpu::Device,
@@ -79,7 +74,7 @@ pub struct WgpuDevice {
     /// `"shader-f16"`, ops_webgpu.py:113-131).
     pub has_f16: bool,
     inf: wgpu::Buffer,
-    slots: Vec<Option<Slot>>,
+    slots: SlotTable<wgpu::Buffer>,
     staging: Option<wgpu::Buffer>,
     uncaptured: Arc<Mutex<Option<String>>>,
 }
@@ -139,7 +134,7 @@ impl WgpuDevice {
             ),
             has_f16,
             inf,
-            slots: Vec::new(),
+            slots: SlotTable::default(),
             staging: None,
             uncaptured,
         })
@@ -234,33 +229,30 @@ impl WgpuDevice {
     /// (ops_webgpu.py:155-158).
     pub fn write(&mut self, slot: usize, data: &[u8]) {
         let padded = data.len().div_ceil(4).max(1) * 4;
-        if self.slots.len() <= slot {
-            self.slots.resize_with(slot + 1, || None);
-        }
-        let reuse = matches!(&self.slots[slot], Some(s) if s.buf.size() as usize >= padded);
-        if !reuse {
-            let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: padded.next_power_of_two().max(16) as u64,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            self.slots[slot] = Some(Slot { buf, len: 0 });
-        }
-        let s = self.slots[slot].as_mut().expect("slot just filled");
+        let device = &self.device;
+        let Ok(buf) = self.slots.fit(
+            slot,
+            padded,
+            data.len(),
+            |b| b.size() as usize,
+            |cap| {
+                Ok::<_, std::convert::Infallible>(device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: cap as u64,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }))
+            },
+        );
         let mut bytes = data.to_vec();
         bytes.resize(padded, 0);
-        self.queue.write_buffer(&s.buf, 0, &bytes);
-        s.len = data.len();
+        self.queue.write_buffer(buf, 0, &bytes);
     }
 
-    fn slot(&self, slot: usize) -> Result<&Slot, GpuError> {
-        self.slots
-            .get(slot)
-            .and_then(|s| s.as_ref())
-            .ok_or_else(|| GpuError::Validation(format!("slot {slot} was never written")))
+    fn slot(&self, slot: usize) -> Result<(&wgpu::Buffer, usize), GpuError> {
+        self.slots.get(slot).map_err(GpuError::Validation)
     }
 
     /// Encode every launch into one submission and wait for it.
@@ -309,11 +301,7 @@ impl WgpuDevice {
                 for (i, &b) in l.bufs.iter().enumerate() {
                     entries.push(wgpu::BindGroupEntry {
                         binding: i as u32 + 1,
-                        resource: self.slots[b]
-                            .as_ref()
-                            .expect("checked above")
-                            .buf
-                            .as_entire_binding(),
+                        resource: self.slot(b).expect("checked above").0.as_entire_binding(),
                     });
                 }
                 for (i, u) in unis.iter().enumerate() {
@@ -356,7 +344,7 @@ impl WgpuDevice {
         let mut offsets = Vec::with_capacity(slots.len());
         let mut total = 0u64;
         for &s in slots {
-            let len = self.slot(s)?.len.div_ceil(4).max(1) as u64 * 4;
+            let len = self.slot(s)?.1.div_ceil(4).max(1) as u64 * 4;
             offsets.push((total, len));
             total += len;
         }
@@ -373,7 +361,7 @@ impl WgpuDevice {
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
         for (&s, &(off, len)) in slots.iter().zip(&offsets) {
-            let src = &self.slots[s].as_ref().expect("checked above").buf;
+            let src = self.slot(s).expect("checked above").0;
             enc.copy_buffer_to_buffer(src, 0, staging, off, Some(len));
         }
         let idx = self.queue.submit([enc.finish()]);
@@ -397,13 +385,36 @@ impl WgpuDevice {
                 .iter()
                 .zip(&offsets)
                 .map(|(&s, &(off, _))| {
-                    let n = self.slots[s].as_ref().expect("checked above").len;
+                    let n = self.slot(s).expect("checked above").1;
                     view[off as usize..off as usize + n].to_vec()
                 })
                 .collect()
         };
         staging.unmap();
         Ok(out)
+    }
+}
+
+/// Gives the process an `XDG_RUNTIME_DIR` where it has none (or an empty one): Mesa's Vulkan
+/// WSI prints "XDG_RUNTIME_DIR is invalid or not set" for every instance otherwise. The
+/// fallback is a private directory under the temp dir, per user, as `scripts/test.sh` makes.
+///
+/// # Safety
+/// Sets an environment variable: call it before the process starts any other thread.
+pub unsafe fn xdg_runtime_fallback() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let dir = std::env::temp_dir().join(format!("uopfuzz-xdg-runtime-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    // only a directory of ours that nobody else can enter (what the XDG spec asks of it)
+    let ours = std::fs::metadata(&dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0);
+    if ours {
+        // SAFETY: the caller guarantees no other thread runs yet
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
     }
 }
 
@@ -428,7 +439,7 @@ pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
 
 use super::backend::{Backend, Capabilities, Observed, Prepared, Support, TABLE_OPS, Unsupported};
 use super::interp::Env;
-use super::kernel_io::{self, RenderedKernel};
+use super::kernel_io::{self, RenderedKernel, SlotTable};
 use super::render::CStyleLanguage;
 use super::render::wgsl::WgslRenderer;
 use crate::ir::{DType, Graph, UOp};
@@ -559,37 +570,6 @@ impl WgpuPrepared {
     }
 }
 
-/// One row per point from the output bytes (`n_out` per point, in root order).
-pub(crate) fn observe_outputs(
-    k: &RenderedKernel,
-    bound: &[bool],
-    bytes: &[Vec<u8>],
-) -> Vec<Vec<Observed>> {
-    let n_out = k.outputs.len();
-    (0..bound.len())
-        .map(|pi| {
-            k.outputs
-                .iter()
-                .enumerate()
-                .map(|(o, (_, dt))| {
-                    if !bound[pi] {
-                        return Observed::failed(super::backend::ExecError::UnboundVar(
-                            "a kernel input".into(),
-                        ));
-                    }
-                    Observed {
-                        value: Some(kernel_io::decode(*dt, &bytes[pi * n_out + o])),
-                        buffers: vec![],
-                        ub: false,
-                        error: None,
-                        invalid: false,
-                    }
-                })
-                .collect()
-        })
-        .collect()
-}
-
 /// The uniform word of a scalar input (f16 in the low half).
 fn uniform_word(dt: DType, v: crate::ir::alu::Val) -> u32 {
     let mut b = kernel_io::encode(dt, v);
@@ -620,40 +600,22 @@ impl Prepared for WgpuPrepared {
                 what: "WebGPU device poisoned".into(),
             });
         };
-        // every point in one submission: point p's buffers live in slots p*nb..
-        let nb = self.k.n_bufs();
-        let mut vals: Vec<Vec<u32>> = Vec::with_capacity(points.len());
-        let mut bound = vec![true; points.len()];
-        for (pi, env) in points.iter().enumerate() {
-            let Some(b) = self.k.bind(env) else {
-                bound[pi] = false;
-                vals.push(vec![0; kernel.n_vals]);
-                for j in 0..nb {
-                    dev.write(pi * nb + j, &[0u8; 4]);
-                }
-                continue;
-            };
-            vals.push(b.vals.iter().map(|(dt, v)| uniform_word(*dt, *v)).collect());
-            for (j, bytes) in b.bufs.iter().enumerate() {
-                dev.write(pi * nb + j, bytes);
-            }
+        // every point in one submission
+        let batch = self.k.batch(points, uniform_word);
+        for (slot, bytes) in &batch.writes {
+            dev.write(*slot, bytes);
         }
-        let slots: Vec<Vec<usize>> = (0..points.len())
-            .map(|pi| (0..nb).map(|j| pi * nb + j).collect())
-            .collect();
-        let launches: Vec<Launch> = (0..points.len())
-            .filter(|pi| bound[*pi])
-            .map(|pi| Launch {
+        let launches: Vec<Launch> = batch
+            .launches
+            .iter()
+            .map(|(bufs, vals)| Launch {
                 kernel,
-                bufs: &slots[pi],
-                vals: &vals[pi],
+                bufs,
+                vals,
                 global: [1, 1, 1],
             })
             .collect();
-        let outs: Vec<usize> = (0..points.len())
-            .flat_map(|pi| self.k.outputs.iter().map(move |(j, _)| pi * nb + j))
-            .collect();
-        let bytes = match dev.run(&launches).and_then(|_| dev.read(&outs)) {
+        let bytes = match dev.run(&launches).and_then(|_| dev.read(&batch.outs)) {
             Ok(b) => b,
             Err(GpuError::Timeout(d)) => {
                 return fail(super::backend::ExecError::Timeout {
@@ -666,7 +628,7 @@ impl Prepared for WgpuPrepared {
                 });
             }
         };
-        observe_outputs(&self.k, &bound, &bytes)
+        self.k.rows(&batch.bound, bytes)
     }
 }
 

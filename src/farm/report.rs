@@ -272,7 +272,6 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
         &[("execs/s", RGBColor(44, 160, 44), rate_pts)],
     );
     let svg_heat = heatmap(&st);
-    let last = stats.last().cloned().unwrap_or_default();
     let count = |c: &str| st.by_class.get(c).copied().unwrap_or(0);
     let health: Vec<(&str, u64, &str)> = vec![
         (
@@ -319,10 +318,15 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, String> {
     ];
     let bugs = all.iter().filter(|f| standing(f) == "bug").count();
     let headline = format!(
-        "{} execs in {:.1} farm hours ({:.0} execs/s at the last sample), {} signatures filed, {} bugs, {} new since the last report{}",
+        "{} execs in {:.1} farm hours ({:.0} execs/s over the run), {} signatures filed, {} bugs, {} new since the last report{}",
         st.execs,
         st.elapsed / 3600.0,
-        last.execs_per_sec,
+        // the mean, not the last sample: that one is often taken while the farm shuts down
+        if st.elapsed > 0.0 {
+            st.execs as f64 / st.elapsed
+        } else {
+            0.0
+        },
         all.len(),
         bugs,
         new_all.len(),

@@ -1,7 +1,8 @@
 //! Which configuration ("arm") the next batch runs: generator family × rule set × backend ×
 //! source (seeded grammar, or mutations of the corpus). A bandit: most batches go to the arm
-//! whose recent batches found the most new signatures and new rule × dtype coverage per graph,
-//! a fixed share explores uniformly so an arm that went quiet is still sampled.
+//! whose recent batches found the most new signatures and new rule × dtype coverage per worker
+//! second (not per graph: a compiled backend's graph costs a hundred interpreter graphs), a
+//! fixed share explores uniformly so an arm that went quiet is still sampled.
 use super::store::ArmStats;
 use crate::generate::Family;
 use crate::generate::Source;
@@ -85,13 +86,14 @@ pub const SIGNATURE_REWARD: f64 = 10.0;
 /// sampled every few seconds with 80-odd arms and 2 workers, so a quiet arm that would find
 /// something again is noticed within minutes.
 pub const EXPLORE_PER_MILLE: u64 = 250;
-/// An arm's record halves every this many of its graphs: a few hundred batches of history, so
-/// what an arm found an hour ago does not keep it ahead of one finding things now.
-pub const HALF_LIFE_EXECS: f64 = 50_000.0;
-/// Optimistic prior: an untried arm scores as if it had found one thing in its first 1000
-/// graphs, above what a long-quiet arm earns, so every arm is tried early in a run.
+/// An arm's record halves every this many of its worker seconds: about fifty half-second
+/// batches of history, so what an arm found an hour ago does not keep it ahead of one finding
+/// things now.
+pub const HALF_LIFE_SECS: f64 = 25.0;
+/// Optimistic prior: an untried arm scores as if it had found one thing in its first half
+/// second (one batch), above what a long-quiet arm earns, so every arm is tried early in a run.
 const PRIOR_REWARD: f64 = 1.0;
-const PRIOR_EXECS: f64 = 1000.0;
+const PRIOR_SECS: f64 = 0.5;
 
 pub struct Scheduler {
     pub arms: Vec<ArmSpec>,
@@ -120,7 +122,7 @@ impl Scheduler {
     }
 
     fn score(s: &ArmStats) -> f64 {
-        (s.recent_reward + PRIOR_REWARD) / (s.recent_execs + PRIOR_EXECS)
+        (s.recent_reward + PRIOR_REWARD) / (s.recent_secs + PRIOR_SECS)
     }
 
     /// The arm of batch number `batch` (deterministic in the farm seed and batch number).
@@ -149,15 +151,16 @@ impl Scheduler {
         tied[r.choose(tied.len())]
     }
 
-    /// Records a batch: `execs` graphs that found `signatures` new signatures and `features`
-    /// new coverage pairs.
-    pub fn credit(&mut self, arm: usize, execs: u64, signatures: u64, features: u64) {
+    /// Records a batch: `execs` graphs in `secs` worker seconds that found `signatures` new
+    /// signatures and `features` new coverage pairs.
+    pub fn credit(&mut self, arm: usize, execs: u64, secs: f64, signatures: u64, features: u64) {
         let s = &mut self.stats[arm];
-        let d = 0.5f64.powf(execs as f64 / HALF_LIFE_EXECS);
+        let d = 0.5f64.powf(secs / HALF_LIFE_SECS);
         s.execs += execs;
+        s.secs += secs;
         s.signatures += signatures;
         s.features += features;
-        s.recent_execs = s.recent_execs * d + execs as f64;
+        s.recent_secs = s.recent_secs * d + secs;
         s.recent_reward =
             s.recent_reward * d + signatures as f64 * SIGNATURE_REWARD + features as f64;
     }
@@ -179,9 +182,9 @@ mod tests {
         let mut s = Scheduler::new(arms, &[], 1);
         // every arm tried and found nothing, except arm 3, which keeps finding coverage
         for i in 0..s.arms.len() {
-            s.credit(i, 20_000, 0, 0);
+            s.credit(i, 20_000, 10.0, 0, 0);
         }
-        s.credit(3, 2_000, 0, 20);
+        s.credit(3, 2_000, 1.0, 0, 20);
         let picks: Vec<usize> = (0..1000).map(|b| s.pick(b, true)).collect();
         let to3 = picks.iter().filter(|p| **p == 3).count();
         assert!(to3 > 700, "{to3}/1000 batches went to the productive arm");
@@ -191,5 +194,23 @@ mod tests {
         }
         // corpus arms wait for a corpus
         assert!((0..500).all(|b| !s.arms[s.pick(b, false)].corpus));
+    }
+
+    #[test]
+    fn a_slow_backend_is_paid_by_the_second_not_by_the_graph() {
+        let arms = arms(
+            &["pipeline".into()],
+            &["interp".into(), "c".into()],
+            &["any".into()],
+            false,
+        );
+        let mut s = Scheduler::new(arms, &[], 1);
+        // the same finds in the same worker time: c ran 100x fewer graphs
+        s.credit(0, 100_000, 50.0, 1, 10);
+        s.credit(1, 1_000, 50.0, 1, 10);
+        let picks: Vec<usize> = (0..2000).map(|b| s.pick(b, false)).collect();
+        let to_c = picks.iter().filter(|p| **p == 1).count();
+        assert!((800..1200).contains(&to_c), "{to_c}/2000 batches to c");
+        assert_eq!(s.stats[1].rate(), Some(20.0));
     }
 }

@@ -200,16 +200,26 @@ pub fn lock(l: &Layout) -> Result<(), String> {
 
 /// Scheduler record of one arm (see `sched`), kept across restarts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ArmStats {
     pub name: String,
     pub execs: u64,
+    /// Worker seconds spent on this arm (its graphs/s sizes its batches).
+    pub secs: f64,
     /// New signatures found by this arm.
     pub signatures: u64,
     /// New rule × dtype coverage found by this arm.
     pub features: u64,
-    /// Decayed reward and execs the choice is made on.
+    /// Decayed reward and worker seconds the choice is made on.
     pub recent_reward: f64,
-    pub recent_execs: f64,
+    pub recent_secs: f64,
+}
+
+impl ArmStats {
+    /// Graphs per worker second, once the arm has run.
+    pub fn rate(&self) -> Option<f64> {
+        (self.secs > 0.0 && self.execs > 0).then(|| self.execs as f64 / self.secs)
+    }
 }
 
 /// `state.json`: everything a restarted farm continues from.

@@ -41,6 +41,8 @@ pub struct FarmOpts {
     pub stats_secs: f64,
     /// The `uopfuzz` binary the workers and the triage run as.
     pub exe: PathBuf,
+    /// The workers' rewriter and checks.
+    pub setup: worker::WorkerSetup,
 }
 
 /// How a farm run ended.
@@ -55,6 +57,9 @@ pub enum Ended {
 /// Seconds a batch should take: long enough that the order's round trip is noise (~0.1 ms on
 /// a pipe), short enough that stopping and re-planning are prompt.
 const BATCH_SECS: f64 = 0.5;
+/// Graphs in an arm's first batch, before its rate is known: a compiled backend runs a few
+/// per second, the interpreter thousands, so the first batch is small and the next is sized.
+const FIRST_BATCH: u64 = 8;
 
 struct Slot {
     child: Option<Child>,
@@ -71,7 +76,6 @@ struct Slot {
     /// The worker's case record as last read (`worker::case_file`).
     case_seen: Vec<u8>,
     hung: bool,
-    rate: f64,
     alive: bool,
 }
 
@@ -99,6 +103,8 @@ fn spawn_worker(
         .args(["farm-worker", "--dir"])
         .arg(&l.root)
         .args(["--slot", &k.to_string()])
+        .args(o.setup.rewriter.args())
+        .args(o.setup.check_idempotence.then_some("--check-idempotence"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
@@ -411,7 +417,6 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
             last_msg: now,
             case_seen: Vec::new(),
             hung: false,
-            rate: 0.0,
             alive: false,
         })
         .collect();
@@ -432,7 +437,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
     let assign = |k: usize, s: &mut Slot, st: &mut State, sched: &Scheduler, corpus_n: usize| {
         let arm = sched.pick(st.batches, corpus_n > 0);
         st.batches += 1;
-        let n = ((s.rate * BATCH_SECS) as u64).clamp(8, 4096);
+        // sized by the arm's own rate: an interpreter batch after a compiled-backend one (or
+        // the reverse) would otherwise be a hundred times too short (or too long)
+        let n = sched.stats[arm]
+            .rate()
+            .map_or(FIRST_BATCH, |r| ((r * BATCH_SECS) as u64).clamp(1, 4096));
         let start = s
             .batch
             .back()
@@ -442,7 +451,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
             arm: sched.arms[arm].clone(),
             slot_seed: slot_seed(st.seed, k),
             start,
-            n: if s.rate == 0.0 { 32 } else { n },
+            n,
             farm_id: st.farm_id.clone(),
         };
         let line = serde_json::to_string(&b).unwrap_or_default();
@@ -548,15 +557,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, String> {
                             *e += n;
                         }
                         corpus_n += d.corpus_added as usize;
-                        sched.credit(arm, d.execs, d.filed.len() as u64, new_features);
-                        if d.secs > 0.0 {
-                            let r = d.execs as f64 / d.secs;
-                            s.rate = if s.rate == 0.0 {
-                                r
-                            } else {
-                                0.5 * s.rate + 0.5 * r
-                            };
-                        }
+                        sched.credit(arm, d.execs, d.secs, d.filed.len() as u64, new_features);
                         if !stopping {
                             assign(k, s, &mut st, &sched, corpus_n);
                         }

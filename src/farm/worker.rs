@@ -14,12 +14,16 @@
 use super::corpus;
 use super::sched::ArmSpec;
 use super::store::{self, FarmMeta, Layout};
+use crate::exec::backend::{self, Backend};
 use crate::generate::{self, GenConfig, Generated, directed};
-use crate::oracle::check::{CaseResult, CheckOpts, check_case, dtype_family};
-use crate::oracle::fuzz::{RuleChoice, UNREACHABLE_TOP_DOWN, choose_rules, run_one, to_finding};
+use crate::ir::Graph;
+use crate::oracle::check::{CaseResult, CheckOpts, check_case_graph, dtype_family};
+use crate::oracle::fuzz::{RuleChoice, UNREACHABLE_TOP_DOWN, choose_rules, to_finding};
+use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
-use crate::oracle::verdict::Signature;
+use crate::oracle::verdict::{Class, Signature};
 use crate::rewrite::engine::Rule;
+use crate::tinygrad::rewriter::TinygradRewriter;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, Write};
@@ -118,10 +122,49 @@ pub fn check_opts() -> CheckOpts {
     }
 }
 
+/// What rewrites a worker's graphs: the port, or real tinygrad (a long-lived Python worker per
+/// rule set, kept for the process's life as the farm keeps GPU contexts).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RewriterSel {
+    #[default]
+    Port,
+    Tinygrad(Option<PathBuf>),
+}
+
+impl RewriterSel {
+    /// The `farm-worker` arguments that select it.
+    pub fn args(&self) -> Vec<std::ffi::OsString> {
+        match self {
+            RewriterSel::Port => Vec::new(),
+            RewriterSel::Tinygrad(p) => {
+                let mut v = vec!["--rewriter".into(), "tinygrad".into()];
+                if let Some(p) = p {
+                    v.push("--tinygrad".into());
+                    v.push(p.clone().into_os_string());
+                }
+                v
+            }
+        }
+    }
+}
+
+/// How a farm worker runs: its rewriter and whether idempotence is a finding.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerSetup {
+    pub rewriter: RewriterSel,
+    /// `--check idempotence`: a not-idempotent graph is filed (else only counted).
+    pub check_idempotence: bool,
+}
+
 struct Worker {
     layout: Layout,
     slot: usize,
+    setup: WorkerSetup,
     choices: HashMap<String, RuleChoice>,
+    /// tinygrad rewriters by rule set (`--rewriter tinygrad`).
+    tinygrad: HashMap<String, TinygradRewriter>,
+    /// Backends by name, built on first use and kept (compiled backends hold workers/devices).
+    backends: HashMap<String, Box<dyn Backend>>,
     /// Per rule set: rule → times fired (for the directed targets).
     hits: HashMap<String, HashMap<&'static str, u64>>,
     coverage: HashSet<String>,
@@ -150,6 +193,26 @@ impl Worker {
             self.choices.insert(rules.to_string(), c);
         }
         Ok(&self.choices[rules])
+    }
+
+    /// Makes sure the arm's rewriter and backend exist (a tinygrad that cannot start, or a
+    /// backend this machine lacks, is an error the supervisor reports once).
+    fn prepare_arm(&mut self, arm: &ArmSpec) -> Result<(), String> {
+        self.choice(&arm.rules)?;
+        if let RewriterSel::Tinygrad(path) = &self.setup.rewriter
+            && !self.tinygrad.contains_key(&arm.rules)
+        {
+            let t = TinygradRewriter::new(&arm.rules, path.clone())
+                .map_err(|e| format!("--rewriter tinygrad: {e}"))?;
+            self.tinygrad.insert(arm.rules.clone(), t);
+        }
+        if arm.backend != backend::reference().name() && !self.backends.contains_key(&arm.backend) {
+            let b = backend::build(&arm.backend).map_err(|e| e.to_string())?;
+            b.available()
+                .map_err(|why| format!("--backend {}: {why}", arm.backend))?;
+            self.backends.insert(arm.backend.clone(), b);
+        }
+        Ok(())
     }
 
     fn refresh_corpus(&mut self) {
@@ -195,6 +258,7 @@ impl Worker {
         };
         let entries: Vec<Vec<u8>> = self.corpus.iter().map(|c| c.1.clone()).collect();
         let check = check_opts();
+        self.prepare_arm(&b.arm).map_err(std::io::Error::other)?;
         for k in b.start..b.start + b.n {
             let seed = case_seed(b.slot_seed, k);
             let target = (!b.arm.corpus && !cold.is_empty() && seed % 1000 < DIRECTED_PER_MILLE)
@@ -232,28 +296,43 @@ impl Worker {
                     }
                 }
             }
-            let choice = self.choice(&b.arm.rules).map_err(std::io::Error::other)?;
-            let pipe = choice.pipeline();
-            let (case, res) = if b.arm.corpus {
-                let Some(case) = make_case(&b.arm, seed, None, &entries) else {
-                    done.execs += 1;
-                    continue;
-                };
-                let res = check_case(
-                    &case,
-                    &pipe,
-                    &CheckOpts {
-                        seed,
-                        ..check.clone()
-                    },
-                );
-                (case, res)
-            } else {
-                run_one(seed, b.arm.family(), target.as_deref(), &pipe, &check)
+            let port = self.choices[&b.arm.rules].pipeline();
+            let pipe: &dyn Rewriter = match self.tinygrad.get(&b.arm.rules) {
+                Some(t) => t,
+                None => &port,
             };
-            drop(pipe);
+            let mut on: Vec<&dyn Backend> = vec![backend::reference()];
+            if let Some(x) = self.backends.get(&b.arm.backend) {
+                on.push(&**x);
+            }
+            let case = make_case(&b.arm, seed, target.as_deref(), &entries);
+            let checked = case.map(|case| {
+                let opts = CheckOpts {
+                    seed,
+                    idempotence: check.idempotence && pipe.idempotent(),
+                    ..check.clone()
+                };
+                let (res, graph) = check_case_graph(&case, pipe, &opts, &on);
+                (case, res, graph, pipe.provenance())
+            });
+            drop(on);
+            drop(port);
             done.execs += 1;
-            self.account(b, k, seed, target.is_some(), &case, &res, &mut done)?;
+            let Some((case, res, graph, prov)) = checked else {
+                continue;
+            };
+            if let Some(e) = &res.rewriter_failure {
+                *done.by_class.entry("rewriter-failure".into()).or_insert(0) += 1;
+                eprintln!("worker {}: position {k}: {e}", self.slot);
+                continue;
+            }
+            let kept = Kept {
+                case: &case,
+                res: &res,
+                graph: &graph,
+                provenance: prov,
+            };
+            self.account(b, k, seed, target.is_some(), &kept, &mut done)?;
         }
         for ((r, d), n) in self.batch_cov.drain() {
             done.coverage.insert(format!("{r}\t{d}"), n);
@@ -269,10 +348,10 @@ impl Worker {
         k: u64,
         seed: u64,
         directed: bool,
-        case: &Generated,
-        res: &CaseResult,
+        kept: &Kept,
         done: &mut Done,
     ) -> std::io::Result<()> {
+        let (case, res) = (kept.case, kept.res);
         let dt = dtype_family(case.graph.dtype(case.root));
         let hits = self.hits.entry(b.arm.rules.clone()).or_default();
         let mut novel = false;
@@ -312,12 +391,24 @@ impl Worker {
             .by_class
             .entry(det.class.name().to_string())
             .or_insert(0) += 1;
-        self.choice(&b.arm.rules).map_err(std::io::Error::other)?;
-        let choice = &self.choices[&b.arm.rules];
-        let mut finding = to_finding(case, res, det, &choice.name, FloatPolicy::FastMath, seed);
+        // not-idempotent is a health statistic (counted above) unless asked for, as in `fuzz`
+        if det.class == Class::NotIdempotent && !self.setup.check_idempotence {
+            return Ok(());
+        }
+        let rules_name = self.choices[&b.arm.rules].name.clone();
+        let mut finding = to_finding(case, res, det, &rules_name, FloatPolicy::FastMath, seed);
+        if let Some(p) = &kept.provenance {
+            finding.rewriter = Some(p.rewriter.clone());
+            finding.tinygrad_revision = Some(p.revision.clone());
+        }
         if b.arm.corpus {
             finding.seed = None;
         }
+        let rw = res.rewritten.root;
+        finding.nodes = (
+            case.graph.toposort(&[case.root]).len(),
+            kept.graph.toposort(&[rw]).len(),
+        );
         let sig = finding.signature.clone();
         if self.filed.contains(&sig) {
             return Ok(());
@@ -328,17 +419,13 @@ impl Worker {
             return Ok(());
         }
         let tmp = self.layout.tmp().join(format!("w{}-{k}", self.slot));
-        let pipe = choice.pipeline();
-        // the check's arena is gone: the rewrite is rebuilt (deterministic) for the files
-        let mut g = case.graph.clone();
-        let rw = pipe.rewrite(&mut g, &mut Default::default(), case.root, None);
         crate::repro::sink::write_dir(
             &tmp,
             &crate::oracle::sink::NewFinding {
                 finding: &finding,
-                graph: &g,
+                graph: kept.graph,
                 root: case.root,
-                rewritten: (rw.root != case.root).then_some(rw.root),
+                rewritten: (rw != case.root).then_some(rw),
                 seed,
             },
         )
@@ -363,6 +450,14 @@ impl Worker {
     }
 }
 
+/// One checked case and the graph its rewrite ran in (a finding's files are written from it).
+struct Kept<'a> {
+    case: &'a Generated,
+    res: &'a CaseResult,
+    graph: &'a Graph,
+    provenance: Option<crate::oracle::rewriter::Provenance>,
+}
+
 /// Writes `repro.py` into a finding directory being built at `tmp` (named for where it lands).
 pub fn write_repro(tmp: &Path, dest: &Path) -> std::io::Result<()> {
     if let Ok(l) = crate::repro::load_path(tmp) {
@@ -376,7 +471,7 @@ pub fn write_repro(tmp: &Path, dest: &Path) -> std::io::Result<()> {
 }
 
 /// The worker's main loop; returns the process exit code.
-pub fn run(dir: &Path, slot: usize) -> i32 {
+pub fn run(dir: &Path, slot: usize, setup: WorkerSetup) -> i32 {
     let layout = Layout::new(dir);
     let coverage = store::State::load(&layout)
         .ok()
@@ -386,7 +481,10 @@ pub fn run(dir: &Path, slot: usize) -> i32 {
     let mut w = Worker {
         layout,
         slot,
+        setup,
         choices: HashMap::new(),
+        tinygrad: HashMap::new(),
+        backends: HashMap::new(),
         hits: HashMap::new(),
         coverage,
         met: HashSet::new(),

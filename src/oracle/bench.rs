@@ -107,16 +107,23 @@ pub fn bench_loop(
     })
 }
 
+/// Seconds each backend's timed run phase lasts at least (whole passes over every graph and
+/// point): long enough that the fastest backend's figure is not timer noise.
+const MIN_RUN_S: f64 = 1.0;
+
 /// One backend's row of `uopfuzz bench backends`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct BackendRow {
     pub backend: String,
     /// Graphs the backend prepared (the rest were `Unsupported`).
     pub graphs: usize,
+    /// Points over all graphs (one pass).
     pub points: usize,
+    /// Graph × point executions timed (whole passes).
+    pub runs: usize,
     /// Seconds in `prepare_many` (lowering, rendering, compiling).
     pub prepare_s: f64,
-    /// Seconds in `Prepared::run`.
+    /// Seconds in `Prepared::run` (whole passes, at least `MIN_RUN_S`).
     pub run_s: f64,
     /// graph × point executions per second, run only and with preparation.
     pub runs_per_sec: f64,
@@ -184,24 +191,37 @@ pub fn bench_backends(
         let t = Instant::now();
         let prepared = b.prepare_many(&refs);
         let prepare_s = t.elapsed().as_secs_f64();
+        let mut ready: Vec<(
+            Box<dyn crate::exec::Prepared + '_>,
+            Vec<&crate::exec::interp::Env>,
+        )> = prepared
+            .into_iter()
+            .zip(&pts)
+            .filter_map(|(p, ps)| Some((p.ok()?, ps.iter().map(|p| &p.env).collect())))
+            .collect();
+        let ng = ready.len();
+        // whole passes until MIN_RUN_S: the interpreter's pass alone takes about a millisecond
         let t = Instant::now();
-        let (mut ng, mut np) = (0usize, 0usize);
-        for (p, ps) in prepared.into_iter().zip(&pts) {
-            let Ok(mut p) = p else { continue };
-            let envs: Vec<&crate::exec::interp::Env> = ps.iter().map(|p| &p.env).collect();
-            let rows = p.run(&envs);
-            ng += 1;
-            np += rows.len();
+        let mut np = 0usize;
+        while np == 0 || t.elapsed().as_secs_f64() < MIN_RUN_S {
+            for (p, envs) in ready.iter_mut() {
+                np += p.run(envs).len();
+            }
         }
         let run_s = t.elapsed().as_secs_f64();
+        let points: usize = ready.iter().map(|(_, e)| e.len()).sum();
+        let runs_per_sec = np as f64 / run_s.max(1e-9);
         rows.push(BackendRow {
             backend: b.name().to_string(),
             graphs: ng,
-            points: np,
+            points,
+            runs: np,
             prepare_s,
             run_s,
-            runs_per_sec: np as f64 / run_s.max(1e-9),
-            runs_per_sec_with_prepare: np as f64 / (run_s + prepare_s).max(1e-9),
+            runs_per_sec,
+            // one pass over the points, paying the preparation once
+            runs_per_sec_with_prepare: points as f64
+                / (points as f64 / runs_per_sec.max(1e-9) + prepare_s).max(1e-9),
         });
     }
     Ok(rows)

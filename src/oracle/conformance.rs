@@ -2,8 +2,20 @@
 //! one backend at the same points; the backend agrees where the reference defines the point,
 //! ints exactly, floats within the tolerance model (`tolerance.rs`) plus the backend's own term
 //! ([`backend_abs_slack`]). Graphs the backend cannot run are counted by reason, never
-//! failures. This is the check `tests/gpu_conformance.rs` runs on lavapipe and
-//! `uopfuzz conformance --backend cuda` runs on a GPU box.
+//! failures. This is the check `tests/c_conformance.rs` and `tests/gpu_conformance.rs` run
+//! ([`Report::conforms`]) and `uopfuzz conformance --backend B` prints.
+//!
+//! Every point where the backend differs is triaged ([`Cause`]), in this order:
+//! 1. **lowering**: the interpreter on the kernel the backend lowered (tinygrad's decompositions
+//!    for its renderer) gives the backend's result, so the difference is a rewrite finding in
+//!    tinygrad's lowering, which the fuzzer reports as such, not the backend's;
+//! 2. **ub**: the lowered kernel has undefined behaviour in C at this point (signed overflow,
+//!    `x<<k` of a negative `x`: the interpreter flags it on the lowered kernel) and the
+//!    backend's strict twin (`c-strict`, built with `-fwrapv`) computes the reference's value:
+//!    tinygrad's C relies on UB there (`backend-ub`);
+//! 3. **explained**: a tinygrad renderer rule that makes the value differ ([`explained`]:
+//!    sub-word ints computed in a wider type, C's unsigned INT64_MIN literal);
+//! 4. otherwise a **mismatch**: a porting error, or a tinygrad finding not yet named.
 use super::check::CheckOpts;
 use super::compare::approx_eval;
 use super::inputs::make_points;
@@ -38,68 +50,142 @@ pub fn explained(
     // WGSL has no 8/16-bit ints: WGSLRenderer computes (u)char/(u)short in i32/u32
     // (wgsl.py:64-65) and wraps only when storing (packed_store masks, wgsl.py:20), so an
     // intermediate that leaves the type's range keeps its high bits
-    if backend == "wgpu"
+    let subword_arith = |ops: &[Ops]| {
+        g.toposort(&[root])
+            .iter()
+            .any(|u| ops.contains(&g.op(*u)) && subword(g.dtype(*u)))
+    };
+    if backend == "wgpu" && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG]) {
+        return Some("wgsl: (u)char/(u)short arithmetic in 32 bits without wrap (wgsl.py:64-65)");
+    }
+    // C promotes (u)char/(u)short operands to int, and ClangRenderer inlines single-use ALU
+    // results into their consumer (cstyle.py:238-243), so an intermediate that leaves the
+    // type's range is only wrapped where it is stored or cast; the division and shift right
+    // of a sub-word value then see the wide one
+    if matches!(backend, "c" | "c-strict")
+        && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG])
+    {
+        return Some(
+            "c: (u)char/(u)short arithmetic promoted to int and inlined without wrap (cstyle.py:238-243)",
+        );
+    }
+    // `(UPat.cvar("c").cast(dtypes.int64), lambda ctx,c: f"{c.val}l")` (cstyle.py:26) renders
+    // INT64_MIN as `-9223372036854775808l`: the literal 9223372036854775808l has no signed type,
+    // clang makes it unsigned (-Wimplicitly-unsigned-literal), and the arithmetic around it
+    // turns unsigned (`-8 / -9223372036854775808l` is 1, not 0)
+    if matches!(backend, "c" | "c-strict")
         && g.toposort(&[root]).iter().any(|u| {
-            matches!(
-                g.op(*u),
-                Ops::ADD | Ops::SUB | Ops::MUL | Ops::SHL | Ops::NEG
-            ) && subword(g.dtype(*u))
+            g.op(*u) == Ops::CONST
+                && g.dtype(*u) == DType::Int64
+                && g.const_val(*u).and_then(|v| v.as_i128()) == Some(i64::MIN as i128)
         })
     {
-        return Some("wgsl: (u)char/(u)short arithmetic in 32 bits without wrap (wgsl.py:64-65)");
+        return Some(
+            "c: INT64_MIN rendered as -9223372036854775808l, an unsigned literal in C (cstyle.py:26)",
+        );
     }
     None
 }
 
 const LOWERING: &str = "lowering: tinygrad's decompositions for this renderer change the value (the interpreter on the lowered kernel gives the backend's result)";
 
-/// The interpreter on the kernel `backend` lowered gives `got` too: the difference comes from
-/// lowering (tinygrad's decompositions, a rewrite finding), not from the backend.
-fn lowered_agrees(
-    backend: &dyn Backend,
+/// The kernel `backend` lowers `root` of `g` to (its graph, SINK and parameters), for the
+/// interpreter to run: what tells a lowering difference and UB in the rendered source apart.
+fn lowered_kernel(
+    backend: &str,
     g: &crate::ir::Graph,
     root: crate::ir::UOp,
+) -> Option<crate::exec::render::lower::Kernel> {
+    use crate::exec::render::lower::Kernel;
+    match backend {
+        "wgpu" => crate::exec::wgpu::WgpuPrepared::render(g, &[root])
+            .ok()
+            .map(|k| Kernel {
+                graph: k.lowered,
+                sink: k.sink,
+                params: k.params,
+            }),
+        "c" | "c-strict" => crate::exec::c::lower_and_render(g, &[root])
+            .ok()
+            .map(|(k, _)| k),
+        _ => None,
+    }
+}
+
+/// The interpreter on lowered kernel `k` at `env`: its output value and whether some operation
+/// on the way is undefined in C (`Outcome::ub`: signed overflow, shifting a negative value).
+fn run_lowered(
+    k: &crate::exec::render::lower::Kernel,
     env: &crate::exec::interp::Env,
-    got: Val,
-) -> bool {
-    let k = match backend.name() {
-        "wgpu" => crate::exec::wgpu::WgpuPrepared::render(g, &[root]),
-        _ => return false,
-    };
-    let Ok(k) = k else { return false };
-    let Some(b) = k.bind(env) else { return false };
-    let mut e = crate::exec::interp::Env::new();
+) -> Option<(Val, bool)> {
+    use crate::exec::interp::{Buffer, Env};
+    use crate::exec::kernel_io;
+    use crate::exec::render::lower::ArgSource;
+    let mut e = Env::new();
     e.vars = env.vars.clone();
     e.ranges = env.ranges.clone();
     e.specials = env.specials.clone();
     // env.buffers is indexed by PARAM slot: scalar slots get a placeholder
-    let mut bufs = b.bufs.iter();
     for p in &k.params {
-        if !p.pointer {
-            e.buffers
-                .push(crate::exec::interp::Buffer::zeros(p.dtype, 1));
-            continue;
-        }
-        let v = crate::exec::kernel_io::decode(p.dtype, bufs.next().map_or(&[][..], |v| v));
-        let Ok(buf) = crate::exec::interp::Buffer::from_vals(p.dtype, &[v]) else {
-            return false;
+        let v = match p.source {
+            ArgSource::Output(_) => kernel_io::decode(p.dtype, &[]),
+            _ if !p.pointer => {
+                e.buffers.push(Buffer::zeros(p.dtype, 1));
+                continue;
+            }
+            _ => kernel_io::input_val(p, env)?,
         };
-        e.buffers.push(buf);
+        // the value as the device holds it (wrapped, rounded to the dtype)
+        let v = kernel_io::decode(p.dtype, &kernel_io::encode(p.dtype, v));
+        e.buffers.push(Buffer::from_vals(p.dtype, &[v]).ok()?);
     }
-    let o = interp_backend::observe(&k.lowered, k.sink, &e);
-    let Some(slot) = k
+    let o = crate::exec::interp::eval(&k.graph, k.sink, &e).ok()?;
+    if o.hard_ub {
+        return None;
+    }
+    let slot = k
         .params
         .iter()
-        .find(|p| p.source == crate::exec::render::lower::ArgSource::Output(0))
-        .map(|p| p.slot as usize)
-    else {
-        return false;
-    };
-    o.error.is_none()
-        && o.buffers
-            .get(slot)
-            .and_then(|b| b.data.first())
-            .is_some_and(|v| super::compare::same_val(*v, got))
+        .find(|p| p.source == ArgSource::Output(0))?
+        .slot as usize;
+    Some((*o.buffers.get(slot)?.data.first()?, o.ub))
+}
+
+/// Why a point the backend computes differently from the reference does not count against it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cause {
+    Lowering,
+    /// UB in the rendered C that the strict twin does not exploit: the twin's name.
+    Ub(&'static str),
+    Explained(&'static str),
+}
+
+/// Triage of one differing point (see the module doc); `None`: a mismatch.
+fn triage(
+    backend: &dyn Backend,
+    g: &crate::ir::Graph,
+    root: crate::ir::UOp,
+    env: &crate::exec::interp::Env,
+    reference: Val,
+    got: Val,
+) -> Option<Cause> {
+    let lowered = lowered_kernel(backend.name(), g, root).and_then(|k| run_lowered(&k, env));
+    if lowered.is_some_and(|(v, _)| super::compare::same_val(v, got)) {
+        return Some(Cause::Lowering);
+    }
+    if lowered.is_some_and(|(_, ub)| ub)
+        && let Some(twin) = backend.strict_twin()
+        && let Ok(tb) = crate::exec::backend::build(twin)
+        && let Ok(mut p) = tb.prepare(g, &[root])
+        && p.run(&[env])
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|o| o.value)
+            .is_some_and(|v| super::compare::same_val(v, reference))
+    {
+        return Some(Cause::Ub(twin));
+    }
+    explained(backend.name(), g, root).map(Cause::Explained)
 }
 
 /// The outcome of a conformance run.
@@ -119,8 +205,12 @@ pub struct Report {
     pub rounding: usize,
     /// Mismatches nothing explains: a porting error (or a tinygrad finding not yet named).
     pub mismatches: usize,
-    /// Mismatching points [`explained`] attributes to tinygrad's renderer, by reason.
+    /// Differing points [`triage`] attributes to tinygrad (its lowering, its renderer), by
+    /// cause.
     pub explained: BTreeMap<String, usize>,
+    /// Differing points where the rendered C has UB that the strict twin does not exploit
+    /// (`backend-ub`): excused for a UB-exploiting backend only.
+    pub ub: usize,
     /// The backend's compiler rejected the rendered source (a renderer finding when tinygrad
     /// renders the same text, e.g. `a--b` for `a - (-b)`), by graph.
     pub compile_failures: usize,
@@ -145,7 +235,7 @@ impl Report {
             .map(|(f, n)| format!("{f} {}/{n}", self.ran.get(f).copied().unwrap_or(0)))
             .collect();
         let mut s = format!(
-            "conformance {}: {} graphs, {} ran ({}), {} points compared: {} agree, {} rounding, {} explained, {} mismatches; {} compile failures, {} other failures; {} points skipped (reference undefined or non-finite)\n",
+            "conformance {}: {} graphs, {} ran ({}), {} points compared: {} agree, {} rounding, {} explained, {} ub (strict twin agrees), {} mismatches; {} compile failures, {} other failures; {} points skipped (reference undefined or non-finite)\n",
             self.backend,
             self.total_graphs(),
             self.total_ran(),
@@ -154,6 +244,7 @@ impl Report {
             self.agree,
             self.rounding,
             self.explained.values().sum::<usize>(),
+            self.ub,
             self.mismatches,
             self.compile_failures,
             self.failures,
@@ -169,6 +260,52 @@ impl Report {
             s += &format!("  {e}\n");
         }
         s
+    }
+}
+
+impl Report {
+    /// The conformance line of issues #17 and #19: at least `min_graphs` graphs, every family in
+    /// `families` ran some, no failure, no mismatch nothing explains, UB points only where the
+    /// backend exploits UB (it has a strict twin), and compile failures (the source tinygrad's
+    /// renderer makes that the compiler rejects, e.g. `--x` for NEG(NEG(x))) at most
+    /// `max_compile_fail_pct` % of the graphs that ran. `Err` is the reason with the summary.
+    pub fn conforms(
+        &self,
+        min_graphs: usize,
+        families: &[&str],
+        exploits_ub: bool,
+        max_compile_fail_pct: f64,
+    ) -> Result<(), String> {
+        let fail = |why: String| Err(format!("{why}\n{}", self.summary()));
+        if self.total_graphs() < min_graphs {
+            return fail(format!("{} graphs < {min_graphs}", self.total_graphs()));
+        }
+        if let Some(f) = families
+            .iter()
+            .find(|f| self.ran.get(**f).copied().unwrap_or(0) == 0)
+        {
+            return fail(format!("no graph of family {f} ran"));
+        }
+        if self.failures > 0 || self.mismatches > 0 {
+            return fail(format!(
+                "{} failures, {} unexplained mismatches",
+                self.failures, self.mismatches
+            ));
+        }
+        if self.ub > 0 && !exploits_ub {
+            return fail(format!(
+                "{} points differ on UB the strict twin does not exploit, but this is the twin",
+                self.ub
+            ));
+        }
+        if self.compile_failures as f64 > max_compile_fail_pct / 100.0 * self.total_ran() as f64 {
+            return fail(format!(
+                "{} compile failures over {max_compile_fail_pct} % of {} graphs",
+                self.compile_failures,
+                self.total_ran()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -198,12 +335,23 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
             family: Some(fam),
             ..Default::default()
         };
-        for i in 0..per_family {
-            let s = seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9) ^ fam as u64;
-            let case = generate_seeded(s, &cfg);
-            *rep.graphs.entry(fam.name().into()).or_default() += 1;
+        let cases: Vec<(u64, crate::generate::Generated)> = (0..per_family)
+            .map(|i| {
+                let s = seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9) ^ fam as u64;
+                (s, generate_seeded(s, &cfg))
+            })
+            .collect();
+        *rep.graphs.entry(fam.name().into()).or_default() += cases.len();
+        // one batch per family: a compiled backend pays its compiler once
+        let jobs: Vec<(&crate::ir::Graph, &[crate::ir::UOp])> = cases
+            .iter()
+            .map(|(_, c)| (&c.graph, std::slice::from_ref(&c.root)))
+            .collect();
+        let prepared = backend.prepare_many(&jobs);
+        for ((s, case), prepared) in cases.iter().zip(prepared) {
+            let (s, case) = (*s, case);
             let roots = [case.root];
-            let mut prepared = match backend.prepare(&case.graph, &roots) {
+            let mut prepared = match prepared {
                 Ok(p) => p,
                 Err(u) => {
                     *rep.unsupported.entry(reason_key(&u.reason)).or_default() += 1;
@@ -211,7 +359,7 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                 }
             };
             *rep.ran.entry(fam.name().into()).or_default() += 1;
-            let pts = make_points(&case, &CheckOpts { seed: s, ..opts });
+            let pts = make_points(case, &CheckOpts { seed: s, ..opts });
             let envs: Vec<&crate::exec::interp::Env> = pts.iter().map(|p| &p.env).collect();
             let got = prepared.run(&envs);
             let uses_sin = case
@@ -293,13 +441,20 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                     FloatCmp::Identical | FloatCmp::WithinTolerance => rep.agree += 1,
                     FloatCmp::Inconclusive => rep.rounding += 1,
                     FloatCmp::Mismatch => {
-                        if lowered_agrees(backend, &case.graph, case.root, env, bv) {
-                            *rep.explained.entry(LOWERING.into()).or_default() += 1;
-                            continue;
-                        }
-                        if let Some(why) = explained(backend.name(), &case.graph, case.root) {
-                            *rep.explained.entry(why.into()).or_default() += 1;
-                            continue;
+                        match triage(backend, &case.graph, case.root, env, rv, bv) {
+                            Some(Cause::Lowering) => {
+                                *rep.explained.entry(LOWERING.into()).or_default() += 1;
+                                continue;
+                            }
+                            Some(Cause::Ub(_)) => {
+                                rep.ub += 1;
+                                continue;
+                            }
+                            Some(Cause::Explained(why)) => {
+                                *rep.explained.entry(why.into()).or_default() += 1;
+                                continue;
+                            }
+                            None => {}
                         }
                         rep.mismatches += 1;
                         if !shown

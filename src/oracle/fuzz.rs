@@ -16,9 +16,9 @@ use super::verdict::{Class, Finding, Signature, TraceStep};
 use crate::corpus::{self, ListError};
 use crate::exec::backend::{self, Backend};
 use crate::generate::{self, Family, GenConfig, Generated, directed};
-use crate::ir::Graph;
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
+use crate::ir::{Graph, UOp};
 use crate::rewrite::engine::{Rule, RuleSet};
 use crate::rewrite::pipeline::Pipeline;
 use crate::rewrite::rules;
@@ -49,7 +49,8 @@ pub struct FuzzOpts {
     pub known: Vec<(Signature, String)>,
     /// Stop at the first finding not in `known`.
     pub stop_on_new: bool,
-    /// `--backend`: names for `exec::backend::build`; the reference interpreter always runs.
+    /// `--backend`: names for `exec::backend::build`. The reference interpreter always runs;
+    /// its own rewrite check only when it is named here (`check::check_case_on`).
     pub backends: Vec<String>,
     /// `not-idempotent` is a finding (`--check idempotence`); otherwise a health statistic
     /// (`Summary::not_idempotent`): tinygrad does not promise one graph_rewrite is a fixpoint.
@@ -449,9 +450,7 @@ pub fn to_finding(
         signature: sig,
         summary,
         rules: rules_name.to_string(),
-        float_policy: format!("{:?}", policy)
-            .to_lowercase()
-            .replace("fastmath", "fast-math"),
+        float_policy: policy.name().to_string(),
         seed: Some(seed),
         family: case.family.name().to_string(),
         inputs,
@@ -791,18 +790,7 @@ pub fn run_with(
             let Some(known) = dedup.first(&finding.signature) else {
                 continue;
             };
-            let rw = res.rewritten.root;
-            finding.nodes = (
-                case.graph.toposort(&[case.root]).len(),
-                graph.toposort(&[rw]).len(),
-            );
-            let path = sink.save(&NewFinding {
-                finding: &finding,
-                graph: &graph,
-                root: case.root,
-                rewritten: (rw != case.root).then_some(rw),
-                seed: s,
-            })?;
+            let path = keep(sink, &mut finding, &case, &graph, res.rewritten.root, s)?;
             if !known {
                 sum.new_signatures += 1;
             }
@@ -837,6 +825,29 @@ pub fn run_with(
     sum.graphs_per_sec = sum.execs as f64 / sum.secs.max(1e-9);
     coverage.finish(&mut sum);
     Ok(sum)
+}
+
+/// Hands the first finding of a signature to `sink`, with the graph the check rewrote
+/// (`graph` holds `case`'s original and `rewritten`), after recording both graphs' sizes.
+fn keep(
+    sink: &mut dyn FindingSink,
+    f: &mut Finding,
+    case: &Generated,
+    graph: &Graph,
+    rewritten: UOp,
+    seed: u64,
+) -> Result<String, SinkError> {
+    f.nodes = (
+        case.graph.toposort(&[case.root]).len(),
+        graph.toposort(&[rewritten]).len(),
+    );
+    sink.save(&NewFinding {
+        finding: f,
+        graph,
+        root: case.root,
+        rewritten: (rewritten != case.root).then_some(rewritten),
+        seed,
+    })
 }
 
 /// The libFuzzer entry (`cargo fuzz run rewrites`): bytes that cannot make a graph are rejected;
@@ -876,18 +887,14 @@ pub fn fuzz_one(data: &[u8], sink: &mut dyn FindingSink) -> bool {
         } else {
             // the bytes, not a seed, made this graph: the directory is named by their hash
             f.seed = None;
-            let rw = res.rewritten.root;
-            f.nodes = (
-                case.graph.toposort(&[case.root]).len(),
-                graph.toposort(&[rw]).len(),
+            let saved = keep(
+                sink,
+                &mut f,
+                &case,
+                &graph,
+                res.rewritten.root,
+                bytes_hash(data),
             );
-            let saved = sink.save(&NewFinding {
-                finding: &f,
-                graph: &graph,
-                root: case.root,
-                rewritten: (rw != case.root).then_some(rw),
-                seed: bytes_hash(data),
-            });
             eprintln!("{}", write_graph(&case.graph, &[case.root], &["root"]));
             match saved {
                 Ok(p) => eprintln!("uopfuzz: saved {p}"),

@@ -2,6 +2,7 @@
 //! tinygrad (`tinygrad::TinygradRewriter`, a later stage this one never imports). The oracle
 //! only needs the rewritten root, its stop and the per-application trace (for blame), all in
 //! the case's own graph arena.
+use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::RuleMemo;
@@ -24,8 +25,26 @@ pub struct Provenance {
     pub revision: String,
 }
 
-/// A rewriter the oracle can check. `Err` is the rewriter failing (a worker that crashed or hung):
+/// A rewriter failing to answer (a worker that crashed, hung or answered what cannot be read):
 /// reported and counted, never a finding about the graph.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RewriterError {
+    /// The process behind the rewriter failed (its bridge's error, in words: the bridge is a
+    /// later stage).
+    #[error("{0}")]
+    Worker(String),
+    /// The worker could not load the graph it was sent.
+    #[error("the worker could not run the graph: {class}: {msg}")]
+    Load { class: String, msg: String },
+    #[error("the worker's result does not parse: {0}")]
+    Result(#[from] ParseError),
+    #[error("the worker's trace names an unknown node {0}")]
+    UnknownNode(String),
+    #[error("the worker's result has no root")]
+    NoRoot,
+}
+
+/// A rewriter the oracle can check. `Err` is the rewriter failing ([`RewriterError`]).
 pub trait Rewriter: Sync {
     /// The rule-set name findings record (`--rules`).
     fn name(&self) -> String;
@@ -44,9 +63,14 @@ pub trait Rewriter: Sync {
         g: &mut Graph,
         root: UOp,
         memo: &mut RewriteMemo,
-    ) -> Result<Rewritten, String>;
+    ) -> Result<Rewritten, RewriterError>;
     /// The first `fuel` rule applications only (blame's bisection), from a fresh state.
-    fn rewrite_fuel(&self, g: &mut Graph, root: UOp, fuel: usize) -> Result<Rewritten, String>;
+    fn rewrite_fuel(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        fuel: usize,
+    ) -> Result<Rewritten, RewriterError>;
 }
 
 impl Rewriter for Pipeline<'_> {
@@ -58,10 +82,15 @@ impl Rewriter for Pipeline<'_> {
         g: &mut Graph,
         root: UOp,
         memo: &mut RewriteMemo,
-    ) -> Result<Rewritten, String> {
+    ) -> Result<Rewritten, RewriterError> {
         Ok(self.rewrite_memo(g, &mut memo.cache, root, &mut memo.memos))
     }
-    fn rewrite_fuel(&self, g: &mut Graph, root: UOp, fuel: usize) -> Result<Rewritten, String> {
+    fn rewrite_fuel(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        fuel: usize,
+    ) -> Result<Rewritten, RewriterError> {
         Ok(Pipeline::rewrite(
             self,
             g,

@@ -194,6 +194,7 @@ pub fn trunc_unstable(a: Approx) -> bool {
     clap::ValueEnum,
     Default,
 )]
+#[serde(rename_all = "kebab-case")]
 pub enum FloatPolicy {
     /// tinygrad's intent: finite inputs only, fast-math rewrites accepted within the tolerance model.
     #[default]
@@ -201,6 +202,25 @@ pub enum FloatPolicy {
     /// IEEE: any difference beyond the tolerance model on any input (incl. inf/NaN) is reported;
     /// by-design fast-math rewrites are reported as `fast-math-unsound`.
     Strict,
+}
+
+impl FloatPolicy {
+    /// The name a finding records (`float_policy`) and `--float-policy` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatPolicy::FastMath => "fast-math",
+            FloatPolicy::Strict => "strict",
+        }
+    }
+
+    /// Reads a recorded name; `fastmath` is accepted as older findings spell it.
+    pub fn from_name(s: &str) -> Option<FloatPolicy> {
+        match s {
+            "fast-math" | "fastmath" => Some(FloatPolicy::FastMath),
+            "strict" => Some(FloatPolicy::Strict),
+            _ => None,
+        }
+    }
 }
 
 /// The outcome of comparing two float results.
@@ -369,6 +389,24 @@ mod tests {
         let n100 = Approx::exact(round_float(dt, exact) + 100.0 * ulp(dt, exact));
         assert_eq!(compare(dt, o, n3, false), FloatCmp::WithinTolerance);
         assert_eq!(compare(dt, o, n100, false), FloatCmp::Mismatch);
+    }
+
+    #[test]
+    fn policy_names_agree_across_cli_json_and_findings() {
+        use clap::ValueEnum;
+        for p in [FloatPolicy::FastMath, FloatPolicy::Strict] {
+            assert_eq!(FloatPolicy::from_name(p.name()), Some(p));
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.name());
+            assert_eq!(
+                serde_json::to_string(&p).unwrap(),
+                format!("\"{}\"", p.name())
+            );
+        }
+        assert_eq!(
+            FloatPolicy::from_name("fastmath"),
+            Some(FloatPolicy::FastMath)
+        );
+        assert_eq!(FloatPolicy::from_name("ieee"), None);
     }
 
     #[test]

@@ -10,8 +10,6 @@
 //! assumes away), rewrites of programs that are undefined anyway (a constant zero divisor),
 //! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
 use super::Loaded;
-use super::reduce::{reduce, zero_divisor};
-use super::replay::parse_policy;
 use super::rootcause::{Cause, RootCause, analyze};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
@@ -19,6 +17,7 @@ use crate::ir::text::py_str_repr;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::oracle::fuzz::choose_rules;
 use crate::oracle::verdict::Class;
+use crate::smt::triage::reduce::{reduce, zero_divisor};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -157,7 +156,7 @@ pub struct Report {
 }
 
 fn policy_env(l: &Loaded) -> Result<(crate::oracle::tolerance::FloatPolicy, Env), String> {
-    let p = parse_policy(&l.repro.meta.float_policy)
+    let p = crate::oracle::tolerance::FloatPolicy::from_name(&l.repro.meta.float_policy)
         .ok_or_else(|| format!("{}: unknown float policy", l.label))?;
     let env = l.repro.env().map_err(|e| format!("{}: {e}", l.label))?;
     Ok((p, env))
@@ -517,10 +516,33 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     Some(o)
 }
 
-/// Runs each `(id, script)` in one Python process with tinygrad importable from `tinygrad`
-/// (the installed one when `None`); returns id → `reproduces` / `does-not-reproduce` /
-/// `error: ...` (the script raised something other than its verdict).
+/// Runs each `(id, script)` with tinygrad importable from `tinygrad` (the installed one when
+/// `None`), in one Python process per core (a script's tinygrad import and rule compilation
+/// dominate, and one slow repro — a nontermination runs to tinygrad's own limit — does not hold
+/// up the rest); returns id → `reproduces` / `does-not-reproduce` / `error: ...` (the script
+/// raised something other than its verdict).
 pub fn check_in_tinygrad(
+    python: &Path,
+    tinygrad: Option<&Path>,
+    scripts: &[(usize, String)],
+) -> Result<HashMap<usize, String>, String> {
+    let n = rayon::current_num_threads().clamp(1, scripts.len().max(1));
+    let mut chunks: Vec<Vec<(usize, String)>> = vec![Vec::new(); n];
+    for (i, s) in scripts.iter().enumerate() {
+        chunks[i % n].push(s.clone());
+    }
+    let parts: Vec<Result<HashMap<usize, String>, String>> = chunks
+        .par_iter()
+        .map(|c| check_batch(python, tinygrad, c))
+        .collect();
+    let mut out = HashMap::new();
+    for p in parts {
+        out.extend(p?);
+    }
+    Ok(out)
+}
+
+fn check_batch(
     python: &Path,
     tinygrad: Option<&Path>,
     scripts: &[(usize, String)],

@@ -119,6 +119,28 @@ pub struct Locs {
     pub graph_end: usize,
 }
 
+/// Recorded inputs that make no interpreter environment, or a finding record whose values are
+/// not Python literals.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InputError {
+    #[error("bad range key {0:?} (want range:<axis>)")]
+    RangeKey(String),
+    #[error("{kind} {key:?} needs an int")]
+    NotInt { kind: &'static str, key: String },
+    #[error(
+        "BUFFERS must give slots 0..={top} each with a PARAM of that slot; slot {slot} is missing"
+    )]
+    MissingSlot { top: i64, slot: i64 },
+    #[error("buffer {slot}: {source}")]
+    Buffer {
+        slot: i64,
+        #[source]
+        source: crate::ir::alu::AluError,
+    },
+    #[error("input value {0:?} is not a Python number or bool")]
+    Literal(String),
+}
+
 /// One finding, self-contained.
 #[derive(Clone, Debug)]
 pub struct Repro {
@@ -159,17 +181,21 @@ impl Repro {
     }
     /// The interpreter environment of the recorded inputs: variables by name, `range:N` and
     /// `special:NAME` bindings, and buffers by slot (each stored through its PARAM's dtype).
-    pub fn env(&self) -> Result<Env, String> {
+    pub fn env(&self) -> Result<Env, InputError> {
         let mut env = Env::new();
         for (k, v) in &self.inputs {
             if let Some(axis) = k.strip_prefix("range:") {
-                let a: i64 = axis
-                    .parse()
-                    .map_err(|_| format!("bad range key {k:?} (want range:<axis>)"))?;
-                let x = v.as_i128().ok_or(format!("range {k:?} needs an int"))?;
+                let a: i64 = axis.parse().map_err(|_| InputError::RangeKey(k.clone()))?;
+                let x = v.as_i128().ok_or_else(|| InputError::NotInt {
+                    kind: "range",
+                    key: k.clone(),
+                })?;
                 env.ranges.insert(a, x);
             } else if let Some(name) = k.strip_prefix("special:") {
-                let x = v.as_i128().ok_or(format!("special {k:?} needs an int"))?;
+                let x = v.as_i128().ok_or_else(|| InputError::NotInt {
+                    kind: "special",
+                    key: k.clone(),
+                })?;
                 env.specials.insert(name.to_string(), x);
             } else {
                 env.vars.insert(k.clone(), *v);
@@ -195,11 +221,10 @@ impl Repro {
             let data = self.buffers.iter().find(|(s, _)| *s == slot);
             let dt = slots.iter().find(|(s, _)| *s == slot).map(|(_, d)| *d);
             let (Some((_, data)), Some(dt)) = (data, dt) else {
-                return Err(format!(
-                    "BUFFERS must give slots 0..={top} each with a PARAM of that slot; slot {slot} is missing"
-                ));
+                return Err(InputError::MissingSlot { top, slot });
             };
-            let b = Buffer::from_vals(dt, data).map_err(|e| format!("buffer {slot}: {e}"))?;
+            let b = Buffer::from_vals(dt, data)
+                .map_err(|source| InputError::Buffer { slot, source })?;
             env.buffers.push(b);
         }
         Ok(env)
@@ -211,12 +236,12 @@ impl Repro {
         graph: Graph,
         root: UOp,
         rewritten: Option<UOp>,
-    ) -> Result<Repro, String> {
-        let lit_val = |s: &str| -> Result<Val, String> {
+    ) -> Result<Repro, InputError> {
+        let lit_val = |s: &str| -> Result<Val, InputError> {
             pylit::parse(s)
                 .ok()
                 .and_then(|l| l.to_val())
-                .ok_or_else(|| format!("input value {s:?} is not a Python number or bool"))
+                .ok_or_else(|| InputError::Literal(s.to_string()))
         };
         // variable names of the graph: the fuzz loop writes a free RANGE's value as `rangeN`,
         // which is `range:N` here unless a variable has that name
@@ -245,7 +270,7 @@ impl Repro {
         }
         let mut buffers = Vec::new();
         for (slot, vals) in &f.buffers {
-            let vs: Result<Vec<Val>, String> = vals.iter().map(|v| lit_val(v)).collect();
+            let vs: Result<Vec<Val>, InputError> = vals.iter().map(|v| lit_val(v)).collect();
             buffers.push((*slot, vs?));
         }
         let mut meta = Meta::new(&f.rules);

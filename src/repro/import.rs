@@ -3,10 +3,10 @@
 //! regenerate the graph from the same bytes, run the fuzz loop's single-case check
 //! (`oracle::check::check_case`) under the chosen rule set and policy, and turn the detection
 //! into a finding (`oracle::fuzz::to_finding`) and the finding into a [`Repro`].
-use super::file::Repro;
+use super::file::{InputError, Repro};
 use crate::generate::{GenConfig, generate_from_bytes};
 use crate::oracle::check::{CheckOpts, check_case};
-use crate::oracle::fuzz::{choose_rules, to_finding};
+use crate::oracle::fuzz::{RulesError, choose_rules, to_finding};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::rewrite::analysis::Cache;
 
@@ -48,9 +48,20 @@ pub enum Imported {
     NoGraph,
 }
 
-/// Converts one artifact's bytes. `Err` only for a bad rule-set/injection choice.
-pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, String> {
-    let choice = choose_rules(&opts.rules, opts.inject.as_deref()).map_err(|e| e.to_string())?;
+/// Why an artifact could not be converted.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A bad rule-set/injection choice.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    /// The finding's record does not make a repro (a bug of the writer).
+    #[error(transparent)]
+    Record(#[from] InputError),
+}
+
+/// Converts one artifact's bytes.
+pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let choice = choose_rules(&opts.rules, opts.inject.as_deref())?;
     let pipe = choice.pipeline();
     let Some(case) = generate_from_bytes(bytes, &GenConfig::default()) else {
         return Ok(Imported::NoGraph);

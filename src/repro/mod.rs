@@ -16,7 +16,6 @@ pub mod dedup;
 pub mod file;
 pub mod import;
 pub mod pylit;
-pub mod reduce;
 pub mod replay;
 pub mod report;
 pub mod rootcause;
@@ -137,13 +136,12 @@ pub fn read_finding_dir(dir: &Path) -> Result<FindingDir, ParseError> {
     } else {
         None
     };
-    let repro =
-        Repro::from_finding(&finding, graph, root, rewritten).map_err(|msg| ParseError {
-            file: label("finding.json"),
-            line: 1,
-            col: 1,
-            msg,
-        })?;
+    let repro = Repro::from_finding(&finding, graph, root, rewritten).map_err(|e| ParseError {
+        file: label("finding.json"),
+        line: 1,
+        col: 1,
+        msg: e.to_string(),
+    })?;
     Ok(FindingDir { finding, repro })
 }
 

@@ -65,15 +65,6 @@ pub enum ReplayError {
     Usage(String),
 }
 
-/// The recorded float policy (`fast-math` / `strict`, as the fuzz loop writes it).
-pub fn parse_policy(s: &str) -> Option<FloatPolicy> {
-    match s {
-        "fast-math" | "fastmath" => Some(FloatPolicy::FastMath),
-        "strict" => Some(FloatPolicy::Strict),
-        _ => None,
-    }
-}
-
 /// How the rewritten graph's run compares with the original's at the recorded point.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Compared {
@@ -130,6 +121,105 @@ pub fn show(o: &Observed) -> String {
     s
 }
 
+/// Runs `roots` of `g` at `env` on the backend called `name`: one observation per root. A
+/// backend unknown here, unavailable on this machine, or refusing the graph is a usage error
+/// naming it.
+fn run_on(
+    name: &str,
+    file: &str,
+    g: &Graph,
+    roots: &[UOp],
+    env: &Env,
+) -> Result<Vec<Observed>, ReplayError> {
+    let usage = |m: String| ReplayError::Usage(format!("{file}: {m}"));
+    let be = crate::exec::backend::build(name).map_err(|e| usage(e.to_string()))?;
+    be.available()
+        .map_err(|e| usage(format!("backend {name} cannot run here: {e}")))?;
+    let mut p = be
+        .prepare(g, roots)
+        .map_err(|u| usage(format!("backend {name} cannot run this graph: {u}")))?;
+    p.run(&[env])
+        .pop()
+        .filter(|row| row.len() == roots.len())
+        .ok_or_else(|| usage(format!("backend {name} returned no result")))
+}
+
+/// A `backend-bug`, `backend-ub` or `backend-crash` finding: the original graph at the
+/// recorded inputs on the reference and on the finding's backend (and, for `backend-ub`, its
+/// strict twin), compared as the fuzz loop compares them.
+fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
+    let policy = FloatPolicy::from_name(&r.meta.float_policy).unwrap_or(FloatPolicy::FastMath);
+    let env = r.env().map_err(|m| {
+        ReplayError::At(ParseError {
+            file: file.to_string(),
+            line: r.locs.inputs.max(1),
+            col: 1,
+            msg: m.to_string(),
+        })
+    })?;
+    let name = r.meta.signature.backend.as_str();
+    let reference = crate::exec::interp_backend::observe(&r.graph, r.root, &env);
+    // the roots the fuzz loop compiled together: a compile error in one fails both
+    let roots: Vec<UOp> = std::iter::once(r.root).chain(r.rewritten).collect();
+    let rows = run_on(name, file, &r.graph, &roots, &env)?;
+    let differs = |k: usize, o: &Observed| {
+        o.error.as_ref().is_some_and(|e| e.is_backend_failure())
+            || matches!(
+                crate::oracle::compare::decide_on(
+                    &r.graph, r.root, roots[k], &env, &reference, o, policy
+                ),
+                PointVerdict::Differ | PointVerdict::LessDefined
+            )
+    };
+    // the original differs from the reference, or (a backend-ub found on the rewrite) the
+    // rewritten graph does on this backend
+    let k = (0..rows.len())
+        .find(|k| differs(*k, &rows[*k]))
+        .unwrap_or(0);
+    let what = if k == 0 { "" } else { "the rewritten graph: " };
+    let got = rows[k].clone();
+    let inputs = r.inputs_line();
+    let mut res = Replayed {
+        status: Status::DoesNotReproduce,
+        detail: String::new(),
+        rules: r.meta.rules.clone(),
+        inject: r.meta.inject.clone(),
+        float_policy: r.meta.float_policy.clone(),
+        expected: Some(show(&reference)),
+        actual: Some(show(&got)),
+        same_as_recorded: None,
+        applied: Vec::new(),
+    };
+    if !differs(k, &got) {
+        res.detail = format!(
+            "{name} and the interpreter both give {} at {inputs}",
+            show(&reference)
+        );
+        return Ok(res);
+    }
+    res.status = Status::Reproduces;
+    res.detail = format!(
+        "{what}{name} gives {} where the interpreter gives {} (at {inputs})",
+        show(&got),
+        show(&reference)
+    );
+    if r.meta.signature.class == Class::BackendUb {
+        let twin = crate::exec::backend::build(name)
+            .ok()
+            .and_then(|b| b.strict_twin());
+        if let Some(t) = twin {
+            let tw = run_on(t, file, &r.graph, &roots, &env)?.remove(k);
+            if differs(k, &tw) {
+                res.status = Status::DoesNotReproduce;
+                res.detail += &format!("; but {t} gives {} too: not UB alone", show(&tw));
+            } else {
+                res.detail += &format!("; {t} agrees with the interpreter (UB in tinygrad's C)");
+            }
+        }
+    }
+    Ok(res)
+}
+
 /// Replays `r` (read from `file`, which labels errors). A panic inside the rewrite engine or
 /// the interpreter (a uopfuzz bug, whatever the file says) is caught and returned as an error.
 pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
@@ -159,11 +249,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         r.meta.signature.class,
         Class::BackendBug | Class::BackendUb | Class::BackendCrash
     ) {
-        return Err(ReplayError::Usage(format!(
-            "{file}: a {} finding needs its backend ({}); replay re-checks rewrites on the interpreter only",
-            r.meta.signature.class.name(),
-            r.meta.signature.backend
-        )));
+        return replay_backend(r, file);
     }
     let rules_name = opts.rules.clone().unwrap_or_else(|| r.meta.rules.clone());
     // `--inject none` replays a finding recorded with an injection without it
@@ -180,7 +266,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             ReplayError::Usage(m.to_string())
         }
     })?;
-    let policy = parse_policy(&r.meta.float_policy).ok_or_else(|| {
+    let policy = FloatPolicy::from_name(&r.meta.float_policy).ok_or_else(|| {
         at(
             1,
             format!(
@@ -254,8 +340,22 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         }
         return Ok(res);
     }
-    let env = r.env().map_err(|m| at(r.locs.inputs, m))?;
-    let (c, o, n) = compare(&g, r.root, out.root, &env, policy);
+    let env = r.env().map_err(|e| at(r.locs.inputs, e.to_string()))?;
+    let (mut c, mut o, mut n) = compare(&g, r.root, out.root, &env, policy);
+    // a rewrite bug a backend showed: original and rewritten on that backend
+    let on = r.meta.signature.backend.as_str();
+    if on != crate::exec::backend::reference().name() && o.error.is_none() {
+        let rows = run_on(on, file, &g, &[r.root, out.root], &env)?;
+        let (bo, bn) = (rows[0].clone(), rows[1].clone());
+        c = match crate::oracle::compare::decide_on(&g, r.root, out.root, &env, &bo, &bn, policy) {
+            PointVerdict::Agree => Compared::Agree,
+            PointVerdict::Rounding => Compared::Rounding,
+            PointVerdict::Skip => Compared::NotComparable,
+            PointVerdict::LessDefined | PointVerdict::Differ => Compared::Differ,
+        };
+        (o, n) = (bo, bn);
+    }
+    let (c, o, n) = (c, o, n);
     if let Some(e) = &o.error
         && !e.is_resource_limit()
     {

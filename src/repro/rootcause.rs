@@ -27,6 +27,7 @@ use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{RuleError, Stop};
 use crate::rewrite::pipeline::Rewritten;
+use crate::smt::triage::reduce::MAX_COMPLETIONS;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -271,11 +272,11 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
             }
     };
     let found = pair(env).or_else(|| {
-        super::reduce::completions(g, before, env)
+        crate::smt::triage::reduce::completions(g, before, env, MAX_COMPLETIONS)
             .iter()
             .filter_map(|e| {
                 let mut e2 = e.clone();
-                for (k, v) in super::reduce::completions(g, after, e)
+                for (k, v) in crate::smt::triage::reduce::completions(g, after, e, MAX_COMPLETIONS)
                     .first()?
                     .ranges
                     .iter()
@@ -427,7 +428,7 @@ fn needs_bound(
     };
     let mut map = HashMap::new();
     map.insert(v1, fresh);
-    let root2 = crate::smt::triage::minimize::substitute(&mut g1, before1, &map);
+    let root2 = crate::smt::triage::reduce::substitute(&mut g1, before1, &map);
     let mut env2 = env.clone();
     env2.vars.insert(name, val);
     let (gw, rw) = rewrite(pipe, &g1, root2, None);

@@ -62,12 +62,13 @@ pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
         )?;
         let file = dir.join("repro.py");
         let label = file.display().to_string();
-        let repro = Repro::from_finding(f.finding, f.graph.clone(), f.root, f.rewritten).map_err(
-            |msg| SinkError::Record {
-                path: label.clone(),
-                msg,
-            },
-        )?;
+        let repro =
+            Repro::from_finding(f.finding, f.graph.clone(), f.root, f.rewritten).map_err(|e| {
+                SinkError::Record {
+                    path: label.clone(),
+                    msg: e.to_string(),
+                }
+            })?;
         write(&file, &write_repro(&repro, &label))?;
         Ok(())
     }

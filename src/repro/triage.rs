@@ -1,6 +1,7 @@
 //! `uopfuzz triage DIR`: a finding directory (read by [`super::read_finding_dir`], the one
 //! reader) as a case, a pipeline and a detection; triaged by [`crate::smt::triage`], which
 //! writes `triaged.json` (+ `minimized.py`) next to it.
+use super::file::InputError;
 use super::{FindingDir, read_finding_dir};
 use crate::generate::{Case, Family};
 use crate::ir::text::ParseError;
@@ -26,8 +27,12 @@ pub enum TriageDirError {
         #[source]
         source: RulesError,
     },
-    #[error("{dir}: {msg}")]
-    Inputs { dir: String, msg: String },
+    #[error("{dir}: {source}")]
+    Inputs {
+        dir: String,
+        #[source]
+        source: InputError,
+    },
     #[error("{path}: {source}")]
     Write {
         path: String,
@@ -76,10 +81,7 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
     let FindingDir { finding, repro } = read_finding_dir(dir)?;
     let family = Family::from_name(&finding.family).unwrap_or(Family::Index);
     let case = Case::from_graph(&repro.graph, repro.root, family);
-    let policy = match finding.float_policy.as_str() {
-        "strict" => FloatPolicy::Strict,
-        _ => FloatPolicy::FastMath,
-    };
+    let policy = FloatPolicy::from_name(&finding.float_policy).unwrap_or_default();
     let inj = match inject_override {
         Some(i) => Some(i.to_string()),
         None => injection_of(&finding),
@@ -104,9 +106,9 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
         Class::RewriteBug | Class::FastMathUnsound | Class::FloatRounding
     );
     let point = if semantic {
-        let env = repro.env().map_err(|msg| TriageDirError::Inputs {
+        let env = repro.env().map_err(|source| TriageDirError::Inputs {
             dir: label.clone(),
-            msg,
+            source,
         })?;
         Some(Point { env })
     } else {

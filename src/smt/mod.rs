@@ -6,7 +6,7 @@
 //!   can be encoded over one [`VarMap`], i.e. over the same inputs.
 //! * [`query`] asks whether a rewritten graph refines the original
 //!   (`∃ inputs. ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`, [`check_refinement`]) under a
-//!   [`FloatPolicy`], and evaluates an encoding at a concrete point ([`eval_at`]).
+//!   [`FloatPolicy`](crate::oracle::tolerance::FloatPolicy), and evaluates an encoding at a concrete point ([`eval_at`]).
 //! * [`verify`] runs that over every ported rule's instantiations (`verify-rules`).
 //!
 //! Limits: fp8 and vector/memory ops are [`Unsupported`]; EXP2/LOG2/SIN/POW of non-constant
@@ -23,5 +23,5 @@ pub mod verify;
 pub mod z3x;
 
 pub use encode::{Encoded, Term, Unsupported, VarInfo, VarMap, encode};
-pub use query::{FloatPolicy, Model, Verdict, check_refinement, eval_at};
+pub use query::{Model, Verdict, check_refinement, eval_at};
 pub use verify::{VerifyOpts, VerifyReport, verify_rules};

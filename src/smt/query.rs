@@ -10,35 +10,10 @@ use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::truncate::{round_float, wrap_int};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::oracle::tolerance::FloatPolicy;
 use serde::Serialize;
 use z3::ast::{Ast, BV, Bool, Float, Int};
 use z3::{SatResult, Solver};
-
-/// How float outputs are compared and which float inputs are allowed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct FloatPolicy {
-    /// `true`: every input (NaN, ±inf, -0.0) is allowed and outputs must be equal as IEEE values
-    /// (two NaNs count as equal). `false` (fast-math, what tinygrad's float rules assume): inputs
-    /// are finite, any NaN/±inf inside the original graph is poison (like UB), and +0 == -0.
-    pub strict: bool,
-    /// Under `strict`, whether +0.0 and -0.0 must match.
-    pub signed_zero: bool,
-}
-
-impl FloatPolicy {
-    pub fn strict() -> FloatPolicy {
-        FloatPolicy {
-            strict: true,
-            signed_zero: true,
-        }
-    }
-    pub fn fast_math() -> FloatPolicy {
-        FloatPolicy {
-            strict: false,
-            signed_zero: false,
-        }
-    }
-}
 
 /// Concrete input values by variable name (a counterexample, or a point to evaluate at).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -120,11 +95,25 @@ fn float_is_finite(f: &Float) -> Bool {
     (f.is_nan() | f.is_infinite()).not()
 }
 
-/// Equality of two stored outputs under the float policy; `None` when they cannot be compared
-/// (an int output against a float one).
-pub(crate) fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<Bool, String> {
+/// Two outputs that cannot be compared (an int root against a float one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("root dtype changed from {} to {}", from.py_name(), to.py_name())]
+pub struct RootDtypeChanged {
+    pub from: DType,
+    pub to: DType,
+}
+
+/// Equality of two stored outputs: two NaNs are equal; +0.0 and -0.0 differ only when
+/// `signed_zero` (`verify-rules` under [`FloatPolicy::Strict`]; the fuzz oracle, and so triage,
+/// compares them equal under both policies). `Err` when they cannot be compared (an int output
+/// against a float one).
+pub(crate) fn same_output(
+    a: &Encoded,
+    b: &Encoded,
+    signed_zero: bool,
+) -> Result<Bool, RootDtypeChanged> {
     let feq = |x: &Float, y: &Float| -> Bool {
-        if pol.strict && pol.signed_zero {
+        if signed_zero {
             // SMT equality: NaN = NaN, +0 ≠ -0
             x.eq(y)
         } else {
@@ -158,18 +147,21 @@ pub(crate) fn same_output(a: &Encoded, b: &Encoded, pol: FloatPolicy) -> Result<
         _ => match (exact_int(a), exact_int(b)) {
             (Some(x), Some(y)) => x.eq(&y),
             _ => {
-                return Err(format!(
-                    "root dtype changed from {} to {}",
-                    a.dtype.py_name(),
-                    b.dtype.py_name()
-                ));
+                return Err(RootDtypeChanged {
+                    from: a.dtype,
+                    to: b.dtype,
+                });
             }
         },
     })
 }
 
-/// Does the graph under `new` refine the one under `orig` (both in `g`)? Every query runs with
-/// `timeout_ms`; a timeout or an incomplete answer is `Unknown`, never an error.
+/// Does the graph under `new` refine the one under `orig` (both in `g`)? Under
+/// [`FloatPolicy::Strict`] every input (NaN, ±inf, -0.0) is allowed and outputs must be equal as
+/// IEEE values, +0.0 and -0.0 included; under [`FloatPolicy::FastMath`] (what tinygrad's float
+/// rules assume) inputs are finite, any NaN/±inf inside the original graph is poison (like UB),
+/// and +0 == -0. Every query runs with `timeout_ms`; a timeout or an incomplete answer is
+/// `Unknown`, never an error.
 pub fn check_refinement(
     g: &Graph,
     orig: UOp,
@@ -186,13 +178,13 @@ pub fn check_refinement(
         Ok(e) => e,
         Err(u) => return Verdict::Unsupported(u),
     };
-    let same = match same_output(&eo, &en, policy) {
+    let same = match same_output(&eo, &en, policy == FloatPolicy::Strict) {
         Ok(b) => b,
         Err(why) => {
             return Verdict::Unsupported(Unsupported {
                 op: "SINK".into(),
                 dtype: eo.dtype.py_name().into(),
-                reason: why,
+                reason: why.to_string(),
             });
         }
     };
@@ -204,7 +196,7 @@ pub fn check_refinement(
     for a in vm.axioms.iter().cloned().chain(vm.uf_axioms()) {
         s.assert(&a);
     }
-    if !policy.strict {
+    if policy == FloatPolicy::FastMath {
         for v in &vm.vars {
             if let Term::Float(f) = &v.term {
                 s.assert(float_is_finite(f));
@@ -497,7 +489,7 @@ mod tests {
         let m = g.alu(Ops::MUL, &[x, two]).unwrap();
         let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
         assert!(matches!(
-            check_refinement(&g, d, x, FloatPolicy::strict(), 5000),
+            check_refinement(&g, d, x, FloatPolicy::Strict, 5000),
             Verdict::Refines
         ));
         // on uint32, wrapping is defined: x = 2^31 is a counterexample
@@ -506,7 +498,7 @@ mod tests {
         let two = g.cint(DType::UInt32, 2);
         let m = g.alu(Ops::MUL, &[x, two]).unwrap();
         let d = g.alu(Ops::FLOORDIV, &[m, two]).unwrap();
-        let Verdict::Counterexample(c) = check_refinement(&g, d, x, FloatPolicy::strict(), 5000)
+        let Verdict::Counterexample(c) = check_refinement(&g, d, x, FloatPolicy::Strict, 5000)
         else {
             panic!("expected a counterexample");
         };
@@ -534,13 +526,13 @@ mod tests {
             matches!(eval_at(&g, b, &m).unwrap().value, Some(ConstVal::Float(f)) if f.is_nan())
         );
         assert!(matches!(
-            check_refinement(&g, a, b, FloatPolicy::strict(), 5000),
+            check_refinement(&g, a, b, FloatPolicy::Strict, 5000),
             Verdict::Counterexample(_)
         ));
         // fast-math: inputs finite, but the NaN constant is in the graph: orig is poison only
         // where a result is non-finite; max(x, nan) = x is finite, max(nan, x) = nan differs
         assert!(matches!(
-            check_refinement(&g, a, b, FloatPolicy::fast_math(), 5000),
+            check_refinement(&g, a, b, FloatPolicy::FastMath, 5000),
             Verdict::Counterexample(_)
         ));
     }
@@ -582,7 +574,7 @@ mod tests {
         let lt = g.alu(Ops::CMPLT, &[x, c]).unwrap();
         let t = g.cbool(true);
         assert!(matches!(
-            check_refinement(&g, lt, t, FloatPolicy::strict(), 5000),
+            check_refinement(&g, lt, t, FloatPolicy::Strict, 5000),
             Verdict::Refines
         ));
         let add = g.alu(Ops::ADD, &[x, c]).unwrap();
@@ -601,12 +593,12 @@ mod tests {
         let x = g.variable("x", 0, 10, DType::Int32);
         let w = g.mk(Ops::CAST, DType::WeakInt, &[x], Arg::DType(DType::WeakInt));
         assert!(matches!(
-            check_refinement(&g, x, w, FloatPolicy::strict(), 5000),
+            check_refinement(&g, x, w, FloatPolicy::Strict, 5000),
             Verdict::Refines
         ));
         let f = g.mk(Ops::CAST, DType::Float, &[x], Arg::DType(DType::Float));
         assert!(matches!(
-            check_refinement(&g, x, f, FloatPolicy::strict(), 5000),
+            check_refinement(&g, x, f, FloatPolicy::Strict, 5000),
             Verdict::Unsupported(_)
         ));
     }

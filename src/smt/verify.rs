@@ -12,9 +12,10 @@
 //! refines, has a *counterexample* (with both graphs and the inputs), is *vacuous* when the rule
 //! never fired, *unknown* when the solver gave up, *unsupported* when no fired instance could be
 //! encoded. Proofs are over the sampled constants and bounds, not all of them.
-use super::query::{Counterexample, FloatPolicy, Verdict, check_refinement, py_repr};
+use super::query::{Counterexample, Verdict, check_refinement, py_repr};
 use super::z3x;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
+use crate::oracle::tolerance::FloatPolicy;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{Cx, Rule};
 use crate::rewrite::upat::{ArgPat, SrcPat, UPat};
@@ -54,7 +55,7 @@ impl Default for VerifyOpts {
             rules: None,
             filter: None,
             dtypes: TEST_DTYPES.to_vec(),
-            policy: FloatPolicy::strict(),
+            policy: FloatPolicy::Strict,
             timeout_ms: 1500,
             max_instances: 48,
             budget_ms: 2500,
@@ -792,7 +793,7 @@ pub fn replay_on_interp(
     let differs = match (o.value.map(|v| v.to_const()), n.value.map(|v| v.to_const())) {
         (Some(ConstVal::Float(a)), Some(ConstVal::Float(b))) => {
             !(a.is_nan() && b.is_nan())
-                && if policy.strict && policy.signed_zero {
+                && if policy == FloatPolicy::Strict {
                     a.to_bits() != b.to_bits()
                 } else {
                     a != b
@@ -906,21 +907,17 @@ mod tests {
         };
         assert!(n.ub == Some(true) || differs, "{c:#?}\n{o:?}\n{n:?}");
         // and the interpreter, which verify_rules asks before reporting it, shows it too
-        let p = FloatPolicy::strict();
+        let p = FloatPolicy::Strict;
         assert!(replay_on_interp(g, *lhs, *rhs, &c.cex, p).is_ok(), "{c:#?}");
     }
 
     #[test]
     fn guarded_rule_proves_on_weakint_unguarded_has_counterexample() {
         crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
-        let r = run(div_div_guarded(), &[DType::WeakInt], FloatPolicy::strict());
+        let r = run(div_div_guarded(), &[DType::WeakInt], FloatPolicy::Strict);
         assert_eq!(verdict(&r, DType::WeakInt), RuleVerdict::Proved, "{r:#?}");
         assert_eq!(r.totals.proved, 1);
-        let r = run(
-            div_div_unguarded(),
-            &[DType::WeakInt],
-            FloatPolicy::strict(),
-        );
+        let r = run(div_div_unguarded(), &[DType::WeakInt], FloatPolicy::Strict);
         assert_eq!(
             verdict(&r, DType::WeakInt),
             RuleVerdict::Counterexample,
@@ -943,7 +940,7 @@ mod tests {
     fn fixed_width_overflow_of_the_folded_divisor_is_found() {
         crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
         // c1*c2 built from int8 CONSTs is an int8 MUL: 16*16 overflows (UB, and wraps to 0)
-        let r = run(div_div_guarded(), &[DType::Int8], FloatPolicy::strict());
+        let r = run(div_div_guarded(), &[DType::Int8], FloatPolicy::Strict);
         assert_eq!(
             verdict(&r, DType::Int8),
             RuleVerdict::Counterexample,
@@ -958,16 +955,16 @@ mod tests {
         let ints = run(
             add_zero(),
             &[DType::Int32, DType::UInt8],
-            FloatPolicy::strict(),
+            FloatPolicy::Strict,
         );
         assert_eq!(ints.totals.proved, 2, "{ints:#?}");
-        let strict = run(add_zero(), &[DType::Float], FloatPolicy::strict());
+        let strict = run(add_zero(), &[DType::Float], FloatPolicy::Strict);
         assert_eq!(verdict(&strict, DType::Float), RuleVerdict::Counterexample);
         let c = strict.results[0].counterexample.as_ref().unwrap();
         replays(c);
         // -0.0 + 0.0 = +0.0
         assert_eq!(c.cex.inputs.get("x"), Some(ConstVal::Float(-0.0)), "{c:#?}");
-        let fast = run(add_zero(), &[DType::Float], FloatPolicy::fast_math());
+        let fast = run(add_zero(), &[DType::Float], FloatPolicy::FastMath);
         assert_eq!(
             verdict(&fast, DType::Float),
             RuleVerdict::Proved,
@@ -982,7 +979,7 @@ mod tests {
         let r = run(
             div_self(),
             &[DType::Int8, DType::WeakInt, DType::UInt32],
-            FloatPolicy::strict(),
+            FloatPolicy::Strict,
         );
         assert_eq!(r.totals.proved, 3, "{r:#?}");
     }
@@ -990,7 +987,7 @@ mod tests {
     #[test]
     fn a_guard_that_never_holds_is_vacuous() {
         crate::smt::z3x::use_rlimit(crate::smt::z3x::TEST_RLIMIT_PER_MS);
-        let r = run(never(), &[DType::Int32], FloatPolicy::strict());
+        let r = run(never(), &[DType::Int32], FloatPolicy::Strict);
         assert_eq!(verdict(&r, DType::Int32), RuleVerdict::Vacuous, "{r:#?}");
         assert!(r.results[0].instances > 0);
         assert_eq!(r.results[0].fired, 0);

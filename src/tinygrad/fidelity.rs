@@ -17,15 +17,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The rule sets tinygrad exports as one PatternMatcher (what `rewrite_cmd.py` can run).
-pub const TINYGRAD_SETS: &[&str] = &[
-    "symbolic_simple",
-    "symbolic",
-    "sym",
-    "simplifying",
-    "late",
-    "late_fast_idiv",
-];
+/// The rule sets tinygrad exports as one PatternMatcher (what `rewrite_cmd.py` can run): the
+/// port's sets, by the same names.
+pub use crate::rewrite::rules::SET_NAMES as TINYGRAD_SETS;
 
 /// Which generator makes the graphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -12,7 +12,7 @@ use super::worker::{WorkerConfig, WorkerPool};
 use crate::ir::text::{parse_graph, write_graph};
 use crate::ir::{DType, Graph, UOp};
 use crate::oracle::fuzz::choose_rules;
-use crate::oracle::rewriter::{Provenance, RewriteMemo, Rewriter};
+use crate::oracle::rewriter::{Provenance, RewriteMemo, Rewriter, RewriterError};
 use crate::rewrite::engine::{RuleError, Step, Stop};
 use crate::rewrite::pipeline::Rewritten;
 use serde_json::Value;
@@ -95,7 +95,12 @@ impl TinygradRewriter {
         }
     }
 
-    fn call(&self, g: &mut Graph, root: UOp, fuel: Option<usize>) -> Result<Rewritten, String> {
+    fn call(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        fuel: Option<usize>,
+    ) -> Result<Rewritten, RewriterError> {
         // codegen lowers kernels; any other graph is left as it is (so nothing is compared)
         if self.rules == "codegen" && g.dtype(root) != DType::Void {
             return Ok(Rewritten {
@@ -114,13 +119,13 @@ impl TinygradRewriter {
         let v = self
             .pool
             .with(|w| w.request(req))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| RewriterError::Worker(e.to_string()))?;
         let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
         if let Some(cls) = v["load_err"].as_str() {
-            return Err(format!(
-                "the worker could not run the graph: {cls}: {}",
-                s("msg")
-            ));
+            return Err(RewriterError::Load {
+                class: cls.to_string(),
+                msg: s("msg"),
+            });
         }
         let sizes: Vec<usize> = v["sizes"]
             .as_array()
@@ -151,7 +156,7 @@ impl TinygradRewriter {
                         trace: Vec::new(),
                     });
                 }
-                Err(e) => return Err(format!("the worker's result does not parse: {e}")),
+                Err(e) => return Err(RewriterError::Result(e)),
             };
             let map = import(g, &p.graph);
             p.roots
@@ -159,10 +164,10 @@ impl TinygradRewriter {
                 .map(|(n, u)| (n, map[u.idx()]))
                 .collect()
         };
-        let node = |n: &Value| -> Result<UOp, String> {
+        let node = |n: &Value| -> Result<UOp, RewriterError> {
             n.as_str()
                 .and_then(|n| named.get(n).copied())
-                .ok_or_else(|| format!("the worker's trace names an unknown node {n}"))
+                .ok_or_else(|| RewriterError::UnknownNode(n.to_string()))
         };
         let mut trace = Vec::new();
         for st in v["trace"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
@@ -182,10 +187,7 @@ impl TinygradRewriter {
         }
         let stop = match v["err"].as_str() {
             None => {
-                let r = named
-                    .get("root")
-                    .copied()
-                    .ok_or("the worker's result has no root")?;
+                let r = named.get("root").copied().ok_or(RewriterError::NoRoot)?;
                 let stop = match fuel {
                     Some(f) if trace.len() >= f => Stop::FuelExhausted,
                     _ => Stop::Done,
@@ -231,8 +233,6 @@ impl TinygradRewriter {
     }
 }
 
-/// Copies every node of `from` into `to` (hash-consed: nodes `to` has are reused); the result
-/// maps `from`'s node index to `to`'s node.
 /// The port's error for a tinygrad exception (`super::port_error` the other way round).
 fn rule_error(cls: &str, msg: String) -> RuleError {
     match cls {
@@ -242,6 +242,8 @@ fn rule_error(cls: &str, msg: String) -> RuleError {
     }
 }
 
+/// Copies every node of `from` into `to` (hash-consed: nodes `to` has are reused); the result
+/// maps `from`'s node index to `to`'s node.
 fn import(to: &mut Graph, from: &Graph) -> Vec<UOp> {
     let mut map: Vec<UOp> = Vec::with_capacity(from.len());
     for u in from.all_nodes() {
@@ -270,10 +272,15 @@ impl Rewriter for TinygradRewriter {
         g: &mut Graph,
         root: UOp,
         _memo: &mut RewriteMemo,
-    ) -> Result<Rewritten, String> {
+    ) -> Result<Rewritten, RewriterError> {
         self.call(g, root, None)
     }
-    fn rewrite_fuel(&self, g: &mut Graph, root: UOp, fuel: usize) -> Result<Rewritten, String> {
+    fn rewrite_fuel(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        fuel: usize,
+    ) -> Result<Rewritten, RewriterError> {
         self.call(g, root, Some(fuel))
     }
 }

@@ -103,10 +103,18 @@ pub fn linearize(g: &Graph, sink: UOp) -> Vec<UOp> {
         let run_count: i128 = ranges[&u]
             .iter()
             .map(|r| {
+                // int(r.vmax)+1: the end, a committed `CAST(int, CONST)` literal in a kernel
                 let end = g
                     .src(*r)
                     .first()
-                    .and_then(|e| g.const_val(*e))
+                    .map(|e| {
+                        if g.op(*e) == Ops::CAST {
+                            g.src(*e)[0]
+                        } else {
+                            *e
+                        }
+                    })
+                    .and_then(|e| g.const_val(e))
                     .and_then(|c| c.as_i128());
                 end.unwrap_or(1).max(1)
             })

@@ -6,6 +6,14 @@
 //! output buffer (`PARAM` slot = root index), every variable (and every free RANGE or SPECIAL
 //! leaf, which a scalar graph reads as an input) becomes a scalar `PARAM` in the ALU addrspace
 //! numbered after the buffers (`pm_number_params`, codegen/__init__.py:33-40).
+//!
+//! A kernel graph (one void root: SINK/END/STORE, the generator's `kernel` family) keeps its
+//! GLOBAL buffer `PARAM`s at their slots: each is a [`KernelParam`] with
+//! [`ArgSource::Buffer`], bound to `Env::buffers[slot]` (the interpreter's buffers, same slot)
+//! and, when `written`, read back into `Observed::buffers[slot]`. Its variables are scalar
+//! `PARAM`s numbered after the buffers, as above. One `lower` call lowers one kernel root: the
+//! oracle's original and rewritten kernels write the same buffers, so a backend runs each on
+//! its own copy of the point's buffers.
 use super::{CStyleLanguage, CannotRender};
 use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 use crate::rewrite::analysis::Cache;
@@ -26,6 +34,16 @@ pub enum ArgSource {
     Range(i64),
     /// A free SPECIAL leaf's value (`Env::specials`, by name).
     Special(String),
+    /// A kernel's GLOBAL buffer: `Env::buffers[slot]` (`size` elements of the param's dtype,
+    /// stored little-endian as [`crate::exec::kernel_io::encode`] does) passed as a pointer.
+    /// `written`: the kernel stores to it, so its contents after the run are the result
+    /// (`Observed::buffers[slot]`); otherwise it is read only. A buffer shorter than `size`
+    /// in the env is an input the point lacks (zero-filled, as ops_python allocates).
+    Buffer {
+        slot: i64,
+        size: usize,
+        written: bool,
+    },
 }
 
 /// One kernel parameter, in slot order.
@@ -33,7 +51,7 @@ pub enum ArgSource {
 pub struct KernelParam {
     pub slot: i64,
     pub dtype: DType,
-    /// A pointer to one element (outputs) or a value (inputs).
+    /// A pointer (outputs, kernel buffers, half inputs) or a value (other inputs).
     pub pointer: bool,
     pub source: ArgSource,
 }
@@ -554,12 +572,46 @@ fn rewrite(
     }
 }
 
+/// A variable `u` (BUFFER/PARAM in the ALU addrspace) as a kernel input: the value that stands
+/// for it, the PARAM to bind and its source.
+fn variable_leaf(cx: &mut Cx, u: UOp, empty: UOp) -> (UOp, UOp, ArgSource) {
+    let dt = cx.g.dtype(u);
+    let mut p =
+        cx.g.arg(u)
+            .as_param()
+            .cloned()
+            .unwrap_or_else(|| ParamArg::buffer(-1, dt));
+    let name = p.name.clone().unwrap_or_default();
+    if dt == DType::Half {
+        // C has no `__fp16` parameters ("parameters cannot have __fp16 type"): a half
+        // input is read from a one-element buffer, as tinygrad kernels read inputs
+        // named, so two half variables get two buffers (hash-consing merges equal PARAMs)
+        let sz = cx.g.cint(DType::WeakInt, 1);
+        let mut pa = ParamArg::buffer(-1, dt);
+        pa.name = Some(name.clone());
+        let buf = cx.g.mk(Ops::PARAM, dt, &[sz], Arg::Param(Box::new(pa)));
+        let zero = cx.g.cint(DType::Int32, 0);
+        let idx = cx.g.mk(Ops::INDEX, dt, &[buf, zero], Arg::None);
+        let ld = cx.g.mk(Ops::LOAD, dt, &[idx], Arg::None);
+        (ld, buf, ArgSource::Var(name))
+    } else {
+        p.slot = -1;
+        let v = cx.g.mk(Ops::PARAM, dt, &[empty], Arg::Param(Box::new(p)));
+        (v, v, ArgSource::Var(name))
+    }
+}
+
 /// Lowers scalar `roots` of `g` into a kernel for renderer `ren`.
 pub fn lower<R: CStyleLanguage + ?Sized>(
     ren: &R,
     g0: &Graph,
     roots: &[UOp],
 ) -> Result<Kernel, CannotRender> {
+    if let [root] = roots
+        && g0.dtype(*root) == DType::Void
+    {
+        return lower_kernel(ren, g0, *root);
+    }
     let (mut g, roots) = g0.extract(roots);
     let mut cache = Cache::default();
     let order = g.toposort(&roots);
@@ -627,33 +679,12 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
                 source,
             ))
         } else if matches!(op, Ops::BUFFER | Ops::PARAM) {
-            let mut p =
-                cx.g.arg(u)
-                    .as_param()
-                    .cloned()
-                    .unwrap_or_else(|| ParamArg::buffer(-1, dt));
-            let name = p.name.clone().unwrap_or_default();
-            if dt == DType::Half {
-                // C has no `__fp16` parameters ("parameters cannot have __fp16 type"): a half
-                // input is read from a one-element buffer, as tinygrad kernels read inputs
-                // named, so two half variables get two buffers (hash-consing merges equal PARAMs)
-                let sz = cx.g.cint(DType::WeakInt, 1);
-                let mut pa = ParamArg::buffer(-1, dt);
-                pa.name = Some(name.clone());
-                let buf = cx.g.mk(Ops::PARAM, dt, &[sz], Arg::Param(Box::new(pa)));
-                let zero = cx.g.cint(DType::Int32, 0);
-                let idx = cx.g.mk(Ops::INDEX, dt, &[buf, zero], Arg::None);
-                let ld = cx.g.mk(Ops::LOAD, dt, &[idx], Arg::None);
-                leaf.insert(u, ld);
-                sources.push((buf, ArgSource::Var(name)));
-                None
-            } else {
-                p.slot = -1;
-                Some((
-                    cx.g.mk(Ops::PARAM, dt, &[empty], Arg::Param(Box::new(p))),
-                    ArgSource::Var(name),
-                ))
+            let (l, p, s) = variable_leaf(&mut cx, u, empty);
+            leaf.insert(u, l);
+            if !sources.iter().any(|(q, _)| *q == p) {
+                sources.push((p, s));
             }
+            None
         } else {
             None
         };
@@ -679,7 +710,7 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
     let roots: Vec<UOp> = roots.iter().map(|r| sub[r]).collect();
     let order = cx.g.toposort(&roots);
     let m = commit_weak_graph(&mut cx, &order)?;
-    let mut sources: Vec<(UOp, ArgSource)> = sources
+    let sources: Vec<(UOp, ArgSource)> = sources
         .into_iter()
         .filter_map(|(p, s)| m.get(&p).map(|np| (*np, s)))
         .collect();
@@ -694,6 +725,21 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
         stores.push(cx.g.mk(Ops::STORE, DType::Void, &[idx, r], Arg::None));
     }
     let sink = cx.g.mk(Ops::SINK, DType::Void, &stores, Arg::None);
+    finish(ren, g, cache, sink, sources, false)
+}
+
+/// The passes of `full_rewrite_to_sink` from "cast float alu operands" on
+/// (codegen/__init__.py:355-397), for a SINK whose weak dtypes are committed. `kernel`: the
+/// SINK is a kernel graph's, whose GLOBAL buffers are [`ArgSource::Buffer`] params and whose
+/// ENDs are split and ordered (`pm_split_ends`, `pm_add_control_flow`).
+fn finish<R: CStyleLanguage + ?Sized>(
+    ren: &R,
+    mut g: Graph,
+    mut cache: Cache,
+    sink: UOp,
+    mut sources: Vec<(UOp, ArgSource)>,
+    kernel: bool,
+) -> Result<Kernel, CannotRender> {
     // full_rewrite_to_sink's decomposition passes (codegen/__init__.py:359-379)
     let ops = ren.supported_ops();
     let sink = rewrite(
@@ -716,6 +762,12 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
     let extra = ren.extra_matcher().unwrap_or_default();
     let pm_final = RuleSet::concat("pm_final_rewrite", &[&commit, &pm_decomp, &extra]);
     let sink = rewrite(&mut g, &mut cache, sink, &pm_final, "final rewrite")?;
+    // pm_split_ends is part of pm_final_rewrite (:378)
+    let sink = if kernel {
+        super::kernel::split_ends(&mut g, sink)?
+    } else {
+        sink
+    };
     // pm_casted_consts (codegen/__init__.py:285-287, :383): every CONST → CAST(dt, CONST weak)
     let order = g.toposort(&[sink]);
     let mut cc: HashMap<UOp, UOp> = HashMap::default();
@@ -754,12 +806,19 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
             s.0 = *n;
         }
     }
+    // pm_add_control_flow (:389)
+    let sink = if kernel {
+        super::kernel::add_control_flow(&mut g, sink)?
+    } else {
+        sink
+    };
     // pm_number_params (codegen/__init__.py:391-393): slot -1 PARAMs numbered in walk order
     let order = g.toposort(&[sink]);
     let mut next = order
         .iter()
         .filter(|u| g.op(**u) == Ops::PARAM && g.arg(**u).as_param().is_some_and(|p| p.slot != -1))
         .count() as i64;
+    let written = stored_params(&g, sink);
     let mut np: HashMap<UOp, UOp> = HashMap::default();
     let mut params: Vec<KernelParam> = Vec::new();
     for &u in &order {
@@ -781,6 +840,12 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
             }
             let source = match sources.iter().find(|(q, _)| *q == u) {
                 Some((_, s)) => s.clone(),
+                None if kernel && p.addrspace() != AddrSpace::Alu => ArgSource::Buffer {
+                    slot: p.slot,
+                    size: param_size(&g, u)
+                        .ok_or_else(|| CannotRender("a kernel buffer without its size".into()))?,
+                    written: written.contains(&u),
+                },
                 None if p.addrspace() != AddrSpace::Alu => ArgSource::Output(p.slot as usize),
                 None => return Err(CannotRender("a kernel input lost its source".into())),
             };
@@ -801,4 +866,135 @@ pub fn lower<R: CStyleLanguage + ?Sized>(
         sink: s[0],
         params,
     })
+}
+
+/// A buffer PARAM's element count: its size src, a CONST or the `CAST(int, CONST)` literal.
+fn param_size(g: &Graph, p: UOp) -> Option<usize> {
+    let s = *g.src(p).first()?;
+    let s = if g.op(s) == Ops::CAST { g.src(s)[0] } else { s };
+    usize::try_from(g.const_val(s)?.as_i128()?).ok()
+}
+
+/// The PARAMs a STORE writes through (`_render`'s mutable buffers, renderer/cstyle.py:205):
+/// reached from a STORE's target without crossing an END.
+fn stored_params(g: &Graph, sink: UOp) -> rustc_hash::FxHashSet<UOp> {
+    let mut out = rustc_hash::FxHashSet::default();
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut stack: Vec<UOp> = g
+        .toposort(&[sink])
+        .into_iter()
+        .filter(|u| g.op(*u) == Ops::STORE)
+        .map(|u| g.src(u)[0])
+        .collect();
+    while let Some(x) = stack.pop() {
+        if g.op(x) == Ops::END || !seen.insert(x) {
+            continue;
+        }
+        if g.op(x) == Ops::PARAM {
+            out.insert(x);
+        }
+        stack.extend(g.src(x).iter().copied());
+    }
+    out
+}
+
+/// Lowers the kernel graph under void `root` (SINK, END or STORE of the generator's `kernel`
+/// family, at tinygrad's "early symbolic" stage, codegen/__init__.py:341) for renderer `ren`:
+/// the structural passes of [`super::kernel`], variables as scalar params, weak dtypes
+/// committed (`pm_lower_index_dtype`, :358), then [`finish`].
+pub fn lower_kernel<R: CStyleLanguage + ?Sized>(
+    ren: &R,
+    g0: &Graph,
+    root: UOp,
+) -> Result<Kernel, CannotRender> {
+    use super::kernel as k;
+    let (mut g, r) = g0.extract(&[root]);
+    let mut root = r[0];
+    for u in g.toposort(&[root]) {
+        let op = g.op(u);
+        let n = g.src(u).len();
+        let param_ok = matches!(op, Ops::BUFFER | Ops::PARAM)
+            && g.arg(u).as_param().is_some_and(|p| {
+                matches!(p.addrspace(), AddrSpace::Alu | AddrSpace::Global)
+                    || (op == Ops::BUFFER && p.addrspace() == AddrSpace::Reg)
+            });
+        let ok = (op.is_alu() && op != Ops::THREEFRY)
+            || param_ok
+            || matches!(
+                op,
+                Ops::SINK
+                    | Ops::END
+                    | Ops::AFTER
+                    | Ops::GROUP
+                    | Ops::NOOP
+                    | Ops::RANGE
+                    | Ops::SPECIAL
+                    | Ops::REDUCE
+                    | Ops::CONST
+                    | Ops::CAST
+                    | Ops::BITCAST
+            )
+            || (op == Ops::INDEX && n == 2)
+            || (op == Ops::LOAD && n == 1)
+            || (op == Ops::STORE && n == 2)
+            || (op == Ops::STACK && n == 0);
+        if !ok {
+            return Err(CannotRender(format!(
+                "{} with {n} srcs in a kernel",
+                op.name()
+            )));
+        }
+        if matches!(op, Ops::RANGE | Ops::SPECIAL) && n != 1 {
+            return Err(CannotRender(format!("{} with {n} srcs", op.name())));
+        }
+        if g.dtype(u).is_fp8() {
+            return Err(CannotRender(format!(
+                "{} of {}",
+                op.name(),
+                g.dtype(u).py_name()
+            )));
+        }
+    }
+    if g.op(root) != Ops::SINK {
+        root = g.mk(Ops::SINK, DType::Void, &[root], Arg::None);
+    }
+    let root = k::clean_up_group_sink(&mut g, root)?;
+    let root = k::specials_to_loops(&mut g, root)?;
+    let root = k::reduce_to_acc(&mut g, root)?;
+    let root = k::one_end_per_range(&mut g, root)?;
+    let root = k::move_gates(&mut g, root)?;
+    let mut cache = Cache::default();
+    let mut cx = Cx {
+        g: &mut g,
+        cache: &mut cache,
+    };
+    // variables → scalar params (slot -1), then weak dtypes committed
+    let order = cx.g.toposort(&[root]);
+    let empty = cx.g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+    let mut sources: Vec<(UOp, ArgSource)> = Vec::new();
+    let mut sub: HashMap<UOp, UOp> = HashMap::default();
+    for &u in &order {
+        let alu_var = matches!(cx.g.op(u), Ops::BUFFER | Ops::PARAM)
+            && cx
+                .g
+                .arg(u)
+                .as_param()
+                .is_some_and(|p| p.addrspace() == AddrSpace::Alu);
+        if alu_var {
+            let (l, p, s) = variable_leaf(&mut cx, u, empty);
+            sub.insert(u, l);
+            if !sources.iter().any(|(q, _)| *q == p) {
+                sources.push((p, s));
+            }
+        }
+    }
+    let root = super::kernel::substitute(cx.g, root, &sub);
+    let order = cx.g.toposort(&[root]);
+    let m = commit_weak_graph(&mut cx, &order)?;
+    let sources: Vec<(UOp, ArgSource)> = sources
+        .into_iter()
+        .filter_map(|(p, s)| m.get(&p).map(|np| (*np, s)))
+        .collect();
+    let sink = m[&root];
+    finish(ren, g, cache, sink, sources, true)
 }

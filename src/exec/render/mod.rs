@@ -15,6 +15,7 @@
 //! "unsupported" for graphs that need more, as a value.
 pub mod clang;
 pub mod cuda;
+pub mod kernel;
 pub mod linearize;
 pub mod lower;
 pub mod wgsl;
@@ -330,9 +331,17 @@ pub fn base_rewrite<R: CStyleLanguage + ?Sized>(ren: &R, cx: &Ctx, u: UOp) -> Op
     match op {
         // (UPat(Ops.BUFFER, name="x"), lambda ctx,x: ctx.render_buffer(x))  cstyle.py:12
         Ops::BUFFER => {
+            // max_numel: the size src, a committed `CAST(int, CONST)` literal by now
             let n = src
                 .first()
-                .and_then(|s| g.const_val(*s))
+                .map(|s| {
+                    if g.op(*s) == Ops::CAST {
+                        g.src(*s)[0]
+                    } else {
+                        *s
+                    }
+                })
+                .and_then(|s| g.const_val(s))
                 .and_then(|c| c.as_i128())
                 .unwrap_or(1);
             Some(ren.render_buffer(cx, u, n))

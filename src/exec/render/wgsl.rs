@@ -416,8 +416,35 @@ impl CStyleLanguage for WgslRenderer {
                     _ => {}
                 }
             }
-            // :73-74 BUFFER: LOCAL/REG buffers never reach a lowered scalar kernel
-            Ops::BUFFER => return None,
+            // (UPat(Ops.BUFFER, name="x"), lambda ctx,x:
+            //  f"var{'<workgroup>' if x.addrspace == AddrSpace.LOCAL else ''} {ctx[x]}: array<{ctx.buf_map(x)},{_packed_size(x)}>;")  :73-74
+            Ops::BUFFER => {
+                let ws = if addrspace(g, u) == Some(AddrSpace::Local) {
+                    "<workgroup>"
+                } else {
+                    ""
+                };
+                let n = src.first().and_then(|s| {
+                    let s = if g.op(*s) == Ops::CAST {
+                        g.src(*s)[0]
+                    } else {
+                        *s
+                    };
+                    g.const_val(s)?.as_i128()
+                })?;
+                // _packed_size (:33): ceildiv(numel, 4//itemsize) when packed
+                let n = if is_packed(g, u) {
+                    let per = 4 / dt.itemsize().max(1) as i128;
+                    (n + per - 1) / per
+                } else {
+                    n
+                };
+                return Some(format!(
+                    "var{ws} {}: array<{},{n}>;",
+                    cx.get(u),
+                    self.buf_map(g, u)
+                ));
+            }
             Ops::BITCAST => {
                 let x = cx.get(src[0]);
                 let sdt = g.dtype(src[0]);

@@ -2,6 +2,8 @@
 //! (`pm1 + pm2` = earlier set first). Each file ports one tinygrad PatternMatcher in its order.
 pub mod data_invalid;
 pub mod divandmod;
+#[cfg(test)]
+mod golden;
 pub mod late;
 pub mod movement;
 pub mod simple;

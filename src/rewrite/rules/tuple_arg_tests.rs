@@ -6,7 +6,7 @@
 //! raised); the port must read the input, rewrite it with the same RuleSet and write the identical
 //! text. Each case also names the rules that must fire, so a guard that declines where tinygrad
 //! fires (or the reverse) fails even when another rule reaches the same graph.
-use super::movement;
+use super::{golden, movement};
 use crate::ir::spec::{self, Level, SpecOptions};
 use crate::ir::text::{parse_graph, write_graph};
 use crate::ir::{Arg, DType, Graph, Ops};
@@ -14,47 +14,28 @@ use crate::rewrite::engine::{Limits, RuleError, RuleSet, Stop, graph_rewrite};
 
 const EXPECTED: &str = include_str!("testdata/tuple_args_expected.txt");
 
-/// (input text, result text or `RAISES ...` line) of case `name`.
-fn case(name: &str) -> (&'static str, &'static str) {
-    let head = format!("== {name}\n");
-    let start = EXPECTED
-        .find(&head)
-        .unwrap_or_else(|| panic!("no golden case {name}"))
-        + head.len();
-    let rest = &EXPECTED[start..];
-    let end = rest.find("\n== ").map_or(rest.len(), |e| e + 1);
-    let body = &rest[..end];
-    let (inp, out) = body.split_once("-- result\n").expect("a result section");
-    (inp, out)
-}
-
 fn run(name: &str, rs: &RuleSet, must_fire: &[&str]) {
-    let (inp, want) = case(name);
-    let p = parse_graph(inp, name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut g = p.graph;
-    let root = p.roots[0].1;
-    // the text form round-trips the tuple args
-    assert_eq!(
-        write_graph(&g, &[root], &["root"]),
-        inp,
-        "{name}: round trip"
-    );
+    let case = golden::case(EXPECTED, name);
+    let (mut g, root) = case.graph();
     let mut cache = Default::default();
     let out = graph_rewrite(&mut g, &mut cache, root, rs, &Limits::default());
     let fired: Vec<&str> = out.trace.iter().map(|s| s.rule).collect();
     for r in must_fire {
         assert!(fired.contains(r), "{name}: {r} did not fire ({fired:?})");
     }
-    if let Some(exc) = want.strip_prefix("RAISES ") {
-        let Stop::RuleError { error, .. } = &out.stop else {
-            panic!("{name}: expected {exc}, got {:?}", out.stop)
-        };
-        let RuleError::Runtime(msg) = error else {
-            panic!("{name}: expected {exc}, got {error:?}")
-        };
-        assert_eq!(msg.as_str(), exc.trim_end(), "{name}");
-        return;
-    }
+    let want = match case.result {
+        Ok(text) => text,
+        Err(exc) => {
+            let Stop::RuleError { error, .. } = &out.stop else {
+                panic!("{name}: expected {exc}, got {:?}", out.stop)
+            };
+            let RuleError::Runtime(msg) = error else {
+                panic!("{name}: expected {exc}, got {error:?}")
+            };
+            assert_eq!(msg.as_str(), exc, "{name}");
+            return;
+        }
+    };
     assert_eq!(out.stop, Stop::Done, "{name}");
     assert_eq!(write_graph(&g, &[out.root], &["root"]), want, "{name}");
 }
@@ -80,8 +61,8 @@ fn permute_rules_match_tinygrad() {
     run("reshape_of_perm_noop", &mc, &["mop_cleanup/noop_reshape"]);
     run("reshape_of_reduce_noop", &mc, &["mop_cleanup/noop_reshape"]);
     run("reshape_of_perm_not_noop", &mc, &[]);
-    let (inp, want) = case("reshape_of_perm_not_noop");
-    assert_eq!(inp, want);
+    let c = golden::case(EXPECTED, "reshape_of_perm_not_noop");
+    assert_eq!(Ok(c.input), c.result);
 }
 
 #[test]
@@ -89,8 +70,12 @@ fn permute_guards_decline() {
     let mc = movement::mop_cleanup();
     for name in ["perm_not_noop", "perm_not_noop_negative"] {
         run(name, &mc, &[]);
-        let (inp, want) = case(name);
-        assert_eq!(inp, want, "{name}: tinygrad leaves it unchanged");
+        let c = golden::case(EXPECTED, name);
+        assert_eq!(
+            Ok(c.input),
+            c.result,
+            "{name}: tinygrad leaves it unchanged"
+        );
     }
 }
 
@@ -120,8 +105,13 @@ fn reduce_guards_decline() {
         "reduce_mul_chain_dtype",
     ] {
         run(name, s, &[]);
-        let (inp, want) = case(name);
-        assert_eq!(inp, want, "{name}: tinygrad leaves it unchanged");
+        let c = golden::case(EXPECTED, name);
+        assert_eq!(
+            Ok(c.input),
+            c.result,
+            "{name}: tinygrad leaves it unchanged"
+        );
+        let inp = c.input;
         let p = parse_graph(inp, name).unwrap();
         let mut g = p.graph;
         let mut cache = Default::default();
@@ -186,10 +176,9 @@ fn spec_accepts_tuple_args() {
         dtype_rule: false,
         port_rules: true,
     };
-    for block in EXPECTED.split("== ").skip(1) {
-        let name = block.lines().next().unwrap();
-        let (inp, _) = case(name);
-        let p = parse_graph(inp, name).unwrap();
+    for c in golden::cases(EXPECTED) {
+        let name = c.name;
+        let p = parse_graph(c.input, name).unwrap();
         let res = spec::check_with(&p.graph, &[p.roots[0].1], opts);
         if name.ends_with("none_arg") {
             assert!(res.is_err(), "{name}");

@@ -307,7 +307,7 @@ mod tests {
         let mut cx = Ctx {
             pipe: &pipe,
             reference: None,
-            policy: OraclePolicy::FastMath,
+            policy: FloatPolicy::FastMath,
             timeout_ms: 2000,
             step_timeout_ms: 400,
             stats: QueryStats::default(),

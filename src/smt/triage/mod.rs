@@ -39,6 +39,7 @@ mod confirm;
 pub mod minimize;
 mod model;
 pub mod real;
+pub mod reduce;
 
 use crate::exec::Observed;
 use blame::*;
@@ -56,15 +57,13 @@ use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::oracle::blame::first_wrong_step;
 use crate::oracle::check::Detected;
 use crate::oracle::compare::{PointVerdict, compare_point};
-use crate::oracle::tolerance::FloatPolicy as OraclePolicy;
+use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::Stop;
 use crate::rewrite::pipeline::{Pipeline, Rewritten};
 use crate::smt::encode::{Encoded, Term, VarMap, encode};
-use crate::smt::query::{
-    Counterexample, FloatPolicy as SmtPolicy, Model, eval_term, same_output, term_value,
-};
+use crate::smt::query::{Counterexample, Model, eval_term, same_output, term_value};
 use crate::smt::z3x::bv_const;
 use real::{RealVerdict, check_real};
 use serde::Serialize;
@@ -76,7 +75,7 @@ use z3::{Optimize, SatResult, Solver};
 #[derive(Clone, Debug)]
 pub struct TriageOpts {
     /// The run's float policy (the finding's `float_policy`).
-    pub policy: OraclePolicy,
+    pub policy: FloatPolicy,
     /// Bound of the confirming, value-shrinking and classifying Z3 queries, in milliseconds.
     pub timeout_ms: u32,
     /// Bound of each of the many small queries (minimization candidates, blame steps).
@@ -93,7 +92,7 @@ pub struct TriageOpts {
 impl Default for TriageOpts {
     fn default() -> TriageOpts {
         TriageOpts {
-            policy: OraclePolicy::FastMath,
+            policy: FloatPolicy::FastMath,
             timeout_ms: 2000,
             step_timeout_ms: 400,
             minimize: true,
@@ -239,7 +238,7 @@ pub(crate) struct Ctx<'p, 'r> {
     pub pipe: &'p Pipeline<'r>,
     /// A pipeline that must *not* show the mismatch (the same rules without an injection).
     pub reference: Option<&'p Pipeline<'r>>,
-    pub policy: OraclePolicy,
+    pub policy: FloatPolicy,
     pub timeout_ms: u32,
     pub step_timeout_ms: u32,
     pub stats: QueryStats,
@@ -520,8 +519,8 @@ pub fn triage_against<'p, 'r>(
         Status::Unknown => "unknown".to_string(),
         Status::Confirmed if !semantic => det.class.name().to_string(),
         Status::Confirmed if real_valid => match opts.policy {
-            OraclePolicy::FastMath => Class::FloatRounding.name().to_string(),
-            OraclePolicy::Strict => Class::FastMathUnsound.name().to_string(),
+            FloatPolicy::FastMath => Class::FloatRounding.name().to_string(),
+            FloatPolicy::Strict => Class::FastMathUnsound.name().to_string(),
         },
         Status::Confirmed if real_invalid => Class::RewriteBug.name().to_string(),
         // no float left in the pair: a fast-math label (the rule's name) does not apply

@@ -2,15 +2,13 @@
 //! ([`ieee_query`]), its soft goals for value shrinking, and the counterexample read from a model.
 use super::*;
 
-pub(super) fn smt_policy(p: OraclePolicy) -> SmtPolicy {
-    match p {
-        OraclePolicy::FastMath => SmtPolicy::fast_math(),
-        // the oracle compares ±0 as equal (`same_val`) under both policies
-        OraclePolicy::Strict => SmtPolicy {
-            strict: true,
-            signed_zero: false,
-        },
-    }
+/// Why a pair makes no query: the encoding does not cover it, or its roots cannot be compared.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Encode(#[from] crate::smt::encode::Unsupported),
+    #[error(transparent)]
+    Roots(#[from] crate::smt::query::RootDtypeChanged),
 }
 
 /// How a Z3 refinement query is asked.
@@ -66,13 +64,14 @@ pub(super) fn build(
     g: &Graph,
     orig: UOp,
     new: UOp,
-    pol: OraclePolicy,
+    pol: FloatPolicy,
     ask: Ask,
-) -> Result<Built, String> {
+) -> Result<Built, BuildError> {
     let mut vm = VarMap::new();
-    let eo = encode(g, orig, &mut vm).map_err(|e| e.to_string())?;
-    let en = encode(g, new, &mut vm).map_err(|e| e.to_string())?;
-    let same = same_output(&eo, &en, smt_policy(pol))?;
+    let eo = encode(g, orig, &mut vm)?;
+    let en = encode(g, new, &mut vm)?;
+    // the oracle compares ±0 as equal (`same_val`) under both policies
+    let same = same_output(&eo, &en, false)?;
     let mut hard: Vec<Bool> = vm.domain.clone();
     hard.extend(vm.axioms.iter().cloned());
     hard.extend(vm.uf_axioms());
@@ -99,7 +98,7 @@ pub(super) fn build(
         let inf_diff = (a.is_infinite() | b.is_infinite()) & a.eq_fpa(&b).not();
         differs &= nan_xor | inf_diff | diff.gt(&bound);
     }
-    if pol == OraclePolicy::FastMath {
+    if pol == FloatPolicy::FastMath {
         for v in &vm.vars {
             if let Term::Float(f) = &v.term {
                 hard.push((f.is_nan() | f.is_infinite()).not());
@@ -216,7 +215,7 @@ pub fn ieee_query(
     g: &Graph,
     orig: UOp,
     new: UOp,
-    pol: OraclePolicy,
+    pol: FloatPolicy,
     timeout_ms: u32,
     ask: Ask,
 ) -> Z3Answer {
@@ -224,7 +223,7 @@ pub fn ieee_query(
         Ok(b) => b,
         Err(why) => {
             st.unsupported += 1;
-            return Z3Answer::Unsupported(why);
+            return Z3Answer::Unsupported(why.to_string());
         }
     };
     let p = crate::smt::z3x::query_params(timeout_ms);
@@ -309,7 +308,7 @@ mod tests {
             simplest: false,
         };
         let mut st = QueryStats::default();
-        let p = OraclePolicy::FastMath;
+        let p = FloatPolicy::FastMath;
         assert_eq!(
             ieee_query(&mut st, &g, add, x, p, 2000, ask).kind(),
             "refines"

@@ -7,8 +7,10 @@
 //!
 //! The one place that spawns `render_cmd.py` is [`tinygrad_sources`].
 use super::super::{BridgeError, find_python, harness_script, run_script};
-use crate::exec::c::{CKernel, lower_and_render, prepare_sources};
+use crate::exec::c::{CKernel, lower_and_render, prepare_sources, render_source};
 use crate::exec::interp::Env;
+use crate::exec::render::clang::ClangRenderer;
+use crate::exec::render::lower::{ArgSource, lower};
 use crate::exec::{ExecError, Observed};
 use crate::generate::{Family, GenConfig, generate_seeded};
 use crate::ir::text::write_graph;
@@ -28,6 +30,13 @@ pub struct RenderReport {
     /// Kernels that ran (both sources compiled); the behaviour share is over these.
     pub compared: usize,
     pub points: usize,
+    /// Of `kernels`, those from the generator's `kernel` family (buffers, loops, reduces) and
+    /// how many of them are text-identical.
+    pub kernel_family: usize,
+    pub kernel_family_text_identical: usize,
+    /// Kernel-family kernels compared by text only: the `c` backend does not bind their
+    /// buffers, so they did not run.
+    pub text_only: usize,
     /// The first few kernels that behave differently.
     pub examples: Vec<String>,
 }
@@ -105,18 +114,48 @@ pub fn run_render_fidelity(
     let mut cases = Vec::new();
     let mut seeds = Vec::new();
     let mut ours: Vec<CKernel> = Vec::new();
+    // per kernel: whether the c backend can run it (a kernel with buffers: not yet)
+    let mut runs: Vec<bool> = Vec::new();
     let mut texts = Vec::new();
     for i in 0..graphs as u64 {
         let fam = Family::ALL[(i % Family::ALL.len() as u64) as usize];
         let case = generate_seeded(seed.wrapping_add(i), &GenConfig::family(fam));
-        if let Ok((k, ck)) = lower_and_render(&case.graph, &[case.root]) {
-            texts.push(write_graph(&k.graph, &[k.sink], &["sink"]));
-            ours.push(ck);
-            cases.push(case);
-            seeds.push(seed.wrapping_add(i));
+        let (k, ck, run) = match lower_and_render(&case.graph, &[case.root]) {
+            Ok((k, ck)) => (k, ck, true),
+            Err(_) => {
+                // a kernel the backend cannot bind is still compared by text
+                let Ok(k) = lower(&ClangRenderer, &case.graph, &[case.root]) else {
+                    continue;
+                };
+                if !k
+                    .params
+                    .iter()
+                    .any(|p| matches!(p.source, ArgSource::Buffer { .. }))
+                {
+                    continue;
+                }
+                let Ok(source) = render_source(&k) else {
+                    continue;
+                };
+                let ck = CKernel {
+                    source,
+                    params: k.params.clone(),
+                    nroots: 1,
+                };
+                (k, ck, false)
+            }
+        };
+        if case.family == Family::Kernel {
+            rep.kernel_family += 1;
         }
+        texts.push(write_graph(&k.graph, &[k.sink], &["sink"]));
+        ours.push(ck);
+        runs.push(run);
+        cases.push(case);
+        seeds.push(seed.wrapping_add(i));
     }
     rep.kernels = ours.len();
+    rep.text_only = runs.iter().filter(|r| !**r).count();
     let theirs = tinygrad_sources(&texts)?;
     let mut pairs: Vec<(usize, CKernel)> = Vec::new();
     for (i, t) in theirs.iter().enumerate() {
@@ -124,6 +163,17 @@ pub fn run_render_fidelity(
             Ok(src) => {
                 if *src == ours[i].source {
                     rep.text_identical += 1;
+                    if cases[i].family == Family::Kernel {
+                        rep.kernel_family_text_identical += 1;
+                    }
+                } else if cases[i].family == Family::Kernel && rep.examples.len() < 8 {
+                    rep.examples.push(format!(
+                        "kernel {i} (graph seed {}): text differs\n--- port\n{}\n--- tinygrad\n{src}",
+                        seeds[i], ours[i].source
+                    ));
+                }
+                if !runs[i] {
+                    continue;
                 }
                 pairs.push((
                     i,
@@ -182,4 +232,62 @@ pub fn run_render_fidelity(
         }
     }
     Ok(rep)
+}
+
+/// A `c`/`c-strict` finding checked against tinygrad itself: the port's lowered kernel rendered
+/// by tinygrad's own `ClangRenderer` (`harness/render_cmd.py`), compiled with the same flags as
+/// the port's source and run at the finding's point.
+#[derive(Clone, Debug)]
+pub struct Confirmation {
+    /// tinygrad's source gives this.
+    pub tinygrad: Observed,
+    /// The port's source gives this.
+    pub port: Observed,
+    /// The two sources are the same text.
+    pub text_identical: bool,
+}
+
+impl Confirmation {
+    /// tinygrad's own source computes what the port's does: the finding is tinygrad's.
+    pub fn confirmed(&self) -> bool {
+        same_observed(&self.tinygrad, &self.port)
+    }
+}
+
+/// Renders `roots` of `g` into one kernel with tinygrad's `ClangRenderer` and the port's,
+/// compiles both with `c`'s flags (`c-strict`'s when `strict`) and runs both at `env`; the
+/// first root's results are compared.
+pub fn confirm_c(
+    g: &crate::ir::Graph,
+    roots: &[crate::ir::UOp],
+    env: &Env,
+    strict: bool,
+) -> Result<Confirmation, String> {
+    let (k, ours) = lower_and_render(g, roots).map_err(|u| u.reason)?;
+    let text = write_graph(&k.graph, &[k.sink], &["sink"]);
+    let theirs = tinygrad_sources(&[text])
+        .map_err(|e| e.to_string())?
+        .pop()
+        .ok_or("tinygrad gave no source")?
+        .map_err(|e| format!("tinygrad's renderer raised {e}"))?;
+    let text_identical = theirs == ours.source;
+    let tg = CKernel {
+        source: theirs,
+        ..ours.clone()
+    };
+    let mut ps = prepare_sources(vec![ours, tg], strict);
+    let mut first = |i: usize| -> Result<Observed, String> {
+        ps[i]
+            .run(&[env])
+            .pop()
+            .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
+            .ok_or_else(|| "no result".to_string())
+    };
+    let port = first(0)?;
+    let tinygrad = first(1)?;
+    Ok(Confirmation {
+        tinygrad,
+        port,
+        text_identical,
+    })
 }

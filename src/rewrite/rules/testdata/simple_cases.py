@@ -1,60 +1,20 @@
 # Generates simple_cases.txt (symbolic_simple golden cases) from tinygrad 0.14.0:
 #   .venv/bin/python src/rewrite/rules/testdata/simple_cases.py > src/rewrite/rules/testdata/simple_cases.txt
-import struct, math, sys
+# Per case, the input and tinygrad's result in the uopfuzz text form (harness/textform.py), or the
+# exception it raises: the golden format of every rule test (`rules::golden`).
+import math, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "harness"))
+import textform
 from tinygrad.uop.ops import UOp, Ops, graph_rewrite, ParamArg
 from tinygrad.dtype import dtypes, Invalid, AddrSpace
 from tinygrad.uop.symbolic import symbolic_simple
 
-def ser(root):
-  lines, ids = [], {}
-  for u in root.toposort():
-    a = u.arg
-    if u.op is Ops.BUFFER and isinstance(a, ParamArg):
-      s = f"var:{a.name}:{a.vmin_vmax[0]}:{a.vmin_vmax[1]}"; srcs = []
-    elif u.op is Ops.PARAM:
-      s = f"pb:{a.slot}:{u.src[0].val}"; srcs = []
-    else:
-      if a is None: s = "-"
-      elif a is Invalid: s = "inv"
-      elif isinstance(a, bool): s = f"b:{int(a)}"
-      elif isinstance(a, int): s = f"i:{a}"
-      elif isinstance(a, float): s = "f:" + struct.pack('<d', a).hex()
-      elif u.op in (Ops.CAST, Ops.BITCAST): s = "dt:" + repr(a).replace("dtypes.", "")
-      else: raise Exception(f"arg {a!r}")
-      srcs = [ids[x] for x in u.src]
-    if u.op is Ops.STACK and u.dtype == dtypes.void and not u.src and any(True for _ in []): pass
-    ids[u] = len(lines)
-    lines.append(f"{u.op.name} {repr(u.dtype).replace('dtypes.','')} {s} {' '.join(map(str, srcs))}".rstrip())
-  return "\n".join(lines)
-
-def ser_skip_var_src(root):
-  # variables' src (empty STACK) and params' shape srcs are built by the Rust helpers
-  out, ids, lines = [], {}, []
-  for u in root.toposort():
-    if any(u is v.src[0] for v in root.toposort() if v.op in (Ops.BUFFER, Ops.PARAM)) and u.op in (Ops.STACK, Ops.CONST) and \
-       not any(u in w.src for w in root.toposort() if w.op not in (Ops.BUFFER, Ops.PARAM)): continue
-    a = u.arg
-    if u.op is Ops.BUFFER: s = f"var:{a.name}:{a.vmin_vmax[0]}:{a.vmin_vmax[1]}"; srcs = []
-    elif u.op is Ops.PARAM: s = f"pb:{a.slot}:{u.src[0].val}"; srcs = []
-    else:
-      if a is None: s = "-"
-      elif a is Invalid: s = "inv"
-      elif isinstance(a, bool): s = f"b:{int(a)}"
-      elif isinstance(a, int): s = f"i:{a}"
-      elif isinstance(a, float): s = "f:" + struct.pack('<d', a).hex()
-      elif u.op in (Ops.CAST, Ops.BITCAST): s = "dt:" + repr(a).replace("dtypes.", "")
-      else: raise Exception(f"arg {a!r}")
-      srcs = [ids[x] for x in u.src]
-    ids[u] = len(lines)
-    lines.append(f"{u.op.name} {repr(u.dtype).replace('dtypes.','')} {s} {' '.join(map(str, srcs))}".rstrip())
-  return "\n".join(lines)
-
 cases = []
 def case(name, u):
   # a name starting with "bu_" rewrites bottom_up (rules applied pre-order)
-  try: out = ser_skip_var_src(graph_rewrite(u, symbolic_simple, bottom_up=name.startswith("bu_")))
-  except Exception as e: out = f"ERR {type(e).__name__}"
-  cases.append((name, ser_skip_var_src(u), out))
+  try: out = textform.serialize([graph_rewrite(u, symbolic_simple, bottom_up=name.startswith("bu_"))], ["root"])
+  except Exception as e: out = f"RAISES {type(e).__name__}: {e}\n"
+  cases.append((name, textform.serialize([u], ["root"]), out))
 
 I = UOp.invalid()
 w = UOp.variable('w', 0, 10)
@@ -229,4 +189,4 @@ case("bu_zero_div_zero", UOp.const(0.0, dtypes.float) * U(Ops.RECIPROCAL, dtypes
 case("bu_mul_zero_div_zero", (f * 0) * U(Ops.RECIPROCAL, dtypes.float, UOp.const(0.0, dtypes.float)))
 case("bu_mul_zero_int_div_zero", (a * 0) * U(Ops.RECIPROCAL, dtypes.float, UOp.const(0.0, dtypes.float)))
 for n, i, o in cases:
-  print(f"=== {n}\n{i}\n--- out\n{o}")
+  print(f"== {n}\n{i}-- result\n{o}", end="")

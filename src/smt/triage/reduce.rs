@@ -1,5 +1,7 @@
-//! Cause-preserving minimization: delta debugging over a finding's graph and point that keeps
-//! its [`RootCause`](super::rootcause::RootCause) key at every step.
+//! The one minimizer: greedy delta debugging over a case's graph and point that keeps a
+//! caller's predicate ([`Keep`]) true at every step. `uopfuzz bugs` keeps the root-cause key
+//! (`repro::bugs`), triage keeps its goal (a mismatch still blamed on the finding's rule, an
+//! error in the same rule, ...; [`super::minimize`]).
 //!
 //! Greedy and deterministic (wasm-smith's "only valid moves": every candidate is a well-typed
 //! graph). Candidates, cheapest first, the first one that keeps the key and makes the case
@@ -14,13 +16,74 @@
 //! Nothing the start case did not have is let in: a candidate that divides by a constant zero
 //! (when the start case did not) is dropped before it is checked, and the caller's check
 //! compares at a point where the original is defined (`compare_point` skips UB originals).
-//! Dtypes are not changed: the key names the exact dtype of the blamed step.
+//! Dtypes are not changed: a root-cause key names the exact dtype of the blamed step.
 use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
-use crate::smt::triage::minimize::{bits, simple_consts, substitute};
 use std::collections::{HashMap, HashSet};
+
+/// What a reduction must keep true.
+pub trait Keep {
+    /// Whether the candidate `root` of `g` still shows the cause; the point that shows it
+    /// (`env` itself, or another one the caller found).
+    fn keep(&mut self, g: &Graph, root: UOp, env: &Env) -> Option<Env>;
+    /// Nodes to try first as the new root (the ones the rewrite touches first).
+    fn focus(&mut self, _g: &Graph, _root: UOp) -> Vec<UOp> {
+        Vec::new()
+    }
+}
+
+impl<F: FnMut(&Graph, UOp, &Env) -> bool> Keep for F {
+    fn keep(&mut self, g: &Graph, root: UOp, env: &Env) -> Option<Env> {
+        self(g, root, env).then(|| env.clone())
+    }
+}
+
+pub fn bits(x: u128) -> u64 {
+    128 - x.leading_zeros() as u64
+}
+
+/// Simple constants of `dt`, simplest first.
+pub fn simple_consts(dt: DType) -> Vec<ConstVal> {
+    if dt == DType::Bool {
+        vec![ConstVal::Bool(false), ConstVal::Bool(true)]
+    } else if dt.is_float() {
+        [0.0, 1.0, -1.0, 2.0].map(ConstVal::Float).to_vec()
+    } else if dt.is_int() {
+        let mut v = vec![0, 1, 2];
+        if !dt.is_unsigned() {
+            v.insert(2, -1);
+        }
+        v.into_iter().map(ConstVal::Int).collect()
+    } else {
+        vec![]
+    }
+}
+
+/// Rebuilds `root` with `map` applied (every use of a key replaced by its value).
+pub fn substitute(g: &mut Graph, root: UOp, map: &HashMap<UOp, UOp>) -> UOp {
+    let mut m: HashMap<UOp, UOp> = HashMap::new();
+    for u in g.toposort(&[root]) {
+        if let Some(r) = map.get(&u) {
+            m.insert(u, *r);
+            continue;
+        }
+        let n = g.node(u).clone();
+        let src: Vec<UOp> = n
+            .src
+            .iter()
+            .map(|s| m.get(s).copied().unwrap_or(*s))
+            .collect();
+        let nu = if src[..] != n.src[..] {
+            g.mk(n.op, n.dtype, &src, n.arg.clone())
+        } else {
+            u
+        };
+        m.insert(u, nu);
+    }
+    m.get(&root).copied().unwrap_or(root)
+}
 
 /// The outcome of a reduction.
 #[derive(Clone, Debug)]
@@ -149,17 +212,21 @@ enum Cand {
     Const(UOp, ConstVal),
 }
 
-fn candidates(g: &Graph, root: UOp, env: &Env) -> Vec<Cand> {
+/// The candidates, cheapest first; as new roots, subgraphs holding a `focus` node come first.
+fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
     let order = g.toposort(&[root]);
     let mut out = Vec::new();
-    let mut descs: Vec<(usize, UOp)> = order
+    let mut descs: Vec<(bool, usize, UOp)> = order
         .iter()
         .filter(|u| **u != root && is_value_node(g, **u))
-        .map(|u| (g.toposort(&[*u]).len(), *u))
+        .map(|u| {
+            let sub = g.toposort(&[*u]);
+            (!focus.iter().any(|f| sub.contains(f)), sub.len(), *u)
+        })
         .collect();
     descs.sort();
     let kernel = g.dtype(root) == DType::Void;
-    for (_, u) in descs {
+    for (_, _, u) in descs {
         out.push(Cand::Root(u));
         if kernel && g.toposort(&[u]).iter().any(|x| g.op(*x) == Ops::LOAD) {
             out.push(Cand::RootScalar(u));
@@ -240,12 +307,14 @@ fn free_indices(g: &Graph, root: UOp, env: &Env) -> Vec<(UOp, i128)> {
     out
 }
 
-/// Most points tried for a scalar graph taken out of its loops.
-const MAX_COMPLETIONS: usize = 48;
+/// Most points a candidate is checked at when it takes a scalar graph out of its loops: the
+/// candidate is one of hundreds, so a few iterations each (a root-cause key is read at the
+/// first one that differs).
+pub const MAX_COMPLETIONS: usize = 48;
 
 /// Points for a scalar graph taken out of its loops: the free indices over their iterations
-/// (row-major, up to [`MAX_COMPLETIONS`]); just `env` when none is free.
-pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
+/// (row-major, up to `max`); just `env` when none is free, none when a loop is empty.
+pub fn completions(g: &Graph, root: UOp, env: &Env, max: usize) -> Vec<Env> {
     let free = free_indices(g, root, env);
     if free.is_empty() || g.dtype(root) == DType::Void {
         return vec![env.clone()];
@@ -255,7 +324,7 @@ pub fn completions(g: &Graph, root: UOp, env: &Env) -> Vec<Env> {
         let mut next = Vec::new();
         'grow: for e in &out {
             for i in 0..end {
-                if next.len() >= MAX_COMPLETIONS {
+                if next.len() >= max {
                     break 'grow;
                 }
                 let mut e2 = e.clone();
@@ -314,7 +383,7 @@ fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
 
 fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Vec<(Graph, UOp, Env)> {
     if let Cand::RootScalar(d) = c {
-        return completions(g, d, env)
+        return completions(g, d, env, MAX_COMPLETIONS)
             .iter()
             .filter_map(|e| scalarize(g, d, e))
             .collect();
@@ -323,7 +392,7 @@ fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Vec<(Graph, UOp, Env)> {
     let Some((g2, r2, e2)) = one else {
         return vec![];
     };
-    completions(&g2, r2, &e2)
+    completions(&g2, r2, &e2, MAX_COMPLETIONS)
         .into_iter()
         .map(|e| (g2.clone(), r2, e))
         .collect()
@@ -443,14 +512,30 @@ fn inputs(g: &Graph, root: UOp) -> Vec<(String, DType, (i128, i128), i128)> {
         .collect()
 }
 
-/// Minimizes `root` of `g` at `env` while `keep(graph, root, point)` holds (the caller checks
-/// the root-cause key there). `keep` must hold on the start case; at most `max_tries` candidates
-/// are checked.
-pub fn reduce(
+/// Minimizes `root` of `g` at `env` while `keep` holds: the graph (see the module docs), then
+/// the values ([`shrink_values`]). `keep` must hold on the start case; at most `max_tries`
+/// candidates are checked in all.
+pub fn reduce(g: &Graph, root: UOp, env: &Env, keep: &mut dyn Keep, max_tries: usize) -> Reduced {
+    let mut r = reduce_graph(g, root, env, keep, max_tries);
+    let (env, tried, accepted) = shrink_values(
+        &r.graph,
+        r.root,
+        &r.env,
+        keep,
+        max_tries - r.tried.min(max_tries),
+    );
+    r.env = restrict_env(&r.graph, r.root, &env);
+    r.tried += tried;
+    r.accepted += accepted;
+    r
+}
+
+/// The graph part of [`reduce`]: the point comes back as `keep` last returned it, unrestricted.
+pub fn reduce_graph(
     g: &Graph,
     root: UOp,
     env: &Env,
-    keep: &mut dyn FnMut(&Graph, UOp, &Env) -> bool,
+    keep: &mut dyn Keep,
     max_tries: usize,
 ) -> Reduced {
     let (g0, r0) = g.extract(&[root]);
@@ -460,20 +545,23 @@ pub fn reduce(
     let (mut tried, mut accepted) = (0usize, 0usize);
     'outer: loop {
         let cur = measure(&g, root);
-        for c in candidates(&g, root, &env) {
+        let focus = keep.focus(&g, root);
+        for c in candidates(&g, root, &env, &focus) {
             if tried >= max_tries {
                 break 'outer;
             }
-            for (g2, r2, e3) in apply(&g, root, &env, c) {
-                if measure(&g2, r2) >= cur || (!had_zero_div && zero_divisor(&g2, r2)) {
-                    break;
-                }
-                if tried >= max_tries {
-                    break 'outer;
-                }
-                tried += 1;
-                if keep(&g2, r2, &e3) {
-                    (g, root, env) = (g2, r2, e3);
+            let points = apply(&g, root, &env, c);
+            let Some((g2, r2, _)) = points.first() else {
+                continue;
+            };
+            if measure(g2, *r2) >= cur || (!had_zero_div && zero_divisor(g2, *r2)) {
+                continue;
+            }
+            // one try per candidate, whatever the number of loop iterations it is checked at
+            tried += 1;
+            for (g2, r2, e3) in points {
+                if let Some(w) = keep.keep(&g2, r2, &e3) {
+                    (g, root, env) = (g2, r2, w);
                     accepted += 1;
                     continue 'outer;
                 }
@@ -481,8 +569,30 @@ pub fn reduce(
         }
         break;
     }
-    // values, one input at a time; then halving toward zero
-    for (name, dt, (lo, hi), m) in inputs(&g, root) {
+    let nodes_after = g.toposort(&[root]).len();
+    Reduced {
+        graph: g,
+        root,
+        env,
+        nodes_before,
+        nodes_after,
+        tried,
+        accepted,
+    }
+}
+
+/// Shrinks the point's inputs one at a time toward 0, ±1, ±2, powers of two and their bounds,
+/// then by halving toward 0, while `keep` holds. Returns the point, candidates tried and taken.
+pub fn shrink_values(
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    keep: &mut dyn Keep,
+    max_tries: usize,
+) -> (Env, usize, usize) {
+    let mut env = env.clone();
+    let (mut tried, mut accepted) = (0usize, 0usize);
+    for (name, dt, (lo, hi), m) in inputs(g, root) {
         while let Some(v) = env.vars.get(&name).copied() {
             let tries: Vec<Val> = match v {
                 Val::Int(i) => {
@@ -514,8 +624,8 @@ pub fn reduce(
                 tried += 1;
                 let mut e = env.clone();
                 e.vars.insert(name.clone(), t);
-                if keep(&g, root, &e) {
-                    env = e;
+                if let Some(w) = keep.keep(g, root, &e) {
+                    env = w;
                     accepted += 1;
                     moved = true;
                     break;
@@ -526,17 +636,7 @@ pub fn reduce(
             }
         }
     }
-    let env = restrict_env(&g, root, &env);
-    let nodes_after = g.toposort(&[root]).len();
-    Reduced {
-        graph: g,
-        root,
-        env,
-        nodes_before,
-        nodes_after,
-        tried,
-        accepted,
-    }
+    (env, tried, accepted)
 }
 
 #[cfg(test)]
