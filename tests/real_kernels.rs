@@ -7,7 +7,7 @@
 //! the oracle); graphs the interpreter cannot run are counted by reason.
 //!
 //! CI runs a deterministic sample (every `UOPFUZZ_KERNELS_STRIDE`-th call, default 7);
-//! `UOPFUZZ_KERNELS_ALL=1` runs every call. `UOPFUZZ_KERNELS=FILE` reads another capture.
+//! `UOPFUZZ_KERNELS_ALL=1` runs every call, `UOPFUZZ_KERNELS_ONLY=KEY` the calls of one input graph. `UOPFUZZ_KERNELS=FILE` reads another capture.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use uopfuzz::corpus::kernels::{self, Call, KernelCorpus};
@@ -35,6 +35,7 @@ fn corpus() -> KernelCorpus {
 /// The calls this run looks at: all with `UOPFUZZ_KERNELS_ALL=1`, else every stride-th.
 fn sample(c: &KernelCorpus) -> Vec<&Call> {
     let all = std::env::var("UOPFUZZ_KERNELS_ALL").is_ok_and(|v| v == "1");
+    let only = std::env::var("UOPFUZZ_KERNELS_ONLY").ok();
     let stride: usize = std::env::var("UOPFUZZ_KERNELS_STRIDE")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -43,9 +44,25 @@ fn sample(c: &KernelCorpus) -> Vec<&Call> {
     c.calls
         .iter()
         .enumerate()
-        .filter(|(i, _)| all || i % stride == 0)
+        .filter(|(i, _)| all || only.is_some() || i % stride == 0)
         .map(|(_, c)| c)
+        .filter(|c| only.as_deref().is_none_or(|k| c.input == k))
         .collect()
+}
+
+/// Where two runs' buffers first differ: `slot[element]: orig vs new`.
+fn first_difference(
+    o: &[uopfuzz::exec::interp::Buffer],
+    n: &[uopfuzz::exec::interp::Buffer],
+) -> String {
+    for (slot, (bo, bn)) in o.iter().zip(n).enumerate() {
+        for (i, (x, y)) in bo.data.iter().zip(&bn.data).enumerate() {
+            if !uopfuzz::oracle::compare::same_val(*x, *y) {
+                return format!("buffer {slot} ({:?}) [{i}]: {x:?} vs {y:?}", bo.dtype);
+            }
+        }
+    }
+    String::new()
 }
 
 fn parse_root(text: &str, what: &str) -> (Graph, UOp) {
@@ -237,14 +254,15 @@ fn every_pass_keeps_what_the_kernel_computes() {
                 v @ (PointVerdict::Differ | PointVerdict::LessDefined) => {
                     e.points += 1;
                     e.differ.push(format!(
-                        "{v:?}: {} {} kernel {:?} pass {:?} in {} out {} (after: {:?})",
+                        "{v:?}: {} {} kernel {:?} pass {:?} in {} out {} (after: {:?}) {}",
                         call.model,
                         call.opt,
                         call.kernel,
                         call.pass,
                         call.input,
                         call.output,
-                        n.error.map(|x| x.to_string())
+                        n.error.as_ref().map(|x| x.to_string()),
+                        first_difference(&o.buffers, &n.buffers)
                     ));
                     break;
                 }
