@@ -15,7 +15,7 @@ from __future__ import annotations
 import json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from textform import IMPORTS, graph_section, _BIND, _NODE  # noqa: E402
+from textform import IMPORTS, KERNEL_IMPORTS, graph_section, _BIND, _NODE  # noqa: E402
 
 try:
   from tinygrad.helpers import Target
@@ -28,7 +28,7 @@ except Exception as e:  # noqa: BLE001 - any import failure means no usable tiny
   sys.exit(3)
 
 BASE_NS: dict = {}
-exec(IMPORTS, BASE_NS)
+exec(IMPORTS + KERNEL_IMPORTS, BASE_NS)
 def bare(cls, tgt):  # CUDARenderer.__init__ dlopens NVRTC: render without it (docs/renderers.md §3)
   r = cls.__new__(cls)
   r.target = tgt

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse, gc, json, os, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from textform import IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
+from textform import IMPORTS, KERNEL_IMPORTS, graph_section, serialize, _BIND, _NODE  # noqa: E402
 
 try:
   from tinygrad.uop.ops import graph_rewrite, PatternMatcher
@@ -40,7 +40,7 @@ def rule_set(name: str): return (PatternMatcher([]), None) if name == "none" els
 
 # the import lines run once; each graph runs its section in a copy of this namespace (no per-graph imports)
 BASE_NS: dict = {}
-exec(IMPORTS, BASE_NS)
+exec(IMPORTS + KERNEL_IMPORTS, BASE_NS)
 
 def fresh_start() -> None:
   """Forget what earlier rewrites left behind: `fold_divmod_general` is `functools.cache`d on its UOp

@@ -12,6 +12,10 @@ IMPORTS = ("from math import inf, nan\n"
            "from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType, KernelInfo, graph_rewrite\n"
            "from tinygrad.dtype import dtypes, AddrSpace, ConstFloat, Invalid\n"
            "from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n")
+# the names real kernels' args refer to; written only by a graph with an arg of another kind (`ir::text::KERNEL_IMPORTS`)
+KERNEL_IMPORTS = ("from tinygrad.codegen.opt import Opt, OptOps\n"
+                  "from tinygrad.schedule.indexing import BufferizeOpts\n"
+                  "from tinygrad.renderer import Estimates\n")
 HEADER = "# uopfuzz graph: tinygrad 0.14.0 flat SSA; nodes in topological order, named roots at the end"
 BEGIN_MARKER = "# --- uopfuzz graph begin ---"
 END_MARKER = "# --- uopfuzz graph end ---"
@@ -34,7 +38,7 @@ def load_text(text: str) -> dict:
   """Runs the graph section (after the import lines) and returns {root name: UOp} in binding order."""
   section = graph_section(text)
   ns: dict = {}
-  exec(IMPORTS + "\n".join(section) + "\n", ns)
+  exec(IMPORTS + KERNEL_IMPORTS + "\n".join(section) + "\n", ns)
   roots = {}
   for l in section:
     if (m := _BIND.match(l.rstrip())) and not _NODE.match(m.group(1)): roots[m.group(1)] = ns[m.group(1)]
@@ -59,14 +63,28 @@ def toposort(roots) -> list:
       if id(s) not in seen: stack.append((s, False))
   return out
 
+_STRICT = None
+def opaque(u) -> bool:
+  """Whether `ir::text` keeps `u.arg` verbatim (`Arg::Opaque`, `takes_opaque` there): a RANGE arg with more than one
+  axis id, or any arg of an op whose arg kind the port does not model (all but the ALU ops and the ops listed)."""
+  global _STRICT
+  from tinygrad.uop.ops import Ops, GroupOp
+  if _STRICT is None:
+    _STRICT = set(GroupOp.ALU) | {Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.PARAM, Ops.BUFFER, Ops.RANGE, Ops.SPECIAL, Ops.PERMUTE,
+                                  Ops.REDUCE, Ops.INDEX, Ops.LOAD, Ops.STORE}
+  if u.arg is None: return False
+  if u.op is Ops.RANGE: return isinstance(u.arg, tuple) and len(u.arg) > 2
+  return u.op not in _STRICT
+
 def serialize(roots, names) -> str:
   order = toposort(roots)
   num = {id(u): k for k, u in enumerate(order)}
-  lines = [HEADER, IMPORTS.rstrip("\n"), BEGIN_MARKER]
+  lines = [HEADER, IMPORTS.rstrip("\n")] + ([KERNEL_IMPORTS.rstrip("\n")] if any(opaque(u) for u in order) else []) + [BEGIN_MARKER]
   for k, u in enumerate(order):
     srcs = ", ".join(f"n{num[id(s)]}" for s in u.src) + ("," if len(u.src) == 1 else "")
-    arg = "" if u.arg is None else f", {u.arg!r}"
-    lines.append(f"n{k} = UOp(Ops.{u.op.name}, {u.dtype!r}, ({srcs}){arg})")
+    arg = "" if u.arg is None and u.tag is None else f", {u.arg!r}"
+    tag = "" if u.tag is None else f", {u.tag!r}"
+    lines.append(f"n{k} = UOp(Ops.{u.op.name}, {u.dtype!r}, ({srcs}){arg}{tag})")
   for name, r in zip(names, roots): lines.append(f"{name} = n{num[id(r)]}")
   lines.append(END_MARKER)
   return "\n".join(lines) + "\n"

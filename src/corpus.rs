@@ -4,12 +4,15 @@
 //! * `known-divergences.tsv`: port ↔ tinygrad rewrite disagreements `uopfuzz fidelity` explains
 //!   (`tinygrad::fidelity::parse_known`);
 //! * `semantics-allowlist.tsv`: op × dtype cells where the port's ALU and tinygrad's `exec_alu`
-//!   differ for a documented reason (`exec::semantics::load_allowlist`).
+//!   differ for a documented reason (`exec::semantics::load_allowlist`);
+//! * `kernels/kernels.json.gz`: real tinygrad kernels at every codegen pass ([`kernels`]).
 //!
 //! Each is tab-separated text with `#` comment lines; [`rows`] splits it and every list's parser
 //! reads its columns from the [`Row`]s, so a bad line is reported the same way everywhere
 //! (`file:line: message`). No stage is imported here: every stage may use it.
 use std::path::Path;
+
+pub mod kernels;
 
 pub const KNOWN_FINDINGS: &str = "corpus/known-findings.tsv";
 pub const KNOWN_DIVERGENCES: &str = "corpus/known-divergences.tsv";

@@ -524,7 +524,7 @@ fn to_python(g: &uopfuzz::ir::Graph, root: uopfuzz::ir::UOp) -> String {
             Arg::DType(d) => format!("dtypes.{}", d.py_name()),
             Arg::Range(a, t) => format!("({a}, AxisType.{})", t.name()),
             Arg::Name(s) => format!("'{s}'"),
-            Arg::Perm(_) | Arg::Reduce(..) => {
+            Arg::Perm(_) | Arg::Reduce(..) | Arg::Opaque(_) => {
                 uopfuzz::ir::text::arg_repr(&n.arg).unwrap_or_default()
             }
             Arg::Param(p) => {

@@ -1369,6 +1369,7 @@ impl<'a> Builder<'a> {
             multiple_of: None,
             name: None,
             addrspace: Some(AddrSpace::Reg),
+            extra: None,
         };
         self.mk(Ops::BUFFER, dt, &[one], Arg::Param(Box::new(pa)))
     }

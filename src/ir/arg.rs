@@ -101,6 +101,9 @@ pub struct ParamArg {
     pub name: Option<String>,
     /// `None` means the Python default `AddrSpace.GLOBAL`.
     pub addrspace: Option<AddrSpace>,
+    /// The non-default fields after `addrspace` (`axis`, `device`, `volatile`) verbatim as
+    /// `repr` writes them (`device='PYTHON'`): real kernels carry a device; nothing reads it.
+    pub extra: Option<Box<str>>,
 }
 
 impl ParamArg {
@@ -113,6 +116,7 @@ impl ParamArg {
             multiple_of: Some(1),
             name: Some(name.to_string()),
             addrspace: Some(AddrSpace::Alu),
+            extra: None,
         }
     }
     /// `UOp.param(slot, dtype, shape)`: a global buffer.
@@ -124,6 +128,7 @@ impl ParamArg {
             multiple_of: None,
             name: None,
             addrspace: None,
+            extra: None,
         }
     }
     pub fn addrspace(&self) -> AddrSpace {
@@ -149,6 +154,10 @@ pub enum Arg {
     /// `_rop` :637 builds `(op, len(reduce_axis))`); written `(Ops.ADD, 0)`. Any op is held:
     /// the spec checker (spec.py:171) is what requires `ADD`/`MUL`/`MAX`.
     Reduce(Ops, i64),
+    /// An arg of a kind the port does not model, kept as its Python `repr` (real kernels: SINK
+    /// `KernelInfo(...)` with `Opt`s, STAGE `BufferizeOpts(...)`, WMMA tuples, RANGE
+    /// `(0, 1, AxisType.GLOBAL)` with more than one axis id). Equal when the text is.
+    Opaque(Box<str>),
 }
 
 /// By hand so that the args without heap data (nearly all) are copied inline: the derived
@@ -175,6 +184,7 @@ impl Arg {
             Arg::Param(p) => Arg::Param(p.clone()),
             Arg::Name(s) => Arg::Name(s.clone()),
             Arg::Perm(v) => Arg::Perm(v.clone()),
+            Arg::Opaque(s) => Arg::Opaque(s.clone()),
             Arg::None => Arg::None,
             Arg::Const(c) => Arg::Const(*c),
             Arg::Range(a, t) => Arg::Range(*a, *t),
@@ -204,7 +214,10 @@ impl Arg {
     /// Whether the arg owns heap memory (dropping it is more than a no-op).
     #[inline]
     pub fn owns_heap(&self) -> bool {
-        matches!(self, Arg::Param(_) | Arg::Name(_) | Arg::Perm(_))
+        matches!(
+            self,
+            Arg::Param(_) | Arg::Name(_) | Arg::Perm(_) | Arg::Opaque(_)
+        )
     }
     pub fn as_const(&self) -> Option<ConstVal> {
         match self {
@@ -234,6 +247,8 @@ impl Arg {
             Arg::Const(ConstVal::Invalid) => "InvalidType",
             Arg::Param(_) => "ParamArg",
             Arg::DType(_) => "DType",
+            // a dataclass (KernelInfo, BufferizeOpts) or a tuple: not known here
+            Arg::Opaque(_) => "object",
             Arg::Range(..) | Arg::Name(_) | Arg::Perm(_) | Arg::Reduce(..) => return None,
         })
     }

@@ -27,6 +27,12 @@ pub struct Node {
     /// it sits in `Node`'s padding): the node is a scalar tree, its `_shape` `()` by op alone at
     /// every node below it, so computing any of them raises nothing (see [`scalar_tree`]).
     pub scalar_tree: bool,
+    /// tinygrad's `UOp.tag` (0: `None`; k: the graph's k-th interned tag, [`Graph::tag`]), kept
+    /// verbatim as its Python `repr`. Real kernels carry tags (`SINK` `tag=1`, `END`
+    /// `'mergeable'`); a tagged node is another node than the untagged one, and rebuilding a node
+    /// with new srcs keeps its tag, as `UOp.replace` does. Not hashed (tagged nodes are rare), but
+    /// compared.
+    pub tag: u16,
 }
 
 impl std::fmt::Debug for Node {
@@ -37,6 +43,7 @@ impl std::fmt::Debug for Node {
             .field("dtype", &self.dtype)
             .field("src", &self.src)
             .field("arg", &self.arg)
+            .field("tag", &self.tag)
             .finish()
     }
 }
@@ -180,6 +187,9 @@ pub enum IrError {
     TooLarge(usize),
 }
 
+/// Most distinct tags one graph holds (`Node::tag` is a u16 with 0 for none).
+pub const MAX_TAGS: usize = u16::MAX as usize;
+
 /// No node: an empty slot of the intern table.
 const NIL: u32 = u32::MAX;
 
@@ -256,6 +266,8 @@ pub struct Graph {
     hashes: Vec<u64>,
     /// Power-of-two length (or empty); [`NIL`] = free.
     table: Vec<u32>,
+    /// The distinct tags of the graph's nodes, as Python `repr`s; `Node::tag` k is `tags[k-1]`.
+    tags: Vec<Box<str>>,
 }
 
 /// The first slot of hash `h` in a table of `2^bits` slots (Fibonacci hashing: the top bits of
@@ -279,6 +291,7 @@ impl Clone for Graph {
             nodes,
             hashes,
             table: Vec::new(),
+            tags: self.tags.clone(),
         };
         // and an intern table for that room (built once here rather than doubled as it fills)
         g.build_table((room * 2).next_power_of_two());
@@ -328,7 +341,20 @@ impl Graph {
     /// where it would go (`table` must be non-empty).
     #[inline]
     fn probe(&self, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> (usize, Option<UOp>) {
-        self.probe_by(h, |e| self.is_node(e, op, dtype, src, arg))
+        self.probe_by(h, |e| self.is_node(e, op, dtype, src, arg, 0))
+    }
+    /// [`Graph::probe`] of a node with tag `tag`.
+    #[inline]
+    fn probe_tag(
+        &self,
+        h: u64,
+        op: Ops,
+        dtype: DType,
+        src: &[UOp],
+        arg: &Arg,
+        tag: u16,
+    ) -> (usize, Option<UOp>) {
+        self.probe_by(h, |e| self.is_node(e, op, dtype, src, arg, tag))
     }
     /// [`Graph::probe`] with the node comparison `is` (called on a hash match only).
     #[inline(always)]
@@ -349,7 +375,7 @@ impl Graph {
     /// Whether node `e` is (op, dtype, src, arg). Out of line: inlined, the compiler loads the
     /// arg's fields ahead of [`Graph::probe`]'s loop, which mostly ends at a free slot first.
     #[inline(never)]
-    fn is_node(&self, e: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> bool {
+    fn is_node(&self, e: u32, op: Ops, dtype: DType, src: &[UOp], arg: &Arg, tag: u16) -> bool {
         let n = &self.nodes[e as usize];
         let arg_eq = match (&n.arg, arg) {
             // the common kinds without the derived `eq`'s call
@@ -357,7 +383,7 @@ impl Graph {
             (Arg::Const(a), Arg::Const(b)) => a == b,
             (a, b) => a == b,
         };
-        n.op == op && n.dtype == dtype && *n.src == *src && arg_eq
+        n.op == op && n.dtype == dtype && *n.src == *src && arg_eq && n.tag == tag
     }
 
     /// Doubles the intern table (from 16 slots) and reinserts every node by its stored hash.
@@ -396,7 +422,49 @@ impl Graph {
             }
             return u;
         }
-        self.push_new(i, h, op, dtype, src, arg)
+        self.push_new(i, h, op, dtype, src, arg, 0)
+    }
+    /// `UOp(op, dtype, src, arg, tag)`: [`Graph::mk`] of a node whose tag is the Python `repr`
+    /// `tag` (`None`: untagged, the same as `mk`).
+    pub fn mk_tagged(
+        &mut self,
+        op: Ops,
+        dtype: DType,
+        src: &[UOp],
+        arg: Arg,
+        tag: Option<&str>,
+    ) -> UOp {
+        let Some(t) = tag else {
+            return self.mk(op, dtype, src, arg);
+        };
+        let tag = match self.tags.iter().position(|x| &**x == t) {
+            Some(k) => k as u16 + 1,
+            None if self.tags.len() < MAX_TAGS => {
+                self.tags.push(t.into());
+                self.tags.len() as u16
+            }
+            None => MAX_TAGS as u16,
+        };
+        let h = node_hash(op, dtype, src, &arg);
+        if (self.nodes.len() + 1) * 2 > self.table.len() {
+            self.grow_table();
+        }
+        match self.probe_tag(h, op, dtype, src, &arg, tag) {
+            (_, Some(u)) => u,
+            (i, None) => self.push_new(i, h, op, dtype, src, arg, tag),
+        }
+    }
+    /// The Python `repr` of `u`'s tag (`None`: untagged).
+    pub fn tag(&self, u: UOp) -> Option<&str> {
+        match self.nodes[u.idx()].tag {
+            0 => None,
+            k => self.tags.get(k as usize - 1).map(|t| &**t),
+        }
+    }
+    /// How many distinct tags the graph holds (at most [`MAX_TAGS`]: `mk_tagged` of one more
+    /// new tag reuses the last; the text reader refuses such input first).
+    pub fn tag_count(&self) -> usize {
+        self.tags.len()
     }
     /// `mk(CONST, dtype, [], Arg::Const(c))` (a CONST without srcs: what `UOp.const` builds),
     /// the same node by the same hash and table, with the key's fixed parts folded and the
@@ -416,11 +484,12 @@ impl Graph {
             n.op == Ops::CONST
                 && n.dtype == dtype
                 && n.src.is_empty()
+                && n.tag == 0
                 && matches!(&n.arg, Arg::Const(x) if *x == c)
         });
         match found {
             Some(u) => u,
-            None => self.push_new(i, h, Ops::CONST, dtype, &[], Arg::Const(c)),
+            None => self.push_new(i, h, Ops::CONST, dtype, &[], Arg::Const(c), 0),
         }
     }
     /// `UOp(op, dtype, new_src, arg)` with the op and arg of `n`: the arg is cloned only when the
@@ -431,16 +500,16 @@ impl Graph {
             self.grow_table();
         }
         let node = &self.nodes[n.idx()];
-        let op = node.op;
+        let (op, tag) = (node.op, node.tag);
         if let Arg::None = node.arg {
             // the ALU nodes (most rebuilds): the arg's parts of hashing, comparing and cloning
             // folded away
             let h = node_hash(op, dtype, src, &Arg::None);
-            let (i, found) = self.probe(h, op, dtype, src, &Arg::None);
+            let (i, found) = self.probe_tag(h, op, dtype, src, &Arg::None, tag);
             if let Some(u) = found {
                 return u;
             }
-            return self.push_new(i, h, op, dtype, src, Arg::None);
+            return self.push_new(i, h, op, dtype, src, Arg::None, tag);
         }
         self.mk_like_arg(n, dtype, src)
     }
@@ -449,19 +518,29 @@ impl Graph {
     #[inline(never)]
     fn mk_like_arg(&mut self, n: UOp, dtype: DType, src: &[UOp]) -> UOp {
         let node = &self.nodes[n.idx()];
-        let op = node.op;
+        let (op, tag) = (node.op, node.tag);
         let h = node_hash(op, dtype, src, &node.arg);
-        let (i, found) = self.probe(h, op, dtype, src, &node.arg);
+        let (i, found) = self.probe_tag(h, op, dtype, src, &node.arg, tag);
         if let Some(u) = found {
             return u;
         }
         let arg = node.arg.clone();
-        self.push_new(i, h, op, dtype, src, arg)
+        self.push_new(i, h, op, dtype, src, arg, tag)
     }
     /// Appends a node that [`Graph::probe`] did not find, into its free table slot `i`. Always
     /// inlined: as a call, `mk` (the arena's hottest path) cost ~0.9 % more instructions.
     #[inline(always)]
-    fn push_new(&mut self, i: usize, h: u64, op: Ops, dtype: DType, src: &[UOp], arg: Arg) -> UOp {
+    #[allow(clippy::too_many_arguments)]
+    fn push_new(
+        &mut self,
+        i: usize,
+        h: u64,
+        op: Ops,
+        dtype: DType,
+        src: &[UOp],
+        arg: Arg,
+        tag: u16,
+    ) -> UOp {
         let u = UOp(self.nodes.len() as u32);
         let scalar_tree = scalar_tree(&self.nodes, op, src);
         self.nodes.push(Node {
@@ -470,6 +549,7 @@ impl Graph {
             src: Srcs::new(src),
             arg,
             scalar_tree,
+            tag,
         });
         self.hashes.push(h);
         self.table[i] = u.0;
@@ -639,7 +719,7 @@ impl Graph {
         for u in self.toposort(roots) {
             let n = self.node(u);
             let src: Vec<UOp> = n.src.iter().map(|s| map[s]).collect();
-            let nu = g.mk(n.op, n.dtype, &src, n.arg.clone());
+            let nu = g.mk_tagged(n.op, n.dtype, &src, n.arg.clone(), self.tag(u));
             map.insert(u, nu);
         }
         let r = roots.iter().map(|r| map[r]).collect();

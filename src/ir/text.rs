@@ -46,6 +46,12 @@ pub const IMPORTS: &str = "from math import inf, nan\n\
 from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType, KernelInfo, graph_rewrite\n\
 from tinygrad.dtype import dtypes, AddrSpace, ConstFloat, Invalid\n\
 from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n";
+/// The names the args of real kernels refer to (`KernelInfo(applied_opts=(Opt(op=OptOps.UPCAST,
+/// ...),), estimates=Estimates(...))`, `BufferizeOpts(...)`): written after [`IMPORTS`] only by a
+/// graph with an [`Arg::Opaque`], so every other graph's text is unchanged.
+pub const KERNEL_IMPORTS: &str = "from tinygrad.codegen.opt import Opt, OptOps\n\
+from tinygrad.schedule.indexing import BufferizeOpts\n\
+from tinygrad.renderer import Estimates\n";
 pub const HEADER: &str =
     "# uopfuzz graph: tinygrad 0.14.0 flat SSA; nodes in topological order, named roots at the end";
 pub const BEGIN_MARKER: &str = "# --- uopfuzz graph begin ---";
@@ -80,6 +86,10 @@ const RESERVED: &[&str] = &[
     "symbolic_simple",
     "symbolic",
     "sym",
+    "Opt",
+    "OptOps",
+    "BufferizeOpts",
+    "Estimates",
     "False",
     "None",
     "True",
@@ -188,6 +198,9 @@ pub fn param_arg_repr(p: &ParamArg) -> String {
     {
         let _ = write!(s, ", addrspace=AddrSpace.{}", a.name());
     }
+    if let Some(e) = &p.extra {
+        let _ = write!(s, ", {e}");
+    }
     s.push(')');
     s
 }
@@ -214,6 +227,7 @@ pub fn arg_repr(a: &Arg) -> Option<String> {
         Arg::Perm(v) => py_int_tuple_repr(v),
         // `repr((Ops.ADD, 0))`: `Ops.__repr__` is `Ops.ADD` (uop/__init__.py FastEnum)
         Arg::Reduce(op, n) => format!("(Ops.{}, {n})", op.name()),
+        Arg::Opaque(t) => t.to_string(),
     })
 }
 
@@ -240,6 +254,9 @@ pub fn write_graph(g: &Graph, roots: &[UOp], names: &[&str]) -> String {
     out.push_str(HEADER);
     out.push('\n');
     out.push_str(IMPORTS);
+    if order.iter().any(|u| matches!(g.arg(*u), Arg::Opaque(_))) {
+        out.push_str(KERNEL_IMPORTS);
+    }
     out.push_str(BEGIN_MARKER);
     out.push('\n');
     for (k, &u) in order.iter().enumerate() {
@@ -256,9 +273,14 @@ pub fn write_graph(g: &Graph, roots: &[UOp], names: &[&str]) -> String {
             out.push(',');
         }
         out.push(')');
-        if let Some(a) = arg_repr(&n.arg) {
+        let arg = arg_repr(&n.arg);
+        if arg.is_some() || n.tag != 0 {
             out.push_str(", ");
-            out.push_str(&a);
+            out.push_str(arg.as_deref().unwrap_or("None"));
+        }
+        if let Some(t) = g.tag(u) {
+            out.push_str(", ");
+            out.push_str(t);
         }
         out.push_str(")\n");
     }
@@ -620,6 +642,8 @@ enum E {
 struct Ex {
     e: E,
     off: usize,
+    /// Where the next token starts: `line[off..end].trim_end()` is the expression's text.
+    end: usize,
 }
 
 struct P<'a> {
@@ -653,6 +677,11 @@ impl P<'_> {
         }
     }
     fn expr(&mut self, depth: usize) -> Result<Ex, LErr> {
+        let mut ex = self.expr_at(depth)?;
+        ex.end = self.off();
+        Ok(ex)
+    }
+    fn expr_at(&mut self, depth: usize) -> Result<Ex, LErr> {
         let off = self.off();
         if depth > MAX_DEPTH {
             return Err((off, format!("nesting deeper than {MAX_DEPTH}")));
@@ -661,13 +690,23 @@ impl P<'_> {
             Tok::Minus => Ok(Ex {
                 e: E::Neg(Box::new(self.expr(depth + 1)?)),
                 off,
+                end: 0,
             }),
-            Tok::Int(v) => Ok(Ex { e: E::Int(v), off }),
+            Tok::Int(v) => Ok(Ex {
+                e: E::Int(v),
+                off,
+                end: 0,
+            }),
             Tok::Float(f) => Ok(Ex {
                 e: E::Float(f),
                 off,
+                end: 0,
             }),
-            Tok::Str(s) => Ok(Ex { e: E::Str(s), off }),
+            Tok::Str(s) => Ok(Ex {
+                e: E::Str(s),
+                off,
+                end: 0,
+            }),
             Tok::Ident(first) => {
                 let mut path = vec![first];
                 while *self.peek() == Tok::Dot {
@@ -681,6 +720,7 @@ impl P<'_> {
                     return Ok(Ex {
                         e: E::Name(path),
                         off,
+                        end: 0,
                     });
                 }
                 self.bump();
@@ -712,6 +752,7 @@ impl P<'_> {
                 Ok(Ex {
                     e: E::Call(path, args),
                     off,
+                    end: 0,
                 })
             }
             Tok::LParen => {
@@ -735,11 +776,13 @@ impl P<'_> {
                     return Ok(items.pop().unwrap_or(Ex {
                         e: E::Tuple(vec![]),
                         off,
+                        end: 0,
                     }));
                 }
                 Ok(Ex {
                     e: E::Tuple(items),
                     off,
+                    end: 0,
                 })
             }
             Tok::End => Err((off, "unexpected end of line".into())),
@@ -863,7 +906,14 @@ fn const_of(ex: &Ex) -> Result<ConstVal, LErr> {
     }
 }
 
-fn param_of(ex: &Ex) -> Result<ParamArg, LErr> {
+/// The source text of `ex`.
+fn verbatim<'a>(line: &'a str, ex: &Ex) -> &'a str {
+    line.get(ex.off..ex.end.max(ex.off))
+        .unwrap_or("")
+        .trim_end()
+}
+
+fn param_of(ex: &Ex, line: &str) -> Result<ParamArg, LErr> {
     let E::Call(p, args) = &ex.e else {
         return want(ex, "ParamArg(...)");
     };
@@ -879,6 +929,8 @@ fn param_of(ex: &Ex) -> Result<ParamArg, LErr> {
     };
     let mut pa = ParamArg::buffer(i64_of(slot)?, dtype_of(dt)?);
     let mut seen: HashSet<&str> = HashSet::new();
+    // `axis`, `device`, `volatile` in `repr`'s order (uop/ops.py:34)
+    let mut extra: [Option<String>; 3] = [None, None, None];
     for (k, v) in args {
         let Some(k) = k else { continue };
         if !seen.insert(k.as_str()) {
@@ -906,6 +958,13 @@ fn param_of(ex: &Ex) -> Result<ParamArg, LErr> {
             },
             "axis" | "device" if is_none(v) => {}
             "volatile" if matches!(&v.e, E::Name(p) if path_is(p, &["False"])) => {}
+            "axis" | "device" | "volatile" => {
+                let at = ["axis", "device", "volatile"]
+                    .iter()
+                    .position(|f| f == k)
+                    .unwrap_or(0);
+                extra[at] = Some(format!("{k}={}", verbatim(line, v)));
+            }
             _ => {
                 return Err((
                     v.off,
@@ -914,11 +973,21 @@ fn param_of(ex: &Ex) -> Result<ParamArg, LErr> {
             }
         }
     }
+    let extra: Vec<String> = extra.into_iter().flatten().collect();
+    pa.extra = (!extra.is_empty()).then(|| extra.join(", ").into());
     Ok(pa)
 }
 
-fn range_of(ex: &Ex) -> Result<Arg, LErr> {
+fn range_of(ex: &Ex, line: &str) -> Result<Arg, LErr> {
     match &ex.e {
+        // `(*axis_ids, AxisType.X)` with more than one id (split ranges): kept verbatim
+        E::Tuple(t)
+            if t.len() > 2
+                && matches!(&t[t.len() - 1].e, E::Name(p) if p.len() == 2 && p[0] == "AxisType")
+                && t[..t.len() - 1].iter().all(|x| int_of(x).is_ok()) =>
+        {
+            Ok(Arg::Opaque(verbatim(line, ex).into()))
+        }
         E::Tuple(t) if t.len() == 2 => {
             let axis = i64_of(&t[0])?;
             match &t[1].e {
@@ -953,8 +1022,31 @@ fn tuple_arg_of(ex: &Ex) -> Result<Arg, LErr> {
         .map(Arg::Perm)
 }
 
-/// The arg of `op`: each op takes exactly one kind (the kinds `ir::Arg` can hold).
-fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize) -> Result<Arg, LErr> {
+/// Ops whose args the port does not model: any arg of theirs is kept verbatim
+/// ([`Arg::Opaque`]). The ops with a modelled arg kind, ALU ops and the memory ops keep a strict
+/// reading, so a typo there is still an error.
+fn takes_opaque(op: Ops) -> bool {
+    !(op.is_alu()
+        || matches!(
+            op,
+            Ops::CONST
+                | Ops::CAST
+                | Ops::BITCAST
+                | Ops::PARAM
+                | Ops::BUFFER
+                | Ops::RANGE
+                | Ops::SPECIAL
+                | Ops::PERMUTE
+                | Ops::REDUCE
+                | Ops::INDEX
+                | Ops::LOAD
+                | Ops::STORE
+        ))
+}
+
+/// The arg of `op`: each op takes exactly one kind (the kinds `ir::Arg` can hold), or for
+/// [`takes_opaque`] ops anything, verbatim.
+fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize, line: &str) -> Result<Arg, LErr> {
     let ex = match ex {
         Some(e) if !is_none(e) => e,
         _ => {
@@ -973,10 +1065,11 @@ fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize) -> Result<Arg, LErr> {
     match op {
         Ops::CONST => const_of(ex).map(Arg::Const),
         Ops::CAST | Ops::BITCAST => dtype_of(ex).map(Arg::DType),
-        Ops::PARAM | Ops::BUFFER => param_of(ex).map(|p| Arg::Param(Box::new(p))),
-        Ops::RANGE => range_of(ex),
+        Ops::PARAM | Ops::BUFFER => param_of(ex, line).map(|p| Arg::Param(Box::new(p))),
+        Ops::RANGE => range_of(ex, line),
         Ops::SPECIAL => str_of(ex).map(Arg::Name),
         Ops::PERMUTE | Ops::REDUCE => tuple_arg_of(ex),
+        _ if takes_opaque(op) => Ok(Arg::Opaque(verbatim(line, ex).into())),
         _ => Err((
             ex.off,
             format!(
@@ -1012,7 +1105,7 @@ impl Reader {
             if self.names.contains_key(&lhs) {
                 return Err((lhs_off, format!("{lhs} is defined twice")));
             }
-            let u = self.node(&rhs)?;
+            let u = self.node(&rhs, line)?;
             self.names.insert(lhs, u);
             return Ok(());
         }
@@ -1036,7 +1129,7 @@ impl Reader {
         Ok(())
     }
 
-    fn node(&mut self, ex: &Ex) -> Result<UOp, LErr> {
+    fn node(&mut self, ex: &Ex, line: &str) -> Result<UOp, LErr> {
         let E::Call(path, args) = &ex.e else {
             return want(ex, "UOp(...)");
         };
@@ -1097,16 +1190,34 @@ impl Reader {
                 }
             }
         }
-        if let Some(t) = slots[4]
-            && !is_none(t)
-        {
-            return Err((t.off, "tags are not supported".into()));
-        }
-        let arg = arg_of(op, slots[3], ex.off)?;
+        // a tag is a Python literal or enum member, kept verbatim (`1`, `'mergeable'`, `dtypes.half`)
+        let tag = match slots[4] {
+            Some(t) if !is_none(t) => {
+                let literal = match &t.e {
+                    E::Int(_) | E::Float(_) | E::Str(_) | E::Tuple(_) | E::Neg(_) => true,
+                    // True/False or an imported enum member (`dtypes.half`: the decomp dtypes
+                    // pass tags a node with its original dtype)
+                    E::Name(p) => p.len() > 1 || path_is(p, &["True"]) || path_is(p, &["False"]),
+                    _ => false,
+                };
+                if !literal {
+                    return want(t, "a tag literal");
+                }
+                let text = verbatim(line, t);
+                if self.g.tag_count() >= super::graph::MAX_TAGS
+                    && !(0..self.g.len()).any(|i| self.g.tag(UOp(i as u32)) == Some(text))
+                {
+                    return Err((t.off, "too many distinct tags".into()));
+                }
+                Some(text)
+            }
+            _ => None,
+        };
+        let arg = arg_of(op, slots[3], ex.off, line)?;
         if self.g.len() >= MAX_NODES && self.g.find(op, dtype, &src, &arg).is_none() {
             return Err((ex.off, format!("more than {MAX_NODES} nodes")));
         }
-        Ok(self.g.mk(op, dtype, &src, arg))
+        Ok(self.g.mk_tagged(op, dtype, &src, arg, tag))
     }
 }
 
@@ -1373,5 +1484,55 @@ mod tests {
         assert!(bad("0"));
         assert!(bad("(1, AxisType.LOOP)"));
         assert!(!bad("(Ops.ADD, 0)"));
+    }
+
+    #[test]
+    fn real_kernel_args_and_tags_round_trip() {
+        // lines as tinygrad 0.14.0's harness/textform.py writes them for real kernels
+        let body = "n0 = UOp(Ops.CONST, dtypes.weakint, (), 2)\n\
+n1 = UOp(Ops.PARAM, dtypes.uint, (n0,), ParamArg(0, dtypes.uint, device='PYTHON'))\n\
+n2 = UOp(Ops.RANGE, dtypes.weakint, (n0,), (0, 1, AxisType.GLOBAL))\n\
+n3 = UOp(Ops.RANGE, dtypes.weakint, (n0,), (0, AxisType.LOOP), 1)\n\
+n4 = UOp(Ops.INDEX, dtypes.uint, (n1, n2))\n\
+n5 = UOp(Ops.STAGE, dtypes.uint, (n4,), BufferizeOpts(device=3, addrspace=AddrSpace.LOCAL, removable=True))\n\
+n6 = UOp(Ops.STORE, dtypes.void, (n4, n5))\n\
+n7 = UOp(Ops.END, dtypes.void, (n6, n2), None, 'mergeable')\n\
+n8 = UOp(Ops.END, dtypes.void, (n6, n2))\n\
+n9 = UOp(Ops.SINK, dtypes.void, (n7, n8, n3), KernelInfo(name='E\\x1b[90m_2', axis_types=(AxisType.LOOP,), dont_use_locals=False, applied_opts=(Opt(op=OptOps.UPCAST, axis=0, arg=4),), opts_to_apply=None, estimates=None, beam=0), 1)\n\
+root = n9\n";
+        let text =
+            format!("{HEADER}\n{IMPORTS}{KERNEL_IMPORTS}{BEGIN_MARKER}\n{body}{END_MARKER}\n");
+        let p = parse_graph(&text, "k.py").unwrap();
+        let g = &p.graph;
+        assert_eq!(write_graph(g, &p.root_uops(), &["root"]), text);
+        let n = |k: u32| UOp(k);
+        assert_eq!(
+            g.arg(n(1)).as_param().and_then(|p| p.extra.as_deref()),
+            Some("device='PYTHON'")
+        );
+        assert_eq!(g.arg(n(2)), &Arg::Opaque("(0, 1, AxisType.GLOBAL)".into()));
+        assert_eq!(g.tag(n(3)), Some("1"));
+        // tagged and untagged END are two nodes, as in tinygrad
+        assert_ne!(n(7), n(8));
+        assert_eq!((g.tag(n(7)), g.tag(n(8))), (Some("'mergeable'"), None));
+        assert!(matches!(g.arg(n(9)), Arg::Opaque(t) if t.starts_with("KernelInfo(name=")));
+        // rebuilding a tagged node with new srcs keeps its tag (`UOp.replace`)
+        let mut g2 = p.graph;
+        let c = g2.cint(DType::WeakInt, 3);
+        let r = g2.mk_like(n(3), DType::WeakInt, &[c]);
+        assert_eq!(g2.tag(r), Some("1"));
+        // a graph without opaque args writes no kernel imports
+        let (g3, r3) = sample();
+        assert!(!write_graph(&g3, &r3, &[]).contains(KERNEL_IMPORTS));
+        // ALU ops keep the strict reading
+        assert!(
+            perr("n0 = UOp(Ops.ADD, dtypes.int, (), KernelInfo())")
+                .msg
+                .contains("takes no arg")
+        );
+        for bad in ["print", "f(1)"] {
+            let t = format!("n0 = UOp(Ops.SINK, dtypes.void, (), None, {bad})");
+            assert!(perr(&t).msg.contains("a tag literal"), "{bad}");
+        }
     }
 }

@@ -455,6 +455,7 @@ pub fn free_variable(g: &mut Graph, name: &str, dt: DType) -> UOp {
         multiple_of: Some(1),
         name: Some(name.to_string()),
         addrspace: Some(AddrSpace::Alu),
+        extra: None,
     };
     g.mk(Ops::BUFFER, dt, &[shape], Arg::Param(Box::new(pa)))
 }
@@ -737,7 +738,9 @@ fn arg_text(a: &Arg) -> String {
         Arg::Range(i, t) => format!("({i}, AxisType.{})", t.name()),
         Arg::Name(s) => format!("'{s}'"),
         Arg::DType(d) => format!("dtypes.{}", d.py_name()),
-        Arg::Perm(_) | Arg::Reduce(..) => crate::ir::text::arg_repr(a).unwrap_or_default(),
+        Arg::Perm(_) | Arg::Reduce(..) | Arg::Opaque(_) => {
+            crate::ir::text::arg_repr(a).unwrap_or_default()
+        }
     }
 }
 

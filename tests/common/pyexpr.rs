@@ -1077,7 +1077,7 @@ pub fn ser(g: &Graph, u: UOp) -> String {
         Arg::Name(x) => Some(x.clone()),
         Arg::DType(d) => Some(d.py_name().to_string()),
         // `str(tuple)`: the tuple's repr
-        Arg::Perm(_) | Arg::Reduce(..) => uopfuzz::ir::text::arg_repr(&n.arg),
+        Arg::Perm(_) | Arg::Reduce(..) | Arg::Opaque(_) => uopfuzz::ir::text::arg_repr(&n.arg),
     };
     if let Some(a) = a {
         s += &format!("[{a}]");

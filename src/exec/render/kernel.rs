@@ -190,6 +190,7 @@ pub fn reduce_to_acc(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
             multiple_of: None,
             name: None,
             addrspace: Some(AddrSpace::Reg),
+            extra: None,
         };
         acc_num += 1;
         let acc = g.mk(Ops::BUFFER, dt, &[one], Arg::Param(Box::new(pa)));
