@@ -223,7 +223,7 @@ impl Worker {
             let b = backend::build(&arm.backend)?;
             b.available().map_err(|why| ArmError::Unavailable {
                 backend: arm.backend.clone(),
-                why,
+                why: why.0,
             })?;
             self.backends.insert(arm.backend.clone(), b);
         }

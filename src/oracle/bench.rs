@@ -157,7 +157,7 @@ pub fn bench_backends(
     for b in &backends {
         b.available().map_err(|why| BenchError::Unavailable {
             backend: b.name().to_string(),
-            why,
+            why: why.0,
         })?;
     }
     let scalar = [Family::Index, Family::FixedInt, Family::Float, Family::Bool];
