@@ -379,7 +379,9 @@ fn check_reference(
                     )
                 };
                 let names = ["original", "rewritten"];
-                let note = accuracy_note(g, case.root, rw.root, &p.env, &o, &n, names);
+                let note = (v == PointVerdict::Differ)
+                    .then(|| accuracy_note(g, case.root, rw.root, &p.env, &o, &n, names))
+                    .flatten();
                 let what = note.map_or(what.clone(), |a| format!("{what}; {a}"));
                 res.detected = Some(Detected {
                     class,
