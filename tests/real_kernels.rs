@@ -222,12 +222,7 @@ fn every_pass_keeps_what_the_kernel_computes() {
             let o = run_o.observe(&case.graph, &p.env);
             if let Some(err) = &o.error {
                 let why = err.to_string();
-                let why: String = why
-                    .split(|ch: char| ch == ':' || ch == '(')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .into();
+                let why: String = why.split([':', '(']).next().unwrap_or("").trim().into();
                 *e.cannot_run.entry(why).or_default() += 1;
                 break;
             }
@@ -239,12 +234,7 @@ fn every_pass_keeps_what_the_kernel_computes() {
                 && !n.ub
             {
                 let why = err.to_string();
-                let why: String = why
-                    .split(|ch: char| ch == ':' || ch == '(')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .into();
+                let why: String = why.split([':', '(']).next().unwrap_or("").trim().into();
                 *e.cannot_run_after.entry(why).or_default() += 1;
                 break;
             }

@@ -76,6 +76,9 @@ fn scale(x: f64, k: i32) -> f64 {
     x * 2f64.powi(k)
 }
 
+// The arithmetic returns `Option` (None where double-double cannot hold the result and the
+// caller falls back to tinygrad's f64 rule), which `std::ops` cannot express.
+#[allow(clippy::should_implement_trait)]
 impl DD {
     pub const ZERO: DD = DD { hi: 0.0, lo: 0.0 };
     pub const ONE: DD = DD { hi: 1.0, lo: 0.0 };
@@ -166,7 +169,7 @@ impl DD {
     /// One Newton step from the f64 root, at an even power of two near 1 so that the residual
     /// stays normal; `None` for `x ≤ 0` (√0 and √−x follow f64's rules).
     pub fn sqrt(self) -> Option<DD> {
-        if !(self.hi > 0.0) || !self.is_finite() {
+        if self.hi.is_nan() || self.hi <= 0.0 || !self.is_finite() {
             return None;
         }
         let e = (self.hi.log2().floor() as i32).div_euclid(2) * 2;
@@ -200,7 +203,7 @@ impl DD {
     /// `log2(x)` for `x > 0`: `x = 2^e·m` with `m ∈ [√½, √2)`, `ln m = 2·atanh((m−1)/(m+1))`,
     /// so `x` near 1 keeps its relative accuracy.
     pub fn log2(self) -> Option<DD> {
-        if !(self.hi > 0.0) || !self.is_finite() {
+        if self.hi.is_nan() || self.hi <= 0.0 || !self.is_finite() {
             return None;
         }
         let mut e = self.hi.log2().floor() as i32;
