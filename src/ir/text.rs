@@ -1489,16 +1489,18 @@ mod tests {
     #[test]
     fn real_kernel_args_and_tags_round_trip() {
         // lines as tinygrad 0.14.0's harness/textform.py writes them for real kernels
+        // in tinygrad's toposort order (sources in order, depth first): the SINK's third source,
+        // the LOOP RANGE, comes after both ENDs
         let body = "n0 = UOp(Ops.CONST, dtypes.weakint, (), 2)\n\
 n1 = UOp(Ops.PARAM, dtypes.uint, (n0,), ParamArg(0, dtypes.uint, device='PYTHON'))\n\
 n2 = UOp(Ops.RANGE, dtypes.weakint, (n0,), (0, 1, AxisType.GLOBAL))\n\
-n3 = UOp(Ops.RANGE, dtypes.weakint, (n0,), (0, AxisType.LOOP), 1)\n\
-n4 = UOp(Ops.INDEX, dtypes.uint, (n1, n2))\n\
-n5 = UOp(Ops.STAGE, dtypes.uint, (n4,), BufferizeOpts(device=3, addrspace=AddrSpace.LOCAL, removable=True))\n\
-n6 = UOp(Ops.STORE, dtypes.void, (n4, n5))\n\
-n7 = UOp(Ops.END, dtypes.void, (n6, n2), None, 'mergeable')\n\
-n8 = UOp(Ops.END, dtypes.void, (n6, n2))\n\
-n9 = UOp(Ops.SINK, dtypes.void, (n7, n8, n3), KernelInfo(name='E\\x1b[90m_2', axis_types=(AxisType.LOOP,), dont_use_locals=False, applied_opts=(Opt(op=OptOps.UPCAST, axis=0, arg=4),), opts_to_apply=None, estimates=None, beam=0), 1)\n\
+n3 = UOp(Ops.INDEX, dtypes.uint, (n1, n2))\n\
+n4 = UOp(Ops.STAGE, dtypes.uint, (n3,), BufferizeOpts(device=3, addrspace=AddrSpace.LOCAL, removable=True))\n\
+n5 = UOp(Ops.STORE, dtypes.void, (n3, n4))\n\
+n6 = UOp(Ops.END, dtypes.void, (n5, n2), None, 'mergeable')\n\
+n7 = UOp(Ops.END, dtypes.void, (n5, n2))\n\
+n8 = UOp(Ops.RANGE, dtypes.weakint, (n0,), (0, AxisType.LOOP), 1)\n\
+n9 = UOp(Ops.SINK, dtypes.void, (n6, n7, n8), KernelInfo(name='E\\x1b[90m_2', axis_types=(AxisType.LOOP,), dont_use_locals=False, applied_opts=(Opt(op=OptOps.UPCAST, axis=0, arg=4),), opts_to_apply=None, estimates=None, beam=0), 1)\n\
 root = n9\n";
         let text =
             format!("{HEADER}\n{IMPORTS}{KERNEL_IMPORTS}{BEGIN_MARKER}\n{body}{END_MARKER}\n");
@@ -1511,15 +1513,15 @@ root = n9\n";
             Some("device='PYTHON'")
         );
         assert_eq!(g.arg(n(2)), &Arg::Opaque("(0, 1, AxisType.GLOBAL)".into()));
-        assert_eq!(g.tag(n(3)), Some("1"));
+        assert_eq!(g.tag(n(8)), Some("1"));
         // tagged and untagged END are two nodes, as in tinygrad
-        assert_ne!(n(7), n(8));
-        assert_eq!((g.tag(n(7)), g.tag(n(8))), (Some("'mergeable'"), None));
+        assert_ne!(n(6), n(7));
+        assert_eq!((g.tag(n(6)), g.tag(n(7))), (Some("'mergeable'"), None));
         assert!(matches!(g.arg(n(9)), Arg::Opaque(t) if t.starts_with("KernelInfo(name=")));
         // rebuilding a tagged node with new srcs keeps its tag (`UOp.replace`)
         let mut g2 = p.graph;
         let c = g2.cint(DType::WeakInt, 3);
-        let r = g2.mk_like(n(3), DType::WeakInt, &[c]);
+        let r = g2.mk_like(n(8), DType::WeakInt, &[c]);
         assert_eq!(g2.tag(r), Some("1"));
         // a graph without opaque args writes no kernel imports
         let (g3, r3) = sample();
