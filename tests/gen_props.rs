@@ -109,8 +109,10 @@ fn seed_dumps_are_pinned() {
 // updated by the vector/idiom grammar (branch `cover`): Swarm.vectors/group_pct, Prod::Gep,
 // Prod::Recombine, Prod::Threefry, GROUP outputs; then by the PERMUTE vector shapes (branch
 // `perm`: vexpr's weight-1 `vpermute`); then by the unlowered reduce kernels (branch `cov`:
-// Swarm.unlowered_reduce, drawn last for kernels only: the kernel seeds change)
-const PINNED_DUMP_HASH: u64 = 0x0b44_3a59_fe49_3110;
+// Swarm.unlowered_reduce, drawn last for kernels only: the kernel seeds change); then by
+// `ParamArg.extra` showing in the dump's `Debug` of a PARAM's arg (the graphs are unchanged:
+// fuzz findings of seeds 0 and 1 are byte-identical before and after)
+const PINNED_DUMP_HASH: u64 = 0x57a594dbfe97f174;
 
 #[test]
 fn empty_and_short_byte_inputs() {
