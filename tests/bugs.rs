@@ -6,9 +6,7 @@
 //! under CI).
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use uopfuzz::repro::bugs::{
-    Cache, Opts, ReproCheck, analyze_loaded, build, check_repros, markdown,
-};
+use uopfuzz::repro::bugs::{Cache, Opts, analyze_loaded, build, check_repros, markdown};
 use uopfuzz::repro::report::collect;
 use uopfuzz::repro::rootcause::RootCause;
 use uopfuzz::tinygrad::worker::{WorkerConfig, WorkerPool};
@@ -17,21 +15,10 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs")
 }
 
-struct Workers(WorkerPool);
-
-impl ReproCheck for Workers {
-    fn tinygrad(&self) -> String {
-        self.0.info().describe()
-    }
-    fn run(&self, scripts: &[(usize, String)]) -> Vec<(usize, String)> {
-        self.0.run_scripts(scripts)
-    }
-}
-
-fn workers() -> Option<Workers> {
+fn workers() -> Option<WorkerPool> {
     uopfuzz::tinygrad::python_for_test("bugs: repros in tinygrad 0.14.0")?;
     let cfg = WorkerConfig::new(None).expect("the harness worker");
-    Some(Workers(WorkerPool::new(cfg).expect("a tinygrad worker")))
+    Some(WorkerPool::new(cfg).expect("a tinygrad worker"))
 }
 
 #[test]

@@ -8,27 +8,15 @@ use crate::tinygrad::worker::{WorkerConfig, WorkerPool};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The bridge's workers as the bug list's repro checker.
-struct Workers(WorkerPool);
-
-impl ReproCheck for Workers {
-    fn tinygrad(&self) -> String {
-        self.0.info().describe()
-    }
-    fn run(&self, scripts: &[(usize, String)]) -> Vec<(usize, String)> {
-        self.0.run_scripts(scripts)
-    }
-}
-
 /// Workers on `tinygrad` (a checkout; the venv's 0.14.0 when `None`), or why there are none.
-fn workers(python: Option<&PathBuf>, tinygrad: Option<PathBuf>) -> anyhow::Result<Workers> {
+fn workers(python: Option<&PathBuf>, tinygrad: Option<PathBuf>) -> anyhow::Result<WorkerPool> {
     let mut cfg = WorkerConfig::new(tinygrad)?;
     if let Some(p) = python {
         cfg.python = p.clone();
     }
     // a repro runs to tinygrad's own rewrite limit at worst (a nontermination: seconds)
     cfg.timeout = Duration::from_secs(25);
-    Ok(Workers(WorkerPool::new(cfg)?))
+    Ok(WorkerPool::new(cfg)?)
 }
 
 #[derive(clap::Args, Debug, Clone)]

@@ -105,15 +105,28 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-fn num(s: &str) -> Result<f64, String> {
+/// A line of the table that does not read, with the line number (1-based).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("ulp table line {line}: {what}")]
+pub struct TableError {
+    pub line: usize,
+    pub what: String,
+}
+
+fn num(s: &str, line: usize) -> Result<f64, TableError> {
     s.parse::<f64>()
         .ok()
         .filter(|x| !x.is_nan() && *x >= 0.0)
-        .ok_or_else(|| format!("{s:?} is not a number of ulps"))
+        .ok_or_else(|| TableError {
+            line,
+            what: format!("{s:?} is not a number of ulps"),
+        })
 }
-fn count(s: &str) -> Result<usize, String> {
-    s.parse::<usize>()
-        .map_err(|_| format!("{s:?} is not a count"))
+fn count(s: &str, line: usize) -> Result<usize, TableError> {
+    s.parse::<usize>().map_err(|_| TableError {
+        line,
+        what: format!("{s:?} is not a count"),
+    })
 }
 
 /// How a figure is written: short and exact enough to read back (`0.5`, `2.25`, `1.3e6`).
@@ -131,11 +144,11 @@ fn fmt_ulp(x: f64) -> String {
 
 impl Table {
     /// Reads the TSV; errors name the line.
-    pub fn parse(text: &str) -> Result<Table, String> {
+    pub fn parse(text: &str) -> Result<Table, TableError> {
         let mut t = Table::default();
         let mut header_seen = false;
         for (i, line) in text.lines().enumerate() {
-            let at = |e: String| format!("ulp table line {}: {e}", i + 1);
+            let at = |what: String| TableError { line: i + 1, what };
             if let Some(c) = line.strip_prefix('#') {
                 t.comments.push(c.trim_start().to_string());
                 continue;
@@ -160,12 +173,12 @@ impl Table {
                 .ok_or_else(|| at(format!("{:?} is not a float dtype", f[1])))?;
             let measured = match f[3] {
                 "measured" => Some(Measured {
-                    points: count(f[4]).map_err(at)?,
-                    max_ulp: num(f[5]).map_err(at)?,
-                    p999_ulp: num(f[6]).map_err(at)?,
-                    sub_points: count(f[7]).map_err(at)?,
-                    sub_max_ulp: num(f[8]).map_err(at)?,
-                    nonfinite_mismatch: count(f[9]).map_err(at)?,
+                    points: count(f[4], i + 1)?,
+                    max_ulp: num(f[5], i + 1)?,
+                    p999_ulp: num(f[6], i + 1)?,
+                    sub_points: count(f[7], i + 1)?,
+                    sub_max_ulp: num(f[8], i + 1)?,
+                    nonfinite_mismatch: count(f[9], i + 1)?,
                 }),
                 "unmeasured" => None,
                 s => return Err(at(format!("status {s:?} is not measured/unmeasured"))),
@@ -183,7 +196,10 @@ impl Table {
             t.rows.push(row);
         }
         if !header_seen {
-            return Err("ulp table: no header line".into());
+            return Err(TableError {
+                line: 0,
+                what: "no header line".into(),
+            });
         }
         Ok(t)
     }
@@ -327,13 +343,17 @@ mod tests {
             (row.replace("measured", "guessed"), "status"),
             (row.replace("\t0\t", "\t"), "fields"),
         ] {
-            let e = Table::parse(&format!("{ok}{bad}\n")).expect_err(&bad);
+            let e = Table::parse(&format!("{ok}{bad}\n"))
+                .expect_err(&bad)
+                .to_string();
             assert!(
                 e.starts_with("ulp table line 3:") && e.contains(want),
                 "{e}"
             );
         }
-        let dup = Table::parse(&format!("{ok}{row}\n{row}\n")).expect_err("duplicate");
+        let dup = Table::parse(&format!("{ok}{row}\n{row}\n"))
+            .expect_err("duplicate")
+            .to_string();
         assert!(
             dup.contains("line 4") && dup.contains("second row"),
             "{dup}"
@@ -379,6 +399,9 @@ mod tests {
         );
         assert_eq!(fmt_ulp(0.5), "0.5");
         assert_eq!(fmt_ulp(2.0), "2");
-        assert_eq!(num(&fmt_ulp(1234567.0)).map(|x| x.round()), Ok(1235000.0));
+        assert_eq!(
+            num(&fmt_ulp(1234567.0), 1).map(|x| x.round()),
+            Ok(1235000.0)
+        );
     }
 }

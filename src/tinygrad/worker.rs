@@ -423,6 +423,17 @@ impl WorkerPool {
     }
 }
 
+/// The bridge's workers as the bug list's repro checker (`uopfuzz bugs`): each repro script runs
+/// in a long-lived worker, never in a Python of its own.
+impl crate::repro::bugs::ReproCheck for WorkerPool {
+    fn tinygrad(&self) -> String {
+        self.info().describe()
+    }
+    fn run(&self, scripts: &[(usize, String)]) -> Vec<(usize, String)> {
+        self.run_scripts(scripts)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
