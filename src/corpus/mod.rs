@@ -20,7 +20,7 @@ pub const SEMANTICS_ALLOWLIST: &str = "corpus/semantics-allowlist.tsv";
 
 /// The built-in known-findings list (the fuzz loop and the libFuzzer target use it unless told
 /// otherwise; compiled in so an installed binary needs no checkout).
-pub const BUILTIN_KNOWN_FINDINGS: &str = include_str!("../corpus/known-findings.tsv");
+pub const BUILTIN_KNOWN_FINDINGS: &str = include_str!("../../corpus/known-findings.tsv");
 
 /// A list that cannot be read or has a bad line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
