@@ -89,7 +89,8 @@ pub struct CaseResult {
     pub rewriter_failure: Option<RewriterError>,
 }
 
-/// `fast-math` rewrites tinygrad makes on purpose (tinygrad-ir.md §4.4): under `--float-policy
+/// `fast-math` rewrites tinygrad makes on purpose (uop/symbolic.py:158-164: `x/x -> 1`, `x*0 -> 0`;
+/// the constant reassociations of `symbolic`): under `--float-policy
 /// strict` their IEEE differences are `fast-math-unsound`, not `rewrite-bug`.
 pub const FAST_MATH_RULES: &[&str] = &[
     "symbolic_simple/mul_zero",
