@@ -165,8 +165,15 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
     let differs = |k: usize, o: &Observed| {
         o.error.as_ref().is_some_and(|e| e.is_backend_failure())
             || matches!(
-                crate::oracle::compare::decide_on(
-                    &r.graph, r.root, roots[k], &env, &reference, o, policy
+                crate::oracle::compare::decide_between(
+                    &r.graph,
+                    r.root,
+                    roots[k],
+                    &env,
+                    &reference,
+                    o,
+                    policy,
+                    [crate::exec::backend::reference().name(), name],
                 ),
                 PointVerdict::Differ | PointVerdict::LessDefined
             )
@@ -362,7 +369,17 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     if on != crate::exec::backend::reference().name() && o.error.is_none() {
         let rows = run_on(on, file, &g, &[r.root, out.root], &env)?;
         let (bo, bn) = (rows[0].clone(), rows[1].clone());
-        c = match crate::oracle::compare::decide_on(&g, r.root, out.root, &env, &bo, &bn, policy) {
+        // judged as the fuzz loop judged it: each side allowed this backend's measured error
+        c = match crate::oracle::compare::decide_between(
+            &g,
+            r.root,
+            out.root,
+            &env,
+            &bo,
+            &bn,
+            policy,
+            [on, on],
+        ) {
             PointVerdict::Agree => Compared::Agree,
             PointVerdict::Rounding => Compared::Rounding,
             PointVerdict::Skip => Compared::NotComparable,
