@@ -690,6 +690,21 @@ fn fuzz_loop_findings_replay_and_report() {
         assert_eq!(back.meta.signature, l.repro.meta.signature);
         let env: Env = back.env().unwrap();
         let _ = env;
+        // and back to the finding record `triage FILE` writes through the one writer: what a
+        // repro holds survives (the trace and the rewritten size are not in a repro file)
+        let f = back.to_finding();
+        let orig: uopfuzz::oracle::verdict::Finding =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("finding.json")).unwrap())
+                .unwrap();
+        assert_eq!(f.signature, orig.signature);
+        assert_eq!(f.inputs, orig.inputs, "{}", dir.display());
+        assert_eq!(f.buffers, orig.buffers);
+        assert_eq!(
+            (&f.summary, &f.expected, &f.actual),
+            (&orig.summary, &orig.expected, &orig.actual)
+        );
+        let again = Repro::from_finding(&f, back.graph.clone(), back.root, back.rewritten).unwrap();
+        assert_eq!(write_repro(&again, "x.py"), write_repro(&back, "x.py"));
     }
     let (found, errs) = uopfuzz::repro::report::collect(&d);
     assert!(errs.is_empty(), "{errs:?}");

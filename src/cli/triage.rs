@@ -2,8 +2,8 @@
 //! the interpreter; writes `triaged.json` (+ `minimized.py`) into each directory. A repro file
 //! (`import-artifact`'s output, a finding's `repro.py`) is first written out as the finding
 //! directory `FILE.finding/` beside it, which is then triaged like any other.
-use crate::ir::text::write_graph;
-use crate::oracle::verdict::Finding;
+use crate::oracle::sink::NewFinding;
+use crate::repro::sink::write_dir;
 use crate::repro::triage::triage_dir;
 use crate::smt::triage::{Status, TriageOpts};
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ pub fn run(a: Args) -> ExitCode {
             match finding_dir_of(d) {
                 Ok((dir, inj)) => (dir, a.inject.clone().or(inj)),
                 Err(e) => {
-                    eprintln!("uopfuzz triage: {e}");
+                    eprintln!("uopfuzz triage: {e:#}");
                     failed = true;
                     continue;
                 }
@@ -121,68 +121,24 @@ pub fn run(a: Args) -> ExitCode {
     }
 }
 
-/// Writes a repro file out as the finding directory `FILE.finding/` (what `triage_dir` reads);
-/// returns it and the repro's injection.
-fn finding_dir_of(file: &Path) -> Result<(PathBuf, Option<String>), String> {
-    let l = crate::repro::load_path(file).map_err(|e| e.to_string())?;
+/// Writes a repro file out as the finding directory `FILE.finding/` (what `triage_dir` reads)
+/// through the one finding writer; returns it and the repro's injection.
+fn finding_dir_of(file: &Path) -> anyhow::Result<(PathBuf, Option<String>)> {
+    let l = crate::repro::load_path(file)?;
     let r = &l.repro;
-    let m = &r.meta;
     let dir = PathBuf::from(format!("{}.finding", file.display()));
-    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    let finding = Finding {
-        signature: m.signature.clone(),
-        summary: m.summary.clone(),
-        rules: m.rules.clone(),
-        float_policy: m.float_policy.clone(),
-        seed: m.seed,
-        family: m.family.clone(),
-        // the finding record names a free RANGE's value `rangeN`, the repro file `range:N`
-        inputs: r
-            .inputs
-            .iter()
-            .map(|(k, v)| {
-                let k = match k.strip_prefix("range:") {
-                    Some(n) => format!("range{n}"),
-                    None => k.clone(),
-                };
-                (k, v.py_repr())
-            })
-            .collect(),
-        buffers: r
-            .buffers
-            .iter()
-            .map(|(s, v)| (*s, v.iter().map(|x| x.py_repr()).collect()))
-            .collect(),
-        expected: m.expected.clone(),
-        actual: m.actual.clone(),
-        ub_original: false,
-        ub_rewritten: false,
-        rule_source: m.rule_source.clone(),
-        trace: Vec::new(),
-        nodes: (r.nodes(), 0),
-        agreeing: Vec::new(),
-        rewriter: None,
-        tinygrad_revision: None,
-    };
-    std::fs::write(
-        dir.join("original.py"),
-        write_graph(&r.graph, &[r.root], &["root"]),
-    )
-    .map_err(io)?;
-    if let Some(rw) = r.rewritten {
-        std::fs::write(
-            dir.join("rewritten.py"),
-            write_graph(&r.graph, &[rw], &["rewritten"]),
-        )
-        .map_err(io)?;
-    }
-    std::fs::write(
-        dir.join("finding.json"),
-        serde_json::to_string_pretty(&finding).unwrap_or_default(),
-    )
-    .map_err(io)?;
-    Ok((dir, m.inject.clone()))
+    let finding = r.to_finding();
+    write_dir(
+        &dir,
+        &NewFinding {
+            finding: &finding,
+            graph: &r.graph,
+            root: r.root,
+            rewritten: r.rewritten,
+            seed: r.meta.seed.unwrap_or(0),
+        },
+    )?;
+    Ok((dir, r.meta.inject.clone()))
 }
 
 fn fmt_inputs(v: &[(String, String)]) -> String {

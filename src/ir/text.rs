@@ -1022,55 +1022,59 @@ fn tuple_arg_of(ex: &Ex) -> Result<Arg, LErr> {
         .map(Arg::Perm)
 }
 
-/// Ops whose args the port does not model: any arg of theirs is kept verbatim
-/// ([`Arg::Opaque`]). The ops with a modelled arg kind, ALU ops and the memory ops keep a strict
-/// reading, so a typo there is still an error.
-fn takes_opaque(op: Ops) -> bool {
-    !(op.is_alu()
-        || matches!(
-            op,
-            Ops::CONST
-                | Ops::CAST
-                | Ops::BITCAST
-                | Ops::PARAM
-                | Ops::BUFFER
-                | Ops::RANGE
-                | Ops::SPECIAL
-                | Ops::PERMUTE
-                | Ops::REDUCE
-                | Ops::INDEX
-                | Ops::LOAD
-                | Ops::STORE
-        ))
+/// How the text form reads an op's arg: each op takes exactly one kind (the kinds `ir::Arg`
+/// can hold). Ops whose args the port does not model are [`ArgKind::Opaque`]: any arg of theirs
+/// is kept verbatim. ALU ops and the memory ops take none, so a typo there is still an error.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArgKind {
+    Const,
+    DType,
+    Param,
+    Range,
+    Name,
+    /// PERMUTE's and REDUCE's tuple; absent reads as `Arg::None`.
+    Tuple,
+    Nothing,
+    Opaque,
 }
 
-/// The arg of `op`: each op takes exactly one kind (the kinds `ir::Arg` can hold), or for
-/// [`takes_opaque`] ops anything, verbatim.
+impl ArgKind {
+    fn of(op: Ops) -> ArgKind {
+        match op {
+            Ops::CONST => ArgKind::Const,
+            Ops::CAST | Ops::BITCAST => ArgKind::DType,
+            Ops::PARAM | Ops::BUFFER => ArgKind::Param,
+            Ops::RANGE => ArgKind::Range,
+            Ops::SPECIAL => ArgKind::Name,
+            Ops::PERMUTE | Ops::REDUCE => ArgKind::Tuple,
+            Ops::INDEX | Ops::LOAD | Ops::STORE => ArgKind::Nothing,
+            _ if op.is_alu() => ArgKind::Nothing,
+            _ => ArgKind::Opaque,
+        }
+    }
+}
+
+/// The arg of `op`, read as [`ArgKind::of`] says.
 fn arg_of(op: Ops, ex: Option<&Ex>, call_off: usize, line: &str) -> Result<Arg, LErr> {
+    let kind = ArgKind::of(op);
     let ex = match ex {
         Some(e) if !is_none(e) => e,
         _ => {
-            return match op {
-                Ops::CONST
-                | Ops::CAST
-                | Ops::BITCAST
-                | Ops::PARAM
-                | Ops::BUFFER
-                | Ops::RANGE
-                | Ops::SPECIAL => Err((call_off, format!("Ops.{} needs an arg", op.name()))),
-                _ => Ok(Arg::None),
+            return match kind {
+                ArgKind::Tuple | ArgKind::Nothing | ArgKind::Opaque => Ok(Arg::None),
+                _ => Err((call_off, format!("Ops.{} needs an arg", op.name()))),
             };
         }
     };
-    match op {
-        Ops::CONST => const_of(ex).map(Arg::Const),
-        Ops::CAST | Ops::BITCAST => dtype_of(ex).map(Arg::DType),
-        Ops::PARAM | Ops::BUFFER => param_of(ex, line).map(|p| Arg::Param(Box::new(p))),
-        Ops::RANGE => range_of(ex, line),
-        Ops::SPECIAL => str_of(ex).map(Arg::Name),
-        Ops::PERMUTE | Ops::REDUCE => tuple_arg_of(ex),
-        _ if takes_opaque(op) => Ok(Arg::Opaque(verbatim(line, ex).into())),
-        _ => Err((
+    match kind {
+        ArgKind::Const => const_of(ex).map(Arg::Const),
+        ArgKind::DType => dtype_of(ex).map(Arg::DType),
+        ArgKind::Param => param_of(ex, line).map(|p| Arg::Param(Box::new(p))),
+        ArgKind::Range => range_of(ex, line),
+        ArgKind::Name => str_of(ex).map(Arg::Name),
+        ArgKind::Tuple => tuple_arg_of(ex),
+        ArgKind::Opaque => Ok(Arg::Opaque(verbatim(line, ex).into())),
+        ArgKind::Nothing => Err((
             ex.off,
             format!(
                 "Ops.{} takes no arg here, got {}",

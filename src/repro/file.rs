@@ -230,6 +230,52 @@ impl Repro {
         Ok(env)
     }
 
+    /// The finding record a repro file stands for: the inverse of [`Repro::from_finding`] for
+    /// what a repro holds (no trace, no per-backend groups, the rewritten size unknown), so a
+    /// repro file becomes a finding directory through the one writer (`repro::sink::write_dir`).
+    pub fn to_finding(&self) -> Finding {
+        let m = &self.meta;
+        Finding {
+            signature: m.signature.clone(),
+            summary: m.summary.clone(),
+            rules: m.rules.clone(),
+            float_policy: m.float_policy.clone(),
+            seed: m.seed,
+            family: m.family.clone(),
+            // the finding record names a free RANGE's value `rangeN`, the repro file `range:N`
+            inputs: self
+                .inputs
+                .iter()
+                .map(|(k, v)| {
+                    let k = match k.strip_prefix("range:") {
+                        Some(n) => format!("range{n}"),
+                        None => k.clone(),
+                    };
+                    (k, v.py_repr())
+                })
+                .collect(),
+            buffers: self
+                .buffers
+                .iter()
+                .map(|(s, v)| (*s, v.iter().map(|x| x.py_repr()).collect()))
+                .collect(),
+            expected: m.expected.clone(),
+            actual: m.actual.clone(),
+            ub_original: false,
+            ub_rewritten: false,
+            rule_source: m.rule_source.clone(),
+            trace: Vec::new(),
+            nodes: (self.nodes(), 0),
+            agreeing: Vec::new(),
+            rewriter: m
+                .extra
+                .iter()
+                .find(|(k, _)| k == "rewriter")
+                .map(|(_, v)| v.clone()),
+            tinygrad_revision: None,
+        }
+    }
+
     /// Builds a repro from a finding record and its graphs (`rewritten` may be `None`).
     pub fn from_finding(
         f: &Finding,
