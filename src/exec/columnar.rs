@@ -73,3 +73,60 @@ pub(crate) fn replay(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::interp::{Buffer, Plan};
+    use crate::exec::interp_backend::{Runner, observe_plan};
+    use crate::ir::alu::Val;
+    use crate::ir::{Arg, AxisType};
+
+    /// `out[r] = r << s` for r in range(n): lanes whose `n` differs from the recorded point's
+    /// leave the schedule, a lane with `s = -1` raises; both run on the interpreter, and every
+    /// point observes what the interpreter observes on its own.
+    #[test]
+    fn lanes_that_leave_the_schedule_or_raise_run_on_the_interpreter() {
+        let mut g = Graph::new();
+        let out = g.param(0, DType::Int32, 8);
+        let n = g.variable("n", 0, 8, DType::Int32);
+        let s = g.variable("s", -1, 3, DType::Int32);
+        let r = g.mk(
+            Ops::RANGE,
+            DType::Int32,
+            &[n],
+            Arg::Range(0, AxisType::Loop),
+        );
+        let v = g.alu(Ops::SHL, &[r, s]).unwrap_or_else(|e| panic!("{e:?}"));
+        let idx = g.mk(Ops::INDEX, DType::Int32, &[out, r], Arg::None);
+        let st = g.mk(Ops::STORE, DType::Void, &[idx, v], Arg::None);
+        let end = g.mk(Ops::END, DType::Void, &[st, r], Arg::None);
+        let sink = g.mk(Ops::SINK, DType::Void, &[end], Arg::None);
+        let plan = Plan::new(&g, sink);
+        assert!(supports(&g, &plan));
+        let env = |n: i128, s: i128| {
+            Env::new()
+                .var("n", Val::Int(n))
+                .var("s", Val::Int(s))
+                .buffer(Buffer::zeros(DType::Int32, 8))
+        };
+        let envs = [env(3, 1), env(3, 2), env(5, 1), env(3, -1), env(0, 0)];
+        let refs: Vec<&Env> = envs.iter().collect();
+        let (_, trace) = crate::exec::interp::eval_traced(&g, &plan, refs[0]);
+        let trace = trace.expect("a kernel that runs records its schedule");
+        let lanes = replay(&g, &plan, &trace, refs[0], &refs[1..]);
+        let replayed: Vec<bool> = lanes.iter().map(Option::is_some).collect();
+        assert_eq!(replayed, [true, false, false, false]);
+        let got = Runner::new(&g, sink).observe_all(&g, &refs);
+        for (e, o) in refs.iter().zip(&got) {
+            assert_eq!(
+                format!("{o:?}"),
+                format!("{:?}", observe_plan(&g, &plan, e))
+            );
+        }
+        let vals = |k: usize| got[k].buffers[0].data.iter().map(|v| v.as_i128());
+        assert!(vals(1).eq([0, 4, 8, 0, 0, 0, 0, 0].map(Some)));
+        assert!(vals(2).eq([0, 2, 4, 6, 8, 0, 0, 0].map(Some)));
+        assert!(got[3].error.is_some() && got[4].error.is_none());
+    }
+}
