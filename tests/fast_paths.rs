@@ -72,6 +72,66 @@ fn tape_matches_interp() {
     assert!(ub > 0 && errors > 0, "ub {ub} errors {errors}");
 }
 
+/// The columnar kernel replay (`exec::columnar`, behind `Runner::observe_all`) observes exactly
+/// what the interpreter observes point by point (value, buffers, hard UB, error, Invalid) on
+/// original and rewritten graphs of every family under the default `pipeline` rules.
+#[test]
+fn columnar_matches_interp() {
+    use uopfuzz::exec::interp::Plan;
+    use uopfuzz::exec::{columnar, interp_backend::observe_plan};
+    let choice = uopfuzz::oracle::fuzz::choose_rules("pipeline", None).unwrap();
+    let pipe = choice.pipeline();
+    let opts = CheckOpts::default();
+    let (mut kernels, mut replayed, mut points, mut ub, mut errors) = (0, 0, 0, 0, 0);
+    let mut blockers = std::collections::BTreeSet::new();
+    for fam in Family::ALL {
+        let cfg = GenConfig::family(fam);
+        let n = if fam == Family::Kernel { 700 } else { 300 };
+        for seed in 0..n {
+            let case = generate::generate_seeded(seed, &cfg);
+            let mut g = case.graph.clone();
+            let rw = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+            let pts = make_points(&case, &opts);
+            let envs: Vec<_> = pts.iter().map(|p| &p.env).collect();
+            for root in [case.root, rw.root] {
+                let plan = Plan::new(&g, root);
+                if g.dtype(root) == uopfuzz::ir::DType::Void {
+                    kernels += 1;
+                    if columnar::supports(&g, &plan) {
+                        replayed += 1;
+                    } else {
+                        for u in g.toposort(&[root]) {
+                            blockers.insert(format!("{:?}/{}", g.op(u), g.src(u).len()));
+                        }
+                    }
+                }
+                let got = Runner::new(&g, root).observe_all(&g, &envs);
+                assert_eq!(got.len(), envs.len());
+                for (env, got) in envs.iter().zip(&got) {
+                    let want = observe_plan(&g, &plan, env);
+                    assert_eq!(
+                        (format!("{want:?}"), want.ub, &want.error),
+                        (format!("{got:?}"), got.ub, &got.error),
+                        "family {fam:?} seed {seed} root {root:?}"
+                    );
+                    points += 1;
+                    ub += want.ub as usize;
+                    errors += want.error.is_some() as usize;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "columnar: {replayed} of {kernels} kernels replayable; {points} points, {ub} hard UB, \
+         {errors} errors; ops of the others: {blockers:?}"
+    );
+    assert!(
+        replayed * 10 > kernels * 9,
+        "only {replayed} of {kernels} kernels replay"
+    );
+    assert!(ub > 0 && errors > 0, "ub {ub} errors {errors}");
+}
+
 #[test]
 fn memoized_second_rewrite_matches_a_fresh_one() {
     let (mut checked, mut changed) = (0, 0);

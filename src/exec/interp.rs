@@ -152,8 +152,111 @@ pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {
 
 /// `eval` with a `Plan` built once for many input points.
 pub fn eval_plan(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError> {
+    finish(Interp::new(g, plan, env))
+}
+
+/// `eval_plan`, also returning the run's schedule (`None` when it raised or ran longer than
+/// `MAX_TRACE` steps).
+pub(crate) fn eval_traced(
+    g: &Graph,
+    plan: &Plan,
+    env: &Env,
+) -> (Result<Outcome, ExecError>, Option<Vec<Ev>>) {
     let mut it = Interp::new(g, plan, env);
+    it.rec = Some(Vec::new());
+    let v = it.run();
+    let rec = it.rec.take();
+    match v {
+        Ok(v) => (Ok(outcome(it, v)), rec),
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// One point of a columnar replay (`exec::columnar`): the interpreter's state at that point,
+/// driven by a schedule recorded at another point instead of by its own frames. Each node is
+/// computed by the interpreter's own code (`scalar_alu`, `mem_fast`, `compute`), so values, UB
+/// flags and buffers are the interpreter's; the replay only skips the scheduling.
+pub(crate) struct Replay<'a> {
+    it: Interp<'a>,
+}
+
+/// A node's value in a replay: no memo key, as nothing checks its validity.
+fn put(it: &mut Interp, i: usize, v: V) {
+    it.memo[i] = Some((Box::default(), v));
+}
+
+impl<'a> Replay<'a> {
+    pub(crate) fn new(g: &'a Graph, plan: &'a Plan, env: &'a Env) -> Replay<'a> {
+        Replay {
+            it: Interp::new(g, plan, env),
+        }
+    }
+
+    /// Takes one step of the schedule; `false` where this point leaves it (an end or condition
+    /// differs from the recorded one) or the step raises: the point must then run on its own.
+    pub(crate) fn step(&mut self, ev: &Ev) -> bool {
+        let it = &mut self.it;
+        match *ev {
+            Ev::Node(i) => {
+                let i = i as usize;
+                let v = if let Some(x) = it.scalar_alu(i) {
+                    V::S(x)
+                } else if let Some(v) = it.mem_fast(i) {
+                    v
+                } else {
+                    match it.compute(i) {
+                        Ok(v) => v,
+                        Err(_) => return false,
+                    }
+                };
+                put(it, i, v);
+            }
+            Ev::Bound(i, v) => {
+                it.bind[i as usize] = Some(v);
+                put(it, i as usize, V::S(Val::Int(v)));
+            }
+            Ev::EndIs(i, v) => {
+                return matches!(it.get(i as usize), V::S(x) if x.as_i128() == Some(v));
+            }
+            Ev::CondIs(i, b) => return matches!(it.get(i as usize), V::S(x) if x.truthy() == b),
+            Ev::RedInit(i) => {
+                let i = i as usize;
+                match it.reduce_op(i) {
+                    Ok(Some((op, dt))) => put(it, i, reduce_identity(op, dt)),
+                    _ => return false,
+                }
+            }
+            Ev::RedStep { node, body, op, dt } => {
+                let (i, b) = (node as usize, body as usize);
+                let xs = [it.get(i).clone(), it.get(b).clone()];
+                match it.alu(i, op, dt, dt, &xs) {
+                    Ok(v) => put(it, i, v),
+                    Err(_) => return false,
+                }
+            }
+            Ev::EndDone(i) => {
+                if it.p.op[i as usize] != Ops::REDUCE {
+                    put(it, i as usize, V::Void);
+                }
+            }
+            Ev::Launch => it.locals.clear(),
+        }
+        true
+    }
+
+    /// The outcome at this point once the whole schedule ran, for a root whose value is Void
+    /// (`exec::columnar::supports`).
+    pub(crate) fn finish(self) -> Outcome {
+        outcome(self.it, V::Void)
+    }
+}
+
+fn finish(mut it: Interp) -> Result<Outcome, ExecError> {
     let v = it.run()?;
+    Ok(outcome(it, v))
+}
+
+fn outcome(it: Interp, v: V) -> Outcome {
     let (value, elems, invalid) = match &v {
         V::S(x) => (Some(*x), None, false),
         V::Invalid => (None, None, true),
@@ -168,7 +271,7 @@ pub fn eval_plan(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError
         ),
         _ => (None, None, false),
     };
-    Ok(Outcome {
+    Outcome {
         value,
         elems,
         invalid,
@@ -177,7 +280,7 @@ pub fn eval_plan(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError
         ub_at: it.ub,
         buffers: it.globals,
         steps: it.steps,
-    })
+    }
 }
 
 /// The run-time ALU: `exec_alu(op, dt, vals, truncate_output=True)`, plus the two ops the
@@ -322,8 +425,8 @@ enum EndState {
 /// What `eval` derives from the graph alone (toposort, local ids, loop nesting): built once per
 /// graph and reused for every input point (`Plan::new` + `eval_plan`).
 pub struct Plan {
-    root: usize,
-    nodes: Vec<UOp>,
+    pub(crate) root: usize,
+    pub(crate) nodes: Vec<UOp>,
     lid: HashMap<UOp, usize>,
     /// Local ids of each node's sources.
     srcs: Vec<Box<[usize]>>,
@@ -331,7 +434,7 @@ pub struct Plan {
     ranges: Vec<Vec<usize>>,
     /// Each node's op and dtype, and whether the op is an ALU op and a comparison: read per
     /// evaluated node, where `Ops::is_alu` scans the op-group slices every time.
-    op: Vec<Ops>,
+    pub(crate) op: Vec<Ops>,
     dt: Vec<DType>,
     alu: Vec<bool>,
     cmp: Vec<bool>,
@@ -439,7 +542,40 @@ struct Interp<'a> {
     /// one epoch the bindings are fixed and only `set(i)` rewrites `i`'s key (to a valid one).
     epoch: u64,
     seen: Vec<u64>,
+    /// The schedule of this run, for `exec::columnar` to replay at other points (`eval_traced`).
+    rec: Option<Vec<Ev>>,
 }
+
+/// One step of a run's schedule, as `eval_traced` records it: every node evaluation and every
+/// value the control flow depended on. Replayed at another point it is that point's run as long
+/// as those values agree (`exec::columnar`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    /// Node (local id) computed from its sources' latest values (`compute`).
+    Node(u32),
+    /// A RANGE/SPECIAL bound to this value.
+    Bound(u32, i128),
+    /// The node's latest value is this int (a loop or grid end).
+    EndIs(u32, i128),
+    /// The node's latest value has this truthiness (a while loop's condition).
+    CondIs(u32, bool),
+    /// A REDUCE's accumulator starts at its identity.
+    RedInit(u32),
+    /// `acc = acc <op> body` for REDUCE `node` (its op and dtype from `reduce_op`).
+    RedStep {
+        node: u32,
+        body: u32,
+        op: Ops,
+        dt: DType,
+    },
+    /// An END (value Void) or REDUCE (value: its accumulator) is done.
+    EndDone(u32),
+    /// A new launch of the grid: local buffers are dropped.
+    Launch,
+}
+
+/// Longest schedule `eval_traced` records; a longer run is left to the interpreter.
+const MAX_TRACE: usize = 1 << 20;
 
 /// `identity_element(op, dt)` (uop/ops.py:51): `dt.const({ADD: 0, MUL: 1, MAX: dt.min}[op])`,
 /// `dtypes.min` being `-inf` for floats, `False` for bool (dtype.py:70-72 `DType.min`).
@@ -486,6 +622,7 @@ impl<'a> Interp<'a> {
             stack: Vec::new(),
             epoch: 1,
             seen: vec![0; n],
+            rec: None,
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -541,6 +678,15 @@ impl<'a> Interp<'a> {
             }
         }
         self.seen[i] = self.epoch;
+    }
+    fn record(&mut self, e: Ev) {
+        if let Some(r) = &mut self.rec {
+            if r.len() < MAX_TRACE {
+                r.push(e);
+            } else {
+                self.rec = None;
+            }
+        }
     }
     fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;
@@ -610,7 +756,9 @@ impl<'a> Interp<'a> {
                 .first()
                 .ok_or_else(|| self.err_malformed(s, "SPECIAL without end"))?;
             let v = self.eval_node(e)?;
-            ends.push(self.int_of(s, &v)?);
+            let end = self.int_of(s, &v)?;
+            self.record(Ev::EndIs(e as u32, end));
+            ends.push(end);
         }
         if ends.iter().any(|e| *e <= 0) {
             return Ok(V::Void);
@@ -624,6 +772,7 @@ impl<'a> Interp<'a> {
             self.memo.iter_mut().for_each(|m| *m = None);
             self.epoch += 1;
             self.locals.clear();
+            self.record(Ev::Launch);
             self.tick()?;
             self.eval_node(self.root)?;
             // next grid point, last SPECIAL fastest
@@ -687,6 +836,15 @@ impl<'a> Interp<'a> {
                             } else {
                                 let v = self.compute(i)?;
                                 self.set(i, v);
+                            }
+                            if self.rec.is_some() {
+                                let ev = match (self.p.op[i], self.get(i)) {
+                                    (Ops::RANGE | Ops::SPECIAL, V::S(Val::Int(v))) => {
+                                        Ev::Bound(i as u32, *v)
+                                    }
+                                    _ => Ev::Node(i as u32),
+                                };
+                                self.record(ev);
                             }
                             stack.pop();
                         }
@@ -819,13 +977,19 @@ impl<'a> Interp<'a> {
                 let mut ends = Vec::with_capacity(loops.len());
                 for (r, e) in loops.iter().zip(&info.ends) {
                     let v = self.get(*e).clone();
-                    ends.push(self.int_of(*r, &v)?);
+                    let end = self.int_of(*r, &v)?;
+                    self.record(Ev::EndIs(*e as u32, end));
+                    ends.push(end);
                 }
                 let saved: Vec<Option<i128>> = loops.iter().map(|r| self.bind[*r]).collect();
                 // the accumulator starts at the identity (codegen/__init__.py:216)
                 let acc = red.map(|(op, dt)| (op, dt, reduce_identity(op, dt)));
+                if acc.is_some() {
+                    self.record(Ev::RedInit(i as u32));
+                }
                 if ends.iter().any(|e| *e <= 0) {
                     self.set(i, acc.map_or(V::Void, |(_, _, a)| a));
+                    self.record(Ev::EndDone(i as u32));
                     return Ok(None);
                 }
                 for &r in loops {
@@ -861,6 +1025,12 @@ impl<'a> Interp<'a> {
                 if let Some((op, dt, a)) = acc.take() {
                     let v = self.get(body).clone();
                     *acc = Some((op, dt, self.alu(i, op, dt, dt, &[a, v])?));
+                    self.record(Ev::RedStep {
+                        node: i as u32,
+                        body: body as u32,
+                        op,
+                        dt,
+                    });
                 }
                 // body done for `cur`: advance, innermost fastest
                 let mut k = loops.len();
@@ -872,6 +1042,7 @@ impl<'a> Interp<'a> {
                         }
                         let out = acc.take().map_or(V::Void, |(_, _, a)| a);
                         self.set(i, out);
+                        self.record(Ev::EndDone(i as u32));
                         return Ok(None);
                     }
                     k -= 1;
@@ -915,6 +1086,7 @@ impl<'a> Interp<'a> {
                             V::S(v) => v.truthy(),
                             _ => return Err(self.err_malformed(i, "loop condition is not a value")),
                         };
+                        self.record(Ev::CondIs(cond as u32, again));
                         if again {
                             *k += 1;
                             *phase = 0;
@@ -922,6 +1094,7 @@ impl<'a> Interp<'a> {
                             self.bind[w] = *saved;
                             self.epoch += 1;
                             self.set(i, V::Void);
+                            self.record(Ev::EndDone(i as u32));
                         }
                         Ok(None)
                     }

@@ -7,6 +7,7 @@
 //! flagged hard UB, so the oracle skips such points for every backend; fixed-width int
 //! overflow wraps (numpy-style), flagged soft and compared; float→int out of range is hard UB.
 use super::backend::{Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported};
+use super::columnar;
 use super::interp::{self, Env};
 use super::tape::Tape;
 use crate::ir::alu::Val;
@@ -46,14 +47,14 @@ struct InterpPrepared<'g> {
 
 impl Prepared for InterpPrepared<'_> {
     fn run(&mut self, points: &[&Env]) -> Vec<Vec<Observed>> {
+        let mut by_root: Vec<std::vec::IntoIter<Observed>> = self
+            .runners
+            .iter_mut()
+            .map(|r| r.observe_all(self.g, points).into_iter())
+            .collect();
         points
             .iter()
-            .map(|env| {
-                self.runners
-                    .iter_mut()
-                    .map(|r| r.observe(self.g, env))
-                    .collect()
-            })
+            .map(|_| by_root.iter_mut().filter_map(|r| r.next()).collect())
             .collect()
     }
 }
@@ -65,7 +66,9 @@ pub fn observe(g: &Graph, root: UOp, env: &Env) -> Observed {
 
 /// How one graph runs at many points: the straight-line tape where the graph is scalar ALU
 /// (`exec::tape`), else the interpreter's plan. The plan is also built lazily for tape points
-/// that raise, so errors carry the interpreter's exact wording.
+/// that raise, so errors carry the interpreter's exact wording. A kernel at many points at once
+/// (`observe_all`) runs on the interpreter at one point and columnar (`exec::columnar`) at the
+/// others.
 pub struct Runner {
     root: UOp,
     tape: Option<Tape>,
@@ -98,11 +101,52 @@ impl Runner {
         let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
         observe_plan(g, plan, env)
     }
+
+    /// `observe` at each of `envs`, identical results.
+    pub fn observe_all(&mut self, g: &Graph, envs: &[&Env]) -> Vec<Observed> {
+        if self.tape.is_none() && envs.len() > 1 {
+            let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
+            if columnar::supports(g, plan) {
+                return observe_columnar(g, plan, envs);
+            }
+        }
+        envs.iter().map(|env| self.observe(g, env)).collect()
+    }
+}
+
+/// A kernel at `envs`: the interpreter records its schedule at the first point where it runs
+/// to the end, the other points replay it; a point that leaves the schedule or raises runs on
+/// the interpreter.
+fn observe_columnar(g: &Graph, plan: &interp::Plan, envs: &[&Env]) -> Vec<Observed> {
+    let mut out = Vec::with_capacity(envs.len());
+    for (k, env) in envs.iter().enumerate() {
+        let (res, trace) = interp::eval_traced(g, plan, env);
+        let ran = res.is_ok();
+        out.push(observed(res));
+        let rest = &envs[k + 1..];
+        match trace {
+            Some(t) => {
+                let replayed = columnar::replay(g, plan, &t, env, rest);
+                for (e, o) in rest.iter().zip(replayed) {
+                    out.push(o.unwrap_or_else(|| observe_plan(g, plan, e)));
+                }
+            }
+            // ran to the end without a trace: too long to record
+            None if ran => out.extend(rest.iter().map(|e| observe_plan(g, plan, e))),
+            None => continue,
+        }
+        break;
+    }
+    out
 }
 
 /// `observe` with the interpreter's plan built once per graph.
 pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
-    match interp::eval_plan(g, plan, env) {
+    observed(interp::eval_plan(g, plan, env))
+}
+
+fn observed(res: Result<interp::Outcome, ExecError>) -> Observed {
+    match res {
         // wraparound is tinygrad's defined int semantics; only hard UB makes a run undefined
         Ok(o) => Observed {
             value: o.value,

@@ -5,6 +5,7 @@
 //! `exec_alu`. `wgpu` and `cuda` are the GPU devices under the `wgpu` and `cuda` backends.
 pub mod backend;
 pub mod c;
+pub mod columnar;
 pub mod cuda;
 pub mod ddouble;
 pub mod hiprec;

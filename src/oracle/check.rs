@@ -339,9 +339,23 @@ fn check_reference(
 ) -> bool {
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
     let (mut run_o, mut run_n) = (Runner::new(g, case.root), Runner::new(g, rw.root));
+    // a kernel runs at all points at once (columnar); a scalar graph point by point, as the
+    // first differing point ends the comparison
+    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
+    let mut batch = orig_is_kernel.then(|| {
+        (
+            run_o.observe_all(g, &envs).into_iter(),
+            run_n.observe_all(g, &envs).into_iter(),
+        )
+    });
     for p in points {
-        let o = run_o.observe(g, &p.env);
-        let n = run_n.observe(g, &p.env);
+        let (o, n) = match &mut batch {
+            Some((os, ns)) => match (os.next(), ns.next()) {
+                (Some(o), Some(n)) => (o, n),
+                _ => break,
+            },
+            None => (run_o.observe(g, &p.env), run_n.observe(g, &p.env)),
+        };
         let v = decide(g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,

@@ -1,0 +1,132 @@
+//! Columnar evaluation of a kernel: each step of its run taken once for all input points.
+//!
+//! A kernel's schedule (which node runs when, how often its loops iterate) depends on the graph
+//! and on a few values only: loop and grid ends and while-loop conditions. The interpreter
+//! records it at one point (`interp::eval_traced`); `replay` then takes each recorded step at
+//! every other point in turn (a lane per point), computing the node with the interpreter's own
+//! code (`interp::Replay`), so values, UB flags and buffers are the interpreter's by
+//! construction; what the replay saves is the interpreter's scheduling (frames, per-node memo
+//! keys and validity checks), which is most of its time on kernels. A lane whose end or
+//! condition differs from the recorded one, or whose step raises, is dropped (`None`): the
+//! caller runs the interpreter at that point, which gives the exact error.
+//!
+//! `columnar_matches_interp` (tests/fast_paths.rs) holds `Runner::observe_all` to the
+//! interpreter's point-by-point outcome on generated graphs of every family.
+use super::backend::Observed;
+use super::interp::{Env, Ev, Plan, Replay};
+use crate::ir::{DType, Graph, Ops};
+
+/// Whether `plan` is a kernel `replay` runs: a void root whose value is always Void (the
+/// observation then holds its buffers and UB flag only).
+pub fn supports(g: &Graph, plan: &Plan) -> bool {
+    g.dtype(plan.nodes[plan.root]) == DType::Void
+        && matches!(
+            plan.op[plan.root],
+            Ops::SINK | Ops::GROUP | Ops::END | Ops::STORE
+        )
+}
+
+/// Runs the schedule `trace` (recorded at `recorded`) at each of `envs`: the observation the
+/// interpreter makes there, or `None` where the lane leaves the schedule or raises.
+pub(crate) fn replay(
+    g: &Graph,
+    plan: &Plan,
+    trace: &[Ev],
+    recorded: &Env,
+    envs: &[&Env],
+) -> Vec<Option<Observed>> {
+    // bound RANGEs and SPECIALs (scalar graphs' free leaves) shape the schedule: a lane must
+    // bind the recorded ones
+    let mut lanes: Vec<Option<Replay>> = envs
+        .iter()
+        .map(|env| {
+            (env.ranges == recorded.ranges && env.specials == recorded.specials)
+                .then(|| Replay::new(g, plan, env))
+        })
+        .collect();
+    for ev in trace {
+        let mut live = false;
+        for lane in lanes.iter_mut() {
+            if let Some(r) = lane {
+                if r.step(ev) {
+                    live = true;
+                } else {
+                    *lane = None;
+                }
+            }
+        }
+        if !live {
+            break;
+        }
+    }
+    lanes
+        .into_iter()
+        .map(|lane| {
+            let o = lane?.finish();
+            Some(Observed {
+                value: o.value,
+                buffers: o.buffers,
+                ub: o.hard_ub,
+                error: None,
+                invalid: o.invalid,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::interp::{Buffer, Plan};
+    use crate::exec::interp_backend::{Runner, observe_plan};
+    use crate::ir::alu::Val;
+    use crate::ir::{Arg, AxisType};
+
+    /// `out[r] = r << s` for r in range(n): lanes whose `n` differs from the recorded point's
+    /// leave the schedule, a lane with `s = -1` raises; both run on the interpreter, and every
+    /// point observes what the interpreter observes on its own.
+    #[test]
+    fn lanes_that_leave_the_schedule_or_raise_run_on_the_interpreter() {
+        let mut g = Graph::new();
+        let out = g.param(0, DType::Int32, 8);
+        let n = g.variable("n", 0, 8, DType::Int32);
+        let s = g.variable("s", -1, 3, DType::Int32);
+        let r = g.mk(
+            Ops::RANGE,
+            DType::Int32,
+            &[n],
+            Arg::Range(0, AxisType::Loop),
+        );
+        let v = g.alu(Ops::SHL, &[r, s]).unwrap_or_else(|e| panic!("{e:?}"));
+        let idx = g.mk(Ops::INDEX, DType::Int32, &[out, r], Arg::None);
+        let st = g.mk(Ops::STORE, DType::Void, &[idx, v], Arg::None);
+        let end = g.mk(Ops::END, DType::Void, &[st, r], Arg::None);
+        let sink = g.mk(Ops::SINK, DType::Void, &[end], Arg::None);
+        let plan = Plan::new(&g, sink);
+        assert!(supports(&g, &plan));
+        let env = |n: i128, s: i128| {
+            Env::new()
+                .var("n", Val::Int(n))
+                .var("s", Val::Int(s))
+                .buffer(Buffer::zeros(DType::Int32, 8))
+        };
+        let envs = [env(3, 1), env(3, 2), env(5, 1), env(3, -1), env(0, 0)];
+        let refs: Vec<&Env> = envs.iter().collect();
+        let (_, trace) = crate::exec::interp::eval_traced(&g, &plan, refs[0]);
+        let trace = trace.expect("a kernel that runs records its schedule");
+        let lanes = replay(&g, &plan, &trace, refs[0], &refs[1..]);
+        let replayed: Vec<bool> = lanes.iter().map(Option::is_some).collect();
+        assert_eq!(replayed, [true, false, false, false]);
+        let got = Runner::new(&g, sink).observe_all(&g, &refs);
+        for (e, o) in refs.iter().zip(&got) {
+            assert_eq!(
+                format!("{o:?}"),
+                format!("{:?}", observe_plan(&g, &plan, e))
+            );
+        }
+        let vals = |k: usize| got[k].buffers[0].data.iter().map(|v| v.as_i128());
+        assert!(vals(1).eq([0, 4, 8, 0, 0, 0, 0, 0].map(Some)));
+        assert!(vals(2).eq([0, 2, 4, 6, 8, 0, 0, 0].map(Some)));
+        assert!(got[3].error.is_some() && got[4].error.is_none());
+    }
+}
