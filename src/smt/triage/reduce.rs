@@ -424,8 +424,17 @@ fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
     for u in g.toposort(&[d]) {
         if g.op(u) == Ops::LOAD {
             let v = value_at(g, u, e)?;
-            let name = fresh_name(&g2, d, &env2);
             let dt = g.dtype(u);
+            // a non-finite load (a max-reduce's -inf start) stays a constant: a variable holding
+            // it would be an input outside the fast-math domain, which the check skips
+            if let Val::Float(f) = v
+                && !f.is_finite()
+            {
+                let k = g2.cnst(dt, ConstVal::Float(f));
+                map.insert(u, k);
+                continue;
+            }
+            let name = fresh_name(&g2, d, &env2);
             let var = match dt {
                 DType::Bool => g2.variable(&name, 0, 1, dt),
                 d if d.is_float() => crate::smt::verify::free_variable(&mut g2, &name, d),
