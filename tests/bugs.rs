@@ -25,7 +25,7 @@ fn workers() -> Option<WorkerPool> {
 fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     let (found, errs) = collect(&fixtures());
     assert!(errs.is_empty(), "{errs:?}");
-    assert_eq!(found.len(), 12);
+    assert_eq!(found.len(), 13);
     // each original's own key, to find again on the bug its representative stands for
     let originals: Vec<(String, String)> = found
         .iter()
@@ -45,10 +45,10 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert!(r.not_reproduced.is_empty(), "{:?}", r.not_reproduced);
     let all: Vec<_> = r.bugs.iter().chain(&r.by_design).collect();
-    // 12 signatures, 10 bugs: vmin_eq_vmax on bool and on int is one wrong vmin/vmax of MUL
+    // 13 signatures, 10 bugs: vmin_eq_vmax on bool and on int is one wrong vmin/vmax of MUL
     // (on two dtypes); x_plus_x's and split_const_multiple's KeyErrors are one self-containing
     // simplify_pow result
-    assert_eq!(r.signatures, 12);
+    assert_eq!(r.signatures, 13);
     assert_eq!(all.len(), 10, "{}", markdown(&r));
     let by_key = |k: &str| all.iter().find(|b| b.key == k);
     let idiv = by_key("rewrite-error|late/fast_idiv|AssertionError")
@@ -85,6 +85,15 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
         markdown(&r)
     );
     assert_eq!(mul.signatures.len(), 2, "{:?}", mul.signatures);
+    // an unsound-bounds finding of the loop's own bounds oracle is the ADD case's bug
+    let add = by_key("unsound-bounds|bounds:ADD").expect("ADD's bounds");
+    assert!(
+        add.signatures
+            .iter()
+            .any(|s| s.starts_with("unsound-bounds|")),
+        "{:?}",
+        add.signatures
+    );
     assert!(
         all.iter().any(|b| b.blamed.starts_with("bounds:")),
         "a bounds case is blamed: {}",

@@ -622,3 +622,32 @@ fn a_masked_wrong_rewrite_is_blamed_not_the_flip_that_exposes_it() {
         .unwrap_or_else(|| panic!("not blamed: {t:#?}"));
     assert_eq!(b.rule, "sym/simplify_valid", "{b:?}");
 }
+
+#[test]
+fn an_unsound_bounds_finding_is_triaged_as_the_refuted_bounds_claim() {
+    // the fixture's ADD.int of `(v0 << (v0 & 31)) + -2147483648` wraps while _min_max claims
+    // [-4294967296, -1]: triage must confirm it on the interpreter and blame the bounds case,
+    // never call it "not reproduced" (the farm counts only triage's bug classes)
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bugs/unsound-bounds-bounds_ADD-int-8201203300983750830");
+    let dir = std::env::temp_dir().join(format!("uopfuzz-triage-bounds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["finding.json", "original.py", "rewritten.py"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    let t = triage_dir(&dir, &TriageOpts::default(), None).unwrap();
+    assert_eq!(t.class, "unsound-bounds", "{:?}", t.confirm);
+    assert_eq!(t.confirm.status, Status::Confirmed);
+    assert!(t.confirm.detail.contains("ADD.int"), "{}", t.confirm.detail);
+    let b = t.blame.as_ref().expect("the bounds case is blamed");
+    assert_eq!(b.rule, "bounds:ADD");
+    assert_eq!(b.source, "tinygrad/uop/ops.py:1054");
+    let m = t.minimized.as_ref().expect("minimized keeping the case");
+    assert!(m.nodes_after < m.nodes_before, "{m:?}");
+    assert!(uopfuzz::farm::triage::is_bug_class(&t.class));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("triaged.json")).unwrap()).unwrap();
+    assert_eq!(json["class"], "unsound-bounds");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -140,11 +140,17 @@ pub fn triageable(f: &Filed) -> bool {
 }
 
 /// Final triage classes that make a finding a bug (the rest: not reproduced, within float
-/// rounding, unknown, or an encoding problem of uopfuzz).
+/// rounding, unknown, or an encoding problem of uopfuzz). `unsound-bounds`: triage refuted
+/// tinygrad's `vmin <= x <= vmax` at a point on the interpreter.
 pub fn is_bug_class(c: &str) -> bool {
     matches!(
         c,
-        "rewrite-bug" | "rewrite-error" | "nontermination" | "not-idempotent" | "fast-math-unsound"
+        "rewrite-bug"
+            | "rewrite-error"
+            | "nontermination"
+            | "not-idempotent"
+            | "fast-math-unsound"
+            | "unsound-bounds"
     )
 }
 

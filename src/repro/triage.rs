@@ -105,7 +105,8 @@ pub fn load(dir: &Path, inject_override: Option<&str>) -> Result<Loaded, TriageD
         finding.signature.class,
         Class::RewriteBug | Class::FastMathUnsound | Class::FloatRounding
     );
-    let point = if semantic {
+    // an unsound bound is refuted at the recorded point as well
+    let point = if semantic || finding.signature.class == Class::UnsoundBounds {
         let env = repro.env().map_err(|source| TriageDirError::Inputs {
             dir: label.clone(),
             source,

@@ -1,10 +1,12 @@
 //! Stage 1: confirm a finding with Z3 and the interpreter (module docs of `triage`).
 use super::model::{Ask, Z3Answer, ieee_query};
+use super::reduce::completions;
 use super::shared::{Confirm, Ctx, Status, beyond_for, is_bad, show_inputs, show_obs};
 use crate::exec::Observed;
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::{ConstVal, Graph, UOp};
+use crate::oracle::bounds::{Violation, first_origin};
 use crate::oracle::compare::compare_point;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
@@ -343,6 +345,69 @@ pub(super) fn confirm_stop(
     };
     (c, gw, rw)
 }
+
+/// An `unsound-bounds` finding: the interpreter evaluates the original and the rewritten graph
+/// at the finding's point (each loop iteration of a kernel's expression, up to the minimizer's
+/// bound) and looks for a node outside its vmin/vmax whose operands lie within theirs
+/// (`oracle::bounds::first_origin`): tinygrad's `_min_max` claim `vmin <= x <= vmax` refuted
+/// at a point. No rule is involved, so no rewrite pair is compared.
+pub(super) fn confirm_bounds(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+    det_point: Option<&Env>,
+) -> (Confirm, Graph, Rewritten, Option<Violation>) {
+    let (gw, rw) = cx.rewrite(g, root, None);
+    let mut c = Confirm {
+        status: Status::NotReproduced,
+        by: "interp".into(),
+        z3: "not-asked".into(),
+        z3_detail: None,
+        finding_point: None,
+        inputs: vec![],
+        expected: None,
+        actual: None,
+        detail: String::new(),
+        ieee_differs: false,
+        point: None,
+    };
+    let Some(env) = det_point else {
+        c.detail = "the finding has no point to evaluate its bounds at".into();
+        return (c, gw, rw, None);
+    };
+    let roots = if rw.root == root {
+        vec![root]
+    } else {
+        vec![root, rw.root]
+    };
+    let found = bounds_points(&gw, &roots, env)
+        .into_iter()
+        .find_map(|e| first_origin(&gw, &roots, &e).map(|v| (e, v)));
+    let Some((e, v)) = found else {
+        c.finding_point = Some("every node lies within its vmin/vmax".into());
+        c.detail = "every node of the original and the rewritten graph lies within its vmin/vmax at the finding's point".into();
+        return (c, gw, rw, None);
+    };
+    c.status = Status::Confirmed;
+    c.finding_point = Some("outside its bounds".into());
+    c.inputs = show_inputs(&e);
+    c.expected = Some(format!("a value in [{}, {}]", v.vmin, v.vmax));
+    c.actual = Some(v.value.clone());
+    c.detail = v.describe();
+    c.point = Some(e);
+    (c, gw, rw, Some(v))
+}
+
+/// The points a bounds check looks at: `env`, or a kernel expression's loop iterations.
+pub(super) fn bounds_points(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Env> {
+    match roots {
+        [r] => completions(g, *r, env, MAX_BOUNDS_POINTS),
+        _ => vec![env.clone()],
+    }
+}
+
+/// Most loop iterations a bounds check evaluates (a kernel's value taken out of its loops).
+const MAX_BOUNDS_POINTS: usize = 64;
 
 #[cfg(test)]
 mod tests {

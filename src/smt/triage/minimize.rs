@@ -8,6 +8,7 @@
 //! the query budget allows), *and* the interpreter's fuel bisection at that point still blames
 //! the finding's rule: the minimizer must not drift to another bug.
 use super::blame::blame_interp;
+use super::confirm::bounds_points;
 use super::model::{Ask, Z3Answer, ieee_query};
 use super::reduce::{Keep, completions, reduce_graph, restrict_env, shrink_values};
 use super::shared::{
@@ -15,6 +16,7 @@ use super::shared::{
 };
 use crate::exec::interp::Env;
 use crate::ir::{DType, Graph, UOp};
+use crate::oracle::bounds::first_origin;
 use crate::oracle::compare::compare_point;
 use crate::rewrite::engine::Stop;
 use crate::smt::query::env_from_model;
@@ -34,6 +36,11 @@ pub enum Goal<'a> {
     Unresolved,
     Nontermination,
     NotIdempotent,
+    /// A node of the original or the rewritten graph lies outside its vmin/vmax while its
+    /// operands lie within theirs, and its `_min_max` case is still `case` (`ADD.char`).
+    Bounds {
+        case: &'a str,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -106,6 +113,21 @@ fn holds(
             let (_, again) = cx.rewrite(&gw, rw.root, None);
             (again.stop == Stop::Done && again.root != rw.root).then(|| env.clone())
         }
+        Goal::Bounds { case } => {
+            let roots = bounds_roots(root, &rw);
+            bounds_points(&gw, &roots, env)
+                .into_iter()
+                .find(|e| first_origin(&gw, &roots, e).is_some_and(|v| v.case == *case))
+        }
+    }
+}
+
+/// The graphs a bounds goal checks: the original, and the rewritten one when the rewrite finished.
+fn bounds_roots(root: UOp, rw: &crate::rewrite::pipeline::Rewritten) -> Vec<UOp> {
+    if rw.stop == Stop::Done && rw.root != root {
+        vec![root, rw.root]
+    } else {
+        vec![root]
     }
 }
 
@@ -228,29 +250,31 @@ pub(crate) fn minimize(
             }
         }
         if !done {
-            let mut k = GoalKeep {
-                cx: &mut *cx,
-                goal,
-                z3_left: 0,
-                use_z3: false,
-            };
-            let left = opts.max_candidates.saturating_sub(tried);
-            let (e, t, a) = shrink_values(&st.g, st.root, &st.env, &mut k, left);
-            (tried, accepted) = (tried + t, accepted + a);
-            if a > 0 {
-                st.env = e;
-                values_by = "interp";
-            }
+            values_by = shrink_on_interp(cx, &mut st, goal, opts, &mut tried, &mut accepted);
         }
+    }
+    if let Goal::Bounds { .. } = goal {
+        values_by = shrink_on_interp(cx, &mut st, goal, opts, &mut tried, &mut accepted);
     }
     st.env = restrict_env(&st.g, st.root, &st.env);
     let (gw, rw) = cx.rewrite(&st.g, st.root, None);
     let (text, expr, rewritten_expr) = render_pair(&gw, st.root, rw.root);
-    let (expected, actual) = if matches!(goal, Goal::Semantic { .. }) {
-        let (_, o, n) = compare_point(&gw, st.root, rw.root, &st.env, cx.policy);
-        (Some(show_obs(&o)), Some(show_obs(&n)))
-    } else {
-        (None, None)
+    let (expected, actual) = match goal {
+        Goal::Semantic { .. } => {
+            let (_, o, n) = compare_point(&gw, st.root, rw.root, &st.env, cx.policy);
+            (Some(show_obs(&o)), Some(show_obs(&n)))
+        }
+        Goal::Bounds { .. } => {
+            let roots = bounds_roots(st.root, &rw);
+            match first_origin(&gw, &roots, &st.env) {
+                Some(v) => (
+                    Some(format!("a value in [{}, {}]", v.vmin, v.vmax)),
+                    Some(v.value),
+                ),
+                None => (None, None),
+            }
+        }
+        _ => (None, None),
     };
     Some(Minimized {
         nodes_before,
@@ -268,4 +292,32 @@ pub(crate) fn minimize(
         root: st.root,
         point: st.env,
     })
+}
+
+/// The values one input at a time on the interpreter while `goal` holds: `interp` when one
+/// moved, else `unchanged`.
+fn shrink_on_interp(
+    cx: &mut Ctx,
+    st: &mut St,
+    goal: &Goal,
+    opts: &Opts,
+    tried: &mut usize,
+    accepted: &mut usize,
+) -> &'static str {
+    let mut k = GoalKeep {
+        cx,
+        goal,
+        z3_left: 0,
+        use_z3: false,
+    };
+    let left = opts.max_candidates.saturating_sub(*tried);
+    let (e, t, a) = shrink_values(&st.g, st.root, &st.env, &mut k, left);
+    *tried += t;
+    *accepted += a;
+    if a > 0 {
+        st.env = e;
+        "interp"
+    } else {
+        "unchanged"
+    }
 }

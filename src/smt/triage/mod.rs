@@ -16,6 +16,11 @@
 //!    has one NaN) or no value of its dtype (a float input the dtype cannot hold:
 //!    `not-reproduced`). Kernels and ops the encoding lacks are confirmed by the interpreter
 //!    replay of the finding's point alone, and the result says so (`by: "interp"`).
+//!    An `unsound-bounds` finding is no rewrite pair: the interpreter evaluates the original and
+//!    the rewritten graph at the finding's point and must find a node outside the vmin/vmax
+//!    tinygrad's `_min_max` computes while its operands lie within theirs
+//!    (`oracle::bounds::first_origin`); the minimizer keeps that node's case and the blame is
+//!    the case (`bounds:ADD`, its tinygrad line), never a rule.
 //! 2. **Minimize** ([`minimize`]): greedy, deterministic graph reduction, then value shrinking
 //!    with Z3 `Optimize` (module docs there). The witness must keep blaming the finding's rule,
 //!    and, with a reference pipeline ([`triage_against`]: the rules without an injection), must
@@ -55,7 +60,7 @@ use crate::oracle::verdict::Class;
 use crate::rewrite::engine::Stop;
 use crate::rewrite::pipeline::Pipeline;
 use blame::{Judge, blame_interp, blame_record, blame_z3};
-use confirm::{confirm_semantic, confirm_stop};
+use confirm::{confirm_bounds, confirm_semantic, confirm_stop};
 use real::{RealVerdict, check_real};
 use shared::{Ctx, has_float};
 use std::time::Instant;
@@ -127,8 +132,13 @@ pub fn triage_against<'p, 'r>(
         det.class,
         Class::RewriteBug | Class::FastMathUnsound | Class::FloatRounding
     );
+    let mut violation = None;
     let (confirm, gw, rw) = if semantic {
         confirm_semantic(&mut cx, g, root, det.point.as_ref().map(|p| &p.env))
+    } else if det.class == Class::UnsoundBounds {
+        let (c, gw, rw, v) = confirm_bounds(&mut cx, g, root, det.point.as_ref().map(|p| &p.env));
+        violation = v;
+        (c, gw, rw)
     } else {
         confirm_stop(&mut cx, g, root, det.class)
     };
@@ -152,6 +162,8 @@ pub fn triage_against<'p, 'r>(
     if opts.minimize && confirm.status == Status::Confirmed {
         let goal = if semantic {
             minimize::Goal::Semantic { target }
+        } else if let Some(v) = &violation {
+            minimize::Goal::Bounds { case: &v.case }
         } else {
             match (&det.class, &rw.stop) {
                 (Class::RewriteError, Stop::RuleError { rule, .. }) => {
@@ -231,7 +243,36 @@ pub fn triage_against<'p, 'r>(
             blame_original = interp_blame_record(&mut cx, g, root, p, "original");
         }
     }
-    if !semantic && confirm.status == Status::Confirmed {
+    if let Some(v) = &violation {
+        // no rule is at fault: the `_min_max` case of the lowest node outside its bounds, read
+        // on the minimized case when there is one
+        let on_min = minimized.as_ref().and_then(|m| {
+            let (gm, rm) = cx.rewrite(&m.graph, m.root, None);
+            let roots = if rm.stop == Stop::Done && rm.root != m.root {
+                vec![m.root, rm.root]
+            } else {
+                vec![m.root]
+            };
+            crate::oracle::bounds::first_origin(&gm, &roots, &m.point).map(|w| (w, rm.trace.len()))
+        });
+        let (w, steps, graph) = match on_min {
+            Some((w, n)) => (w, n, "minimized"),
+            None => (v.clone(), rw.trace.len(), "original"),
+        };
+        blame = Some(Blame {
+            rule: w.blamed(),
+            source: w.source.to_string(),
+            step: 0,
+            steps,
+            method: "interp-bounds".into(),
+            graph: graph.into(),
+            before: format!("{} in [{}, {}]", w.case, w.vmin, w.vmax),
+            after: w.value.clone(),
+            unknown_queries: 0,
+            disagreements: 0,
+        });
+    }
+    if !semantic && violation.is_none() && confirm.status == Status::Confirmed {
         // the raising / looping rule is the blame; the minimized graph keeps it
         if let Stop::RuleError { rule, source, .. } = &rw.stop {
             blame = Some(Blame {

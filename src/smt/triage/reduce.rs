@@ -8,8 +8,10 @@
 //! strictly smaller (nodes, then constant complexity) is taken and the list is rebuilt:
 //! 1. the root becomes a value descendant (a kernel becomes the scalar expression it stores;
 //!    its free loop indices get values at the point), or a kernel's SINK loses a statement;
-//! 2. a node becomes one of its operands of the same dtype, a fresh variable holding its value
-//!    at the point (a LOAD becomes a scalar input this way), or a simple constant of its dtype;
+//! 2. a node becomes one of its operands (or an operand's operand) of the same dtype, a fresh
+//!    variable holding its value at the point (a LOAD becomes a scalar input this way), or a
+//!    simple constant of its dtype; a kernel's loop runs its first iteration only (its RANGE
+//!    becomes 0, its END shell goes);
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
@@ -149,6 +151,45 @@ fn is_value_node(g: &Graph, u: UOp) -> bool {
         && (op.is_alu() || matches!(op, Ops::CAST | Ops::BITCAST | Ops::LOAD | Ops::REDUCE))
 }
 
+fn is_value_or_input(g: &Graph, u: UOp) -> bool {
+    is_value_node(g, u) || is_input(g, u) || g.op(u) == Ops::CONST
+}
+
+/// `root` with the loop `r` at its first iteration: `r` becomes 0 and leaves every END that
+/// closes it; an END left closing nothing is its statement.
+fn unroll(g: &mut Graph, root: UOp, r: UOp) -> UOp {
+    let zero = g.cnst(g.dtype(r), ConstVal::Int(0));
+    let mut m: HashMap<UOp, UOp> = HashMap::from([(r, zero)]);
+    for u in g.toposort(&[root]) {
+        if u == r {
+            continue;
+        }
+        let n = g.node(u).clone();
+        let mut src: Vec<UOp> = n
+            .src
+            .iter()
+            .map(|s| m.get(s).copied().unwrap_or(*s))
+            .collect();
+        if n.op == Ops::END && n.src.contains(&r) {
+            let keep: Vec<UOp> = n.src[1..].iter().filter(|s| **s != r).copied().collect();
+            if keep.is_empty() {
+                m.insert(u, src[0]);
+                continue;
+            }
+            src = std::iter::once(src[0])
+                .chain(keep.iter().map(|s| m.get(s).copied().unwrap_or(*s)))
+                .collect();
+        }
+        let nu = if src[..] != n.src[..] {
+            g.mk(n.op, n.dtype, &src, n.arg.clone())
+        } else {
+            u
+        };
+        m.insert(u, nu);
+    }
+    m.get(&root).copied().unwrap_or(root)
+}
+
 fn is_input(g: &Graph, u: UOp) -> bool {
     matches!(g.op(u), Ops::BUFFER | Ops::PARAM)
         && g.arg(u)
@@ -218,6 +259,9 @@ enum Cand {
     RootScalar(UOp),
     DropStmt(usize),
     Node(UOp, UOp),
+    /// A kernel's loop at its first iteration: the RANGE becomes 0 and leaves the ENDs that
+    /// close it (an END closing nothing else becomes its statement).
+    Unroll(UOp),
     Var(UOp),
     Const(UOp, ConstVal),
 }
@@ -270,9 +314,14 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
             }
             continue;
         }
-        // a free loop index of a scalar expression becomes a variable holding its value
+        // a free loop index of a scalar expression becomes a variable holding its value; a
+        // kernel's loop is unrolled to its first iteration (its END and RANGE shells go)
         if matches!(op, Ops::RANGE | Ops::SPECIAL) && g.dtype(root) != DType::Void {
             out.push(Cand::Var(u));
+            continue;
+        }
+        if op == Ops::RANGE {
+            out.push(Cand::Unroll(u));
             continue;
         }
         if !is_value_node(g, u) {
@@ -282,6 +331,15 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
         for s in g.src(u) {
             if g.dtype(*s) == dt && seen.insert(*s) {
                 out.push(Cand::Node(u, *s));
+            }
+        }
+        // an operand's operand of the same dtype hoists through a shell of another dtype
+        // (`index(stack(a, b), 1)` → `b`, `cast(cast(x))` → `x`)
+        for s in g.src(u) {
+            for s2 in g.src(*s) {
+                if g.dtype(*s2) == dt && is_value_or_input(g, *s2) && seen.insert(*s2) {
+                    out.push(Cand::Node(u, *s2));
+                }
             }
         }
         out.push(Cand::Var(u));
@@ -366,8 +424,17 @@ fn scalarize(g: &Graph, d: UOp, e: &Env) -> Option<(Graph, UOp, Env)> {
     for u in g.toposort(&[d]) {
         if g.op(u) == Ops::LOAD {
             let v = value_at(g, u, e)?;
-            let name = fresh_name(&g2, d, &env2);
             let dt = g.dtype(u);
+            // a non-finite load (a max-reduce's -inf start) stays a constant: a variable holding
+            // it would be an input outside the fast-math domain, which the check skips
+            if let Val::Float(f) = v
+                && !f.is_finite()
+            {
+                let k = g2.cnst(dt, ConstVal::Float(f));
+                map.insert(u, k);
+                continue;
+            }
+            let name = fresh_name(&g2, d, &env2);
             let var = match dt {
                 DType::Bool => g2.variable(&name, 0, 1, dt),
                 d if d.is_float() => crate::smt::verify::free_variable(&mut g2, &name, d),
@@ -428,6 +495,7 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             let map = HashMap::from([(u, s)]);
             substitute(&mut g2, root, &map)
         }
+        Cand::Unroll(r) => unroll(&mut g2, root, r),
         Cand::Const(u, c) => {
             let k = g2.cnst(g.dtype(u), c);
             if k == u {
