@@ -140,8 +140,16 @@ fn port_matches_tinygrad_on_every_pass_it_has() {
         match known.iter().find(|k| k.matches(&set_name, &key, input)) {
             Some(k) => *f.explained.entry(k.id.clone()).or_default() += 1,
             None => f.unexplained.push(format!(
-                "{key}: {} {} kernel {:?} pass {:?} input {}",
-                call.model, call.opt, call.kernel, call.pass, call.input
+                "{key}: {} {} kernel {:?} pass {:?} input {} ({})",
+                call.model,
+                call.opt,
+                call.kernel,
+                call.pass,
+                call.input,
+                match &port.result {
+                    SideResult::Err { msg, .. } => msg.as_str(),
+                    _ => "",
+                }
             )),
         }
     }
@@ -164,7 +172,9 @@ fn port_matches_tinygrad_on_every_pass_it_has() {
             ));
         }
     }
-    assert!(per.len() >= 5, "passes compared: {:?}", per.keys());
+    if std::env::var_os("UOPFUZZ_KERNELS_ONLY").is_none() {
+        assert!(per.len() >= 5, "passes compared: {:?}", per.keys());
+    }
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
