@@ -177,6 +177,7 @@ fn replay_exit(files: &[PathBuf], inject: Option<&str>) -> i32 {
         inject: inject.map(str::to_string),
         rules: None,
         json: false,
+        tinygrad: None,
     })
     .unwrap()
 }
@@ -397,6 +398,7 @@ fn replay_reproduces_and_verifies_fixes() {
         inject: None,
         rules: Some("symbolic_simple".into()),
         json: true,
+        tinygrad: None,
     })
     .unwrap();
     assert_eq!(code, 0);
@@ -436,6 +438,7 @@ fn replay_bad_input_is_exit_2() {
         inject: None,
         rules: Some("nonsense".into()),
         json: false,
+        tinygrad: None,
     })
     .unwrap();
     assert_eq!(code, 2);
