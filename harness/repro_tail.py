@@ -28,9 +28,20 @@ def _uopfuzz_tail(ns, only_eval=False):
                get_transcendental_patterns(allops, True), Ren())]
     if name == "pipeline": return stages("sym") + stages("simplifying") + stages("late")  # the codegen order
     if name == "pipeline_fast_idiv": return stages("sym") + stages("simplifying") + stages("late_fast_idiv")
+    if name == "codegen": return [("codegen", None)]  # fuzz --rewriter tinygrad --rules codegen (harness/worker.py codegen)
     raise KeyError(f"unknown rule set {name!r}")
+  def codegen(sink):  # as harness/worker.py hands a kernel to full_rewrite_to_sink with the PYTHON renderer
+    from tinygrad.uop.ops import UOp, UPat, PatternMatcher, KernelInfo
+    from tinygrad.codegen import full_rewrite_to_sink
+    from tinygrad.runtime.ops_python import PythonRenderer
+    from tinygrad.helpers import Target
+    kernel_vars = PatternMatcher([(UPat(Ops.BUFFER, name="b"),
+      lambda b: UOp(Ops.PARAM, b.dtype, b.src, b.arg) if b.arg.addrspace is AddrSpace.ALU else None)])
+    sink = graph_rewrite(sink, kernel_vars)
+    if sink.op is Ops.SINK and sink.arg is None: sink = sink.replace(arg=KernelInfo())
+    return full_rewrite_to_sink(sink, PythonRenderer(Target(device="PYTHON")))
   def rewrite(u, sts):
-    for pm, ctx in sts: u = graph_rewrite(u, pm, ctx=ctx)
+    for pm, ctx in sts: u = codegen(u) if pm == "codegen" else graph_rewrite(u, pm, ctx=ctx)
     return u
 
   def plain(v): return float(v) if isinstance(v, float) else v  # drop ConstFloat (its == says nan == nan)

@@ -177,6 +177,7 @@ fn replay_exit(files: &[PathBuf], inject: Option<&str>) -> i32 {
         inject: inject.map(str::to_string),
         rules: None,
         json: false,
+        tinygrad: None,
     })
     .unwrap()
 }
@@ -397,6 +398,7 @@ fn replay_reproduces_and_verifies_fixes() {
         inject: None,
         rules: Some("symbolic_simple".into()),
         json: true,
+        tinygrad: None,
     })
     .unwrap();
     assert_eq!(code, 0);
@@ -436,6 +438,7 @@ fn replay_bad_input_is_exit_2() {
         inject: None,
         rules: Some("nonsense".into()),
         json: false,
+        tinygrad: None,
     })
     .unwrap();
     assert_eq!(code, 2);
@@ -1034,4 +1037,26 @@ fn fuzz_regressions() {
         .unwrap_err()
         .to_string();
     assert!(e.contains(": bad rule set name"), "{e}");
+}
+
+/// A finding of `fuzz --rewriter tinygrad --rules codegen` (tinygrad's `full_rewrite_to_sink`
+/// asserts in codegen/late/coalesce.py:156 on a STORE under a REDUCE range its index does not
+/// use): `replay` runs real tinygrad's codegen again (the port has no `codegen` set), and the
+/// repro's own Python check does the same.
+#[test]
+fn codegen_findings_replay_in_tinygrad() {
+    if python_for_test("codegen_findings_replay_in_tinygrad").is_none() {
+        return;
+    }
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codegen/multiple-stores.py");
+    let l = uopfuzz::repro::load_path(&fixture).unwrap();
+    assert_eq!(l.repro.meta.rules, "codegen");
+    // written again, so the file carries this build's Python tail
+    let d = tmpdir("codegen");
+    let f = write(&d, "repro.py", &l.repro);
+    assert_eq!(replay_exit(std::slice::from_ref(&f), None), 1);
+    let (code, text) = run_tail(&f);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("attempting multiple stores"), "{text}");
 }

@@ -2,8 +2,10 @@
 //! Exit 1 when any still reproduces, 0 when none does (fix verification), 2 on bad input
 //! (`file:line:col: message` on stderr; the other files are still replayed).
 use crate::repro::load_path;
-use crate::repro::replay::{ReplayOptions, Status, replay};
+use crate::repro::replay::{ReplayError, ReplayOptions, Status, replay, replay_with};
+use crate::tinygrad::rewriter::TinygradRewriter;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -20,6 +22,20 @@ pub struct Args {
     /// One JSON object per run on stdout: {"files": [...], "exit": N}.
     #[arg(long)]
     pub json: bool,
+    /// The tinygrad checkout that replays findings recorded with `--rewriter tinygrad` (default:
+    /// the harness venv's pinned 0.14.0).
+    #[arg(long, value_name = "PATH")]
+    pub tinygrad: Option<PathBuf>,
+}
+
+/// The rule set a finding of `fuzz --rewriter tinygrad` was made with: such a finding is
+/// replayed by real tinygrad again (its `codegen` set exists nowhere else).
+fn tinygrad_rules(r: &crate::repro::file::Repro, opts: &ReplayOptions) -> Option<String> {
+    r.meta
+        .extra
+        .iter()
+        .any(|(k, v)| k == "rewriter" && v == "tinygrad")
+        .then(|| opts.rules.clone().unwrap_or_else(|| r.meta.rules.clone()))
 }
 
 #[derive(Serialize)]
@@ -85,13 +101,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let (mut any_repro, mut any_err) = (false, false);
     let mut results = Vec::new();
+    // one tinygrad worker pool per rule set, shared by the files that need it
+    let mut tinygrad: HashMap<String, TinygradRewriter> = HashMap::new();
     for f in &args.files {
         let label = f.display().to_string();
-        let loaded = load_path(f).map_err(crate::repro::replay::ReplayError::from);
-        let r = loaded
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|l| replay(&l.repro, &l.label, &opts));
+        let loaded = load_path(f).map_err(ReplayError::from);
+        let r = loaded.as_ref().map_err(Clone::clone).and_then(|l| {
+            let Some(rules) = tinygrad_rules(&l.repro, &opts) else {
+                return replay(&l.repro, &l.label, &opts);
+            };
+            if !tinygrad.contains_key(&rules) {
+                let w = TinygradRewriter::new(&rules, args.tinygrad.clone())
+                    .map_err(|e| ReplayError::Usage(format!("{}: {e}", l.label)))?;
+                tinygrad.insert(rules.clone(), w);
+            }
+            replay_with(&l.repro, &l.label, &opts, Some(&tinygrad[&rules]))
+        });
         match r {
             Ok(rep) => {
                 let tinygrad_source = loaded.as_ref().ok().and_then(|l| confirm(&l.repro));

@@ -11,10 +11,12 @@ use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
 use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::fuzz::choose_rules;
+use crate::oracle::rewriter::{RewriteMemo, Rewriter};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{RuleError, Stop};
+use crate::rewrite::pipeline::Rewritten;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default)]
@@ -230,20 +232,38 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
 /// Replays `r` (read from `file`, which labels errors). A panic inside the rewrite engine or
 /// the interpreter (a uopfuzz bug, whatever the file says) is caught and returned as an error.
 pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay_inner(r, file, opts)))
-        .unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panic".into());
-            Err(ReplayError::Usage(format!(
-                "{file}: uopfuzz panicked while replaying (a uopfuzz bug, not a verdict): {msg}"
-            )))
-        })
+    replay_with(r, file, opts, None)
 }
 
-fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
+/// [`replay`] with the graph rewritten by `rewriter` instead of the port (a finding of
+/// `fuzz --rewriter tinygrad`: real tinygrad again, `--rules codegen` included).
+pub fn replay_with(
+    r: &Repro,
+    file: &str,
+    opts: &ReplayOptions,
+    rewriter: Option<&dyn Rewriter>,
+) -> Result<Replayed, ReplayError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        replay_inner(r, file, opts, rewriter)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        Err(ReplayError::Usage(format!(
+            "{file}: uopfuzz panicked while replaying (a uopfuzz bug, not a verdict): {msg}"
+        )))
+    })
+}
+
+fn replay_inner(
+    r: &Repro,
+    file: &str,
+    opts: &ReplayOptions,
+    rewriter: Option<&dyn Rewriter>,
+) -> Result<Replayed, ReplayError> {
     let at = |line: usize, msg: String| {
         ReplayError::At(ParseError {
             file: file.to_string(),
@@ -265,14 +285,23 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         Some(i) => Some(i.to_string()),
         None => r.meta.inject.clone(),
     };
-    // the fuzz loop's own resolution of --rules/--inject (oracle::inject::ruleset_with per stage)
-    let choice = choose_rules(&rules_name, inject.as_deref()).map_err(|m| {
-        if opts.rules.is_none() && opts.inject.is_none() {
-            at(r.locs.rules, m.to_string().replace("--rules: ", ""))
-        } else {
-            ReplayError::Usage(m.to_string())
-        }
-    })?;
+    // the fuzz loop's own resolution of --rules/--inject (oracle::inject::ruleset_with per stage);
+    // a rewriter given by the caller rewrites with its own rule set (`codegen` is tinygrad's only)
+    let choice = match rewriter {
+        Some(_) => None,
+        None => Some(choose_rules(&rules_name, inject.as_deref()).map_err(|m| {
+            if opts.rules.is_none() && opts.inject.is_none() {
+                at(r.locs.rules, m.to_string().replace("--rules: ", ""))
+            } else {
+                ReplayError::Usage(m.to_string())
+            }
+        })?),
+    };
+    let set_name = match (rewriter, &choice) {
+        (Some(w), _) => w.name(),
+        (None, Some(c)) => c.name.clone(),
+        (None, None) => unreachable!("choose_rules ran"),
+    };
     let policy = FloatPolicy::from_name(&r.meta.float_policy).ok_or_else(|| {
         at(
             1,
@@ -282,10 +311,21 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
             ),
         )
     })?;
-    let pipe = choice.pipeline();
+    let pipe = choice.as_ref().map(|c| c.pipeline());
     let mut g = r.graph.clone();
     let mut cache = Cache::default();
-    let out = pipe.rewrite(&mut g, &mut cache, r.root, None);
+    let mut rewrite = |g: &mut Graph, root: UOp| -> Result<Rewritten, ReplayError> {
+        match (rewriter, &pipe) {
+            (Some(w), _) => w
+                .rewrite(g, root, &mut RewriteMemo::default())
+                .map_err(|e| {
+                    ReplayError::Usage(format!("{file}: the {} rewriter failed: {e}", w.name()))
+                }),
+            (None, Some(p)) => Ok(p.rewrite(g, &mut cache, root, None)),
+            (None, None) => unreachable!("choose_rules ran"),
+        }
+    };
+    let out = rewrite(&mut g, r.root)?;
     let mut applied: Vec<String> = Vec::new();
     for s in &out.trace {
         if !applied.iter().any(|a| a == s.rule) {
@@ -295,7 +335,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     let mut res = Replayed {
         status: Status::Reproduces,
         detail: String::new(),
-        rules: choice.name.clone(),
+        rules: set_name.clone(),
         inject,
         float_policy: r.meta.float_policy.clone(),
         expected: None,
@@ -334,14 +374,13 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
     }
     res.same_as_recorded = r.rewritten.map(|w| w == out.root);
     if r.meta.signature.class == Class::NotIdempotent {
-        let again = pipe.rewrite(&mut g, &mut cache, out.root, None);
+        let again = rewrite(&mut g, out.root)?;
         if again.stop == Stop::Done && again.root == out.root {
             res.status = Status::DoesNotReproduce;
-            res.detail = format!("graph_rewrite(., {}) is idempotent here", choice.name);
+            res.detail = format!("graph_rewrite(., {set_name}) is idempotent here");
         } else {
             res.detail = format!(
-                "a second graph_rewrite(., {}) changes the result again ({} more applications)",
-                choice.name,
+                "a second graph_rewrite(., {set_name}) changes the result again ({} more applications)",
                 again.trace.len()
             );
         }
@@ -407,8 +446,7 @@ fn replay_inner(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed,
         Compared::Agree => {
             res.status = Status::DoesNotReproduce;
             res.detail = format!(
-                "original and graph_rewrite(root, {}) both give {} at {inputs}",
-                choice.name,
+                "original and graph_rewrite(root, {set_name}) both give {} at {inputs}",
                 show(&o)
             );
         }

@@ -2,7 +2,6 @@
 //! in tinygrad's order. Helpers `lt_folding`, `canonicalize_simplex`, `fold_where_closure` and
 //! `UOp.tuplize` (uop/ops.py:321) are ported with the same control flow.
 use super::util::{ival, ovf, py_le, py_num_eq, vint};
-use crate::ir::arg::PyItem;
 use crate::ir::dtype::can_lossless_cast;
 use crate::ir::num::{floordiv, gcd, py_lt};
 use crate::ir::ops::group;
@@ -87,6 +86,7 @@ fn arg_eq(a: &Arg, b: &Arg) -> bool {
         (Arg::Range(i, t), Arg::Range(j, u)) => i == j && t == u,
         (Arg::Name(x), Arg::Name(y)) => x == y,
         (Arg::DType(x), Arg::DType(y)) => x == y,
+        (Arg::Opaque(x), Arg::Opaque(y)) if x == y => true,
         _ => match (tuple_items(a), tuple_items(b)) {
             (Some(x), Some(y)) => x == y,
             _ => false,
@@ -94,22 +94,52 @@ fn arg_eq(a: &Arg, b: &Arg) -> bool {
     }
 }
 
-/// The items of an arg that is a Python tuple: `Perm`, `Reduce` (`(Ops, int)`, `Ops` an
-/// IntEnum) and `Range` (`(int, AxisType)`).
-fn tuple_items(a: &Arg) -> Option<Vec<PyItem>> {
+/// One item of a tuple arg: an int (or an `Ops`, an IntEnum) or an `AxisType` (a plain Enum:
+/// equal only to itself, unorderable).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum TupleItem<'a> {
+    Int(i64),
+    Axis(&'a str),
+}
+
+/// The items of an arg that is a Python tuple: `Perm`, `Reduce` (`(Ops, int)`), `Range`
+/// (`(int, AxisType)`) and an opaque RANGE arg with several axis ids (`(2, 1, AxisType.WEAK)`,
+/// real kernels after the range splitting of codegen/simplify.py).
+fn tuple_items(a: &Arg) -> Option<Vec<TupleItem<'_>>> {
     match a {
-        Arg::Perm(_) | Arg::Reduce(..) | Arg::Range(..) => a.py_items().ok(),
+        Arg::Range(i, t) => Some(vec![TupleItem::Int(*i), TupleItem::Axis(t.name())]),
+        Arg::Perm(v) => Some(v.iter().map(|i| TupleItem::Int(*i)).collect()),
+        Arg::Reduce(op, n) => Some(vec![TupleItem::Int(*op as i64), TupleItem::Int(*n)]),
+        Arg::Opaque(s) => opaque_tuple(s),
         _ => None,
     }
 }
 
-/// Python's tuple `<` on two tuple args: the first items that differ decide; an int against an
-/// AxisType is unequal and unorderable (TypeError); a prefix is smaller.
-fn tuple_lt(x: &[PyItem], y: &[PyItem], a: &Arg, b: &Arg) -> Result<bool, RuleError> {
+/// `(i, j, ..., AxisType.NAME)` read as its items; anything else (a `KernelInfo(...)`, a WMMA
+/// tuple) is not read.
+fn opaque_tuple(s: &str) -> Option<Vec<TupleItem<'_>>> {
+    let inner = s.strip_prefix('(')?.strip_suffix(')')?;
+    inner
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| match t.strip_prefix("AxisType.") {
+            Some(n) if n.chars().all(|c| c.is_ascii_uppercase() || c == '_') => {
+                Some(TupleItem::Axis(n))
+            }
+            Some(_) => None,
+            None => t.parse().ok().map(TupleItem::Int),
+        })
+        .collect()
+}
+
+/// Python's tuple `<` on two tuple args: the first items that differ under `==` decide; an int
+/// against an AxisType, or two AxisTypes, are unorderable (TypeError); a prefix is smaller.
+fn tuple_lt(x: &[TupleItem], y: &[TupleItem], a: &Arg, b: &Arg) -> Result<bool, RuleError> {
     for (p, q) in x.iter().zip(y) {
         match (p, q) {
-            (PyItem::Int(i), PyItem::Int(j)) if i == j => {}
-            (PyItem::Int(i), PyItem::Int(j)) => return Ok(i < j),
+            _ if p == q => {}
+            (TupleItem::Int(i), TupleItem::Int(j)) => return Ok(i < j),
             _ => return Err(type_error(a, b)),
         }
     }
@@ -1405,6 +1435,21 @@ root = n7
         let (radd, rmax) = (r(&mut g, Ops::ADD), r(&mut g, Ops::MAX));
         // (Ops.ADD, 0) < (Ops.MAX, 0): True
         assert!(tuplize_lt(&g, radd, rmax).unwrap());
+        // RANGE args with several axis ids (real kernels, kept opaque) order as tuples too;
+        // tinygrad 0.14.0: A<B False, B<A True, E<A True, A<E False, A<C and A<D TypeError
+        let rg = |g: &mut Graph, a: Arg| g.mk(Ops::RANGE, DType::WeakInt, &[c3], a);
+        let o = |t: &str| Arg::Opaque(t.into());
+        let ra = rg(&mut g, o("(2, 1, AxisType.WEAK)"));
+        let rb = rg(&mut g, o("(2, 0, AxisType.WEAK)"));
+        let rc = rg(&mut g, Arg::Range(2, crate::ir::AxisType::Loop));
+        let rd = rg(&mut g, o("(2, 1, AxisType.LOOP)"));
+        let re = rg(&mut g, Arg::Range(1, crate::ir::AxisType::Loop));
+        assert!(!tuplize_lt(&g, ra, rb).unwrap());
+        assert!(tuplize_lt(&g, rb, ra).unwrap());
+        assert!(tuplize_lt(&g, re, ra).unwrap());
+        assert!(!tuplize_lt(&g, ra, re).unwrap());
+        assert!(tuplize_lt(&g, ra, rc).is_err());
+        assert!(tuplize_lt(&g, ra, rd).is_err());
     }
 }
 
