@@ -161,7 +161,10 @@ fn run_loop(a: &Args) -> anyhow::Result<i32> {
     let mut bins = vec![me.as_path()];
     if let Some(o) = &a.against {
         if !o.is_file() {
-            eprintln!("uopfuzz bench loop: --against {}: no such file", o.display());
+            eprintln!(
+                "uopfuzz bench loop: --against {}: no such file",
+                o.display()
+            );
             return Ok(2);
         }
         bins.push(o.as_path());
@@ -178,7 +181,9 @@ fn run_loop(a: &Args) -> anyhow::Result<i32> {
         .iter()
         .find(|i| crate::oracle::inject::find(i).is_none())
     {
-        eprintln!("uopfuzz bench loop: --injections: unknown injection {bad:?} (see fuzz --list-injections)");
+        eprintln!(
+            "uopfuzz bench loop: --injections: unknown injection {bad:?} (see fuzz --list-injections)"
+        );
         return Ok(2);
     }
     let opts = LoopSuiteOpts {
@@ -272,7 +277,11 @@ fn print_suite(s: &LoopSuite) {
         if two { "   this / other" } else { "" }
     );
     for r in &s.rates {
-        let cols: Vec<String> = r.graphs_per_sec.iter().map(|g| format!("{g:9.0}")).collect();
+        let cols: Vec<String> = r
+            .graphs_per_sec
+            .iter()
+            .map(|g| format!("{g:9.0}"))
+            .collect();
         outln!(
             "  {:34} {}{}",
             r.config,

@@ -335,10 +335,7 @@ impl Scratch {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        Scratch(std::env::temp_dir().join(format!(
-            "uopfuzz-bench-loop-{}-{n}",
-            std::process::id()
-        )))
+        Scratch(std::env::temp_dir().join(format!("uopfuzz-bench-loop-{}-{n}", std::process::id())))
     }
 }
 
@@ -396,7 +393,11 @@ fn rate(bin: &Path, args: &[String], pin: Option<usize>) -> Result<f64, SuiteErr
         return Err(err(format!("exit status {}", o.status)));
     }
     let text = String::from_utf8_lossy(&o.stdout);
-    let last = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("");
     let v: serde_json::Value =
         serde_json::from_str(last).map_err(|e| err(format!("no JSON summary: {e}")))?;
     v["graphs_per_sec"]

@@ -89,7 +89,9 @@ pub fn first_wrong_step_on(
     env: &Env,
     policy: FloatPolicy,
 ) -> Option<usize> {
-    steps.iter().position(|s| step_wrong_on(b, g, s, env, policy))
+    steps
+        .iter()
+        .position(|s| step_wrong_on(b, g, s, env, policy))
 }
 
 /// Every step of `steps` whose own `before` and `after` differ at `env` on `b`: what

@@ -423,9 +423,7 @@ fn check_reference(
 /// makes it `fast-math-unsound`.
 fn class_of(policy: FloatPolicy, rw: &Rewritten, blamed: Option<usize>) -> Class {
     match blamed {
-        Some(k)
-            if policy == FloatPolicy::Strict && FAST_MATH_RULES.contains(&rw.trace[k].rule) =>
-        {
+        Some(k) if policy == FloatPolicy::Strict && FAST_MATH_RULES.contains(&rw.trace[k].rule) => {
             Class::FastMathUnsound
         }
         _ => Class::RewriteBug,
