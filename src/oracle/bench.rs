@@ -440,13 +440,17 @@ fn time_to_find(
             source,
         })?;
     let found = loop {
-        let hit = std::fs::read_dir(&out.0).ok().and_then(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .find(|n| n.contains("_injected-"))
-        });
-        if let Some(name) = hit {
-            break Some((t.elapsed().as_secs_f64(), name));
+        // one batch can save several (one per dtype): the earliest iteration counts
+        let hits: Vec<String> = std::fs::read_dir(&out.0)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains("_injected-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !hits.is_empty() {
+            break Some((t.elapsed().as_secs_f64(), hits));
         }
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -465,10 +469,14 @@ fn time_to_find(
     };
     let _ = child.kill();
     let _ = child.wait();
-    Ok(found.map(|(secs, name)| {
-        // the directory is named `<signature slug>-<iteration seed>`
-        let iter_seed = name.rsplit('-').next().and_then(|s| s.parse::<u64>().ok());
-        (secs, iter_seed.and_then(|s| iteration_of(seed, s)))
+    Ok(found.map(|(secs, names)| {
+        // a directory is named `<signature slug>-<iteration seed>`
+        let iter = names
+            .iter()
+            .filter_map(|n| n.rsplit('-').next()?.parse::<u64>().ok())
+            .filter_map(|s| iteration_of(seed, s))
+            .min();
+        (secs, iter)
     }))
 }
 
