@@ -131,3 +131,97 @@ fn fuzz_writes_complete_finding_dirs_and_replay_judges_good_and_bad_files() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The summary's findings as `signature → count`.
+fn signature_counts(stdout: &str) -> std::collections::BTreeMap<String, u64> {
+    let last = stdout.lines().last().unwrap_or("");
+    let v: serde_json::Value = serde_json::from_str(last).expect("a JSON summary line");
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                format!("{}|{}|{}", f["class"], f["rule"], f["dtype"]),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn fuzz_blaming_the_first_of_each_key_keeps_every_signature_and_count() {
+    let d = tmpdir("blame");
+    let run = |per_key: &str, out: &str| {
+        let out = d.join(out);
+        let (code, stdout, err) = uopfuzz(&[
+            "fuzz",
+            "--iters",
+            "1500",
+            "--threads",
+            "1",
+            "--seed",
+            "0",
+            "--json",
+            "--blame-per-key",
+            per_key,
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        stdout
+    };
+    let (few, all) = (run("2", "few"), run("0", "all"));
+    let unblamed = |o: &str| {
+        let v: serde_json::Value = serde_json::from_str(o.lines().last().unwrap()).unwrap();
+        v["unblamed"].as_u64().unwrap_or(0)
+    };
+    assert!(unblamed(&few) > 0, "no finding was left unblamed: {few}");
+    assert_eq!(unblamed(&all), 0);
+    let counts = signature_counts(&few);
+    assert!(counts.len() > 10, "{counts:?}");
+    assert_eq!(counts, signature_counts(&all));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bench_loop_measures_two_binaries_and_the_time_to_find() {
+    let exe = env!("CARGO_BIN_EXE_uopfuzz");
+    let (code, _, err) = uopfuzz(&["bench", "loop", "--against", "/nonexistent/uopfuzz"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, out, err) = uopfuzz(&[
+        "bench",
+        "loop",
+        "--against",
+        exe,
+        "--rate-secs",
+        "0.3",
+        "--reps",
+        "1",
+        "--seeds",
+        "1",
+        "--cap",
+        "30",
+        "--injections",
+        "floormod-as-cmod",
+        "--no-anchor",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    let l = &v["loop"];
+    assert_eq!(l["binaries"].as_array().unwrap().len(), 2);
+    for r in l["rates"].as_array().unwrap() {
+        for g in r["graphs_per_sec"].as_array().unwrap() {
+            assert!(g.as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    assert!(l["bounds_screen"]["without_per_sec"].as_f64().unwrap() > 0.0);
+    // seed 0 finds the injected FLOORMOD lowering at its 14th graph, on either binary
+    let f = &l["finds"][0];
+    assert_eq!(f["injection"], "floormod-as-cmod");
+    assert_eq!(f["median_iters"], serde_json::json!([14, 14]), "{f}");
+    assert!(f["median_secs"][0].as_f64().unwrap() < 30.0, "{f}");
+    assert!(v["tinygrad_anchor"].is_null());
+}

@@ -1,11 +1,15 @@
 //! `uopfuzz bench loop|rewrite`: speed as ratios against tinygrad measured in the same run.
-//! - `loop`: the whole fuzz loop on one core vs tinygrad's fuzz_symbolic.py per-expression work
-//!   (`graph_rewrite(symbolic)` + its z3 validation) on the same weakint graphs (`oracle::bench`);
+//! - `loop`: what users buy, on one core: graphs/s of the default configuration and of the
+//!   anchor-shaped one (`index` + `symbolic`), and the median time-to-find of each injected bad
+//!   rule, for this binary and, with `--against`, another build through the same CLI commands
+//!   (before and after from one run, `oracle::bench::loop_suite`); then the whole loop vs
+//!   tinygrad's fuzz_symbolic.py per-expression work (`graph_rewrite(symbolic)` + its z3
+//!   validation) on the same weakint graphs (`oracle::bench::bench_loop`);
 //! - `rewrite`: nodes/s of the port's `graph_rewrite` and of tinygrad's on the same graphs
 //!   (`tinygrad::bench`).
 //!
 //! Exit status 2 (one line on stderr) when a run failed.
-use crate::oracle::bench::bench_loop;
+use crate::oracle::bench::{LoopSuite, LoopSuiteOpts, bench_loop, loop_suite};
 use crate::tinygrad::bench::{BenchOpts, bench_loop_py, run_bench_rewrite};
 use crate::tinygrad::fidelity::GenKind;
 
@@ -60,6 +64,31 @@ pub struct Args {
     /// Backends (backends): the first is the anchor of the ratios.
     #[arg(long, default_value = "interp,c")]
     pub backend: String,
+    /// Another uopfuzz binary to measure by the same commands (loop): its column and the
+    /// ratios this/other are printed beside this binary's.
+    #[arg(long)]
+    pub against: Option<std::path::PathBuf>,
+    /// Seconds of each graphs/s run (loop).
+    #[arg(long, default_value_t = 5.0, value_parser = super::seconds)]
+    pub rate_secs: f64,
+    /// graphs/s runs per configuration and binary; the median counts (loop).
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>())]
+    pub reps: usize,
+    /// Seeds per injected rule for the time-to-find medians (loop).
+    #[arg(long, default_value_t = 5, value_parser = super::count::<u64>())]
+    pub seeds: u64,
+    /// Seconds a time-to-find run may take before it counts as `>cap` (loop).
+    #[arg(long, default_value_t = 60.0, value_parser = super::seconds)]
+    pub cap: f64,
+    /// Injections to time, comma-separated (loop; default: all of `fuzz --list-injections`).
+    #[arg(long, value_delimiter = ',')]
+    pub injections: Vec<String>,
+    /// The core every fuzz run of `loop` is pinned to (`taskset`, when installed).
+    #[arg(long, default_value_t = 1)]
+    pub cpu: usize,
+    /// Leave out the tinygrad fuzz_symbolic.py comparison (loop).
+    #[arg(long)]
+    pub no_anchor: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
@@ -100,48 +129,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         };
     }
     if a.what == What::Loop {
-        return match bench_loop(a.graphs, a.seed, a.points, bench_loop_py) {
-            Ok(b) => {
-                if a.json {
-                    outln!("{}", serde_json::to_string(&b)?);
-                } else {
-                    outln!(
-                        "{} weakint graphs ({} nodes; {} whose rewrite does not terminate left out), one core:",
-                        b.graphs,
-                        b.nodes,
-                        b.looping_left_out
-                    );
-                    outln!(
-                        "  uopfuzz loop (rewrite + {} points + compare): {:10.0} graphs/s",
-                        b.points,
-                        b.uopfuzz_loop_per_sec
-                    );
-                    outln!(
-                        "  uopfuzz rewrite only:                       {:10.0} graphs/s",
-                        b.uopfuzz_rewrite_per_sec
-                    );
-                    outln!(
-                        "  tinygrad graph_rewrite(symbolic):           {:10.1} graphs/s",
-                        b.tinygrad_rewrite_per_sec
-                    );
-                    outln!(
-                        "  tinygrad rewrite + z3 check:                {:10.1} graphs/s ({} z3-unsupported)",
-                        b.tinygrad_checked_per_sec,
-                        b.tinygrad_z3_unsupported
-                    );
-                    outln!(
-                        "  ratio vs checked: {:.0}x   ratio vs rewrite-only: {:.1}x",
-                        b.ratio_vs_checked,
-                        b.ratio_vs_rewrite_only
-                    );
-                }
-                Ok(0)
-            }
-            Err(e) => {
-                eprintln!("uopfuzz bench: {e}");
-                Ok(2)
-            }
-        };
+        return run_loop(&a);
     }
     let opts = BenchOpts {
         rules: a.rules.clone(),
@@ -165,6 +153,174 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             eprintln!("uopfuzz bench: {}", format!("{e:#}").replace('\n', " "));
             Ok(2)
         }
+    }
+}
+
+fn run_loop(a: &Args) -> anyhow::Result<i32> {
+    let me = std::env::current_exe()?;
+    let mut bins = vec![me.as_path()];
+    if let Some(o) = &a.against {
+        if !o.is_file() {
+            eprintln!(
+                "uopfuzz bench loop: --against {}: no such file",
+                o.display()
+            );
+            return Ok(2);
+        }
+        bins.push(o.as_path());
+    }
+    let injections = if a.injections.is_empty() {
+        crate::oracle::inject::list()
+            .into_iter()
+            .map(|(n, _)| n.to_string())
+            .collect()
+    } else {
+        a.injections.clone()
+    };
+    if let Some(bad) = injections
+        .iter()
+        .find(|i| crate::oracle::inject::find(i).is_none())
+    {
+        eprintln!(
+            "uopfuzz bench loop: --injections: unknown injection {bad:?} (see fuzz --list-injections)"
+        );
+        return Ok(2);
+    }
+    let opts = LoopSuiteOpts {
+        rate_secs: a.rate_secs,
+        reps: a.reps,
+        seeds: a.seeds,
+        cap_s: a.cap,
+        injections,
+        cpu: a.cpu,
+    };
+    let json = a.json;
+    let suite = match loop_suite(&bins, &opts, &mut |m| {
+        if !json {
+            eprintln!("  {m}");
+        }
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("uopfuzz bench loop: {e}");
+            return Ok(2);
+        }
+    };
+    let anchor = if a.no_anchor {
+        None
+    } else {
+        match bench_loop(a.graphs, a.seed, a.points, bench_loop_py) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("uopfuzz bench loop: tinygrad anchor left out: {e}");
+                None
+            }
+        }
+    };
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({ "loop": suite, "tinygrad_anchor": anchor })
+        );
+        return Ok(0);
+    }
+    print_suite(&suite);
+    if let Some(b) = anchor {
+        outln!(
+            "{} weakint graphs ({} nodes; {} whose rewrite does not terminate left out), one core:",
+            b.graphs,
+            b.nodes,
+            b.looping_left_out
+        );
+        outln!(
+            "  uopfuzz loop (rewrite + {} points + compare): {:10.0} graphs/s",
+            b.points,
+            b.uopfuzz_loop_per_sec
+        );
+        outln!(
+            "  uopfuzz rewrite only:                       {:10.0} graphs/s",
+            b.uopfuzz_rewrite_per_sec
+        );
+        outln!(
+            "  tinygrad graph_rewrite(symbolic):           {:10.1} graphs/s",
+            b.tinygrad_rewrite_per_sec
+        );
+        outln!(
+            "  tinygrad rewrite + z3 check:                {:10.1} graphs/s ({} z3-unsupported)",
+            b.tinygrad_checked_per_sec,
+            b.tinygrad_z3_unsupported
+        );
+        outln!(
+            "  ratio vs checked: {:.0}x   ratio vs rewrite-only: {:.1}x",
+            b.ratio_vs_checked,
+            b.ratio_vs_rewrite_only
+        );
+    }
+    Ok(0)
+}
+
+/// The fuzz-loop tables: one column per binary, and this/other when there are two.
+fn print_suite(s: &LoopSuite) {
+    let two = s.binaries.len() > 1;
+    outln!(
+        "fuzz loop, one worker thread{}:",
+        s.cpu_pinned
+            .map_or(String::new(), |c| format!(", pinned to core {c}"))
+    );
+    for (k, b) in s.binaries.iter().enumerate() {
+        outln!("  [{}] {b}", if k == 0 { "this" } else { "other" });
+    }
+    let ratio = |a: f64, b: f64| format!("{:.2}x", a / b.max(1e-9));
+    outln!(
+        "graphs/s (median of runs of {} s):{}",
+        s.rate_secs,
+        if two { "   this / other" } else { "" }
+    );
+    for r in &s.rates {
+        let cols: Vec<String> = r
+            .graphs_per_sec
+            .iter()
+            .map(|g| format!("{g:9.0}"))
+            .collect();
+        outln!(
+            "  {:34} {}{}",
+            r.config,
+            cols.join(" "),
+            if two {
+                format!("   {}", ratio(r.graphs_per_sec[0], r.graphs_per_sec[1]))
+            } else {
+                String::new()
+            }
+        );
+    }
+    outln!(
+        "bounds screen (this binary, default configuration): {:.0} graphs/s with, {:.0} without: {:.1} % of the loop's time",
+        s.bounds_screen.with_per_sec,
+        s.bounds_screen.without_per_sec,
+        100.0 * s.bounds_screen.share
+    );
+    outln!(
+        "time-to-find: median over {} seeds of the seconds (graphs) to the first finding blamed on the injected rule, cap {} s:",
+        s.seeds,
+        s.cap_s
+    );
+    let show = |x: Option<f64>, n: Option<u64>| match x {
+        Some(x) => format!("{x:7.2}s ({:>6})", n.map_or("?".into(), |n| n.to_string())),
+        None => format!("{:>17}", format!(">{}s", s.cap_s)),
+    };
+    for f in &s.finds {
+        let cols: Vec<String> = f
+            .median_secs
+            .iter()
+            .zip(&f.median_iters)
+            .map(|(x, n)| show(*x, *n))
+            .collect();
+        let r = match (f.median_secs.first(), f.median_secs.get(1)) {
+            (Some(Some(a)), Some(Some(b))) => format!("   {}", ratio(*a, *b)),
+            (_, Some(_)) => "   -".to_string(),
+            _ => String::new(),
+        };
+        outln!("  {:34} {}{}", f.injection, cols.join(" "), r);
     }
 }
 

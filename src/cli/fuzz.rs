@@ -2,7 +2,7 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{FuzzOpts, load_known, run_with};
+use crate::oracle::fuzz::{BLAME_PER_KEY, FuzzOpts, load_known, run_with};
 use crate::oracle::inject;
 use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
@@ -54,6 +54,16 @@ pub struct Args {
     /// (default: counted per rule as a health statistic).
     #[arg(long, value_parser = ["idempotence"])]
     pub check: Vec<String>,
+    /// Blame (and so sign) only the first N rewrite bugs of each pre-blame key: the class, the
+    /// backend, the root's dtype and the rule applications wrong on their own at the failing
+    /// point; the rest are counted on the signature of their key's first blame. 0 blames every
+    /// one (counts then per blamed rule).
+    #[arg(long, default_value_t = BLAME_PER_KEY)]
+    pub blame_per_key: u64,
+    /// Leave out the bounds screen (`unsound-bounds` findings), to measure what it costs
+    /// (`bench loop`).
+    #[arg(long, hide = true)]
+    pub no_bounds_screen: bool,
     /// Print a JSON summary as the last line.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +129,8 @@ pub fn run_cmd(a: Args) -> ExitCode {
         progress: !a.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         backends,
         check_idempotence: a.check.iter().any(|c| c == "idempotence"),
+        blame_per_key: a.blame_per_key,
+        bounds_screen: !a.no_bounds_screen,
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
@@ -175,7 +187,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         s.execs, s.secs, s.graphs_per_sec, s.points_compared, s.float_rounding_points
     );
     println!(
-        "findings: {} ({} signatures, {} new){}",
+        "findings: {} ({} signatures, {} new){}{}",
         s.findings_total,
         s.findings.len(),
         s.new_signatures,
@@ -183,6 +195,14 @@ pub fn run_cmd(a: Args) -> ExitCode {
             String::new()
         } else {
             format!(" by class {:?}", s.by_class)
+        },
+        if s.unblamed == 0 {
+            String::new()
+        } else {
+            format!(
+                "; {} counted unblamed (--blame-per-key {})",
+                s.unblamed, a.blame_per_key
+            )
         }
     );
     if !s.not_idempotent.is_empty() {

@@ -120,6 +120,8 @@ pub fn check_opts() -> CheckOpts {
         points: 24,
         seed: 0,
         idempotence: true,
+        blame: true,
+        bounds: true,
     }
 }
 

@@ -89,19 +89,38 @@ pub fn first_wrong_step_on(
     env: &Env,
     policy: FloatPolicy,
 ) -> Option<usize> {
-    steps.iter().position(|s| {
-        if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
-            return false;
-        }
-        let (Some(o), Some(n)) = (
-            observe_on(b, g, s.before, env),
-            observe_on(b, g, s.after, env),
-        ) else {
-            return false;
-        };
-        matches!(
-            decide(g, s.before, s.after, env, &o, &n, policy),
-            PointVerdict::Differ | PointVerdict::LessDefined
-        )
-    })
+    steps
+        .iter()
+        .position(|s| step_wrong_on(b, g, s, env, policy))
+}
+
+/// Every step of `steps` whose own `before` and `after` differ at `env` on `b`: what
+/// [`first_wrong_step_on`] looks for, all of them. A step at a time, without the re-rewrites of
+/// [`blame_on`]: cheap evidence of which rules a blame can name.
+pub fn wrong_steps_on(
+    b: &dyn Backend,
+    g: &Graph,
+    steps: &[Step],
+    env: &Env,
+    policy: FloatPolicy,
+) -> Vec<usize> {
+    (0..steps.len())
+        .filter(|&k| step_wrong_on(b, g, &steps[k], env, policy))
+        .collect()
+}
+
+fn step_wrong_on(b: &dyn Backend, g: &Graph, s: &Step, env: &Env, policy: FloatPolicy) -> bool {
+    if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
+        return false;
+    }
+    let (Some(o), Some(n)) = (
+        observe_on(b, g, s.before, env),
+        observe_on(b, g, s.after, env),
+    ) else {
+        return false;
+    };
+    matches!(
+        decide(g, s.before, s.after, env, &o, &n, policy),
+        PointVerdict::Differ | PointVerdict::LessDefined
+    )
 }

@@ -39,6 +39,11 @@ pub struct CheckOpts {
     pub seed: u64,
     /// Also check that a second rewrite changes nothing (Halide's fuzzer does the same).
     pub idempotence: bool,
+    /// Blame a rewrite-bug here; `false` leaves it to the caller (`CaseResult::blame_due`,
+    /// [`finish_blame`]): the fuzz loop blames only the first few findings of each pre-blame key.
+    pub blame: bool,
+    /// The bounds oracle (`super::bounds::Screen`) on graphs where nothing else was detected.
+    pub bounds: bool,
 }
 
 impl Default for CheckOpts {
@@ -48,6 +53,8 @@ impl Default for CheckOpts {
             points: 24,
             seed: 0,
             idempotence: true,
+            blame: true,
+            bounds: true,
         }
     }
 }
@@ -87,6 +94,9 @@ pub struct CaseResult {
     pub unsupported: Vec<&'static str>,
     /// The rewriter gave no answer (a tinygrad worker that crashed or hung): nothing was checked.
     pub rewriter_failure: Option<RewriterError>,
+    /// `detected` is a rewrite bug left unblamed (`CheckOpts::blame` false): its `blamed` and,
+    /// under the strict policy, its class wait for [`finish_blame`].
+    pub blame_due: bool,
 }
 
 /// `fast-math` rewrites tinygrad makes on purpose (uop/symbolic.py:158-164: `x/x -> 1`, `x*0 -> 0`;
@@ -177,6 +187,7 @@ fn check_case_in(
         out_of_range: false,
         unsupported: Vec::new(),
         rewriter_failure: None,
+        blame_due: false,
     };
     let rw = match pipe.rewrite(g, case.root, &mut memo) {
         Ok(rw) => rw,
@@ -267,7 +278,7 @@ fn check_case_in(
     }
     let points = make_points(case, opts);
     if rw.root == case.root && others.is_empty() {
-        check_bounds(g, case, &rw, &points, &mut res);
+        check_bounds(g, case, &rw, &points, opts, &mut res);
         return res;
     }
     // the reference's own original-vs-rewritten check runs when it is one of the backends asked
@@ -288,7 +299,7 @@ fn check_case_in(
         res.detected = Some(d);
     }
     if reference_asked {
-        check_bounds(g, case, &rw, &points, &mut res);
+        check_bounds(g, case, &rw, &points, opts, &mut res);
     }
     res
 }
@@ -297,8 +308,15 @@ fn check_case_in(
 /// when nothing else was detected: the first node whose value lies outside its vmin/vmax
 /// while its operands lie within theirs is an `unsound-bounds` finding, blamed on the
 /// `_min_max` case of its op and dtype.
-fn check_bounds(g: &Graph, case: &Case, rw: &Rewritten, points: &[Point], res: &mut CaseResult) {
-    if res.detected.is_some() {
+fn check_bounds(
+    g: &Graph,
+    case: &Case,
+    rw: &Rewritten,
+    points: &[Point],
+    opts: &CheckOpts,
+    res: &mut CaseResult,
+) {
+    if res.detected.is_some() || !opts.bounds {
         return;
     }
     let roots = if rw.root == case.root {
@@ -366,14 +384,13 @@ fn check_reference(
             }
             PointVerdict::Differ | PointVerdict::LessDefined => {
                 res.points_compared += 1;
-                let blamed = blame(case, pipe, &p.env, opts.policy, rw.trace.len());
-                let mut class = Class::RewriteBug;
-                if opts.policy == FloatPolicy::Strict
-                    && let Some(b) = blamed
-                    && FAST_MATH_RULES.contains(&rw.trace[b].rule)
-                {
-                    class = Class::FastMathUnsound;
-                }
+                let blamed = if opts.blame {
+                    blame(case, pipe, &p.env, opts.policy, rw.trace.len())
+                } else {
+                    res.blame_due = true;
+                    None
+                };
+                let class = class_of(opts.policy, rw, blamed);
                 let what = if v == PointVerdict::LessDefined {
                     if n.ub {
                         "the rewritten graph is undefined (UB) where the original is defined"
@@ -414,6 +431,47 @@ fn check_reference(
         }
     }
     false
+}
+
+/// A rewrite bug's class once blamed: under `--float-policy strict` a by-design fast-math rule
+/// makes it `fast-math-unsound`.
+fn class_of(policy: FloatPolicy, rw: &Rewritten, blamed: Option<usize>) -> Class {
+    match blamed {
+        Some(k) if policy == FloatPolicy::Strict && FAST_MATH_RULES.contains(&rw.trace[k].rule) => {
+            Class::FastMathUnsound
+        }
+        _ => Class::RewriteBug,
+    }
+}
+
+/// Blames the rewrite bug a check left unblamed (`CaseResult::blame_due`) on the backend that
+/// showed it, as the check itself would have (`CheckOpts::blame`): the same `blamed` and class.
+/// `backends` are the check's; the reference needs not be among them.
+pub fn finish_blame(
+    case: &Case,
+    pipe: &dyn Rewriter,
+    res: &mut CaseResult,
+    policy: FloatPolicy,
+    backends: &[&dyn Backend],
+) {
+    if !std::mem::take(&mut res.blame_due) {
+        return;
+    }
+    let Some(det) = res.detected.as_mut() else {
+        return;
+    };
+    let Some(p) = &det.point else { return };
+    let reference = backend::reference();
+    let b = if det.backend == reference.name() {
+        reference
+    } else {
+        match backends.iter().find(|b| b.name() == det.backend) {
+            Some(b) => *b,
+            None => return,
+        }
+    };
+    det.blamed = blame_on(b, case, pipe, &p.env, policy, res.rewritten.trace.len());
+    det.class = class_of(policy, &res.rewritten, det.blamed);
 }
 
 fn is_bad(v: PointVerdict) -> bool {
@@ -665,14 +723,13 @@ fn check_backends(
                 );
                 return Some(found(Class::BackendUb, *b, s, None, ob, nb));
             }
-            let blamed = blame_on(*b, case, pipe, &p.env, policy, rw.trace.len());
-            let mut class = Class::RewriteBug;
-            if policy == FloatPolicy::Strict
-                && let Some(k) = blamed
-                && FAST_MATH_RULES.contains(&rw.trace[k].rule)
-            {
-                class = Class::FastMathUnsound;
-            }
+            let blamed = if opts.blame {
+                blame_on(*b, case, pipe, &p.env, policy, rw.trace.len())
+            } else {
+                res.blame_due = true;
+                None
+            };
+            let class = class_of(policy, rw, blamed);
             let s = format!(
                 "on {}: expected {} got {}",
                 b.name(),
