@@ -103,3 +103,16 @@ root = n35
         "{src}"
     );
 }
+
+/// The generator's kernel seed 578: `pm_add_control_flow`'s sibling edges of two nesting
+/// groups close a cycle that the pairwise check does not see, and the rebuild of
+/// `add_control_flow` grew its stack forever (a hung fuzz worker). A cycle is a value.
+#[test]
+fn control_flow_edges_that_close_a_cycle_do_not_hang() {
+    use uopfuzz::generate::{Family, GenConfig, generate_seeded};
+    let case = generate_seeded(578, &GenConfig::family(Family::Kernel));
+    let e = lower::lower(&ClangRenderer, &case.graph, &[case.root])
+        .err()
+        .map(|e| e.0);
+    assert_eq!(e.as_deref(), Some("control flow would loop"));
+}
