@@ -285,11 +285,35 @@ impl Table {
     }
 }
 
+/// The environment variable that turns the table off: `UOPFUZZ_ULP_TABLE=off` judges with the
+/// model's fixed constants alone ([`crate::oracle::tolerance::TRANSCENDENTAL_ULPS`], 2 ulps per
+/// kernel op), so a run can measure which findings the measured allowances reclassify.
+pub const TABLE_SWITCH: &str = "UOPFUZZ_ULP_TABLE";
+
+/// Whether `UOPFUZZ_ULP_TABLE`'s value turns the table off (`off`); `on` or unset keep it.
+/// Another value keeps it with a warning: a typo must not silently change every verdict.
+fn table_off(v: Option<&std::ffi::OsStr>) -> bool {
+    match v.map(|v| v.to_string_lossy()) {
+        Some(v) if v == "off" => true,
+        Some(v) if v != "on" => {
+            eprintln!(
+                "uopfuzz: {TABLE_SWITCH}={v:?} is neither on nor off: the ULP table stays on"
+            );
+            false
+        }
+        _ => false,
+    }
+}
+
 /// The checked-in table (`corpus/ulp-table.tsv`), parsed once. A table that does not parse
-/// is a build defect the unit tests catch; the oracle then runs on the model's constants.
+/// is a build defect the unit tests catch; the oracle then runs on the model's constants,
+/// as it does with `UOPFUZZ_ULP_TABLE=off`.
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
+        if table_off(std::env::var_os(TABLE_SWITCH).as_deref()) {
+            return Table::default();
+        }
         Table::parse(include_str!("../../corpus/ulp-table.tsv")).unwrap_or_else(|e| {
             eprintln!("uopfuzz: {e}: float tolerances fall back to the model's constants");
             Table::default()
@@ -403,5 +427,15 @@ mod tests {
             num(&fmt_ulp(1234567.0), 1).map(|x| x.round()),
             Ok(1235000.0)
         );
+    }
+
+    #[test]
+    fn the_switch_turns_the_table_off_only_on_off() {
+        use std::ffi::OsStr;
+        assert!(table_off(Some(OsStr::new("off"))));
+        assert!(!table_off(Some(OsStr::new("on"))));
+        assert!(!table_off(None));
+        // a typo keeps the table (and warns)
+        assert!(!table_off(Some(OsStr::new("of"))));
     }
 }

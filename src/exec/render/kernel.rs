@@ -582,10 +582,17 @@ pub fn add_control_flow(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
     // (UPat(Ops.RANGE, name="x"), lambda ctx,x: x.replace(src=x.src+(y,)) if (y:=ctx.edges.get(x)) is not None else None)
     // bottom-up, a RANGE's new src is the rewritten END: rebuild in an order where it comes first
     let mut m: HashMap<UOp, UOp> = HashMap::default();
+    // nodes whose srcs are being rebuilt: meeting one again is a cycle that edges of several
+    // sibling groups close together (the pairwise check above sees one edge at a time), which
+    // would grow the stack forever
+    let mut open: HashSet<UOp> = HashSet::default();
     let mut stack: Vec<(UOp, bool)> = vec![(sink, false)];
     while let Some((u, ready)) = stack.pop() {
         if m.contains_key(&u) {
             continue;
+        }
+        if !ready && !open.insert(u) {
+            return Err(CannotRender("control flow would loop".into()));
         }
         let mut src: Vec<UOp> = g.src(u).to_vec();
         if g.op(u) == Ops::RANGE
@@ -609,6 +616,7 @@ pub fn add_control_flow(g: &mut Graph, sink: UOp) -> Result<UOp, CannotRender> {
             let n = g.node(u).clone();
             g.mk(n.op, n.dtype, &ns, n.arg.clone())
         };
+        open.remove(&u);
         m.insert(u, nu);
     }
     Ok(m[&sink])

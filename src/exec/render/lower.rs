@@ -833,6 +833,20 @@ fn finish<R: CStyleLanguage + ?Sized>(
     } else {
         sink
     };
+    // an Invalid that no gate took and `pm_remove_invalid` (uop/symbolic.py:98-102) cannot
+    // reach (a lane INDEX of an Invalid, what `pm_data_invalid`'s `invalid_pat.broadcast()`
+    // (:75) leaves of a STACK of Invalids) has no spelling: tinygrad's `linearize` sorts the
+    // lowered graph by `tuplize` (codegen/late/linearizer.py:36), which compares that CONST's
+    // arg with an int's and raises `'<' not supported between InvalidType and int`. No
+    // renderer runs such a graph, so the port does not either (renderers.md §3: no Invalid).
+    if g.toposort(&[sink])
+        .into_iter()
+        .any(|u| g.op(u) == Ops::CONST && g.const_val(u).is_some_and(|c| c.is_invalid()))
+    {
+        return Err(CannotRender(
+            "an Invalid left after pm_remove_invalid (tinygrad's linearize raises on it)".into(),
+        ));
+    }
     // pm_casted_consts (codegen/__init__.py:285-287, :383): every CONST → CAST(dt, CONST weak)
     let order = g.toposort(&[sink]);
     let mut cc: HashMap<UOp, UOp> = HashMap::default();
