@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, default_value_t = 200)]
     pub quick_ms: u32,
     /// Solver time per rule × dtype over both passes in milliseconds (no new query past it).
-    #[arg(long, default_value_t = 2500)]
+    #[arg(long, default_value_t = 1500)]
     pub budget_ms: u64,
     /// Wall-clock deadline of the run in seconds: the second pass starts no query past it
     /// (0: none).

@@ -99,6 +99,7 @@ fn sample(rule: &Rule, d: DType, opts: &VerifyOpts, shapes: Shapes) -> (Plan, us
                 nvars: 0,
                 nranges: 0,
                 shapes,
+                leaves: Vec::new(),
             };
             b.build(&rule.pat, None)
         };
@@ -196,6 +197,8 @@ struct Builder<'a, 'b> {
     nvars: usize,
     nranges: i64,
     shapes: Shapes,
+    /// Variables placed by [`Builder::shaped`].
+    leaves: Vec<UOp>,
 }
 
 /// CONST values tried for a `cvar` of dtype `dt`.
@@ -335,16 +338,40 @@ impl Builder<'_, '_> {
         // factors: a common one (gcd 2 or 4) is what the folds look for; 3 and -2 make it fail
         const FACTORS: &[i128] = &[4, 2, 3, 8, -2, 6];
         const OFFSETS: &[i128] = &[1, 3, -1, 4, 7, -4, 2];
+        // option 0 and the leaves: a fresh variable, or (unnamed) one placed already, so that a
+        // bound and the expression it bounds share variables (`uop_given_valid`, recombining
+        // `x%c + (x//c)*c`)
         let n = match dt {
             _ if depth == 0 => 1,
-            d if d.is_int() => 10,
-            DType::Bool => 6,
-            d if float_ok(d) => 4,
+            // 10 and 11 repeat `a*c + b`, the sum most folds look for
+            d if d.is_int() => 14,
+            DType::Bool => 7,
+            d if float_ok(d) => 5,
             _ => 1,
         };
         let shape = self.ch.choose(n);
         if shape == 0 {
-            return self.bare_var(name, dt);
+            let placed: Vec<UOp> = self
+                .leaves
+                .iter()
+                .copied()
+                .filter(|u| self.g.dtype(*u) == dt)
+                .collect();
+            if name.is_none() && !placed.is_empty() && self.ch.choose(2) == 1 {
+                return self.choose(&placed).ok_or(BuildErr::NotApplicable);
+            }
+            let u = self.bare_var(name, dt)?;
+            self.leaves.push(u);
+            return Ok(u);
+        }
+        // a constant where a variable could be (`alu_of_wheres` wants constant arms)
+        if shape == n - 1 && dt != DType::Bool {
+            let v = if dt.is_int() {
+                ConstVal::Int(self.choose(OFFSETS).unwrap_or(1))
+            } else {
+                ConstVal::Float(self.choose(&[2.0, 0.5, -1.0, 3.0]).unwrap_or(2.0))
+            };
+            return Ok(self.g.cnst(dt, v));
         }
         let sub = depth - 1;
         let c = |b: &mut Self, xs: &[i128]| -> UOp {
@@ -363,7 +390,7 @@ impl Builder<'_, '_> {
             let a = self.shaped(None, dt, sub.min(1))?;
             Ok(match shape {
                 // a*c + b
-                1 => {
+                1 | 10 | 11 => {
                     let f = c(self, FACTORS);
                     let m = alu(self, Ops::MUL, &[a, f]);
                     let b = self.shaped(None, dt, 0)?;
@@ -416,6 +443,17 @@ impl Builder<'_, '_> {
                         )
                     }
                 }
+                // (a//c)*c
+                12 => {
+                    let f = c(self, &[4, 2, 3, 8]);
+                    let op = if dt == DType::WeakInt {
+                        Ops::FLOORDIV
+                    } else {
+                        Ops::CDIV
+                    };
+                    let q = alu(self, op, &[a, f]);
+                    alu(self, Ops::MUL, &[q, f])
+                }
                 // a loop index scaled, plus a: the index expressions `simplify_valid` sees
                 _ => {
                     if dt != DType::WeakInt {
@@ -452,6 +490,7 @@ impl Builder<'_, '_> {
             };
             let t = self.g.cbool(true);
             Ok(match shape {
+                6 => self.g.cbool(self.ch.choose(2) == 1),
                 1 => bound(self)?,
                 2 => {
                     let (l, r) = (bound(self)?, bound(self)?);
