@@ -423,21 +423,23 @@ impl Enc<'_> {
         u: UOp,
         op: Ops,
         dt: DType,
-        mut srcs: Vec<Val>,
+        srcs: Vec<Val>,
         invs: Vec<Option<Bool>>,
     ) -> R<Val> {
         let no = || Bool::from_bool(false);
         let inv = if op == Ops::WHERE && srcs.len() == 3 {
-            // Python `x if c else y`: an Invalid condition is truthy
-            let take = match &invs[0] {
-                Some(ci) => ci | &self.to_bool(&srcs[0]),
-                None => self.to_bool(&srcs[0]),
-            };
-            srcs[0] = Self::bool_result(take.clone());
-            take.ite(
+            // an arm is taken as it is; an Invalid condition makes the WHERE Invalid (as
+            // pm_data_invalid reads it; the interpreter's Python `x if c else y` would take `x`,
+            // so replay and the interpreter check set such graphs apart)
+            let take = self.to_bool(&srcs[0]);
+            let arm = take.ite(
                 &invs[1].clone().unwrap_or_else(no),
                 &invs[2].clone().unwrap_or_else(no),
-            )
+            );
+            match &invs[0] {
+                Some(ci) => ci | &arm,
+                None => arm,
+            }
         } else {
             let v: Vec<Bool> = invs.into_iter().flatten().collect();
             or_all(&v)

@@ -494,6 +494,25 @@ pub enum NotReplayed {
     /// Both results, shown as in the `Ok` description.
     #[error("the interpreter agrees: {0}")]
     Agrees(String),
+    /// A WHERE's condition can be Invalid: the interpreter takes its first arm (Python truth
+    /// of the Invalid object), the encoding makes it Invalid.
+    #[error("a WHERE condition can be Invalid")]
+    InvalidCondition,
+}
+
+/// Whether some WHERE under `roots` has a condition that an Invalid CONST reaches.
+pub fn invalid_condition(g: &Graph, roots: &[UOp]) -> bool {
+    let mut inv: std::collections::HashSet<UOp> = std::collections::HashSet::new();
+    for u in g.toposort(roots) {
+        let src = g.src(u);
+        if g.op(u) == crate::ir::Ops::WHERE && src.first().is_some_and(|c| inv.contains(c)) {
+            return true;
+        }
+        if g.const_val(u) == Some(ConstVal::Invalid) || src.iter().any(|s| inv.contains(s)) {
+            inv.insert(u);
+        }
+    }
+    false
 }
 
 /// Replays a Z3 counterexample on the interpreter, the oracle's ground truth ("guard the
@@ -508,6 +527,9 @@ pub fn replay_on_interp(
     policy: FloatPolicy,
 ) -> Result<String, NotReplayed> {
     use crate::exec::interp;
+    if invalid_condition(g, &[lhs, rhs]) {
+        return Err(NotReplayed::InvalidCondition);
+    }
     let env = super::query::env_from_model(g, &[lhs, rhs], &c.inputs, None);
     let o = interp::eval(g, lhs, &env).map_err(NotReplayed::OriginalRaises)?;
     if o.ub {
@@ -536,6 +558,10 @@ pub fn replay_on_interp(
                 } else {
                     a != b
                 }
+        }
+        // a root whose dtype changed compares exact values, as the query does (True == 1)
+        (Some(a), Some(b)) if a.as_i128().is_some() && b.as_i128().is_some() => {
+            a.as_i128() != b.as_i128() || o.elems != n.elems
         }
         (a, b) => a != b || o.elems != n.elems,
     };
