@@ -9,12 +9,20 @@ pub struct Args {
     /// Only rules whose name contains this.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Per-query timeout in milliseconds.
+    /// Per-query timeout of the second pass in milliseconds.
     #[arg(long, default_value_t = 1500)]
     pub timeout_ms: u32,
-    /// Wall-clock budget per rule × dtype in milliseconds (no new instance past it).
-    #[arg(long, default_value_t = 2500)]
+    /// Per-query timeout of the first pass in milliseconds (queries that run out of it are
+    /// retried in the second pass).
+    #[arg(long, default_value_t = 200)]
+    pub quick_ms: u32,
+    /// Solver time per rule × dtype over both passes in milliseconds (no new query past it).
+    #[arg(long, default_value_t = 1500)]
     pub budget_ms: u64,
+    /// Wall-clock deadline of the run in seconds: the second pass starts no query past it
+    /// (0: none).
+    #[arg(long, default_value_t = 210)]
+    pub deadline_s: u64,
     /// Instances per rule × dtype.
     #[arg(long, default_value_t = 48)]
     pub max_instances: usize,
@@ -31,6 +39,8 @@ pub fn run(a: Args) -> ExitCode {
     let opts = VerifyOpts {
         filter: a.filter,
         timeout_ms: a.timeout_ms,
+        quick_ms: a.quick_ms,
+        deadline_ms: (a.deadline_s > 0).then(|| a.deadline_s.saturating_mul(1000)),
         max_instances: a.max_instances,
         budget_ms: a.budget_ms,
         policy: if a.fast_math {
@@ -58,10 +68,11 @@ pub fn run(a: Args) -> ExitCode {
         }
         let t = &r.totals;
         println!(
-            "{} rule×dtype checks in {:.1}s: proved {}, counterexample {}, vacuous {}, unknown {}, unsupported {} \
+            "{} rule×dtype checks in {:.1}s (first pass {:.1}s): proved {}, counterexample {}, vacuous {}, unknown {}, unsupported {} \
              ({} Z3 models not reproduced by the interpreter, {} checks stopped by the budget)",
             r.results.len(),
             r.ms as f64 / 1000.0,
+            r.first_pass_ms as f64 / 1000.0,
             t.proved,
             t.counterexample,
             t.vacuous,

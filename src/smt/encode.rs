@@ -115,6 +115,10 @@ pub struct VarMap {
     /// Facts about the uninterpreted transcendental functions at their applications.
     pub axioms: Vec<Bool>,
     apps: Vec<(Transc, Float, Float)>,
+    /// Encode `CONST Invalid` (tinygrad's don't-care index) as a value with an
+    /// [`Encoded::invalid`] flag instead of refusing it; a caller that sets this compares the
+    /// flags (`query::check_refinement` does).
+    pub invalid_ok: bool,
 }
 
 impl VarMap {
@@ -208,6 +212,8 @@ pub struct Encoded {
     pub approximate: bool,
     /// The variables this graph reads (name, dtype, term).
     pub vars: Vec<(String, DType, Term)>,
+    /// The root is `Invalid` (only with [`VarMap::invalid_ok`]); `value` is then arbitrary.
+    pub invalid: Bool,
 }
 
 /// A node's Python value and the dtype that says how to read it; `iv` is a sound interval of
@@ -304,6 +310,9 @@ struct Enc<'a> {
     imprecise: Vec<Bool>,
     approximate: bool,
     used: Vec<usize>,
+    /// Nodes that may be Invalid, with when they are (as the interpreter: an op with an Invalid
+    /// operand is Invalid, except WHERE, which takes an arm; an Invalid condition is truthy).
+    inv: HashMap<UOp, Bool>,
 }
 
 /// Encodes the graph under `root` over the variables of `shared` (creating those not there yet).
@@ -317,6 +326,7 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         imprecise: Vec::new(),
         approximate: false,
         used: Vec::new(),
+        inv: HashMap::new(),
     };
     let mut memo: HashMap<UOp, Option<Val>> = HashMap::new();
     for u in g.toposort(&[root]) {
@@ -349,6 +359,7 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         imprecise: or_all(&e.imprecise),
         approximate: e.approximate,
         vars,
+        invalid: e.inv.get(&root).cloned().unwrap_or(Bool::from_bool(false)),
     })
 }
 
@@ -364,6 +375,10 @@ impl Enc<'_> {
         match op {
             // the empty STACK under a variable BUFFER is its shape, not a value
             Ops::STACK if n.src.is_empty() => return Ok(None),
+            Ops::CONST if self.vm.invalid_ok && g.const_val(u) == Some(ConstVal::Invalid) => {
+                self.inv.insert(u, Bool::from_bool(true));
+                return self.zero(dt).map(Some);
+            }
             Ops::CONST => return self.konst(u).map(Some),
             Ops::BUFFER | Ops::PARAM => return self.variable(u).map(Some),
             Ops::RANGE | Ops::SPECIAL => {
@@ -383,6 +398,10 @@ impl Enc<'_> {
                 None => return Err(unsup("operand has no scalar value")),
             }
         }
+        let invs: Vec<Option<Bool>> = n.src.iter().map(|s| self.inv.get(s).cloned()).collect();
+        if invs.iter().any(Option::is_some) {
+            return self.with_invalid(u, op, dt, srcs, invs).map(Some);
+        }
         let v = match op {
             Ops::CAST => self.cast(&srcs, dt)?,
             Ops::BITCAST => self.bitcast(&srcs, dt)?,
@@ -395,6 +414,84 @@ impl Enc<'_> {
             self.nonfinite.push(f.is_nan() | f.is_infinite());
         }
         Ok(Some(v))
+    }
+
+    /// A node with a possibly Invalid operand: its value computed as usual on the operands'
+    /// values, its UB only where it is valid (the interpreter stops at an Invalid operand).
+    fn with_invalid(
+        &mut self,
+        u: UOp,
+        op: Ops,
+        dt: DType,
+        srcs: Vec<Val>,
+        invs: Vec<Option<Bool>>,
+    ) -> R<Val> {
+        let no = || Bool::from_bool(false);
+        let inv = if op == Ops::WHERE && srcs.len() == 3 {
+            // an arm is taken as it is; an Invalid condition makes the WHERE Invalid (as
+            // pm_data_invalid reads it; the interpreter's Python `x if c else y` would take `x`,
+            // so replay and the interpreter check set such graphs apart)
+            let take = self.to_bool(&srcs[0]);
+            let arm = take.ite(
+                &invs[1].clone().unwrap_or_else(no),
+                &invs[2].clone().unwrap_or_else(no),
+            );
+            match &invs[0] {
+                Some(ci) => ci | &arm,
+                None => arm,
+            }
+        } else {
+            let v: Vec<Bool> = invs.into_iter().flatten().collect();
+            or_all(&v)
+        };
+        let marks = (
+            self.ub.len(),
+            self.wrap_ub.len(),
+            self.nonfinite.len(),
+            self.imprecise.len(),
+        );
+        let v = match op {
+            Ops::CAST => self.cast(&srcs, dt)?,
+            Ops::BITCAST => self.bitcast(&srcs, dt)?,
+            o if o.is_alu() => self.alu(o, dt, &srcs)?,
+            _ => return Err(Unsupported::new(op, dt, "not a scalar op")),
+        };
+        if let Term::Float(f) = &v.t
+            && (op.is_alu() || op == Ops::CAST)
+        {
+            self.nonfinite.push(f.is_nan() | f.is_infinite());
+        }
+        let valid = inv.not();
+        for (list, from) in [
+            (&mut self.ub, marks.0),
+            (&mut self.wrap_ub, marks.1),
+            (&mut self.nonfinite, marks.2),
+            (&mut self.imprecise, marks.3),
+        ] {
+            for x in list[from..].iter_mut() {
+                *x = &valid & &*x;
+            }
+        }
+        self.inv.insert(u, inv);
+        Ok(v)
+    }
+
+    /// The value an Invalid CONST holds in the encoding (never read where it matters).
+    fn zero(&mut self, dt: DType) -> R<Val> {
+        Ok(match dt {
+            DType::Bool => Self::bool_result(Bool::from_bool(false)),
+            d if d.is_int() => self.int_val(0, d),
+            d if d.is_float() => Val {
+                t: Term::Float(fconst(
+                    0.0,
+                    float_bits(d)
+                        .ok_or_else(|| Unsupported::new(Ops::CONST, d, "Invalid of this dtype"))?,
+                )),
+                dt: d,
+                iv: None,
+            },
+            d => return Err(Unsupported::new(Ops::CONST, d, "Invalid of this dtype")),
+        })
     }
 
     // ---------------------------------------------------------------- leaves

@@ -170,6 +170,8 @@ pub fn check_refinement(
     timeout_ms: u32,
 ) -> Verdict {
     let mut vm = VarMap::new();
+    // Invalid is a value of its own: a rewrite must keep exactly where a result is Invalid
+    vm.invalid_ok = true;
     let eo = match encode(g, orig, &mut vm) {
         Ok(e) => e,
         Err(u) => return Verdict::Unsupported(u),
@@ -209,7 +211,8 @@ pub fn check_refinement(
     s.assert(eo.imprecise.not());
     s.assert(en.imprecise.not());
     s.assert(eo.ub.not());
-    s.assert(en.ub.clone() | same.not());
+    let differ = eo.invalid.xor(&en.invalid) | (eo.invalid.not() & same.not());
+    s.assert(en.ub.clone() | differ);
     match s.check() {
         SatResult::Unsat => Verdict::Refines,
         SatResult::Unknown => Verdict::Unknown(
