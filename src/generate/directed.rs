@@ -106,11 +106,12 @@ fn shuffled<T: Copy>(s: &mut dyn Source, xs: &[T]) -> Vec<T> {
     v
 }
 
+/// Operand count of the ops a directed instance builds: ALU ops and the few others patterns name.
 fn arity(op: Ops) -> Option<usize> {
+    if let Some(n) = op.alu_arity() {
+        return Some(n);
+    }
     Some(match op {
-        o if o.is_unary() => 1,
-        o if o.is_binary() => 2,
-        o if o.is_ternary() => 3,
         Ops::CAST | Ops::BITCAST | Ops::RANGE | Ops::SPECIAL | Ops::LOAD => 1,
         Ops::CONST => 0,
         Ops::INDEX | Ops::STORE => 2,

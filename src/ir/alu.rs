@@ -447,22 +447,10 @@ impl AluMode {
     };
 }
 
-fn arity(op: Ops) -> Option<usize> {
-    if op.is_unary() {
-        Some(1)
-    } else if op.is_binary() {
-        Some(2)
-    } else if op.is_ternary() {
-        Some(3)
-    } else {
-        None
-    }
-}
-
 /// `python_alu[op](*operands)` (ops.py:1287). `wrap`: see module doc.
 fn python_alu(op: Ops, s: &[Val], wrap: bool, const_float: bool) -> R {
     use Ops::*;
-    let n = arity(op).ok_or(AluError::Unsupported(op))?;
+    let n = op.alu_arity().ok_or(AluError::Unsupported(op))?;
     if matches!(op, THREEFRY | FDIV) {
         return Err(AluError::Unsupported(op));
     }
@@ -790,7 +778,7 @@ fn range_ub(dt: DType, r: Result<Val, AluError>) -> Option<Ub> {
 /// not UB flags (the caller sees the error).
 pub fn ub_reason(op: Ops, dt: DType, operands: &[Val]) -> Option<Ub> {
     use Ops::*;
-    if !dt.is_int() || arity(op) != Some(operands.len()) {
+    if !dt.is_int() || op.alu_arity() != Some(operands.len()) {
         return None;
     }
     // at most 3 operands (arity checked above): no allocation on the interpreter's hot path

@@ -78,6 +78,18 @@ impl Ops {
     pub fn is_alu(self) -> bool {
         self.is_unary() || self.is_binary() || self.is_ternary()
     }
+    /// Operand count of an ALU op (`GroupOp.Unary/Binary/Ternary`); `None` for any other op.
+    pub fn alu_arity(self) -> Option<usize> {
+        if self.is_unary() {
+            Some(1)
+        } else if self.is_binary() {
+            Some(2)
+        } else if self.is_ternary() {
+            Some(3)
+        } else {
+            None
+        }
+    }
     pub fn is_elementwise(self) -> bool {
         self.is_alu() || matches!(self, CAST | BITCAST)
     }

@@ -18,16 +18,11 @@ use crate::smt::query::{Counterexample, env_from_model, model_from_env};
 // ------------------------------------------------------------------------------------------------
 // 1. confirm
 
-pub(super) fn confirm_semantic(
-    cx: &mut Ctx,
-    g: &Graph,
-    root: UOp,
-    det_point: Option<&Env>,
-) -> (Confirm, Graph, Rewritten) {
-    let (gw, rw) = cx.rewrite(g, root, None);
-    let mut c = Confirm {
+/// A confirmation that has found nothing yet, by `by`; the checks below fill it in.
+fn not_reproduced(by: &str) -> Confirm {
+    Confirm {
         status: Status::NotReproduced,
-        by: "-".into(),
+        by: by.into(),
         z3: "not-asked".into(),
         z3_detail: None,
         finding_point: None,
@@ -37,7 +32,17 @@ pub(super) fn confirm_semantic(
         detail: String::new(),
         ieee_differs: false,
         point: None,
-    };
+    }
+}
+
+pub(super) fn confirm_semantic(
+    cx: &mut Ctx,
+    g: &Graph,
+    root: UOp,
+    det_point: Option<&Env>,
+) -> (Confirm, Graph, Rewritten) {
+    let (gw, rw) = cx.rewrite(g, root, None);
+    let mut c = not_reproduced("-");
     if rw.stop != Stop::Done {
         c.detail = format!("the pipeline stops with {:?}", rw.stop);
         return (c, gw, rw);
@@ -358,19 +363,7 @@ pub(super) fn confirm_bounds(
     det_point: Option<&Env>,
 ) -> (Confirm, Graph, Rewritten, Option<Violation>) {
     let (gw, rw) = cx.rewrite(g, root, None);
-    let mut c = Confirm {
-        status: Status::NotReproduced,
-        by: "interp".into(),
-        z3: "not-asked".into(),
-        z3_detail: None,
-        finding_point: None,
-        inputs: vec![],
-        expected: None,
-        actual: None,
-        detail: String::new(),
-        ieee_differs: false,
-        point: None,
-    };
+    let mut c = not_reproduced("interp");
     let Some(env) = det_point else {
         c.detail = "the finding has no point to evaluate its bounds at".into();
         return (c, gw, rw, None);

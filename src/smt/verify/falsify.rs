@@ -4,7 +4,7 @@
 //! without Z3 — rules whose queries the solver cannot decide (transcendental approximations
 //! against the exact function) get one this way — and it is judged by the same
 //! [`replay_on_interp`] as a Z3 model.
-use super::replay_on_interp;
+use super::shared::replay_on_interp;
 use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
@@ -59,7 +59,7 @@ pub fn falsify(
         return None;
     }
     let roots = [lhs, rhs];
-    if super::invalid_condition(g, &roots) {
+    if super::shared::invalid_condition(g, &roots) {
         return None;
     }
     // the inputs: variables by name, free RANGEs by axis (below a constant end), SPECIALs

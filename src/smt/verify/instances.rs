@@ -5,7 +5,7 @@
 //! factors, `simplify_valid`'s AND of bounds, `fold_divmod_general`'s sum) never fires on bare
 //! variables; [`Shapes::Structured`] fills such positions with the small expressions those rule
 //! functions look for, so a wrong guard there has a chance to show.
-use super::{TEST_DTYPES, VerifyOpts, ssa_text};
+use super::shared::{TEST_DTYPES, VerifyOpts, ssa_text};
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{Cx, Rule};
@@ -261,18 +261,6 @@ pub fn free_variable(g: &mut Graph, name: &str, dt: DType) -> UOp {
         extra: None,
     };
     g.mk(Ops::BUFFER, dt, &[shape], Arg::Param(Box::new(pa)))
-}
-
-fn alu_arity(op: Ops) -> Option<usize> {
-    if op.is_unary() {
-        Some(1)
-    } else if op.is_binary() {
-        Some(2)
-    } else if op.is_ternary() {
-        Some(3)
-    } else {
-        None
-    }
 }
 
 /// Whether `op` with result dtype `t` is well-typed for the encoding (and tinygrad's spec).
@@ -583,7 +571,7 @@ impl Builder<'_, '_> {
             Some(Ops::CONST) => self.konst(p, t)?,
             Some(o @ (Ops::RANGE | Ops::SPECIAL)) => self.range(o, p, t)?,
             Some(o @ (Ops::CAST | Ops::BITCAST)) => self.cast(o, p, t)?,
-            Some(o) if alu_arity(o).is_some() => self.alu(o, p, t)?,
+            Some(o) if o.alu_arity().is_some() => self.alu(o, p, t)?,
             Some(o) => return Err(BuildErr::Unsupported(format!("pattern op {}", o.name()))),
         };
         if let Some(n) = p.name {
@@ -679,7 +667,7 @@ impl Builder<'_, '_> {
         if !op_fits(op, t) {
             return Err(BuildErr::NotApplicable);
         }
-        let n = alu_arity(op).unwrap_or(0);
+        let n = op.alu_arity().unwrap_or(0);
         let pats: Vec<Option<&UPat>> = match &p.src {
             None => vec![None; n],
             Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => {
