@@ -24,9 +24,9 @@ pub mod falsify;
 pub mod instances;
 mod shared;
 
-use super::query::{Counterexample, Verdict, check_refinement, py_repr};
+use super::query::{Counterexample, Verdict, check_refinement};
 use super::z3x;
-use crate::ir::{Arg, ConstVal, DType, Graph, UOp};
+use crate::ir::{DType, Graph, UOp};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::rewrite::engine::Rule;
 use instances::{Fired, Plan};
@@ -394,7 +394,7 @@ fn finish(j: Job) -> RuleReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::Ops;
+    use crate::ir::{ConstVal, Ops};
     use crate::rewrite::upat::UPat;
     use crate::rule;
     use crate::smt::query::{Model, eval_at};
