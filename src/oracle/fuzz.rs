@@ -876,7 +876,8 @@ pub fn run_with(
         points: opts.points,
         seed: 0,
         idempotence: pipe.idempotent(),
-        blame: false,
+        // blaming every bug needs no pre-blame key: the check blames as it goes
+        blame: opts.blame_per_key == 0,
         bounds: opts.bounds_screen,
     };
     let workers = Workers::new(opts.threads)?;
