@@ -2,15 +2,18 @@
 
 Whatever tinygrad is importable (the pinned 0.14.0 venv, or a checkout put first on PYTHONPATH by `--tinygrad PATH`)
 is the one used. At start it writes one line
-  {"ready": 1, "version": "<tinygrad version>", "path": "<tinygrad package dir>", "revision": "<git rev or PyPI>"}
+  {"ready": 1, "version": "<tinygrad version>", "path": "<tinygrad package dir>", "revision": "<git rev, PyPI, or no git>"}
 then serves requests, one JSON line each, answering each with one JSON line in order:
   {"id": i, "rules": SET, "text": "<graph file>", "fuel": k?}
   -> {"id": i, "out": "<text form>", "trace": [[loc, stage, index, before, after], ...], "sizes": [n, ...]}
-     {"id": i, "err": "<exception class>", "msg": "...", "rule": [loc, stage, index]|null, "out": ..., "trace": [...]}
+     {"id": i, "err": "<exception class>", "msg": "...", "rule": [loc, stage, index]|null, "node": "e"|null,
+      "bounds": "tinygrad/uop/ops.py:<line>"|null, "out": ..., "trace": [...]}
      {"id": i, "load_err": "<exception class>", "msg": "..."}   the text did not load, SET is unknown, or the result
                                                                  could not be written in the text form
 `out` is `textform.serialize` of the result (root `root`, absent after an exception) plus the before/after node of
-each top-level rule application (roots `bK`, `aK`, named in `trace`); `loc` is the firing UPat's location,
+each top-level rule application (roots `bK`, `aK`, named in `trace`) and, after an exception, the node the raising
+rule was matched on (root `e`, named by `node`); `bounds` is the location of `UOp._min_max` when the exception came out
+of a vmin/vmax read (then there is no `e`); `loc` is the firing UPat's location,
 `tinygrad/<file>:<line>`, stage the position of its matcher in `stages(SET)`, index its position in that matcher's
 `patterns` (stages and their sizes: see `stages`; -1 in
 a matcher that is not a stage's). A rule application made inside a rule (a nested graph_rewrite, `simplify()`) is not a step
@@ -52,23 +55,36 @@ def checkout() -> tuple[str, str] | None:
     pass
   return None
 
-def version_and_revision() -> tuple[str, str]:
-  """A checkout: the version its pyproject.toml declares and `git <sha>` (the installed distribution's metadata
-  would name whatever else is installed); an installed package: its version, twice."""
-  if (co := checkout()) is not None:
-    ver = "?"
+def source_version(top: str) -> str | None:
+  """The version a source tree declares: pyproject.toml's `version = "..."`, else setup.py's `version='...'`."""
+  import re
+  for name, pat in (("pyproject.toml", r'^version\s*=\s*"([^"]+)"'), ("setup.py", r'version\s*=\s*[\'"]([^\'"]+)[\'"]')):
     try:
-      import re
-      with open(os.path.join(co[0], "pyproject.toml")) as f:
-        if (m := re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)): ver = m.group(1)
+      with open(os.path.join(top, name)) as f:
+        if (m := re.search(pat, f.read(), re.M)): return m.group(1)
     except OSError: pass
-    return ver, f"git {co[1]}"
+  return None
+
+def installed() -> tuple[str, str] | None:
+  """(version, where from) of the installed distribution, when the imported package is its files: an index
+  install has no direct_url.json (PEP 610), a local or VCS install names its URL there."""
   try:
-    from importlib.metadata import version as v
-    ver = v("tinygrad")
-  except Exception:  # noqa: BLE001
-    ver = getattr(tinygrad, "__version__", "unknown")
-  return ver, f"PyPI {ver}"
+    from importlib.metadata import distribution
+    d = distribution("tinygrad")
+    if not os.path.samefile(str(d.locate_file("tinygrad/__init__.py")), os.path.join(PKG, "__init__.py")): return None
+    url = json.loads(d.read_text("direct_url.json") or "null")
+    return d.version, f"PyPI {d.version}" if url is None else f"installed {d.version} from {url.get('url', '?')}"
+  except Exception:  # noqa: BLE001 - no distribution metadata, or not these files
+    return None
+
+def version_and_revision() -> tuple[str, str]:
+  """A git checkout: the version its pyproject.toml declares and `git <sha>`; the installed distribution (only when
+  the imported files are its own: a checkout on PYTHONPATH is not the venv's package): its version and where from;
+  a source tree without git: the version it declares and `no git`."""
+  if (co := checkout()) is not None: return source_version(co[0]) or "?", f"git {co[1]}"
+  if (inst := installed()) is not None: return inst
+  top = os.path.dirname(PKG)
+  return source_version(top) or "?", "no git"
 
 def loc_name(loc) -> str:
   f, line = loc
@@ -89,7 +105,7 @@ def traced_rewrite(self, uop, ctx=None):
       T.depth += 1
       try: ret = match(uop, ctx)
       except Exception:
-        if top and T.failed is None: T.failed = (p.location, T.stage, pattern_index(self, p))
+        if top and T.failed is None: T.failed = (p.location, T.stage, pattern_index(self, p), uop)
         raise
       finally: T.depth -= 1
       if ret is not None and ret is not uop:
@@ -168,18 +184,40 @@ def answer(req: dict) -> dict:
     err = e
   steps = T.steps[:MAX_TRACE]
   roots, names = ([out], ["root"]) if err is None else ([], [])
+  bounds = None if err is None else bounds_frame(err)
+  if err is not None and T.failed is not None and bounds is None: roots, names = [T.failed[3]], ["e"]
   for k, (_, _, _, b, a) in enumerate(steps):
     roots += [b, a]
     names += [f"b{k}", f"a{k}"]
   res: dict = {"trace": [[loc_name(l), st, i, f"b{k}", f"a{k}"] for k, (l, st, i, _, _) in enumerate(steps)],
                "sizes": [] if sts is None else [len(pm.patterns) for pm, _ in sts]}
   if err is not None:
-    res.update({"err": type(err).__name__, "msg": one_line(err), "rule": [loc_name(T.failed[0]), T.failed[1], T.failed[2]] if T.failed else None})
+    res.update({"err": type(err).__name__, "msg": one_line(err), "rule": [loc_name(T.failed[0]), T.failed[1], T.failed[2]] if T.failed else None,
+                "node": names[0] if names[:1] == ["e"] else None, "bounds": bounds})
   if sts is None: roots = without_kernel_info(roots)
   try: res["out"] = serialize(roots, names) if roots else ""
   except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
     return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e)}
   return res
+
+def def_line(co) -> int:
+  """The `def` line of a function (a decorated one's `co_firstlineno` is its first decorator's)."""
+  import linecache
+  for k in range(co.co_firstlineno, co.co_firstlineno + 8):
+    if linecache.getline(co.co_filename, k).lstrip().startswith("def "): return k
+  return co.co_firstlineno
+
+def bounds_frame(err: BaseException) -> str | None:
+  """`tinygrad/uop/ops.py:<line>` of `UOp._min_max` when `err` came out of it: a rule read a vmin/vmax that raises.
+  The port names such an error `vmin/vmax` (rewrite/engine.rs: bounds are cached and read by many rules, so the
+  exception is the bound's, not the rule's)."""
+  ops = os.path.join(PKG, "uop", "ops.py")
+  tb = err.__traceback__
+  while tb is not None:
+    co = tb.tb_frame.f_code
+    if co.co_name == "_min_max" and os.path.abspath(co.co_filename) == ops: return loc_name((co.co_filename, def_line(co)))
+    tb = tb.tb_next
+  return None
 
 def _timed_out(*_): raise TimeoutError("the repro ran past its timeout")
 

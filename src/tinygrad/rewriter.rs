@@ -202,8 +202,17 @@ impl TinygradRewriter {
             }
             Some(cls) => {
                 let msg = s("msg");
-                match &v["rule"] {
-                    Value::Array(r) => {
+                match (&v["rule"], v["bounds"].as_str()) {
+                    // a vmin/vmax read raised inside the rule: the port computes bounds apart from
+                    // the rules that read them and names the error the bound's, on the root
+                    // (rewrite/engine.rs, `cx.cache.bounds_error`)
+                    (Value::Array(_), Some(loc)) => Stop::RuleError {
+                        rule: "vmin/vmax",
+                        source: intern(loc),
+                        node: root,
+                        error: rule_error(cls, msg),
+                    },
+                    (Value::Array(r), None) => {
                         let loc = r[0].as_str().unwrap_or("?");
                         Stop::RuleError {
                             rule: self.step_name(
@@ -213,7 +222,11 @@ impl TinygradRewriter {
                                 &sizes,
                             ),
                             source: intern(loc),
-                            node: root,
+                            // the node the rule raised on (its dtype signs the finding)
+                            node: match &v["node"] {
+                                Value::Null => root,
+                                n => node(n)?,
+                            },
                             error: rule_error(cls, msg),
                         }
                     }

@@ -59,7 +59,9 @@ pub struct WorkerInfo {
     pub version: String,
     /// The package directory it was imported from.
     pub path: String,
-    /// `git <sha>` for a checkout, `PyPI <version>` for an installed package.
+    /// `git <sha>` for a git checkout, `PyPI <version>` for the installed distribution's own
+    /// files (`installed <version> from <url>` for a local or VCS install), `no git` for a source
+    /// tree without `.git` (its version is then the one its `pyproject.toml`/`setup.py` declares).
     pub revision: String,
 }
 

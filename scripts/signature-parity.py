@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Signature parity: the port and real tinygrad on the same graphs, the finding signatures diffed both ways.
+
+usage: scripts/signature-parity.py [--iters N] [--seeds 0,1,2] [--rules SET] [--family F] [--tinygrad PATH]...
+                                   [--bin UOPFUZZ] [--out DIR] [--time S]
+
+For each seed it runs `uopfuzz fuzz --threads 1 --seed S --iters N --json` once with the port and once per tinygrad
+(the harness venv's pinned 0.14.0, then each `--tinygrad PATH` checkout), and prints, per tinygrad, the signatures
+(class | rule | dtype family | backend) only the port found and only tinygrad found. One thread and the same seed give
+both modes the same graphs, so a finding's directory suffix (the graph's seed) names the graph: a signature on one
+side is paired with what the other side signed the same graph as, which tells a naming difference (same graph,
+another name) from a rule that behaves differently (the other side found nothing on that graph).
+`--time S` runs each tinygrad for S seconds instead and the port on as many graphs as the pinned run did (the
+acceptance figure: graphs/s of every tinygrad, from one run).
+
+Exit status: 0 when the pinned 0.14.0 and the port sign the same set (checkouts of other versions are reported,
+not judged: their rules may differ by version), 1 on any difference, 2 on bad input or a run that failed.
+"""
+from __future__ import annotations
+import argparse, json, os, pathlib, subprocess, sys, tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+def run(bin_: str, args: list[str], out: pathlib.Path) -> dict:
+  cmd = [bin_, "fuzz", "--threads", "1", "--json", "--out", str(out), *args]
+  p = subprocess.run(cmd, capture_output=True, text=True)
+  lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+  if p.returncode != 0 or not lines:
+    print(f"signature-parity: `{' '.join(cmd)}` failed (exit {p.returncode}): {p.stderr.strip()[-400:]}", file=sys.stderr)
+    sys.exit(2)
+  return json.loads(lines[-1])
+
+def sigs(summary: dict) -> dict[str, dict]:
+  """signature -> {graph: the finding dir's seed suffix, iter, summary}"""
+  out = {}
+  for f in summary["findings"]:
+    sig = f"{f['class']}|{f['rule']}|{f['dtype']}|{f.get('backend', 'interp')}"
+    path = pathlib.Path(f["path"]) if f.get("path") else None
+    fj = path / "finding.json" if path else None
+    text = json.load(open(fj))["summary"] if fj and fj.exists() else ""
+    out[sig] = {"graph": path.name.rsplit("-", 1)[-1] if path else "?", "iter": f.get("iter"), "summary": text}
+  return out
+
+def by_graph(s: dict[str, dict]) -> dict[str, str]:
+  return {v["graph"]: k for k, v in s.items()}
+
+def main() -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--iters", type=int, default=1500)
+  ap.add_argument("--time", type=float)
+  ap.add_argument("--seeds", default="0,1,2")
+  ap.add_argument("--rules", default="pipeline")
+  ap.add_argument("--family")
+  ap.add_argument("--tinygrad", action="append", default=[], help="a tinygrad checkout to compare as well")
+  ap.add_argument("--bin", default=os.environ.get("UOPFUZZ", str(ROOT / "target/release/uopfuzz")))
+  ap.add_argument("--out", help="where the runs' finding directories go (default: a temporary directory)")
+  a = ap.parse_args()
+  if not os.access(a.bin, os.X_OK):
+    print(f"signature-parity: no {a.bin} (cargo build --release, or --bin / UOPFUZZ)", file=sys.stderr)
+    return 2
+  try: seeds = [int(s) for s in a.seeds.split(",")]
+  except ValueError: print(f"signature-parity: --seeds {a.seeds!r}: not a comma-separated list of integers", file=sys.stderr); return 2
+  out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="sigparity-"))
+  common = ["--rules", a.rules] + (["--family", a.family] if a.family else [])
+  tgs = [("pinned", None)] + [(f"checkout{k}", p) for k, p in enumerate(a.tinygrad)]
+  port: dict[str, dict] = {}
+  theirs: dict[str, dict[str, dict]] = {n: {} for n, _ in tgs}
+  for s in seeds:
+    runs = {}
+    for name, path in tgs:
+      lim = ["--time", str(a.time)] if a.time else ["--iters", str(a.iters)]
+      args = common + ["--seed", str(s), "--rewriter", "tinygrad", *lim] + (["--tinygrad", path] if path else [])
+      runs[name] = r = run(a.bin, args, out / f"{name}-{s}")
+      print(f"seed {s} {name}: {r['execs']} graphs in {r['secs']:.1f} s ({r['graphs_per_sec']:.2f} graphs/s), "
+            f"{len(r['findings'])} signatures; {r.get('tinygrad_revision', '?')}")
+    n = runs["pinned"]["execs"] if a.time else a.iters
+    r = run(a.bin, common + ["--seed", str(s), "--iters", str(n)], out / f"port-{s}")
+    print(f"seed {s} port: {r['execs']} graphs in {r['secs']:.1f} s ({r['graphs_per_sec']:.0f} graphs/s), "
+          f"{len(r['findings'])} signatures")
+    for sig, v in sigs(r).items(): port.setdefault(sig, {**v, "seed": s})
+    for name, _ in tgs:
+      for sig, v in sigs(runs[name]).items(): theirs[name].setdefault(sig, {**v, "seed": s})
+  # the other side's signature on the same graph (same seed: same graph sequence)
+  def other(side: dict[str, dict], v: dict) -> str:
+    for sig, w in side.items():
+      if w["graph"] == v["graph"] and w["seed"] == v["seed"]: return sig
+    return "-"
+  bad = False
+  for name, path in tgs:
+    t = theirs[name]
+    only_port = sorted(set(port) - set(t))
+    only_tg = sorted(set(t) - set(port))
+    label = "pinned 0.14.0" if path is None else path
+    print(f"\n== port vs {label}: {len(set(port) & set(t))} signatures in both, {len(only_port)} only in the port, "
+          f"{len(only_tg)} only in tinygrad")
+    for title, sigs_, mine, them in (("only in the port", only_port, port, t), ("only in tinygrad", only_tg, t, port)):
+      for sig in sigs_:
+        v = mine[sig]
+        print(f"  {title}: {sig}  (seed {v['seed']}, iter {v['iter']}, graph {v['graph']}; the other side on that graph: "
+              f"{other(them, v)})\n      {v['summary'][:200]}")
+    if path is None and (only_port or only_tg): bad = True
+  print(f"\nruns under {out}")
+  return 1 if bad else 0
+
+if __name__ == "__main__": sys.exit(main())
