@@ -17,7 +17,7 @@ Exit status: 0 when the pinned 0.14.0 and the port sign the same set (checkouts 
 not judged: their rules may differ by version), 1 on any difference, 2 on bad input or a run that failed.
 """
 from __future__ import annotations
-import argparse, json, os, pathlib, subprocess, sys, tempfile
+import argparse, json, os, pathlib, re, subprocess, sys, tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,11 @@ def run(bin_: str, args: list[str], out: pathlib.Path) -> dict:
   if p.returncode != 0 or not lines:
     print(f"signature-parity: `{' '.join(cmd)}` failed (exit {p.returncode}): {p.stderr.strip()[-400:]}", file=sys.stderr)
     sys.exit(2)
-  return json.loads(lines[-1])
+  r = json.loads(lines[-1])
+  # not in the JSON summary: the text line cli/fuzz.rs prints when a worker gave no answer
+  m = re.search(r"rewriter failures \(no answer, nothing checked\): (\d+) graphs", p.stdout)
+  r["rewriter_failures"] = int(m.group(1)) if m else 0
+  return r
 
 def sigs(summary: dict) -> dict[str, dict]:
   """signature -> {graph: the finding dir's seed suffix, iter, summary}"""
@@ -63,40 +67,46 @@ def main() -> int:
   out = pathlib.Path(a.out or tempfile.mkdtemp(prefix="sigparity-"))
   common = ["--rules", a.rules] + (["--family", a.family] if a.family else [])
   tgs = [("pinned", None)] + [(f"checkout{k}", p) for k, p in enumerate(a.tinygrad)]
-  port: dict[str, dict] = {}
-  theirs: dict[str, dict[str, dict]] = {n: {} for n, _ in tgs}
+  port: dict[tuple[int, str], dict] = {}
+  theirs: dict[str, dict[tuple[int, str], dict]] = {n: {} for n, _ in tgs}
+  rate: dict[str, list[float]] = {n: [] for n, _ in tgs}
   for s in seeds:
     runs = {}
     for name, path in tgs:
       lim = ["--time", str(a.time)] if a.time else ["--iters", str(a.iters)]
       args = common + ["--seed", str(s), "--rewriter", "tinygrad", *lim] + (["--tinygrad", path] if path else [])
       runs[name] = r = run(a.bin, args, out / f"{name}-{s}")
+      rate[name].append(r["graphs_per_sec"])
       print(f"seed {s} {name}: {r['execs']} graphs in {r['secs']:.1f} s ({r['graphs_per_sec']:.2f} graphs/s), "
-            f"{len(r['findings'])} signatures; {r.get('tinygrad_revision', '?')}")
+            f"{len(r['findings'])} signatures, {r['rewriter_failures']} rewriter failures; {r.get('tinygrad_revision', '?')}")
     n = runs["pinned"]["execs"] if a.time else a.iters
     r = run(a.bin, common + ["--seed", str(s), "--iters", str(n)], out / f"port-{s}")
     print(f"seed {s} port: {r['execs']} graphs in {r['secs']:.1f} s ({r['graphs_per_sec']:.0f} graphs/s), "
           f"{len(r['findings'])} signatures")
-    for sig, v in sigs(r).items(): port.setdefault(sig, {**v, "seed": s})
+    for sig, v in sigs(r).items(): port[(s, sig)] = {**v, "seed": s}
     for name, _ in tgs:
-      for sig, v in sigs(runs[name]).items(): theirs[name].setdefault(sig, {**v, "seed": s})
+      for sig, v in sigs(runs[name]).items(): theirs[name][(s, sig)] = {**v, "seed": s}
   # the other side's signature on the same graph (same seed: same graph sequence)
-  def other(side: dict[str, dict], v: dict) -> str:
-    for sig, w in side.items():
-      if w["graph"] == v["graph"] and w["seed"] == v["seed"]: return sig
+  def other(side: dict, v: dict) -> str:
+    for (s, sig), w in side.items():
+      if w["graph"] == v["graph"] and s == v["seed"]: return sig
     return "-"
   bad = False
   for name, path in tgs:
     t = theirs[name]
-    only_port = sorted(set(port) - set(t))
-    only_tg = sorted(set(t) - set(port))
+    up, ut = {k[1] for k in port}, {k[1] for k in t}
     label = "pinned 0.14.0" if path is None else path
-    print(f"\n== port vs {label}: {len(set(port) & set(t))} signatures in both, {len(only_port)} only in the port, "
+    print(f"\n== port vs {label} ({', '.join(f'{x:.2f}' for x in rate[name])} graphs/s): over all seeds "
+          f"{len(up & ut)} signatures in both, {len(up - ut)} only in the port {sorted(up - ut)}, "
+          f"{len(ut - up)} only in tinygrad {sorted(ut - up)}")
+    # per seed: a signature both found on some seed but only one on this one is a difference too
+    only_port, only_tg = sorted(set(port) - set(t)), sorted(set(t) - set(port))
+    print(f"   per seed: {len(set(port) & set(t))} (seed, signature) pairs in both, {len(only_port)} only in the port, "
           f"{len(only_tg)} only in tinygrad")
-    for title, sigs_, mine, them in (("only in the port", only_port, port, t), ("only in tinygrad", only_tg, t, port)):
-      for sig in sigs_:
-        v = mine[sig]
-        print(f"  {title}: {sig}  (seed {v['seed']}, iter {v['iter']}, graph {v['graph']}; the other side on that graph: "
+    for title, keys, mine, them in (("only in the port", only_port, port, t), ("only in tinygrad", only_tg, t, port)):
+      for k in keys:
+        v = mine[k]
+        print(f"  {title}: seed {k[0]} {k[1]}  (iter {v['iter']}, graph {v['graph']}; the other side on that graph: "
               f"{other(them, v)})\n      {v['summary'][:200]}")
     if path is None and (only_port or only_tg): bad = True
   print(f"\nruns under {out}")
