@@ -195,10 +195,15 @@ def answer(req: dict) -> dict:
     res.update({"err": type(err).__name__, "msg": one_line(err), "rule": [loc_name(T.failed[0]), T.failed[1], T.failed[2]] if T.failed else None,
                 "node": names[0] if names[:1] == ["e"] else None, "bounds": bounds})
   if sts is None: roots = without_kernel_info(roots)
-  try: res["out"] = serialize(roots, names) if roots else ""
-  except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
-    return {"load_err": type(e).__name__, "msg": "serializing the result: " + one_line(e)}
-  return res
+  # the node a codegen rule raised on may hold what the text form has no words for: then the error stands on the root
+  for rs, ns in ((roots, names), (roots[1:], names[1:])) if res.get("node") else ((roots, names),):
+    try:
+      res["out"] = serialize(rs, ns) if rs else ""
+      if ns is not names: res["node"] = None
+      return res
+    except Exception as e:  # noqa: BLE001 - the result cannot be written in the text form
+      fail = e
+  return {"load_err": type(fail).__name__, "msg": "serializing the result: " + one_line(fail)}
 
 def def_line(co) -> int:
   """The `def` line of a function (a decorated one's `co_firstlineno` is its first decorator's)."""
