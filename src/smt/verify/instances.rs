@@ -54,12 +54,14 @@ pub fn plan(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Plan> {
     }
     if bare.fired == 0 && bare.instances > 0 {
         let (mut st, _) = sample(rule, d, opts, Shapes::Structured);
-        if st.fired == 0 {
-            // the structure is the helper's own ([`super::seeds`]), where one is written
-            let mut seen_query = HashSet::new();
-            for (g, lhs) in super::seeds::seeds(rule.name, d) {
-                fire(rule, g, lhs, &mut st, &mut seen_query);
-            }
+        // and the structure the helper itself reads ([`super::seeds`]), where one is written
+        let mut seen_query: HashSet<String> = st
+            .queries
+            .iter()
+            .map(|q| format!("{}|{}", ssa_text(&q.g, q.lhs), ssa_text(&q.g, q.rhs)))
+            .collect();
+        for (g, lhs) in super::seeds::seeds(rule.name, d) {
+            fire(rule, g, lhs, &mut st, &mut seen_query);
         }
         if st.fired > 0 {
             return Some(st);
