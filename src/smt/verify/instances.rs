@@ -20,6 +20,7 @@ pub struct Fired {
 }
 
 /// A rule × dtype's instances, built and rewritten, before any solver query.
+#[derive(Default)]
 pub struct Plan {
     /// Instances built (the pattern matched them).
     pub instances: usize,
@@ -52,7 +53,16 @@ pub fn plan(rule: &Rule, d: DType, opts: &VerifyOpts) -> Option<Plan> {
         return None;
     }
     if bare.fired == 0 && bare.instances > 0 {
-        let (st, _) = sample(rule, d, opts, Shapes::Structured);
+        let (mut st, _) = sample(rule, d, opts, Shapes::Structured);
+        // and the structure the helper itself reads ([`super::seeds`]), where one is written
+        let mut seen_query: HashSet<String> = st
+            .queries
+            .iter()
+            .map(|q| format!("{}|{}", ssa_text(&q.g, q.lhs), ssa_text(&q.g, q.rhs)))
+            .collect();
+        for (g, lhs) in super::seeds::seeds(rule.name, d) {
+            fire(rule, g, lhs, &mut st, &mut seen_query);
+        }
         if st.fired > 0 {
             return Some(st);
         }
@@ -115,39 +125,50 @@ fn sample(rule: &Rule, d: DType, opts: &VerifyOpts, shapes: Shapes) -> (Plan, us
                 continue;
             }
         };
-        let matches = rule.pat.matches(&g, lhs);
-        if matches.is_empty() {
-            continue;
-        }
-        plan.instances += 1;
-        // PatternMatcher.rewrite: every binding in order, the first result other than the node wins
-        let mut cache = Cache::default();
-        let mut rhs = None;
-        for b in &matches {
-            let mut cx = Cx {
-                g: &mut g,
-                cache: &mut cache,
-            };
-            match (rule.f)(&mut cx, b) {
-                Ok(Some(r)) if r != lhs => {
-                    rhs = Some(r);
-                    break;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    plan.rule_errors += 1;
-                    plan.note.get_or_insert(format!("rule raised {e}"));
-                    break;
-                }
-            }
-        }
-        let Some(rhs) = rhs else { continue };
-        plan.fired += 1;
-        if seen_query.insert(format!("{}|{}", ssa_text(&g, lhs), ssa_text(&g, rhs))) {
-            plan.queries.push(Fired { g, lhs, rhs });
-        }
+        fire(rule, g, lhs, &mut plan, &mut seen_query);
     }
     (plan, build_unsupported)
+}
+
+/// Runs `rule` on the instance `lhs` as `PatternMatcher.rewrite` would (every binding in order,
+/// the first result other than the node wins) and records it in `plan`.
+pub(super) fn fire(
+    rule: &Rule,
+    mut g: Graph,
+    lhs: UOp,
+    plan: &mut Plan,
+    seen_query: &mut HashSet<String>,
+) {
+    let matches = rule.pat.matches(&g, lhs);
+    if matches.is_empty() {
+        return;
+    }
+    plan.instances += 1;
+    let mut cache = Cache::default();
+    let mut rhs = None;
+    for b in &matches {
+        let mut cx = Cx {
+            g: &mut g,
+            cache: &mut cache,
+        };
+        match (rule.f)(&mut cx, b) {
+            Ok(Some(r)) if r != lhs => {
+                rhs = Some(r);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                plan.rule_errors += 1;
+                plan.note.get_or_insert(format!("rule raised {e}"));
+                break;
+            }
+        }
+    }
+    let Some(rhs) = rhs else { return };
+    plan.fired += 1;
+    if seen_query.insert(format!("{}|{}", ssa_text(&g, lhs), ssa_text(&g, rhs))) {
+        plan.queries.push(Fired { g, lhs, rhs });
+    }
 }
 
 fn hash_str(s: &str) -> u64 {

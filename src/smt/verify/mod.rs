@@ -22,6 +22,7 @@
 //! and bounds, not all of them.
 pub mod falsify;
 pub mod instances;
+mod seeds;
 mod shared;
 
 use super::query::{Counterexample, Verdict, check_refinement};
