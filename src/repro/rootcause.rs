@@ -704,11 +704,24 @@ pub fn analyze_as(
         dtype: dt.py_name().into(),
         symptom: sym.name().into(),
     };
-    if let Some(v) = bounds::first_origin(&gfull, &[step.before], env)
-        && v.node != step.before
-        && needs_bound(pipe, &gfull, step.before, v.node, env, policy, judge)
+    // a step inside a kernel loop has values only at an iteration: its operands' bounds are
+    // read there too (as the same step taken out of the loop reads them), so a wrong range
+    // is one key whether or not a loop is around it
+    let at_iterations = std::iter::once(env.clone()).chain(
+        crate::smt::triage::reduce::completions(&gfull, step.before, env, MAX_COMPLETIONS / 8)
+            .into_iter()
+            .filter(|e| e.ranges.len() + e.specials.len() > env.ranges.len() + env.specials.len()),
+    );
+    let wrong_range = at_iterations
+        .filter_map(|e| {
+            let v = bounds::first_origin(&gfull, &[step.before], &e)?;
+            (v.node != step.before).then_some((v, e))
+        })
+        .next();
+    if let Some((v, e)) = wrong_range
+        && needs_bound(pipe, &gfull, step.before, v.node, &e, policy, judge)
     {
-        cause.key = bounds_key(&gfull, &v, env);
+        cause.key = bounds_key(&gfull, &v, &e);
         cause.node = Some(v.node);
         cause.bounds = Some(v);
     }

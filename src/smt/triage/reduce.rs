@@ -10,8 +10,9 @@
 //!    its free loop indices get values at the point), or a kernel's SINK loses a statement;
 //! 2. a node becomes one of its operands (or an operand's operand) of the same dtype, a fresh
 //!    variable holding its value at the point (a LOAD becomes a scalar input this way), or a
-//!    simple constant of its dtype; a kernel's loop runs its first iteration only (its RANGE
-//!    becomes 0, its END shell goes);
+//!    simple constant of its dtype (also an element of a STACK that is no shape); an input
+//!    becomes an earlier input of its dtype (the nodes over two variables may become one); a
+//!    kernel's loop runs its first iteration only (its RANGE becomes 0, its END shell goes);
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
