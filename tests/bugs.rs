@@ -25,7 +25,7 @@ fn workers() -> Option<WorkerPool> {
 fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     let (found, errs) = collect(&fixtures());
     assert!(errs.is_empty(), "{errs:?}");
-    assert_eq!(found.len(), 13);
+    assert_eq!(found.len(), 14);
     // each original's own key, to find again on the bug its representative stands for
     let originals: Vec<(String, String)> = found
         .iter()
@@ -45,12 +45,26 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert!(r.not_reproduced.is_empty(), "{:?}", r.not_reproduced);
     let all: Vec<_> = r.bugs.iter().chain(&r.by_design).collect();
-    // 13 signatures, 10 bugs: vmin_eq_vmax on bool and on int is one wrong vmin/vmax of MUL
+    // 14 signatures, 11 bugs: vmin_eq_vmax on bool and on int is one wrong vmin/vmax of MUL
     // (on two dtypes); x_plus_x's and split_const_multiple's KeyErrors are one self-containing
     // simplify_pow result
-    assert_eq!(r.signatures, 13);
-    assert_eq!(all.len(), 10, "{}", markdown(&r));
+    assert_eq!(r.signatures, 14);
+    assert_eq!(all.len(), 11, "{}", markdown(&r));
     let by_key = |k: &str| all.iter().find(|b| b.key == k);
+    // a float kernel (`reciprocal(x*x)` stored): its representative is the scalar it stores,
+    // judged as the kernel judged it, with the kernel's key and a short repro
+    let recip = by_key("rewrite-bug|sym/recip_square|wrong-value").expect("recip_square's bug");
+    assert!(
+        recip.representative.contains("-kernel-"),
+        "{}",
+        recip.representative
+    );
+    assert!(
+        !recip.expr.starts_with("sink") && recip.nodes_after <= 6,
+        "{} ({} nodes)",
+        recip.expr,
+        recip.nodes_after
+    );
     let idiv = by_key("rewrite-error|late/fast_idiv|AssertionError")
         .expect("fast_idiv's negative-divisor assertion is its own bug");
     assert!(idiv.off_by_default);

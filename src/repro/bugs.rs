@@ -12,7 +12,7 @@
 //! assumes away), rewrites of programs that are undefined anyway (a constant zero divisor),
 //! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
 use super::Loaded;
-use super::rootcause::{Cause, RootCause, analyze};
+use super::rootcause::{Cause, Judge, RootCause, analyze, analyze_as};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::py_str_repr;
@@ -279,10 +279,12 @@ pub fn minimize_loaded(
     let (policy, env) = policy_env(l)?;
     let class = l.repro.meta.signature.class;
     let r = &l.repro;
+    // a scalar taken out of a kernel is judged as the kernel was
+    let judge = Judge::of(&r.graph, r.root);
     let mut keep = KeyKeep {
         analyze: |g: &Graph, root: UOp, e: &Env| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                analyze(&pipe, g, root, e, policy, class)
+                analyze_as(&pipe, g, root, e, policy, class, judge)
             }))
             .unwrap_or(None)
         },
@@ -290,7 +292,7 @@ pub fn minimize_loaded(
         env: env.clone(),
     };
     let red = reduce(&r.graph, r.root, &env, &mut keep, max_tries);
-    let cause = analyze(&pipe, &red.graph, red.root, &red.env, policy, class);
+    let cause = analyze_as(&pipe, &red.graph, red.root, &red.env, policy, class, judge);
     let key_kept = cause.as_ref().is_some_and(|c| c.key == *key);
     let cause = match cause {
         Some(c) => c,
@@ -475,14 +477,19 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
         }
     }
     let mut o = String::new();
-    o.push_str(if class == Class::UnsoundBounds {
-        "from tinygrad.uop.ops import UOp, Ops, GroupOp, graph_rewrite, exec_alu\n"
-    } else {
-        "from tinygrad.uop.ops import UOp, Ops, graph_rewrite, exec_alu\n"
-    });
     let needs_param = order
         .iter()
         .any(|u| g.arg(*u).as_param().is_some_and(|p| p.vmin_vmax.is_none()));
+    let _ = writeln!(
+        o,
+        "from tinygrad.uop.ops import UOp, Ops, {}graph_rewrite, exec_alu{}",
+        if class == Class::UnsoundBounds {
+            "GroupOp, "
+        } else {
+            ""
+        },
+        if needs_param { ", ParamArg" } else { "" }
+    );
     let mut nonfinite = false;
     let mut vars: Vec<(String, String)> = Vec::new();
     let mut exprs: HashMap<UOp, String> = HashMap::new();
@@ -554,9 +561,6 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
         "from tinygrad.dtype import dtypes, truncate, bitcast{}",
         if needs_param { ", AddrSpace" } else { "" }
     );
-    if needs_param {
-        o.push_str("from tinygrad.uop.ops import ParamArg\n");
-    }
     if !direct {
         o.push_str("from tinygrad.uop.symbolic import symbolic_simple, symbolic, sym\n");
         for l in extra {
@@ -602,9 +606,12 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
             }
             if order.iter().any(|u| g.op(*u) == Ops::FDIV) || rewritten_has_fdiv {
                 o.push_str("fdiv = lambda a, b: a / b if b else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)\n");
-                o.insert_str(0, "import math\n");
+                o.insert_str(0, "import math, functools\n");
+            } else {
+                o.insert_str(0, "import functools\n");
             }
-            o.push_str("def ev(u): return ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else truncate[u.dtype](fdiv(float(ev(u.src[0])), float(ev(u.src[1])))) if u.op is Ops.FDIV else exec_alu(u.op, u.dtype, [ev(s) for s in u.src])\n");
+            // memoized: a decomposition (xsin, xexp2) is a DAG whose tree is exponential
+            o.push_str("ev = functools.cache(lambda u: ENV[u.arg.name] if u.op in (Ops.BUFFER, Ops.PARAM) else truncate.get(u.dtype, lambda x: x)(u.dtype.const(u.arg if u.op is Ops.CONST else ev(u.src[0]))) if u.op in (Ops.CONST, Ops.CAST) else bitcast(ev(u.src[0]), u.src[0].dtype, u.dtype) if u.op is Ops.BITCAST else truncate[u.dtype](fdiv(float(ev(u.src[0])), float(ev(u.src[1])))) if u.op is Ops.FDIV else exec_alu(u.op, u.dtype, [ev(s) for s in u.src]))\n");
             let _ = writeln!(o, "ENV = {{{}}}", point.join(", "));
             if class == Class::UnsoundBounds {
                 // every int node of the original and of tinygrad's rewrite against its own vmin/vmax
@@ -615,7 +622,7 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
                 );
                 o.push_str("print(*[f\"{u.op} {u.dtype} is {v!r} at {ENV}, outside [vmin, vmax] = [{u.vmin}, {u.vmax}]\" for u, v in bad[:1]] or [\"within bounds\"]); raise SystemExit(bool(bad))\n");
             } else {
-                o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]\nprint(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
+                o.push_str("a, b = [float(v) if isinstance(v, float) else v for v in (ev(root), ev(new))]; print(f\"{root.render()} -> {new.render()} at {ENV}: expected {a!r} got {b!r}\"); raise SystemExit(repr(a) != repr(b))\n");
             }
         }
         _ => {
@@ -721,8 +728,17 @@ fn cached_minimal(cache: &Cache, l: &Loaded, key: &RootCause, fp: &str) -> Optio
     let choice = rules_of(l).ok()?;
     let (policy, _) = policy_env(l).ok()?;
     let class = l.repro.meta.signature.class;
+    let judge = Judge::of(&l.repro.graph, l.repro.root);
     let cause = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        analyze(&choice.pipeline(), &r.graph, r.root, &env, policy, class)
+        analyze_as(
+            &choice.pipeline(),
+            &r.graph,
+            r.root,
+            &env,
+            policy,
+            class,
+            judge,
+        )
     }))
     .ok()??;
     Some(Minimal {

@@ -155,6 +155,61 @@ fn is_bad(v: PointVerdict) -> bool {
     matches!(v, PointVerdict::Differ | PointVerdict::LessDefined)
 }
 
+/// How a case's rewrite is judged at its point: as the finding's own oracle judged it. A
+/// kernel's comparison reads the buffers it stores (the final values, with a per-op rounding
+/// budget); a scalar's reads the value through the error model, which skips a point whose
+/// intermediate is not finite under fast-math (`reciprocal(2.0*x)` at x = 1.8e308: 0.0 against
+/// a subnormal differs as a stored value, and is skipped as a scalar). A scalar taken out of a
+/// kernel is judged as the kernel stores it, so it keeps the kernel's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Judge {
+    #[default]
+    Scalar,
+    Kernel,
+}
+
+impl Judge {
+    /// How the findings of the original `root` of `g` were judged.
+    pub fn of(g: &Graph, root: UOp) -> Judge {
+        if g.dtype(root) == DType::Void {
+            Judge::Kernel
+        } else {
+            Judge::Scalar
+        }
+    }
+}
+
+/// [`compare_point`] of `orig` and `new` in `g` at `env`, judged as `judge` says: under
+/// [`Judge::Kernel`] a scalar root of a storable dtype is stored by a one-statement kernel
+/// (`sink(store(index(param, 0), x))`) on each side and the two kernels are compared.
+pub fn judge_point(
+    g: &Graph,
+    orig: UOp,
+    new: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+) -> PointVerdict {
+    let dt = g.dtype(orig);
+    let storable = dt.is_float() || dt.is_fixed_int() || dt == DType::Bool;
+    if judge == Judge::Scalar || !storable || dt != g.dtype(new) || dt == DType::WeakFloat {
+        return compare_point(g, orig, new, env, policy).0;
+    }
+    let mut g2 = g.clone();
+    let mut env2 = env.clone();
+    let slot = env.buffers.len();
+    env2.buffers.push(interp::Buffer::zeros(dt, 1));
+    let buf = g2.param(slot as i64, dt, 1);
+    let zero = g2.cint(DType::WeakInt, 0);
+    let idx = g2.mk(Ops::INDEX, dt, &[buf, zero], crate::ir::Arg::None);
+    let mut shell = |x: UOp| {
+        let st = g2.mk(Ops::STORE, DType::Void, &[idx, x], crate::ir::Arg::None);
+        g2.mk(Ops::SINK, DType::Void, &[st], crate::ir::Arg::None)
+    };
+    let (ko, kn) = (shell(orig), shell(new));
+    compare_point(&g2, ko, kn, &env2, policy).0
+}
+
 fn rewrite(pipe: &Pipeline, g: &Graph, root: UOp, fuel: Option<usize>) -> (Graph, Rewritten) {
     let mut gw = g.clone();
     let rw = pipe.rewrite(&mut gw, &mut Cache::default(), root, fuel);
@@ -426,12 +481,13 @@ pub fn blame_at(
     root: UOp,
     env: &Env,
     policy: FloatPolicy,
+    judge: Judge,
 ) -> Option<(usize, Graph, Rewritten)> {
     let (gfull, full) = rewrite(pipe, g, root, None);
     if full.stop != Stop::Done || full.root == root {
         return None;
     }
-    if !is_bad(compare_point(&gfull, root, full.root, env, policy).0) {
+    if !is_bad(judge_point(&gfull, root, full.root, env, policy, judge)) {
         return None;
     }
     // the first prefix of the trace whose graph is wrong at the point (a bisection would need
@@ -439,7 +495,7 @@ pub fn blame_at(
     let mut last = full.trace.len() - 1;
     for k in 1..=full.trace.len() {
         let (gk, rk) = rewrite(pipe, g, root, Some(k));
-        if is_bad(compare_point(&gk, root, rk.root, env, policy).0) {
+        if is_bad(judge_point(&gk, root, rk.root, env, policy, judge)) {
             last = k - 1;
             break;
         }
@@ -458,6 +514,7 @@ fn needs_bound(
     v: UOp,
     env: &Env,
     policy: FloatPolicy,
+    judge: Judge,
 ) -> bool {
     let dt = g.dtype(v);
     let Some(val) = outcome(g, v, env).and_then(|o| o.value) else {
@@ -486,7 +543,7 @@ fn needs_bound(
     env2.vars.insert(name, val);
     let (gw, rw) = rewrite(pipe, &g1, root2, None);
     rw.stop == Stop::Done
-        && !(rw.root != root2 && is_bad(compare_point(&gw, root2, rw.root, &env2, policy).0))
+        && !(rw.root != root2 && is_bad(judge_point(&gw, root2, rw.root, &env2, policy, judge)))
 }
 
 /// The root cause of the case `root` of `g` at `env` under `pipe`. `class` is the finding's
@@ -499,6 +556,20 @@ pub fn analyze(
     env: &Env,
     policy: FloatPolicy,
     class: Class,
+) -> Option<Cause> {
+    analyze_as(pipe, g, root, env, policy, class, Judge::of(g, root))
+}
+
+/// [`analyze`] with the rewrite judged as `judge` says (a case taken out of a kernel is judged
+/// as its kernel was).
+pub fn analyze_as(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    class: Class,
+    judge: Judge,
 ) -> Option<Cause> {
     let (gw, rw) = rewrite(pipe, g, root, None);
     let mut cause = Cause {
@@ -608,7 +679,7 @@ pub fn analyze(
         };
         return bounds_cause(&gw, &roots, env, cause);
     }
-    let Some((i, gfull, full)) = blame_at(pipe, g, root, env, policy) else {
+    let Some((i, gfull, full)) = blame_at(pipe, g, root, env, policy, judge) else {
         // a point that shows only a wrong range (a smaller case of a rule that trusted it)
         return match class {
             Class::RewriteBug => bounds_cause(g, &[root], env, cause),
@@ -633,11 +704,24 @@ pub fn analyze(
         dtype: dt.py_name().into(),
         symptom: sym.name().into(),
     };
-    if let Some(v) = bounds::first_origin(&gfull, &[step.before], env)
-        && v.node != step.before
-        && needs_bound(pipe, &gfull, step.before, v.node, env, policy)
+    // a step inside a kernel loop has values only at an iteration: its operands' bounds are
+    // read there too (as the same step taken out of the loop reads them), so a wrong range
+    // is one key whether or not a loop is around it
+    let at_iterations = std::iter::once(env.clone()).chain(
+        crate::smt::triage::reduce::completions(&gfull, step.before, env, MAX_COMPLETIONS / 8)
+            .into_iter()
+            .filter(|e| e.ranges.len() + e.specials.len() > env.ranges.len() + env.specials.len()),
+    );
+    let wrong_range = at_iterations
+        .filter_map(|e| {
+            let v = bounds::first_origin(&gfull, &[step.before], &e)?;
+            (v.node != step.before).then_some((v, e))
+        })
+        .next();
+    if let Some((v, e)) = wrong_range
+        && needs_bound(pipe, &gfull, step.before, v.node, &e, policy, judge)
     {
-        cause.key = bounds_key(&gfull, &v, env);
+        cause.key = bounds_key(&gfull, &v, &e);
         cause.node = Some(v.node);
         cause.bounds = Some(v);
     }

@@ -10,8 +10,9 @@
 //!    its free loop indices get values at the point), or a kernel's SINK loses a statement;
 //! 2. a node becomes one of its operands (or an operand's operand) of the same dtype, a fresh
 //!    variable holding its value at the point (a LOAD becomes a scalar input this way), or a
-//!    simple constant of its dtype; a kernel's loop runs its first iteration only (its RANGE
-//!    becomes 0, its END shell goes);
+//!    simple constant of its dtype (also an element of a STACK that is no shape); an input
+//!    becomes an earlier input of its dtype (the nodes over two variables may become one); a
+//!    kernel's loop runs its first iteration only (its RANGE becomes 0, its END shell goes);
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
@@ -289,13 +290,33 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
     if matches!(g.op(root), Ops::SINK | Ops::GROUP) && g.src(root).len() > 1 {
         out.extend((0..g.src(root).len()).map(Cand::DropStmt));
     }
-    // a CONST is only replaced where it is a value (not a size, an index bound or a loop end)
+    // a CONST is only replaced where it is a value (not a size, an index bound or a loop end):
+    // under an ALU, or an element of a STACK that is nothing's shape (a STACK read at an
+    // operand position past the first of a non-ALU op is a shape)
+    let mut shape: HashSet<UOp> = HashSet::new();
+    for &u in &order {
+        if !is_value_node(g, u) || g.op(u) == Ops::LOAD {
+            shape.extend(g.src(u).iter().skip(1).copied());
+        }
+    }
+    let value_pos = |u: UOp| {
+        is_value_node(g, u)
+            || (g.op(u) == Ops::STACK && g.dtype(u) != DType::Void && !shape.contains(&u))
+    };
     let mut const_ok: HashMap<UOp, bool> = HashMap::new();
     for &u in &order {
         for s in g.src(u) {
             if g.op(*s) == Ops::CONST {
-                *const_ok.entry(*s).or_insert(true) &= is_value_node(g, u);
+                *const_ok.entry(*s).or_insert(true) &= value_pos(u);
             }
+        }
+    }
+    // an input becomes an earlier input of its dtype (two variables one: the nodes over them
+    // may become one)
+    let ins: Vec<UOp> = order.iter().copied().filter(|u| is_input(g, *u)).collect();
+    for (k, &u) in ins.iter().enumerate() {
+        if let Some(o) = ins[..k].iter().find(|o| g.dtype(**o) == g.dtype(u)) {
+            out.push(Cand::Node(u, *o));
         }
     }
     for &u in order.iter().rev() {
