@@ -7,7 +7,7 @@
 use super::check::CheckOpts;
 use crate::exec::interp::{Buffer, Env};
 use crate::exec::interp_backend::Runner;
-use crate::generate::Case;
+use crate::generate::{Case, VarInfo};
 use crate::ir::alu::Val;
 use crate::ir::dtype::DType;
 use crate::ir::{Arg, Graph, Ops, UOp};
@@ -153,6 +153,14 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
             }
         }
     }
+    if opts.adaptive_points
+        && case.buffers.is_empty()
+        && ranges.is_empty()
+        && specials.is_empty()
+        && let Some(envs) = whole_space(&case.vars, n)
+    {
+        return envs.into_iter().map(|env| Point { env }).collect();
+    }
     let var_values: Vec<Vec<Val>> = case
         .vars
         .iter()
@@ -256,6 +264,47 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         }
     }
     points
+}
+
+/// Every input of a graph whose only inputs are `vars`, when there are at most `cap` of them
+/// (bools, ints of a small range, none at all): checking them all is exact, where `cap` drawn
+/// points would repeat some and could miss another. A graph without inputs gets one point.
+/// `None` when the space is larger or holds a float range. The values are those the drawn
+/// points take: both bools, the multiples of `multiple_of` in `[lo, hi]`.
+pub fn whole_space(vars: &[VarInfo], cap: usize) -> Option<Vec<Env>> {
+    let mut domains: Vec<Vec<Val>> = Vec::with_capacity(vars.len());
+    let mut size = 1usize;
+    for v in vars {
+        let d: Vec<Val> = if v.dtype == DType::Bool {
+            vec![Val::Bool(false), Val::Bool(true)]
+        } else if v.dtype.is_float() {
+            return None;
+        } else {
+            let m = v.multiple_of.max(1) as i128;
+            let first = v.lo + (-v.lo).rem_euclid(m);
+            let count = if first > v.hi {
+                0
+            } else {
+                (v.hi - first) / m + 1
+            };
+            if count == 0 || count > cap as i128 {
+                return None;
+            }
+            (0..count).map(|k| Val::Int(first + k * m)).collect()
+        };
+        size = size.checked_mul(d.len()).filter(|s| *s <= cap)?;
+        domains.push(d);
+    }
+    let mut envs = Vec::with_capacity(size);
+    for mut k in 0..size {
+        let mut env = Env::new();
+        for (v, d) in vars.iter().zip(&domains) {
+            env.vars.insert(v.name.clone(), d[k % d.len()]);
+            k /= d.len();
+        }
+        envs.push(env);
+    }
+    Some(envs)
 }
 
 fn zero_of(dt: DType) -> Val {
