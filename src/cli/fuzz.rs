@@ -55,8 +55,8 @@ pub struct Args {
     #[arg(long, value_parser = ["idempotence"])]
     pub check: Vec<String>,
     /// Blame (and so sign) only the first N rewrite bugs of each pre-blame key: the class, the
-    /// backend, the root's dtype and the rule applications wrong on their own at the failing
-    /// point; the rest are counted on the signature of their key's first blame. 0 blames every
+    /// backend, the root's dtype and the signatures the trace's rule applications could give;
+    /// the rest are counted on the signature of their key's first blame. 0 blames every
     /// one (counts then per blamed rule).
     #[arg(long, default_value_t = BLAME_PER_KEY)]
     pub blame_per_key: u64,

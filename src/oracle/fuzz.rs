@@ -72,7 +72,11 @@ pub struct FuzzOpts {
 /// 7.6 % of the default loop's profile for a statistic nothing acts on; sampled 1 in 16 it
 /// costs under 0.5 % and a 20 s default run still samples ~2,000 graphs, enough to name the
 /// rules that leave a graph short of a fixpoint. A sampled graph found not idempotent is not
-/// bounds-screened (the screen runs where nothing else was detected), as when all were.
+/// bounds-screened (the screen runs where nothing else was detected), as when all were; the
+/// others are. That screen finds more (`fuzz --iters 20000 --threads 1`: +316 and +334
+/// `unsound-bounds` at seeds 0 and 1, one new signature each) and costs more than the second
+/// rewrite saved where many graphs are not idempotent (27 % of `--family float`: 0.75–0.9× its
+/// graphs/s against 1 here, the `first_origin` walk of each violation).
 pub const IDEMPOTENCE_EVERY: u64 = 16;
 
 /// Whether iteration seed `seed` gets the idempotence re-rewrite (`every` as
@@ -82,10 +86,10 @@ pub fn idempotence_sampled(seed: u64, every: u64) -> bool {
 }
 
 /// [`FuzzOpts::blame_per_key`]'s default. Blame re-rewrites the graph once per trace step (fuel
-/// 1, 2, …) and runs each prefix (~11 % of the default loop's time when every rewrite bug is
-/// blamed, by a perf profile). With 2, `fuzz --iters 20000 --threads 1` leaves 426 of 639
-/// rewrite bugs unblamed at `--seed 0` and 409 of 632 at `--seed 1`, with finding directories
-/// and signature counts byte-identical to blaming all; 1 would trust a single blame per key.
+/// 1, 2, …) and runs each prefix (13 % of the `--family float` loop by a perf profile). With 2,
+/// `fuzz --iters 20000 --threads 1` leaves 45 of 639 rewrite bugs unblamed at `--seed 0` and 27
+/// of 632 at `--seed 1`, with the signatures of blaming all (three counts differ by up to 5);
+/// 1 would trust a single blame per key.
 pub const BLAME_PER_KEY: u64 = 2;
 
 impl Default for FuzzOpts {

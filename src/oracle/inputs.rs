@@ -106,6 +106,45 @@ mod tests {
         assert_eq!(int_boundaries(3, 5), vec![3, 4, 5]);
         assert!(int_boundaries(0, u64::MAX as i128).contains(&(u32::MAX as i128 + 1)));
     }
+    fn var(name: &str, dtype: DType, lo: i128, hi: i128, multiple_of: i64) -> VarInfo {
+        VarInfo {
+            name: name.into(),
+            dtype,
+            lo,
+            hi,
+            multiple_of,
+            param: false,
+        }
+    }
+
+    #[test]
+    fn a_small_input_space_is_enumerated_once_each() {
+        let vars = [
+            var("a", DType::Bool, 0, 1, 1),
+            var("b", DType::Int32, -3, 4, 3),
+        ];
+        let envs = whole_space(&vars, 24).unwrap();
+        let mut got: Vec<String> = envs
+            .iter()
+            .map(|e| format!("{:?}", (e.vars["a"], e.vars["b"])))
+            .collect();
+        // the multiples of 3 in [-3, 4], times both bools, each once
+        let mut want: Vec<String> = [false, true]
+            .iter()
+            .flat_map(|a| [-3, 0, 3].map(|b| format!("{:?}", (Val::Bool(*a), Val::Int(b)))))
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        // no inputs: one point
+        assert_eq!(whole_space(&[], 24).map(|e| e.len()), Some(1));
+        // a space past the cap, a float, an int range with no multiple: drawn points instead
+        assert!(whole_space(&vars, 5).is_none());
+        assert!(whole_space(&[var("x", DType::Int32, 0, 24, 1)], 24).is_none());
+        assert!(whole_space(&[var("f", DType::Float, 0, 0, 1)], 24).is_none());
+        assert!(whole_space(&[var("m", DType::Int32, 1, 2, 4)], 24).is_none());
+    }
+
     #[test]
     fn float_boundaries_are_representable() {
         let h = float_boundaries(DType::Half, true);
