@@ -82,7 +82,7 @@ pub const IDEMPOTENCE_EVERY: u64 = 16;
 /// Whether iteration seed `seed` gets the idempotence re-rewrite (`every` as
 /// [`FuzzOpts::idempotence_every`]). Bits above the ones that choose directed targets.
 pub fn idempotence_sampled(seed: u64, every: u64) -> bool {
-    every != 0 && (seed >> 40) % every == 0
+    every != 0 && (seed >> 40).is_multiple_of(every)
 }
 
 /// [`FuzzOpts::blame_per_key`]'s default. Blame re-rewrites the graph once per trace step (fuel
