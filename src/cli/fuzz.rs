@@ -2,7 +2,7 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{BLAME_PER_KEY, FuzzOpts, load_known, run_with};
+use crate::oracle::fuzz::{BLAME_PER_KEY, FuzzOpts, IDEMPOTENCE_EVERY, load_known, run_with};
 use crate::oracle::inject;
 use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
@@ -55,11 +55,19 @@ pub struct Args {
     #[arg(long, value_parser = ["idempotence"])]
     pub check: Vec<String>,
     /// Blame (and so sign) only the first N rewrite bugs of each pre-blame key: the class, the
-    /// backend, the root's dtype and the rule applications wrong on their own at the failing
-    /// point; the rest are counted on the signature of their key's first blame. 0 blames every
+    /// backend, the root's dtype and the signatures the trace's rule applications could give;
+    /// the rest are counted on the signature of their key's first blame. 0 blames every
     /// one (counts then per blamed rule).
     #[arg(long, default_value_t = BLAME_PER_KEY)]
     pub blame_per_key: u64,
+    /// Without `--check idempotence`, the second rewrite of the not-idempotent health statistic
+    /// runs on 1 in N graphs (1: every graph, 0: none).
+    #[arg(long, default_value_t = IDEMPOTENCE_EVERY)]
+    pub idempotence_every: u64,
+    /// Check every graph at `--points` drawn inputs, also one with fewer possible inputs than
+    /// that (by default such a graph is checked at each of its inputs, once).
+    #[arg(long)]
+    pub no_adaptive_points: bool,
     /// Leave out the bounds screen (`unsound-bounds` findings), to measure what it costs
     /// (`bench loop`).
     #[arg(long, hide = true)]
@@ -131,6 +139,8 @@ pub fn run_cmd(a: Args) -> ExitCode {
         check_idempotence: a.check.iter().any(|c| c == "idempotence"),
         blame_per_key: a.blame_per_key,
         bounds_screen: !a.no_bounds_screen,
+        idempotence_every: a.idempotence_every,
+        adaptive_points: !a.no_adaptive_points,
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
@@ -207,8 +217,13 @@ pub fn run_cmd(a: Args) -> ExitCode {
     );
     if !s.not_idempotent.is_empty() {
         let n: u64 = s.not_idempotent.values().sum();
+        let sampled = if s.idempotence_every > 1 {
+            format!(" of 1 in {} graphs checked", s.idempotence_every)
+        } else {
+            String::new()
+        };
         println!(
-            "not idempotent (a health statistic; findings with --check idempotence): {n} graphs, by first rule of the second rewrite: {:?}",
+            "not idempotent (a health statistic; findings with --check idempotence): {n} graphs{sampled}, by first rule of the second rewrite: {:?}",
             s.not_idempotent
         );
     }

@@ -122,6 +122,7 @@ pub fn check_opts() -> CheckOpts {
         idempotence: true,
         blame: true,
         bounds: true,
+        adaptive_points: false,
     }
 }
 

@@ -94,21 +94,6 @@ pub fn first_wrong_step_on(
         .position(|s| step_wrong_on(b, g, s, env, policy))
 }
 
-/// Every step of `steps` whose own `before` and `after` differ at `env` on `b`: what
-/// [`first_wrong_step_on`] looks for, all of them. A step at a time, without the re-rewrites of
-/// [`blame_on`]: cheap evidence of which rules a blame can name.
-pub fn wrong_steps_on(
-    b: &dyn Backend,
-    g: &Graph,
-    steps: &[Step],
-    env: &Env,
-    policy: FloatPolicy,
-) -> Vec<usize> {
-    (0..steps.len())
-        .filter(|&k| step_wrong_on(b, g, &steps[k], env, policy))
-        .collect()
-}
-
 fn step_wrong_on(b: &dyn Backend, g: &Graph, s: &Step, env: &Env, policy: FloatPolicy) -> bool {
     if g.dtype(s.before) == DType::Void || g.dtype(s.after) == DType::Void {
         return false;

@@ -44,6 +44,10 @@ pub struct CheckOpts {
     pub blame: bool,
     /// The bounds oracle (`super::bounds::Screen`) on graphs where nothing else was detected.
     pub bounds: bool,
+    /// A graph with at most `points` possible inputs is checked at each of them, once
+    /// (`inputs::whole_space`), instead of at `points` drawn ones. The fuzz loop's choice
+    /// (`FuzzOpts::adaptive_points`); off by default, so other callers draw as they did.
+    pub adaptive_points: bool,
 }
 
 impl Default for CheckOpts {
@@ -55,6 +59,7 @@ impl Default for CheckOpts {
             idempotence: true,
             blame: true,
             bounds: true,
+            adaptive_points: false,
         }
     }
 }

@@ -60,13 +60,36 @@ pub struct FuzzOpts {
     pub blame_per_key: u64,
     /// The bounds screen (`CheckOpts::bounds`); off only to measure its cost.
     pub bounds_screen: bool,
+    /// Without `check_idempotence`, the second rewrite of the health statistic runs on 1 in
+    /// this many graphs (chosen by iteration seed); 1: every graph, 0: none.
+    pub idempotence_every: u64,
+    /// `CheckOpts::adaptive_points`: a graph with at most `points` possible inputs is checked
+    /// at each of them.
+    pub adaptive_points: bool,
+}
+
+/// [`FuzzOpts::idempotence_every`]'s default. The second rewrite of every changed graph was
+/// 7.6 % of the default loop's profile for a statistic nothing acts on; sampled 1 in 16 it
+/// costs under 0.5 % and a 20 s default run still samples ~2,000 graphs, enough to name the
+/// rules that leave a graph short of a fixpoint. A sampled graph found not idempotent is not
+/// bounds-screened (the screen runs where nothing else was detected), as when all were; the
+/// others are. That screen finds more (`fuzz --iters 20000 --threads 1`: +316 and +334
+/// `unsound-bounds` at seeds 0 and 1, one new signature each) and costs more than the second
+/// rewrite saved where many graphs are not idempotent (27 % of `--family float`: 0.75–0.9× its
+/// graphs/s against 1 here, the `first_origin` walk of each violation).
+pub const IDEMPOTENCE_EVERY: u64 = 16;
+
+/// Whether iteration seed `seed` gets the idempotence re-rewrite (`every` as
+/// [`FuzzOpts::idempotence_every`]). Bits above the ones that choose directed targets.
+pub fn idempotence_sampled(seed: u64, every: u64) -> bool {
+    every != 0 && (seed >> 40).is_multiple_of(every)
 }
 
 /// [`FuzzOpts::blame_per_key`]'s default. Blame re-rewrites the graph once per trace step (fuel
-/// 1, 2, …) and runs each prefix (~11 % of the default loop's time when every rewrite bug is
-/// blamed, by a perf profile). With 2, `fuzz --iters 20000 --threads 1` leaves 426 of 639
-/// rewrite bugs unblamed at `--seed 0` and 409 of 632 at `--seed 1`, with finding directories
-/// and signature counts byte-identical to blaming all; 1 would trust a single blame per key.
+/// 1, 2, …) and runs each prefix (13 % of the `--family float` loop by a perf profile). With 2,
+/// `fuzz --iters 20000 --threads 1` leaves 45 of 639 rewrite bugs unblamed at `--seed 0` and 27
+/// of 632 at `--seed 1`, with the signatures of blaming all (three counts differ by up to 5);
+/// 1 would trust a single blame per key.
 pub const BLAME_PER_KEY: u64 = 2;
 
 impl Default for FuzzOpts {
@@ -89,6 +112,8 @@ impl Default for FuzzOpts {
             check_idempotence: false,
             blame_per_key: BLAME_PER_KEY,
             bounds_screen: true,
+            idempotence_every: IDEMPOTENCE_EVERY,
+            adaptive_points: true,
         }
     }
 }
@@ -262,6 +287,10 @@ pub struct Summary {
     /// Graphs a second rewrite changes again, by the first rule of that rewrite (counted, not
     /// findings, unless `check_idempotence`).
     pub not_idempotent: BTreeMap<String, u64>,
+    /// `not_idempotent` counts 1 in this many graphs (`FuzzOpts::idempotence_every`; left out
+    /// when every graph, 0 when none).
+    #[serde(skip_serializing_if = "is_one")]
+    pub idempotence_every: u64,
     /// One entry per distinct signature (the first finding saved for it).
     pub findings: Vec<FindingRef>,
     pub by_class: BTreeMap<String, u64>,
@@ -357,62 +386,48 @@ pub struct Checked {
     pub key: Option<(PreKey, bool)>,
 }
 
-/// What is known of a rewrite bug before blame: its class and backend as detected, the dtype
-/// family of the graph's root, and the rule applications of the trace that are wrong on their
-/// own at the failing point (rule, injected or not, the dtype family a signature gives it;
-/// `blame::wrong_steps_on`: one evaluation of each step's two sides, where blame re-rewrites
-/// the graph once per step). Blame names the first such step before the first wrong prefix
-/// graph, so its signature is almost always one of the key's; when no step is wrong on its own
-/// (a wrong rewrite masked in its context) the key is the set of all rules applied instead.
-/// The loop blames the first `FuzzOpts::blame_per_key` findings of a key and counts the rest on
-/// the signature of its first blame. What that loses: a later finding of a key whose blame
-/// would name another rule or dtype adds no signature, and its count goes to the first one's;
-/// counts are per key, not per blamed rule.
+/// What is known of a rewrite bug before blame, all of it already computed by the check: its
+/// class and backend as detected, the dtype family of the graph's root, and the signatures
+/// its blame can give: each rule application of the trace as (rule, injected or not, the dtype
+/// family of its `before`), which is what [`signature_of`] signs a blamed step with. The loop
+/// blames the first `FuzzOpts::blame_per_key` findings of a key and counts the rest on the
+/// signature of its first blame. What that loses: among later findings of a key whose trace
+/// holds several candidates, one whose blame would name another of them adds no signature, and
+/// its count goes to the first one's; counts are per key, not per blamed rule.
+///
+/// No step is evaluated for the key: a key that ran each step's two sides at the failing point
+/// (one interpreter preparation per side) cost a third of the `--family float` loop, whose
+/// findings have long traces, more than the blames it saved.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PreKey {
     class: Class,
     backend: String,
     dtype: &'static str,
-    masked: bool,
     rules: Vec<(&'static str, bool, &'static str)>,
 }
 
 impl PreKey {
-    /// The key of `res`'s detection (checked in `graph`), run on `b` (the detecting backend).
-    pub fn of(
-        case: &Generated,
-        res: &CaseResult,
-        graph: &Graph,
-        b: &dyn Backend,
-        policy: FloatPolicy,
-    ) -> Option<PreKey> {
+    /// The key of `res`'s detection.
+    pub fn of(case: &Generated, res: &CaseResult) -> Option<PreKey> {
         let det = res.detected.as_ref()?;
-        let trace = &res.rewritten.trace;
-        let env = &det.point.as_ref()?.env;
-        let step = |k: usize| {
-            let s = &trace[k];
-            (
-                s.rule,
-                s.source.starts_with("injected"),
-                dtype_family(node_dtype(case, s.before)),
-            )
-        };
-        let wrong = super::blame::wrong_steps_on(b, graph, trace, env, policy);
-        let masked = wrong.is_empty();
-        let mut rules: Vec<(&'static str, bool, &'static str)> = if masked {
-            (0..trace.len())
-                .map(|k| (step(k).0, step(k).1, ""))
-                .collect()
-        } else {
-            wrong.into_iter().map(step).collect()
-        };
+        let mut rules: Vec<(&'static str, bool, &'static str)> = res
+            .rewritten
+            .trace
+            .iter()
+            .map(|s| {
+                (
+                    s.rule,
+                    s.source.starts_with("injected"),
+                    dtype_family(node_dtype(case, s.before)),
+                )
+            })
+            .collect();
         rules.sort_unstable();
         rules.dedup();
         Some(PreKey {
             class: det.class,
             backend: det.backend.clone(),
             dtype: dtype_family(case.graph.dtype(case.root)),
-            masked,
             rules,
         })
     }
@@ -460,11 +475,8 @@ fn run_one_kept(
         },
         backends,
     );
-    // an unblamed rewrite bug's key is worked out here, on the worker
     let key = if res.blame_due {
-        let b = detector(&res, backends);
-        b.and_then(|b| PreKey::of(&case, &res, &graph, b, opts.policy))
-            .map(|k| (k, false))
+        PreKey::of(&case, &res).map(|k| (k, false))
     } else {
         None
     };
@@ -474,16 +486,6 @@ fn run_one_kept(
         graph,
         key,
     }
-}
-
-/// The backend that showed `res`'s detection (the reference, or one of `backends`).
-fn detector<'b>(res: &CaseResult, backends: &[&'b dyn Backend]) -> Option<&'b dyn Backend> {
-    let name = &res.detected.as_ref()?.backend;
-    let reference = backend::reference();
-    if *name == reference.name() {
-        return Some(reference);
-    }
-    backends.iter().copied().find(|b| b.name() == name)
 }
 
 /// The signature of a detection (what [`to_finding`] signs it with) and the blamed rule's source.
@@ -852,6 +854,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
 /// Runs the fuzz loop; `rewriter` replaces the port's rewrite (the generator's directed targets
 /// and the coverage still come from the port's `opts.rules`, the same rules by position).
 pub fn run_with(
@@ -879,6 +885,7 @@ pub fn run_with(
         // blaming every bug needs no pre-blame key: the check blames as it goes
         blame: opts.blame_per_key == 0,
         bounds: opts.bounds_screen,
+        adaptive_points: opts.adaptive_points,
     };
     let workers = Workers::new(opts.threads)?;
     let mut coverage = Coverage::new(&all_rules);
@@ -891,6 +898,11 @@ pub fn run_with(
         tinygrad_revision: provenance.as_ref().map(|p| p.revision.clone()),
         seed: opts.seed,
         rules_total: all_rules.len(),
+        idempotence_every: if opts.check_idempotence {
+            1
+        } else {
+            opts.idempotence_every
+        },
         ..Default::default()
     };
     let start = Instant::now();
@@ -907,7 +919,13 @@ pub fn run_with(
         let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
         let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
         let mut results = workers.batch(&jobs, |s, t| {
-            run_one_kept(s, opts.family, t, pipe, &check, &backends)
+            let idem = check.idempotence
+                && (opts.check_idempotence || idempotence_sampled(s, opts.idempotence_every));
+            let o = CheckOpts {
+                idempotence: idem,
+                ..check.clone()
+            };
+            run_one_kept(s, opts.family, t, pipe, &o, &backends)
         });
         // the first few rewrite bugs of each pre-blame key, in seed order, are blamed (in
         // parallel); the rest only counted
@@ -1160,7 +1178,6 @@ mod tests {
             class: Class::RewriteBug,
             backend: "interp".into(),
             dtype: "int",
-            masked: false,
             rules: vec![(rule, false, "int")],
         };
         let mut b = Blames::new(2);

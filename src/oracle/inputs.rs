@@ -7,7 +7,7 @@
 use super::check::CheckOpts;
 use crate::exec::interp::{Buffer, Env};
 use crate::exec::interp_backend::Runner;
-use crate::generate::Case;
+use crate::generate::{Case, VarInfo};
 use crate::ir::alu::Val;
 use crate::ir::dtype::DType;
 use crate::ir::{Arg, Graph, Ops, UOp};
@@ -106,6 +106,45 @@ mod tests {
         assert_eq!(int_boundaries(3, 5), vec![3, 4, 5]);
         assert!(int_boundaries(0, u64::MAX as i128).contains(&(u32::MAX as i128 + 1)));
     }
+    fn var(name: &str, dtype: DType, lo: i128, hi: i128, multiple_of: i64) -> VarInfo {
+        VarInfo {
+            name: name.into(),
+            dtype,
+            lo,
+            hi,
+            multiple_of,
+            param: false,
+        }
+    }
+
+    #[test]
+    fn a_small_input_space_is_enumerated_once_each() {
+        let vars = [
+            var("a", DType::Bool, 0, 1, 1),
+            var("b", DType::Int32, -3, 4, 3),
+        ];
+        let envs = whole_space(&vars, 24).unwrap();
+        let mut got: Vec<String> = envs
+            .iter()
+            .map(|e| format!("{:?}", (e.vars["a"], e.vars["b"])))
+            .collect();
+        // the multiples of 3 in [-3, 4], times both bools, each once
+        let mut want: Vec<String> = [false, true]
+            .iter()
+            .flat_map(|a| [-3, 0, 3].map(|b| format!("{:?}", (Val::Bool(*a), Val::Int(b)))))
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        // no inputs: one point
+        assert_eq!(whole_space(&[], 24).map(|e| e.len()), Some(1));
+        // a space past the cap, a float, an int range with no multiple: drawn points instead
+        assert!(whole_space(&vars, 5).is_none());
+        assert!(whole_space(&[var("x", DType::Int32, 0, 24, 1)], 24).is_none());
+        assert!(whole_space(&[var("f", DType::Float, 0, 0, 1)], 24).is_none());
+        assert!(whole_space(&[var("m", DType::Int32, 1, 2, 4)], 24).is_none());
+    }
+
     #[test]
     fn float_boundaries_are_representable() {
         let h = float_boundaries(DType::Half, true);
@@ -152,6 +191,14 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
                 _ => {}
             }
         }
+    }
+    if opts.adaptive_points
+        && case.buffers.is_empty()
+        && ranges.is_empty()
+        && specials.is_empty()
+        && let Some(envs) = whole_space(&case.vars, n)
+    {
+        return envs.into_iter().map(|env| Point { env }).collect();
     }
     let var_values: Vec<Vec<Val>> = case
         .vars
@@ -256,6 +303,47 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         }
     }
     points
+}
+
+/// Every input of a graph whose only inputs are `vars`, when there are at most `cap` of them
+/// (bools, ints of a small range, none at all): checking them all is exact, where `cap` drawn
+/// points would repeat some and could miss another. A graph without inputs gets one point.
+/// `None` when the space is larger or holds a float range. The values are those the drawn
+/// points take: both bools, the multiples of `multiple_of` in `[lo, hi]`.
+pub fn whole_space(vars: &[VarInfo], cap: usize) -> Option<Vec<Env>> {
+    let mut domains: Vec<Vec<Val>> = Vec::with_capacity(vars.len());
+    let mut size = 1usize;
+    for v in vars {
+        let d: Vec<Val> = if v.dtype == DType::Bool {
+            vec![Val::Bool(false), Val::Bool(true)]
+        } else if v.dtype.is_float() {
+            return None;
+        } else {
+            let m = v.multiple_of.max(1) as i128;
+            let first = v.lo + (-v.lo).rem_euclid(m);
+            let count = if first > v.hi {
+                0
+            } else {
+                (v.hi - first) / m + 1
+            };
+            if count == 0 || count > cap as i128 {
+                return None;
+            }
+            (0..count).map(|k| Val::Int(first + k * m)).collect()
+        };
+        size = size.checked_mul(d.len()).filter(|s| *s <= cap)?;
+        domains.push(d);
+    }
+    let mut envs = Vec::with_capacity(size);
+    for mut k in 0..size {
+        let mut env = Env::new();
+        for (v, d) in vars.iter().zip(&domains) {
+            env.vars.insert(v.name.clone(), d[k % d.len()]);
+            k /= d.len();
+        }
+        envs.push(env);
+    }
+    Some(envs)
 }
 
 fn zero_of(dt: DType) -> Val {
