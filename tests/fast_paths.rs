@@ -78,11 +78,12 @@ fn tape_matches_interp() {
 #[test]
 fn columnar_matches_interp() {
     use uopfuzz::exec::interp::Plan;
-    use uopfuzz::exec::{columnar, interp_backend::observe_plan};
+    use uopfuzz::exec::{columnar, interp_backend::observe_plan, interp_backend::observe_roots};
     let choice = uopfuzz::oracle::fuzz::choose_rules("pipeline", None).unwrap();
     let pipe = choice.pipeline();
     let opts = CheckOpts::default();
     let (mut kernels, mut replayed, mut points, mut ub, mut errors) = (0, 0, 0, 0, 0);
+    let mut pairs = 0;
     let mut blockers = std::collections::BTreeSet::new();
     for fam in Family::ALL {
         let cfg = GenConfig::family(fam);
@@ -119,11 +120,27 @@ fn columnar_matches_interp() {
                     errors += want.error.is_some() as usize;
                 }
             }
+            // original and rewritten together (one tape for both where they are scalar)
+            let roots = [case.root, rw.root];
+            let both = observe_roots(&g, &roots, &envs);
+            for (root, got) in roots.iter().zip(&both) {
+                let plan = Plan::new(&g, *root);
+                for (env, got) in envs.iter().zip(got) {
+                    let want = observe_plan(&g, &plan, env);
+                    assert_eq!(
+                        (format!("{want:?}"), want.ub, &want.error),
+                        (format!("{got:?}"), got.ub, &got.error),
+                        "together: family {fam:?} seed {seed} root {root:?}"
+                    );
+                    pairs += 1;
+                }
+            }
         }
     }
     eprintln!(
         "columnar: {replayed} of {kernels} kernels replayable; {points} points, {ub} hard UB, \
-         {errors} errors; ops of the others: {blockers:?}"
+         {errors} errors; {pairs} points of original and rewritten together; ops of the others: \
+         {blockers:?}"
     );
     assert!(
         replayed * 10 > kernels * 9,

@@ -199,7 +199,9 @@ impl<'a> Replay<'a> {
         match *ev {
             Ev::Node(i) => {
                 let i = i as usize;
-                let v = if let Some(x) = it.scalar_alu(i) {
+                let v = if let Some(x) = it.typed_alu(i) {
+                    V::S(x)
+                } else if let Some(x) = it.scalar_alu(i) {
                     V::S(x)
                 } else if let Some(v) = it.mem_fast(i) {
                     v
@@ -1146,6 +1148,26 @@ impl<'a> Interp<'a> {
             return self.bind[i].map(Val::Int);
         }
         None
+    }
+
+    /// `scalar_alu` where the op is one of `exec::lanes`' formulas (no raise, no hard UB), without
+    /// its UB check: for the replay, whose outcome keeps hard UB only (`Observed::ub`); the
+    /// wraparound flags it skips are never hard.
+    fn typed_alu(&self, i: usize) -> Option<Val> {
+        let (op, dt, src) = (self.p.op[i], self.p.dt[i], self.src_ids(i));
+        let val = |s: &usize| match &self.memo[*s] {
+            Some((_, V::S(x))) => Some(*x),
+            _ => None,
+        };
+        match src {
+            [a] if op == Ops::CAST => super::lanes::cast_scalar(dt, val(a)?),
+            [a] if self.p.alu[i] => super::lanes::scalar(op, dt, &[val(a)?]),
+            [a, b] if self.p.alu[i] => super::lanes::scalar(op, dt, &[val(a)?, val(b)?]),
+            [a, b, c] if self.p.alu[i] => {
+                super::lanes::scalar(op, dt, &[val(a)?, val(b)?, val(c)?])
+            }
+            _ => None,
+        }
     }
 
     /// The value of the two memory ops every kernel loop iteration runs, where `index` and

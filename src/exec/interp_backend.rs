@@ -9,7 +9,7 @@
 use super::backend::{Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported};
 use super::columnar;
 use super::interp::{self, Env};
-use super::tape::Tape;
+use super::tape::{Tape, TapeOut};
 use crate::ir::alu::Val;
 use crate::ir::{Graph, UOp};
 use std::sync::OnceLock;
@@ -90,27 +90,79 @@ impl Runner {
         if let Some(t) = &self.tape
             && let Some(o) = t.run(env, &mut self.slots)
         {
-            return Observed {
-                value: o.value,
-                buffers: vec![],
-                ub: o.hard_ub,
-                error: None,
-                invalid: o.value.is_none(),
-            };
+            return tape_observed(o);
         }
         let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
         observe_plan(g, plan, env)
     }
 
-    /// `observe` at each of `envs`, identical results.
+    /// `observe` at each of `envs`, identical results: a tape runs columnar over all of them
+    /// (`Tape::run_all`), a kernel too (`exec::columnar`).
     pub fn observe_all(&mut self, g: &Graph, envs: &[&Env]) -> Vec<Observed> {
-        if self.tape.is_none() && envs.len() > 1 {
+        if envs.len() > 1 {
+            if let Some(t) = &self.tape {
+                let outs = t.run_all(envs).pop().unwrap_or_default();
+                return self.from_tape(g, outs, envs);
+            }
             let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
             if columnar::supports(g, plan) {
                 return observe_columnar(g, plan, envs);
             }
         }
         envs.iter().map(|env| self.observe(g, env)).collect()
+    }
+
+    /// Tape outcomes at `envs`, the interpreter's plan where a point raised.
+    fn from_tape(&self, g: &Graph, outs: Vec<Option<TapeOut>>, envs: &[&Env]) -> Vec<Observed> {
+        envs.iter()
+            .zip(outs.into_iter().chain(std::iter::repeat(None)))
+            .map(|(env, o)| match o {
+                Some(o) => tape_observed(o),
+                None => observe_plan(
+                    g,
+                    self.plan.get_or_init(|| interp::Plan::new(g, self.root)),
+                    env,
+                ),
+            })
+            .collect()
+    }
+}
+
+/// `observe` of each of `roots` at each of `envs` (`out[r][k]`), identical results; where every
+/// root is a scalar graph the tape, the nodes the roots share are evaluated once (an original
+/// and its rewrite share most of theirs).
+pub fn observe_roots(g: &Graph, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observed>> {
+    if roots.len() > 1
+        && envs.len() > 1
+        && let Some(t) = Tape::with_roots(g, roots)
+    {
+        return roots
+            .iter()
+            .zip(t.run_all(envs))
+            .map(|(r, outs)| {
+                let runner = Runner {
+                    root: *r,
+                    tape: None,
+                    plan: std::cell::OnceCell::new(),
+                    slots: Vec::new(),
+                };
+                runner.from_tape(g, outs, envs)
+            })
+            .collect();
+    }
+    roots
+        .iter()
+        .map(|r| Runner::new(g, *r).observe_all(g, envs))
+        .collect()
+}
+
+fn tape_observed(o: TapeOut) -> Observed {
+    Observed {
+        value: o.value,
+        buffers: vec![],
+        ub: o.hard_ub,
+        error: None,
+        invalid: o.value.is_none(),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod hiprec;
 pub mod interp;
 pub mod interp_backend;
 pub mod kernel_io;
+pub mod lanes;
 pub mod render;
 pub mod semantics;
 pub mod tape;

@@ -13,6 +13,7 @@
 //! caller then runs the interpreter, which produces the error with its exact wording. The
 //! `tape_matches_interp` tests hold the two to the same outcome on generated graphs.
 use super::interp::{Env, UbKind, check_var, exec_runtime};
+use super::lanes::{self, Col};
 use crate::ir::alu::{Val, bitcast_val, cast_ub, cast_val, ub_reason};
 use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
 
@@ -91,12 +92,20 @@ impl Kind {
     }
 }
 
-/// A compiled scalar graph.
+/// A compiled scalar graph: one root ([`Tape::new`]) or several sharing their common nodes
+/// ([`Tape::with_roots`], evaluated together by [`Tape::run_all`]).
 #[derive(Clone, Debug)]
 pub struct Tape {
     steps: Vec<Step>,
     /// UB of the operations folded at compile time (they run the same at every point).
     folded: Flags,
+    /// Per step (one per node): its operation was folded at compile time and is hard UB.
+    fold_ub: Vec<bool>,
+    /// The slot of each root.
+    roots: Vec<u32>,
+    /// Per root of several: which steps it reaches (its raises and UB are only those). Empty
+    /// for one root, which reaches every step.
+    cones: Vec<Vec<bool>>,
 }
 
 /// What a tape run produced: the root's value (`None`: Invalid) and whether some evaluated
@@ -112,13 +121,21 @@ impl Tape {
     /// Compiles `root` if every node it reaches is in the subset: scalar ALU graphs and flat
     /// vectors (STACK of scalars, lane-wise ALU on equal-length vectors, INDEX of a lane).
     pub fn new(g: &Graph, root: UOp) -> Option<Tape> {
-        if g.dtype(root) == DType::Void {
+        Self::with_roots(g, &[root])
+    }
+
+    /// [`Tape::new`] for several roots in one tape: a node they share is one step, evaluated
+    /// once for all of them by [`Tape::run_all`]. `None` unless every root compiles.
+    pub fn with_roots(g: &Graph, roots: &[UOp]) -> Option<Tape> {
+        if roots.is_empty() || roots.iter().any(|r| g.dtype(*r) == DType::Void) {
             return None;
         }
-        let nodes = g.toposort(&[root]);
-        if *nodes.last()? != root || nodes.len() >= (u32::MAX / 2) as usize {
+        let nodes = g.toposort(roots);
+        if roots.len() == 1 && *nodes.last()? != roots[0] || nodes.len() >= (u32::MAX / 2) as usize
+        {
             return None;
         }
+        let mut fold_ub = Vec::with_capacity(nodes.len());
         let mut at: rustc_hash::FxHashMap<UOp, (u32, Kind)> = Default::default();
         let mut steps = Vec::with_capacity(nodes.len());
         let mut width = 0u32;
@@ -133,7 +150,12 @@ impl Tape {
             if w > 1 << 16 {
                 return None;
             }
-            if let Some(v) = Self::fold(&st, &known, &mut folded) {
+            let before = folded.hard_ub;
+            folded.hard_ub = false;
+            let f = Self::fold(&st, &known, &mut folded);
+            fold_ub.push(folded.hard_ub);
+            folded.hard_ub |= before;
+            if let Some(v) = f {
                 st = match v {
                     Some(v) => Step::Const(v),
                     None => Step::Invalid,
@@ -155,7 +177,38 @@ impl Tape {
             kind = k;
         }
         // a vector root's lanes are not part of `Observed`: leave it to the interpreter
-        (kind == Kind::Scalar).then_some(Tape { steps, folded })
+        if roots.len() == 1 {
+            return (kind == Kind::Scalar).then_some(Tape {
+                steps,
+                folded,
+                fold_ub,
+                roots: vec![width - 1],
+                cones: Vec::new(),
+            });
+        }
+        let step_of: rustc_hash::FxHashMap<UOp, usize> =
+            nodes.iter().enumerate().map(|(k, u)| (*u, k)).collect();
+        let mut slots = Vec::with_capacity(roots.len());
+        let mut cones = Vec::with_capacity(roots.len());
+        for r in roots {
+            let (slot, k) = at.get(r)?;
+            if *k != Kind::Scalar {
+                return None;
+            }
+            slots.push(*slot);
+            let mut cone = vec![false; steps.len()];
+            for u in g.toposort(&[*r]) {
+                cone[*step_of.get(&u)?] = true;
+            }
+            cones.push(cone);
+        }
+        Some(Tape {
+            steps,
+            folded,
+            fold_ub,
+            roots: slots,
+            cones,
+        })
     }
 
     /// A scalar op whose operands are all known at compile time, run once: its value, with its
@@ -400,9 +453,12 @@ impl Tape {
         })
     }
 
-    /// Evaluates at `env`; `None` where the interpreter would raise (run it for the error).
-    /// `slots` is scratch space reused across points.
+    /// Evaluates the first root at `env`; `None` where the interpreter would raise (run it for
+    /// the error). `slots` is scratch space reused across points.
     pub fn run(&self, env: &Env, slots: &mut Vec<Option<Val>>) -> Option<TapeOut> {
+        if self.roots.len() != 1 {
+            return self.run_all(&[env]).into_iter().next()?.pop()?;
+        }
         if self.steps.len() as u64 > super::interp::DEFAULT_MAX_STEPS {
             return None;
         }
@@ -501,6 +557,196 @@ impl Tape {
     }
 }
 
+impl Tape {
+    /// Evaluates every root at every point, a step at a time for all points (a lane per point):
+    /// `out[r][k]` is what [`Tape::run`] gives for root `r` at `envs[k]`, `None` where the
+    /// interpreter must run (a step in that root's reach raised there). Steps on typed columns
+    /// run as loops over them (`exec::lanes`); the others lane by lane with the same calls as
+    /// `run`, so values and UB flags are `run`'s by construction.
+    pub fn run_all(&self, envs: &[&Env]) -> Vec<Vec<Option<TapeOut>>> {
+        let n = envs.len();
+        if self.steps.len() as u64 > super::interp::DEFAULT_MAX_STEPS {
+            return vec![vec![None; n]; self.roots.len()];
+        }
+        let mut cols: Vec<Col> = Vec::with_capacity(self.steps.len());
+        // slot → column (a gathered lane is its source's column)
+        let mut slot_col: Vec<u32> = Vec::with_capacity(self.steps.len());
+        // (step, lane) where a step raised, and where it was hard UB
+        let mut raised: Vec<(u32, u32)> = Vec::new();
+        let mut ub: Vec<(u32, u32)> = Vec::new();
+        // lanes the current step raised at (or the lane-by-lane fallback)
+        let mut dead = vec![false; n];
+        let mut hit = vec![false; n];
+        for (si, st) in self.steps.iter().enumerate() {
+            let si = si as u32;
+            // per lane: `f(k)` is `Some(value)` or `None` (raised), `Flags` its UB
+            let mut per_lane = |f: &mut dyn FnMut(usize, &mut Flags) -> Option<Option<Val>>| {
+                let mut vals = Vec::with_capacity(n);
+                for k in 0..n {
+                    let mut fl = Flags::default();
+                    let v = f(k, &mut fl);
+                    if fl.hard_ub {
+                        ub.push((si, k as u32));
+                    }
+                    vals.push(v.unwrap_or_else(|| {
+                        dead[k] = true;
+                        None
+                    }));
+                }
+                // a raised lane's value is never read for a root that reaches this step: a
+                // live lane's value there keeps the column typed
+                if let Some(fill) = (0..n).find(|k| !dead[*k]).map(|k| vals[k]) {
+                    for (v, d) in vals.iter_mut().zip(dead.iter()) {
+                        if *d {
+                            *v = fill;
+                        }
+                    }
+                }
+                Col::from_vals(vals)
+            };
+            let col_of = |s: u32| -> usize { slot_col[s as usize] as usize };
+            let new: Vec<Col> = match st {
+                Step::Const(v) => vec![Col::splat(Some(*v), n)],
+                Step::Invalid | Step::Unit => vec![Col::splat(
+                    matches!(st, Step::Unit).then_some(Val::Int(0)),
+                    n,
+                )],
+                Step::Var {
+                    name,
+                    dt,
+                    vmin_vmax,
+                } => vec![per_lane(&mut |k, _| {
+                    Some(Some(
+                        check_var(name, *dt, *vmin_vmax, *envs[k].vars.get(name)?).ok()?,
+                    ))
+                })],
+                Step::Range(axis) => vec![per_lane(&mut |k, _| {
+                    Some(Some(Val::Int(*envs[k].ranges.get(axis)?)))
+                })],
+                Step::Special(name) => vec![per_lane(&mut |k, _| {
+                    Some(Some(Val::Int(*envs[k].specials.get(name)?)))
+                })],
+                Step::Alu {
+                    op,
+                    dt,
+                    udt,
+                    src,
+                    n: arity,
+                    lanes,
+                } => {
+                    let arity = *arity as usize;
+                    let mut out = Vec::with_capacity((*lanes).max(1) as usize);
+                    for j in 0..(*lanes).max(1) {
+                        let c = src.map(|s| col_of(s + j));
+                        let xs: Vec<&Col> = c[..arity].iter().map(|c| &cols[*c]).collect();
+                        if let Some(col) = lanes::alu(*op, *dt, &xs, &mut hit) {
+                            for (k, d) in hit.iter_mut().enumerate() {
+                                if std::mem::take(d) {
+                                    raised.push((si, k as u32));
+                                }
+                            }
+                            out.push(col);
+                            continue;
+                        }
+                        let scalar_where = *op == Ops::WHERE && arity == 3 && *lanes == 0;
+                        out.push(per_lane(&mut |k, fl| {
+                            let a = [0, 1, 2].map(|i| (i < arity).then(|| xs[i].get(k)).flatten());
+                            // as `run`: a scalar WHERE with an Invalid part picks an arm
+                            if scalar_where && a.iter().any(Option::is_none) {
+                                let [c, x, y] = a;
+                                return Some(if c.is_none_or(|c| c.truthy()) { x } else { y });
+                            }
+                            fl.alu(*op, *dt, *udt, &a[..arity])
+                        }));
+                    }
+                    out
+                }
+                Step::Cast {
+                    from,
+                    dt,
+                    src,
+                    lanes,
+                    bitcast,
+                } => {
+                    let mut out = Vec::with_capacity((*lanes).max(1) as usize);
+                    for j in 0..(*lanes).max(1) {
+                        let x = &cols[col_of(src + j)];
+                        if !*bitcast && let Some(col) = lanes::cast(*dt, x) {
+                            out.push(col);
+                            continue;
+                        }
+                        out.push(per_lane(&mut |k, fl| {
+                            fl.cast(*bitcast, *from, *dt, x.get(k))
+                        }));
+                    }
+                    out
+                }
+                Step::Gather(from) => {
+                    for f in from.iter() {
+                        slot_col.push(slot_col[*f as usize]);
+                    }
+                    continue;
+                }
+                Step::Index { base, dims, idx } => {
+                    vec![per_lane(&mut |k, _| {
+                        // as `run`
+                        let mut off = 0usize;
+                        for (d, i) in dims.iter().zip(idx.iter()) {
+                            let Some(x) = cols[col_of(*i)].get(k) else {
+                                return Some(None);
+                            };
+                            let x = x.as_i128()?;
+                            if x < 0 || x >= *d as i128 {
+                                return None;
+                            }
+                            off = off * *d as usize + x as usize;
+                        }
+                        Some(cols[col_of(base + off as u32)].get(k))
+                    })]
+                }
+            };
+            for (k, d) in dead.iter_mut().enumerate() {
+                if std::mem::take(d) {
+                    raised.push((si, k as u32));
+                }
+            }
+            for c in new {
+                slot_col.push(cols.len() as u32);
+                cols.push(c);
+            }
+        }
+        // a root sees the raises and UB of the steps it reaches
+        let reaches = |r: usize, s: u32| self.cones.get(r).is_none_or(|c| c[s as usize]);
+        (0..self.roots.len())
+            .map(|r| {
+                let folded =
+                    (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && reaches(r, s));
+                let mut hard = vec![folded; n];
+                for (s, k) in &ub {
+                    if reaches(r, *s) {
+                        hard[*k as usize] = true;
+                    }
+                }
+                let mut live = vec![true; n];
+                for (s, k) in &raised {
+                    if reaches(r, *s) {
+                        live[*k as usize] = false;
+                    }
+                }
+                let col = &cols[slot_col[self.roots[r] as usize] as usize];
+                (0..n)
+                    .map(|k| {
+                        live[k].then(|| TapeOut {
+                            value: col.get(k),
+                            hard_ub: hard[k],
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Flags {
     hard_ub: bool,
@@ -540,6 +786,9 @@ impl Flags {
             }
         }
         let vals = &vals[..xs.len()];
+        if let Some(v) = lanes::scalar(op, dt, vals) {
+            return Some(Some(v));
+        }
         // only division and shifts can be hard UB: ub_reason's ADD/SUB/MUL/NEG/POW/MULACC
         // verdicts are wraparound (range_ub), which the tape does not track
         if matches!(

@@ -23,7 +23,7 @@ use super::tolerance::FloatPolicy;
 use super::verdict::Class;
 use crate::exec::backend::{self, Backend, ExecError};
 use crate::exec::interp::Env;
-use crate::exec::interp_backend::Runner;
+use crate::exec::interp_backend::observe_roots;
 use crate::exec::{Observed, Prepared};
 use crate::generate::Case;
 use crate::ir::alu::Val;
@@ -361,24 +361,16 @@ fn check_reference(
     res: &mut CaseResult,
 ) -> bool {
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
-    let (mut run_o, mut run_n) = (Runner::new(g, case.root), Runner::new(g, rw.root));
-    // a kernel runs at all points at once (columnar); a scalar graph point by point, as the
-    // first differing point ends the comparison
+    // both graphs at all points at once: a kernel columnar on its own (`exec::columnar`), a
+    // scalar pair on one tape with the nodes they share evaluated once; the first differing
+    // point still ends the comparison
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    let mut batch = orig_is_kernel.then(|| {
-        (
-            run_o.observe_all(g, &envs).into_iter(),
-            run_n.observe_all(g, &envs).into_iter(),
-        )
-    });
-    for p in points {
-        let (o, n) = match &mut batch {
-            Some((os, ns)) => match (os.next(), ns.next()) {
-                (Some(o), Some(n)) => (o, n),
-                _ => break,
-            },
-            None => (run_o.observe(g, &p.env), run_n.observe(g, &p.env)),
-        };
+    let mut seen = observe_roots(g, &[case.root, rw.root], &envs).into_iter();
+    let (os, ns) = (
+        seen.next().unwrap_or_default(),
+        seen.next().unwrap_or_default(),
+    );
+    for ((p, o), n) in points.iter().zip(os).zip(ns) {
         let v = decide(g, case.root, rw.root, &p.env, &o, &n, opts.policy);
         match v {
             PointVerdict::Skip => continue,
