@@ -121,6 +121,12 @@ fn value(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
 /// Every node under `roots` whose value at `env` lies outside its vmin/vmax, in topological
 /// order (lowest first). Nodes without a value at `env` are skipped.
 pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
+    violations(g, roots, env, false)
+}
+
+/// `check`, stopping at the first violation when `first` (which is an origin: no node before
+/// it in topological order is bad).
+fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation> {
     let mut cache = Cache::default();
     let mut out: Vec<Violation> = Vec::new();
     let mut bad: Vec<UOp> = Vec::new();
@@ -129,8 +135,13 @@ pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
         if !checked(op) || dt == DType::Void || dt.is_float() {
             continue;
         }
-        let Some(v) = value(g, u, env) else { continue };
         let (lo, hi) = min_max(g, &mut cache, u);
+        // a bound no value of the dtype can leave: skip the node's evaluation (a subgraph
+        // evaluated from scratch per node)
+        if spans_dtype(dt, lo, hi) {
+            continue;
+        }
+        let Some(v) = value(g, u, env) else { continue };
         if within(&v, lo, hi) != Some(false) {
             continue;
         }
@@ -149,13 +160,35 @@ pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
             vmax: show(hi),
             origin,
         });
+        if first {
+            break;
+        }
     }
     out
 }
 
-/// The first violation whose operands are all within bounds: the `_min_max` case at fault.
+/// Whether every value of the fixed-width `dt` lies within `[lo, hi]` (the interpreter
+/// truncates such a node's value to its dtype, so it cannot leave its bounds; a weakint is not
+/// truncated, so it is always evaluated).
+fn spans_dtype(dt: DType, lo: ConstVal, hi: ConstVal) -> bool {
+    match (lo, hi) {
+        (ConstVal::Bool(false), ConstVal::Bool(true)) => dt == DType::Bool,
+        (ConstVal::Int(lo), ConstVal::Int(hi)) => {
+            dt != DType::WeakInt
+                && dt
+                    .int_bounds()
+                    .is_some_and(|(dlo, dhi)| lo <= dlo && dhi <= hi)
+        }
+        _ => false,
+    }
+}
+
+/// The first violation whose operands are all within bounds: the `_min_max` case at fault. The
+/// first violation in topological order is one (no operand of it can be bad yet).
 pub fn first_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<Violation> {
-    check(g, roots, env).into_iter().find(|v| v.origin)
+    violations(g, roots, env, true)
+        .into_iter()
+        .find(|v| v.origin)
 }
 
 impl Violation {
