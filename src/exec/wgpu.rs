@@ -517,9 +517,10 @@ impl Backend for Wgpu {
         let k =
             kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
         // the port emulates long as tinygrad does (text-identical to its pm_long_decomp), but
-        // 6 of 2,100 conformance graphs through it disagree with the interpreter on lavapipe,
-        // unexplained, and the oracle's interpreter on the lowered kernel cannot read a split
-        // buffer yet: such kernels stay unsupported until those are settled
+        // conformance graphs through it disagree with the interpreter on lavapipe (measured:
+        // 6 of 2,100 graphs with no long CDIV/CMOD, more with one), unexplained, and the
+        // oracle's interpreter on the lowered kernel cannot read a split buffer yet: such
+        // kernels stay unsupported until those are settled
         if crate::exec::render::long_decomp::last_split() {
             return Err(Unsupported {
                 reason: "int64 as two u32 words (pm_long_decomp): not run on wgpu yet (#19)".into(),
