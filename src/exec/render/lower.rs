@@ -802,6 +802,23 @@ fn finish<R: CStyleLanguage + ?Sized>(
     let sink = rewrite(&mut g, &mut cache, sink, &pm_decomp, "early decompositions")?;
     let commit = pm_commit_weak();
     let sink = rewrite(&mut g, &mut cache, sink, &commit, "decomp dtypes")?;
+    // pm_dtype_decomps (:369, decomp/dtype.py:199-215): a renderer without long emulates it
+    // as two words; the pass's pm_commit_weak then commits the literals `l2i` left weak
+    let (sink, emulated) = if ren.supported_dtypes().contains(&DType::Int64) {
+        (sink, HashMap::default())
+    } else {
+        let (sink, bufs) = super::long_decomp::pm_long_decomp(&mut g, &mut cache, sink)?;
+        let sink = rewrite(&mut g, &mut cache, sink, &commit, "decomp dtypes")?;
+        // the host lays a split buffer out as before: its dtype and element count
+        let emulated: HashMap<i64, (DType, Option<usize>)> = bufs
+            .into_iter()
+            .filter_map(|b| {
+                let p = g.arg(b).as_param()?;
+                Some((p.slot, (p.dtype, param_size(&g, b))))
+            })
+            .collect();
+        (sink, emulated)
+    };
     let pm_decomp = RuleSet::concat(
         "pm_decomp",
         &[&pm_decomp, &late_for(&ops), &transcendental_for(&ops)],
@@ -926,11 +943,15 @@ fn finish<R: CStyleLanguage + ?Sized>(
                 next += 1;
                 nu = g.mk(n.op, n.dtype, &src, Arg::Param(Box::new(p.clone())));
             }
+            let long = emulated
+                .get(&p.slot)
+                .filter(|_| p.addrspace() != AddrSpace::Alu);
             let source = match sources.iter().find(|(q, _)| *q == u) {
                 Some((_, s)) => s.clone(),
                 None if kernel && p.addrspace() != AddrSpace::Alu => ArgSource::Buffer {
                     slot: p.slot,
-                    size: param_size(&g, u)
+                    size: long
+                        .map_or_else(|| param_size(&g, u), |l| l.1)
                         .ok_or_else(|| CannotRender("a kernel buffer without its size".into()))?,
                     written: written.contains(&u),
                 },
@@ -939,7 +960,7 @@ fn finish<R: CStyleLanguage + ?Sized>(
             };
             params.push(KernelParam {
                 slot: p.slot,
-                dtype: n.dtype,
+                dtype: long.map_or(n.dtype, |l| l.0),
                 pointer: p.addrspace() != AddrSpace::Alu,
                 source,
             });

@@ -17,6 +17,7 @@ pub mod clang;
 pub mod cuda;
 pub mod kernel;
 pub mod linearize;
+pub mod long_decomp;
 pub mod lower;
 pub mod wgsl;
 

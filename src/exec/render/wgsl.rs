@@ -1,10 +1,10 @@
 //! `WGSLRenderer` (renderer/wgsl.py:55-115) and its `extra_matcher` `wgsl_matcher`
 //! (wgsl.py:43-53): the WGSL tinygrad's WEBGPU device compiles.
 //!
-//! Dtypes: tinygrad emulates int64 as two words and f16 without `shader-f16`
-//! (decomp/dtype.py); the port's `lower` has no dtype emulation, so `supported_dtypes` here is
-//! what WGSL runs natively (wgsl.py:114-115) and the `wgpu` backend answers `Unsupported` for
-//! the rest (double is unsupported in tinygrad too: KeyError in `type_map`).
+//! Dtypes: `supported_dtypes` is what WGSL runs natively (wgsl.py:114-115). tinygrad emulates
+//! int64 as two words (decomp/dtype.py), and so does the port's `lower` (`long_decomp`); f16
+//! without `shader-f16` it emulates too, the port does not: the `wgpu` backend answers
+//! `Unsupported` there (double is unsupported in tinygrad too: KeyError in `type_map`).
 use super::{BufArg, CStyleLanguage, CannotRender, Ctx, addrspace, base_rewrite, render_lines};
 use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
