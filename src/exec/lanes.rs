@@ -79,6 +79,19 @@ fn round(dt: DType, x: f64) -> f64 {
     }
 }
 
+/// A nan's sign and payload are observable (BITCAST) and Rust leaves them to the compiler
+/// (`a + b` may be emitted as `b + a`): a nan result is left to `exec_runtime`, so it is the
+/// interpreter's own bits.
+#[inline]
+fn not_nan(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
+}
+
+/// A float column without nan lanes (see [`not_nan`]); `None`: run it lane by lane.
+fn no_nan(v: Vec<f64>) -> Option<Col> {
+    (!v.iter().any(|x| x.is_nan())).then_some(Col::Float(v))
+}
+
 /// The ops [`int2`] computes: ints in, ints out.
 #[inline]
 fn int2(op: Ops, dt: DType, a: i128, b: i128) -> Option<i128> {
@@ -209,11 +222,11 @@ pub fn scalar(op: Ops, dt: DType, xs: &[Val]) -> Option<Val> {
     use Val::{Bool as B, Float as F, Int as I};
     Some(match (xs, op) {
         ([I(a), I(b)], _) if int_ok(op, dt) => I(int2(op, dt, *a, *b)?),
-        ([F(a), F(b)], _) if float_ok(op, dt) => F(round(dt, float2(op, *a, *b))),
+        ([F(a), F(b)], _) if float_ok(op, dt) => F(not_nan(round(dt, float2(op, *a, *b)))?),
         ([I(a), I(b)], _) if is_cmp(op, dt) => B(cmp(op, a, b)),
         ([F(a), F(b)], _) if is_cmp(op, dt) => B(cmp(op, a, b)),
         ([B(a), B(b)], _) if is_cmp(op, dt) => B(cmp(op, a, b)),
-        ([F(a)], _) if float_unary_ok(op, dt) => F(round(dt, float1(op, *a))),
+        ([F(a)], _) if float_unary_ok(op, dt) => F(not_nan(round(dt, float1(op, *a)))?),
         ([I(a)], Ops::NEG) if dt.is_int() => I(wrap_int(
             dt,
             if dt.is_fixed_int() {
@@ -296,12 +309,12 @@ pub fn alu(op: Ops, dt: DType, xs: &[&Col], dead: &mut [bool]) -> Option<Col> {
                 Col::Int(out)
             }
         }
-        ([Col::Float(a), Col::Float(b)], _) if float_ok(op, dt) => Col::Float(
+        ([Col::Float(a), Col::Float(b)], _) if float_ok(op, dt) => no_nan(
             a.iter()
                 .zip(b)
                 .map(|(a, b)| round(dt, float2(op, *a, *b)))
                 .collect(),
-        ),
+        )?,
         ([Col::Int(a), Col::Int(b)], _) if is_cmp(op, dt) => {
             Col::Bool(a.iter().zip(b).map(|(a, b)| cmp(op, a, b)).collect())
         }
@@ -324,7 +337,7 @@ pub fn alu(op: Ops, dt: DType, xs: &[&Col], dead: &mut [bool]) -> Option<Col> {
             )
         }
         ([Col::Float(a)], _) if float_unary_ok(op, dt) => {
-            Col::Float(a.iter().map(|a| round(dt, float1(op, *a))).collect())
+            no_nan(a.iter().map(|a| round(dt, float1(op, *a))).collect())?
         }
         ([Col::Int(a)], Ops::NEG) if dt.is_int() => {
             let mut out = Vec::with_capacity(n);
@@ -460,11 +473,9 @@ mod tests {
         }
     }
 
-    /// Identical values; two nans count as equal whatever their payloads, which Rust leaves to
-    /// the compiler (`a + b` may be emitted as `b + a`), in `exec_runtime` as much as here.
+    /// Identical values, nans by their bits (a BITCAST shows them).
     fn same(a: Option<Val>, b: Option<Val>) -> bool {
         match (a, b) {
-            (Some(Val::Float(x)), Some(Val::Float(y))) if x.is_nan() && y.is_nan() => true,
             (Some(a), Some(b)) => a.same(&b),
             _ => false,
         }
