@@ -102,7 +102,7 @@ impl Runner {
         if envs.len() > 1 {
             if let Some(t) = &self.tape {
                 let outs = t.run_all(envs).pop().unwrap_or_default();
-                return self.from_tape(g, outs, envs);
+                return self.observed_tape(g, outs, envs);
             }
             let plan = self.plan.get_or_init(|| interp::Plan::new(g, self.root));
             if columnar::supports(g, plan) {
@@ -113,7 +113,7 @@ impl Runner {
     }
 
     /// Tape outcomes at `envs`, the interpreter's plan where a point raised.
-    fn from_tape(&self, g: &Graph, outs: Vec<Option<TapeOut>>, envs: &[&Env]) -> Vec<Observed> {
+    fn observed_tape(&self, g: &Graph, outs: Vec<Option<TapeOut>>, envs: &[&Env]) -> Vec<Observed> {
         envs.iter()
             .zip(outs.into_iter().chain(std::iter::repeat(None)))
             .map(|(env, o)| match o {
@@ -146,7 +146,7 @@ pub fn observe_roots(g: &Graph, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observe
                     plan: std::cell::OnceCell::new(),
                     slots: Vec::new(),
                 };
-                runner.from_tape(g, outs, envs)
+                runner.observed_tape(g, outs, envs)
             })
             .collect();
     }

@@ -582,14 +582,14 @@ impl Tape {
             // per lane: `f(k)` is `Some(value)` or `None` (raised), `Flags` its UB
             let mut per_lane = |f: &mut dyn FnMut(usize, &mut Flags) -> Option<Option<Val>>| {
                 let mut vals = Vec::with_capacity(n);
-                for k in 0..n {
+                for (k, d) in dead.iter_mut().enumerate() {
                     let mut fl = Flags::default();
                     let v = f(k, &mut fl);
                     if fl.hard_ub {
                         ub.push((si, k as u32));
                     }
                     vals.push(v.unwrap_or_else(|| {
-                        dead[k] = true;
+                        *d = true;
                         None
                     }));
                 }
