@@ -5,8 +5,9 @@
 //! factors, `simplify_valid`'s AND of bounds, `fold_divmod_general`'s sum) never fires on bare
 //! variables; [`Shapes::Structured`] fills such positions with the small expressions those rule
 //! functions look for, so a wrong guard there has a chance to show.
+use super::shared::free_variable;
 use super::shared::{TEST_DTYPES, VerifyOpts, ssa_text};
-use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
+use crate::ir::{Arg, AxisType, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::{Cx, Rule};
 use crate::rewrite::upat::{ArgPat, SrcPat, UPat};
@@ -266,22 +267,6 @@ fn bound_candidates(dt: DType) -> Vec<(i128, i128)> {
     let mut v = vec![full, (0, 15), (-8, 7), (1, 64), (-64, -1), (0, 1)];
     v.retain(|(lo, hi)| *lo >= full.0 && *hi <= full.1);
     v
-}
-
-/// A scalar variable without declared bounds (float and bool variables: the analysis then
-/// uses the dtype's range, and so does the encoding).
-pub fn free_variable(g: &mut Graph, name: &str, dt: DType) -> UOp {
-    let shape = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
-    let pa = ParamArg {
-        slot: -1,
-        dtype: dt,
-        vmin_vmax: None,
-        multiple_of: Some(1),
-        name: Some(name.to_string()),
-        addrspace: Some(AddrSpace::Alu),
-        extra: None,
-    };
-    g.mk(Ops::BUFFER, dt, &[shape], Arg::Param(Box::new(pa)))
 }
 
 /// Whether `op` with result dtype `t` is well-typed for the encoding (and tinygrad's spec).

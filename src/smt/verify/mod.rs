@@ -36,7 +36,8 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use instances::{const_candidates, free_variable};
+pub use instances::const_candidates;
+pub use shared::free_variable;
 pub use shared::{
     NotReplayed, TEST_DTYPES, VerifyOpts, invalid_condition, replay_on_interp, ssa_text,
 };

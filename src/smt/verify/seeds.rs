@@ -8,7 +8,7 @@
 //!
 //! Seeds are keyed by the helper's name, the last segment of the rule's name: a test rule
 //! named like the ported one gets the same instances.
-use super::instances::free_variable;
+use super::shared::free_variable;
 use crate::ir::{Arg, AxisType, ConstVal, DType, Graph, Ops, UOp};
 
 /// The seeded left-hand sides of the rule `name` at dtype `d` (empty: none for this rule).

@@ -1,7 +1,7 @@
 //! What the verifier's parts share (its options, the flat SSA text, replaying a model on the
 //! interpreter), apart from the scheduler in `mod.rs`, so that `instances` and `falsify` import
 //! from here and not from their parent.
-use crate::ir::{Arg, ConstVal, DType, Graph, UOp};
+use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::rewrite::engine::Rule;
 use crate::smt::query::{Counterexample, py_repr};
@@ -191,4 +191,20 @@ pub fn replay_on_interp(
     } else {
         Err(NotReplayed::Agrees(both))
     }
+}
+
+/// A scalar variable without declared bounds (float and bool variables: the analysis then
+/// uses the dtype's range, and so does the encoding).
+pub fn free_variable(g: &mut Graph, name: &str, dt: DType) -> UOp {
+    let shape = g.mk(Ops::STACK, DType::Void, &[], Arg::None);
+    let pa = ParamArg {
+        slot: -1,
+        dtype: dt,
+        vmin_vmax: None,
+        multiple_of: Some(1),
+        name: Some(name.to_string()),
+        addrspace: Some(AddrSpace::Alu),
+        extra: None,
+    };
+    g.mk(Ops::BUFFER, dt, &[shape], Arg::Param(Box::new(pa)))
 }
