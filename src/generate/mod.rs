@@ -239,10 +239,13 @@ impl Case {
                     });
                 }
                 Ops::PARAM => {
-                    let size = n
-                        .src
-                        .first()
-                        .and_then(|s| graph.const_val(*s))
+                    // after `lower all index dtypes` the size is `CAST(int, CONST weakint)`
+                    let mut s = n.src.first().copied();
+                    while let Some(c) = s.filter(|c| graph.op(*c) == Ops::CAST) {
+                        s = graph.src(c).first().copied();
+                    }
+                    let size = s
+                        .and_then(|s| graph.const_val(s))
                         .and_then(|c| c.as_i128())
                         .unwrap_or(0);
                     buffers.push(BufInfo {
