@@ -295,3 +295,26 @@ pub fn dump(g: &Graph, root: UOp) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod case_tests {
+    use super::*;
+    use crate::ir::ParamArg;
+
+    #[test]
+    fn a_param_size_behind_a_cast_is_read() {
+        // `lower all index dtypes` leaves the size as `CAST(int, CONST weakint)`
+        let mut g = Graph::new();
+        let c = g.cint(DType::WeakInt, 1600);
+        let sz = g.mk(Ops::CAST, DType::Int32, &[c], Arg::DType(DType::Int32));
+        let p = g.mk(
+            Ops::PARAM,
+            DType::Float,
+            &[sz],
+            Arg::Param(Box::new(ParamArg::buffer(0, DType::Float))),
+        );
+        let case = Case::from_graph(&g, p, Family::Kernel);
+        assert_eq!(case.buffers.len(), 1);
+        assert_eq!(case.buffers[0].size, 1600);
+    }
+}
