@@ -1,5 +1,6 @@
-"""render_cmd.py [clang|wgsl|wgsl-f16|cuda]: render lowered uopfuzz kernels with tinygrad 0.14.0's own renderer
-(ClangRenderer by default; WGSLRenderer without/with "shader-f16"; CUDARenderer for sm_89), in ONE process (the
+"""render_cmd.py [clang|wgsl|wgsl-f16|cuda|cuda:sm_XY]: render lowered uopfuzz kernels with tinygrad 0.14.0's own
+renderer (ClangRenderer by default; WGSLRenderer without/with "shader-f16"; CUDARenderer for sm_89 or the named
+arch, which sets the half/bf16 support, cstyle.py:470-473), in ONE process (the
 Rust side of `uopfuzz fidelity --renderer ...` and the golden snippets of src/exec/render/testdata/).
 
 The graphs are already lowered by the port (src/exec/render/lower.rs), so this is only tinygrad's last step
@@ -39,7 +40,8 @@ RENDERERS = {
   "wgsl-f16": lambda: WGSLRenderer(Target("WEBGPU", "", "shader-f16")),
   "cuda": lambda: bare(CUDARenderer, Target("CUDA", "", "sm_89")),
 }
-REN = RENDERERS[sys.argv[1] if len(sys.argv) > 1 else "clang"]()
+NAME = sys.argv[1] if len(sys.argv) > 1 else "clang"
+REN = bare(CUDARenderer, Target("CUDA", "", NAME[5:])) if NAME.startswith("cuda:") else RENDERERS[NAME]()
 
 def render(text: str) -> str:
   section = graph_section(text)

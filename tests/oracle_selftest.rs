@@ -102,16 +102,20 @@ fn faithful_rules_have_no_rewrite_bug_on_index_math() {
 }
 
 /// The injected bad rule is caught through a compiled backend alone: with `--backend c` (or
-/// `wgpu`) and no `interp`, the rewrite is compared on that backend, so the finding's signature
-/// names it. A missing clang or adapter skips with the reason, except under CI.
+/// `wgpu`, `cuda`) and no `interp`, the rewrite is compared on that backend, so the finding's
+/// signature names it. A missing clang or adapter skips with the reason, except under CI; a
+/// missing GPU always skips (CI has none).
 #[test]
-fn injection_is_caught_through_c_and_wgpu() {
+fn injection_is_caught_through_c_wgpu_and_cuda() {
     use uopfuzz::exec::backend::build;
     let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-    for name in ["c", "wgpu"] {
+    for name in ["c", "wgpu", "cuda"] {
         let be = build(name).expect("a known backend");
         if let Err(why) = be.available() {
-            assert!(!ci, "CI is set but backend {name} cannot run: {why}");
+            assert!(
+                !ci || name == "cuda",
+                "CI is set but backend {name} cannot run: {why}"
+            );
             eprintln!("{name}: skipped: {why}");
             continue;
         }

@@ -55,8 +55,8 @@ pub struct Args {
     /// Compare a renderer instead of a rule set: `clang` renders the port's lowered kernels
     /// with tinygrad's own ClangRenderer, compiles and runs both sources on the same points and
     /// reports the behaviour-identical and text-identical shares (`--min-agree` applies to the
-    /// behaviour share); `wgsl` (text and, on the WebGPU adapter, behaviour) or `cuda` (text),
-    /// where `--graphs` is per generator family.
+    /// behaviour share); `wgsl` (text and, on the WebGPU adapter, behaviour) or `cuda` (text and,
+    /// on a GPU, behaviour), where `--graphs` is per generator family.
     #[arg(long)]
     pub renderer: Option<String>,
     /// With `--renderer`: compile with c-strict's flags (-fwrapv -ffp-contract=off).
@@ -68,7 +68,7 @@ pub struct Args {
 }
 
 /// `--renderer wgsl|cuda`: agreement is the behaviour-identical share (wgsl) or the
-/// text-identical share (cuda).
+/// text-identical share (cuda: the same figure with or without a GPU).
 fn run_renderer_gpu(a: &Args, renderer: &str) -> i32 {
     if !matches!(renderer, "wgsl" | "cuda") {
         eprintln!("uopfuzz fidelity: --renderer {renderer:?}: one of clang, wgsl, cuda");

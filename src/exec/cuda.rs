@@ -345,7 +345,8 @@ pub struct Cuda {
 }
 
 impl Cuda {
-    fn renderer() -> CudaRenderer {
+    /// The renderer for this machine's device (`sm_89` without one).
+    pub fn renderer() -> CudaRenderer {
         let arch = match device() {
             Ok(d) => d.lock().map(|d| d.arch.clone()).unwrap_or_default(),
             Err(_) => String::new(),
@@ -421,6 +422,20 @@ impl Backend for Cuda {
 pub struct CudaPrepared {
     pub k: RenderedKernel,
     module: Result<Module, CudaError>,
+}
+
+impl CudaPrepared {
+    /// Compiles an already rendered kernel (tinygrad's own source, say) on this machine's device.
+    pub fn from_rendered(k: RenderedKernel, strict: bool) -> Result<CudaPrepared, Unsupported> {
+        let dev = device().as_ref().map_err(|e| Unsupported {
+            reason: e.to_string(),
+        })?;
+        let module = match dev.lock() {
+            Ok(d) => d.compile(&k.src, strict),
+            Err(_) => Err(CudaError::Driver("CUDA device poisoned".into())),
+        };
+        Ok(CudaPrepared { k, module })
+    }
 }
 
 impl Prepared for CudaPrepared {

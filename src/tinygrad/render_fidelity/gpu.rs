@@ -2,16 +2,18 @@
 //! lowered kernels (generated graphs of every family, lowered by `exec::render::lower`, rendered
 //! by the port and by `harness/render_cmd.py` in one Python process).
 //!
-//! `cuda`: the share of kernels whose CUDA source is text-identical (no GPU needed).
-//! `wgsl`: also *behaviour*: both sources compiled on the WebGPU adapter (lavapipe in CI) and
-//! run at the same input points; a kernel is behaviour-identical when every output at every
-//! point has the same bits (NaN payloads aside).
+//! Text: the share of kernels whose source is text-identical (no device needed).
+//! Behaviour: both sources compiled on the device (`wgsl`: the WebGPU adapter, lavapipe in CI;
+//! `cuda`: NVRTC on the machine's GPU, skipped with the reason where there is none) and run at
+//! the same input points; a kernel is behaviour-identical when every output at every point has
+//! the same bits (NaN payloads aside).
 use super::super::{BridgeError, find_python, harness_script, run_script};
 use crate::exec::Prepared;
+use crate::exec::backend::Backend;
+use crate::exec::cuda::{Cuda, CudaPrepared};
 use crate::exec::interp::Env;
 use crate::exec::kernel_io::{self, RenderedKernel};
 use crate::exec::render::CStyleLanguage;
-use crate::exec::render::cuda::CudaRenderer;
 use crate::exec::wgpu::WgpuPrepared;
 use crate::generate::{Family, GenConfig, generate_seeded};
 use crate::oracle::check::CheckOpts;
@@ -30,8 +32,10 @@ pub struct RenderFidelity {
     /// wgsl: kernels both sources compiled and ran on the device.
     pub behaviour_compared: usize,
     pub behaviour_identical: usize,
-    /// wgsl: kernels where one side failed to compile or run.
+    /// Kernels where one side failed to compile or run.
     pub behaviour_failed: usize,
+    /// Why behaviour was not compared (cuda without a GPU).
+    pub behaviour_skipped: Option<String>,
     /// The first few differences.
     pub examples: Vec<String>,
 }
@@ -55,7 +59,9 @@ impl RenderFidelity {
             self.tinygrad_rendered,
             pct(self.text_identical, self.tinygrad_rendered)
         );
-        if self.renderer.starts_with("wgsl") {
+        if let Some(why) = &self.behaviour_skipped {
+            s += &format!("; behaviour not compared: {why}");
+        } else {
             s += &format!(
                 "; behaviour-identical {}/{} ({:.2} %), {} failed to compile or run",
                 self.behaviour_identical,
@@ -86,9 +92,8 @@ pub fn run(
         renderer: renderer.into(),
         ..Default::default()
     };
-    let cuda = CudaRenderer {
-        arch: "sm_89".into(),
-    };
+    // the device's arch where there is one: it decides half/bf16 support, in both renderers
+    let cuda = Cuda::renderer();
     let cuda_ok = cuda.supported_dtypes();
     let mut kernels: Vec<(RenderedKernel, crate::generate::Generated, u64)> = Vec::new();
     for fam in Family::ALL {
@@ -115,9 +120,13 @@ pub fn run(
     rep.rendered = kernels.len();
     // which tinygrad renderer: the f16 one where the adapter has shader-f16 (ops_webgpu.py:131)
     let tg_name = match renderer {
-        "wgsl" if WgpuPrepared::renderer().f16 => "wgsl-f16",
-        r => r,
+        "wgsl" if WgpuPrepared::renderer().f16 => "wgsl-f16".to_string(),
+        "cuda" => format!("cuda:{}", cuda.arch),
+        r => r.to_string(),
     };
+    if !wgsl && let Err(e) = (Cuda { strict: false }).available() {
+        rep.behaviour_skipped = Some(format!("CUDA unavailable: {}", e.0));
+    }
     let mut stdin = String::new();
     for (i, (k, _, _)) in kernels.iter().enumerate() {
         let text = crate::ir::text::write_graph(&k.lowered, &[k.sink], &["sink"]);
@@ -127,7 +136,7 @@ pub fn run(
     let out = run_script(
         &find_python()?,
         &harness_script("render_cmd.py")?,
-        &[tg_name.to_string()],
+        &[tg_name],
         stdin.into_bytes(),
     )?;
     let mut theirs: Vec<Option<String>> = vec![None; kernels.len()];
@@ -151,7 +160,7 @@ pub fn run(
                 k.src
             ));
         }
-        if !wgsl {
+        if rep.behaviour_skipped.is_some() {
             continue;
         }
         let pts = make_points(
@@ -171,10 +180,14 @@ pub fn run(
             lowered: crate::ir::Graph::new(),
             sink: k.sink,
         };
-        let (Ok(mut a), Ok(mut b)) = (
-            WgpuPrepared::from_rendered(k),
-            WgpuPrepared::from_rendered(theirs_k),
-        ) else {
+        let prepare = |k: RenderedKernel| -> Option<Box<dyn Prepared>> {
+            if wgsl {
+                Some(Box::new(WgpuPrepared::from_rendered(k).ok()?))
+            } else {
+                Some(Box::new(CudaPrepared::from_rendered(k, false).ok()?))
+            }
+        };
+        let (Some(mut a), Some(mut b)) = (prepare(k), prepare(theirs_k)) else {
             rep.behaviour_failed += 1;
             continue;
         };
