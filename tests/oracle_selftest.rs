@@ -109,6 +109,9 @@ fn faithful_rules_have_no_rewrite_bug_on_index_math() {
 fn injection_is_caught_through_c_wgpu_and_cuda() {
     use uopfuzz::exec::backend::build;
     let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+    // every backend is tried and reported before the test fails, so a broken `c` (a `$CC` that
+    // is not clang, say) cannot hide what `cuda` does
+    let mut missed = Vec::new();
     for name in ["c", "wgpu", "cuda"] {
         let be = build(name).expect("a known backend");
         if let Err(why) = be.available() {
@@ -140,14 +143,18 @@ fn injection_is_caught_through_c_wgpu_and_cuda() {
             })
             .min_by_key(|f| f.iter);
         let Some(f) = caught else {
-            panic!(
+            let why = format!(
                 "{SELFTEST_INJECTION} not caught on {name} within {SELFTEST_ITERS} graphs: {:?}",
                 s.findings
             );
+            eprintln!("{why}");
+            missed.push(why);
+            continue;
         };
         println!(
             "{name}: {SELFTEST_INJECTION} caught after {} graphs",
             f.iter
         );
     }
+    assert!(missed.is_empty(), "{missed:#?}");
 }

@@ -22,6 +22,9 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Examples kept of each kind (mismatch, compile failure, run failure), each with its graph.
+    #[arg(long, default_value_t = 6)]
+    pub show: usize,
 }
 
 pub fn run(a: Args) -> ExitCode {
@@ -39,7 +42,7 @@ pub fn run(a: Args) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let rep = conformance::run(&*be, a.graphs, a.seed, a.points);
+    let rep = conformance::run_showing(&*be, a.graphs, a.seed, a.points, a.show);
     if a.json {
         println!("{}", serde_json::to_string(&rep).unwrap_or_default());
     } else {

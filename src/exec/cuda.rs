@@ -345,6 +345,12 @@ pub struct Cuda {
 }
 
 impl Cuda {
+    /// Renders `roots` of `g` the way the `cuda` backends do, without compiling (no GPU needed).
+    pub fn render(g: &Graph, roots: &[UOp]) -> Result<RenderedKernel, Unsupported> {
+        let ren = Cuda::renderer();
+        let ok = ren.supported_dtypes();
+        kernel_io::render_kernel(&ren, g, roots, |dt| ok.contains(&dt))
+    }
     /// The renderer for this machine's device (`sm_89` without one).
     pub fn renderer() -> CudaRenderer {
         let arch = match device() {
@@ -407,9 +413,7 @@ impl Backend for Cuda {
             return kernel_io::per_root(roots, |r| self.prepare(g, &[r]));
         }
         self.capabilities().check(g, roots)?;
-        let ren = Cuda::renderer();
-        let ok = ren.supported_dtypes();
-        let k = kernel_io::render_kernel(&ren, g, roots, |dt| ok.contains(&dt))?;
+        let k = Cuda::render(g, roots)?;
         let module = match dev.lock() {
             Ok(d) => d.compile(&k.src, self.strict),
             Err(_) => Err(CudaError::Driver("CUDA device poisoned".into())),

@@ -14,7 +14,8 @@
 //!    backend's strict twin (`c-strict`, built with `-fwrapv`) computes the reference's value:
 //!    tinygrad's C relies on UB there (`backend-ub`);
 //! 3. **explained**: a tinygrad renderer rule that makes the value differ ([`explained`]:
-//!    sub-word ints computed in a wider type, C's unsigned INT64_MIN literal);
+//!    sub-word ints computed in a wider type, C's unsigned INT64_MIN literal and 64-bit
+//!    INT32_MIN literal);
 //! 4. otherwise a **mismatch**: a porting error, or a tinygrad finding not yet named.
 use super::check::CheckOpts;
 use super::compare::approx_eval;
@@ -80,32 +81,55 @@ pub fn explained(
     // results into their consumer (cstyle.py:238-243), so an intermediate that leaves the
     // type's range is only wrapped where it is stored or cast; the division and shift right
     // of a sub-word value then see the wide one
-    if matches!(backend, "c" | "c-strict")
-        && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG])
-    {
-        return Some(
-            "c: (u)char/(u)short arithmetic promoted to int and inlined without wrap (cstyle.py:238-243)",
-        );
+    let cstyle = |b: &str| matches!(b, "c" | "c-strict" | "cuda" | "cuda-strict");
+    let cuda = backend.starts_with("cuda");
+    if cstyle(backend) && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG]) {
+        return Some(if cuda {
+            // CUDARenderer is a CStyleLanguage (cstyle.py:397): the same inlining, C++'s promotion
+            "cuda: (u)char/(u)short arithmetic promoted to int and inlined without wrap (cstyle.py:238-243)"
+        } else {
+            "c: (u)char/(u)short arithmetic promoted to int and inlined without wrap (cstyle.py:238-243)"
+        });
     }
     // `(UPat.cvar("c").cast(dtypes.int64), lambda ctx,c: f"{c.val}l")` (cstyle.py:26) renders
     // INT64_MIN as `-9223372036854775808l`: the literal 9223372036854775808l has no signed type,
     // clang makes it unsigned (-Wimplicitly-unsigned-literal), and the arithmetic around it
     // turns unsigned (`-8 / -9223372036854775808l` is 1, not 0)
-    if matches!(backend, "c" | "c-strict")
+    if cstyle(backend)
         && g.toposort(&[root]).iter().any(|u| {
             g.op(*u) == Ops::CONST
                 && g.dtype(*u) == DType::Int64
                 && g.const_val(*u).and_then(|v| v.as_i128()) == Some(i64::MIN as i128)
         })
     {
-        return Some(
-            "c: INT64_MIN rendered as -9223372036854775808l, an unsigned literal in C (cstyle.py:26)",
-        );
+        return Some(if cuda {
+            "cuda: INT64_MIN rendered as -9223372036854775808l, an unsigned literal in C++ (cstyle.py:26)"
+        } else {
+            "c: INT64_MIN rendered as -9223372036854775808l, an unsigned literal in C (cstyle.py:26)"
+        });
+    }
+    // the default const render `str(c.val)` (cstyle.py:35) writes INT32_MIN as `-2147483648`:
+    // 2147483648 does not fit int, so the literal is a long and the arithmetic around it is done
+    // in 64 bits (`(-2147483648 ^ x) * -3` does not wrap)
+    if cstyle(backend)
+        && g.toposort(&[root]).iter().any(|u| {
+            g.op(*u) == Ops::CONST
+                && g.dtype(*u) == DType::Int32
+                && g.const_val(*u).and_then(|v| v.as_i128()) == Some(i32::MIN as i128)
+        })
+    {
+        return Some(if cuda {
+            "cuda: INT32_MIN rendered as -2147483648, a long long in C++ (cstyle.py:35)"
+        } else {
+            "c: INT32_MIN rendered as -2147483648, a long in C (cstyle.py:35)"
+        });
     }
     None
 }
 
 const LOWERING_UB: &str = "lowering: tinygrad's decompositions for this renderer are undefined at this point (the interpreter flags the lowered kernel hard UB)";
+
+const CUDA_UB: &str = "cuda: the rendered CUDA C++ is undefined at this point (signed overflow or a shift out of range; NVRTC has no -fwrapv)";
 
 const LOWERING: &str = "lowering: tinygrad's decompositions for this renderer change the value (the interpreter on the lowered kernel gives the backend's result)";
 
@@ -128,6 +152,15 @@ fn lowered_kernel(
         "c" | "c-strict" => crate::exec::c::lower_and_render(g, &[root])
             .ok()
             .map(|(k, _)| k),
+        "cuda" | "cuda-strict" => {
+            crate::exec::cuda::Cuda::render(g, &[root])
+                .ok()
+                .map(|k| Kernel {
+                    graph: k.lowered,
+                    sink: k.sink,
+                    params: k.params,
+                })
+        }
         _ => None,
     }
 }
@@ -294,7 +327,18 @@ fn triage(
     {
         return Some(Cause::Ub(twin));
     }
-    explained(backend.name(), g, root).map(Cause::Explained)
+    // NVRTC has no -fwrapv, so the cuda backends have no twin that keeps the UB defined: a
+    // point where the lowered kernel is undefined in C++ (signed overflow, a shift out of
+    // range) allows whatever the GPU computes, unless a renderer rule names the difference
+    // (sub-word ints are promoted, not overflowed, in C++)
+    let named = explained(backend.name(), g, root);
+    if named.is_none()
+        && lowered.as_ref().is_some_and(|(_, ub)| *ub)
+        && backend.name().starts_with("cuda")
+    {
+        return Some(Cause::Explained(CUDA_UB));
+    }
+    named.map(Cause::Explained)
 }
 
 /// The outcome of a conformance run.
@@ -443,6 +487,17 @@ fn reason_key(r: &str) -> String {
 
 /// Runs `per_family` graphs of every family (seeds `seed..`) on `backend` and the interpreter.
 pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -> Report {
+    run_showing(backend, per_family, seed, points, 6)
+}
+
+/// [`run`], keeping up to `show` examples of each kind (mismatch, compile and run failure).
+pub fn run_showing(
+    backend: &dyn Backend,
+    per_family: usize,
+    seed: u64,
+    points: usize,
+    max_shown: usize,
+) -> Report {
     let mut rep = Report {
         backend: backend.name().to_string(),
         ..Default::default()
@@ -518,7 +573,7 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                         } else {
                             "failure [run"
                         };
-                        if rep.examples.iter().filter(|e| e.starts_with(kind)).count() < 3 {
+                        if rep.examples.iter().filter(|e| e.starts_with(kind)).count() < max_shown {
                             rep.examples.push(format!(
                                 "{kind} {}] seed {s}: {e}\n{}",
                                 fam.name(),
@@ -587,7 +642,7 @@ pub fn run(backend: &dyn Backend, per_family: usize, seed: u64, points: usize) -
                                 .iter()
                                 .filter(|e| e.starts_with("mismatch"))
                                 .count()
-                                < 6
+                                < max_shown
                         {
                             shown = true;
                             rep.examples.push(format!(
