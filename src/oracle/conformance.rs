@@ -81,6 +81,28 @@ pub fn explained(
     // results into their consumer (cstyle.py:238-243), so an intermediate that leaves the
     // type's range is only wrapped where it is stored or cast; the division and shift right
     // of a sub-word value then see the wide one
+    // tinygrad's TRUNC is `math.trunc(x)` (ops.py:1291), an int: a negative fraction truncates
+    // to +0.0 where every device's IEEE trunc gives -0.0, and a sign of zero that reaches a
+    // RECIPROCAL, FDIV, SQRT, LOG2 or POW becomes an infinity or NaN of the other sign
+    let nodes = g.toposort(&[root]);
+    let zero_sign_op = |o: Ops| {
+        matches!(
+            o,
+            Ops::RECIPROCAL | Ops::FDIV | Ops::SQRT | Ops::LOG2 | Ops::POW
+        )
+    };
+    if backend != "interp"
+        && nodes.iter().any(|u| {
+            zero_sign_op(g.op(*u))
+                && g.toposort(&[*u])
+                    .iter()
+                    .any(|t| g.op(*t) == Ops::TRUNC && g.dtype(*t).is_float())
+        })
+    {
+        return Some(
+            "TRUNC of a negative fraction: +0.0 in tinygrad (math.trunc, ops.py:1291), -0.0 on the device, and the sign of zero reaches a reciprocal, division, sqrt, log2 or pow",
+        );
+    }
     let cstyle = |b: &str| matches!(b, "c" | "c-strict" | "cuda" | "cuda-strict");
     let cuda = backend.starts_with("cuda");
     if cstyle(backend) && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG]) {
