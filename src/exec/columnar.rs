@@ -36,33 +36,18 @@ pub(crate) fn replay(
     envs: &[&Env],
 ) -> Vec<Option<Observed>> {
     // bound RANGEs and SPECIALs (scalar graphs' free leaves) shape the schedule: a lane must
-    // bind the recorded ones
-    let mut lanes: Vec<Option<Replay>> = envs
-        .iter()
+    // bind the recorded ones. Lane by lane, not step by step: one lane's interpreter state stays
+    // in cache for the whole schedule (step-major touched every lane's memo at every step).
+    envs.iter()
         .map(|env| {
-            (env.ranges == recorded.ranges && env.specials == recorded.specials)
-                .then(|| Replay::new(g, plan, env))
-        })
-        .collect();
-    for ev in trace {
-        let mut live = false;
-        for lane in lanes.iter_mut() {
-            if let Some(r) = lane {
-                if r.step(ev) {
-                    live = true;
-                } else {
-                    *lane = None;
-                }
+            if env.ranges != recorded.ranges || env.specials != recorded.specials {
+                return None;
             }
-        }
-        if !live {
-            break;
-        }
-    }
-    lanes
-        .into_iter()
-        .map(|lane| {
-            let o = lane?.finish();
+            let mut lane = Replay::new(g, plan, env);
+            if !trace.iter().all(|ev| lane.step(ev)) {
+                return None;
+            }
+            let o = lane.finish();
             Some(Observed {
                 value: o.value,
                 buffers: o.buffers,
@@ -112,7 +97,7 @@ mod tests {
         };
         let envs = [env(3, 1), env(3, 2), env(5, 1), env(3, -1), env(0, 0)];
         let refs: Vec<&Env> = envs.iter().collect();
-        let (_, trace) = crate::exec::interp::eval_traced(&g, &plan, refs[0]);
+        let (_, trace) = crate::exec::interp::eval_traced(&g, &plan, refs[0], Vec::new());
         let trace = trace.expect("a kernel that runs records its schedule");
         let lanes = replay(&g, &plan, &trace, refs[0], &refs[1..]);
         let replayed: Vec<bool> = lanes.iter().map(Option::is_some).collect();

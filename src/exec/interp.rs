@@ -155,15 +155,28 @@ pub fn eval_plan(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError
     finish(Interp::new(g, plan, env))
 }
 
-/// `eval_plan`, also returning the run's schedule (`None` when it raised or ran longer than
-/// `MAX_TRACE` steps).
+/// `eval_plan` for a caller that reads only `Outcome::hard_ub` of the UB flags (an
+/// observation): the ops of `exec::lanes`' formulas run without their wraparound check, so
+/// `ub` and `ub_at` may miss a wrap-only flag; values, errors and `hard_ub` are `eval_plan`'s.
+pub fn eval_plan_hard_ub(g: &Graph, plan: &Plan, env: &Env) -> Result<Outcome, ExecError> {
+    let mut it = Interp::new(g, plan, env);
+    it.hard_only = true;
+    finish(it)
+}
+
+/// `eval_plan_hard_ub`, also returning the run's schedule (`None` when it raised or ran longer
+/// than `MAX_TRACE` steps), recorded into `buf` (cleared first: a caller hands back the last trace's
+/// allocation, as growing a fresh one to a long kernel's size faulted in its pages every time).
 pub(crate) fn eval_traced(
     g: &Graph,
     plan: &Plan,
     env: &Env,
+    mut buf: Vec<Ev>,
 ) -> (Result<Outcome, ExecError>, Option<Vec<Ev>>) {
     let mut it = Interp::new(g, plan, env);
-    it.rec = Some(Vec::new());
+    it.hard_only = true;
+    buf.clear();
+    it.rec = Some(buf);
     let v = it.run();
     let rec = it.rec.take();
     match v {
@@ -546,6 +559,8 @@ struct Interp<'a> {
     seen: Vec<u64>,
     /// The schedule of this run, for `exec::columnar` to replay at other points (`eval_traced`).
     rec: Option<Vec<Ev>>,
+    /// Only hard UB is read (`eval_plan_hard_ub`): `typed_alu` first, as the replay does.
+    hard_only: bool,
 }
 
 /// One step of a run's schedule, as `eval_traced` records it: every node evaluation and every
@@ -625,6 +640,7 @@ impl<'a> Interp<'a> {
             epoch: 1,
             seen: vec![0; n],
             rec: None,
+            hard_only: false,
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -831,7 +847,9 @@ impl<'a> Interp<'a> {
                         }
                         None => {
                             self.tick()?;
-                            if let Some(x) = self.scalar_alu(i) {
+                            if let Some(x) = self.hard_only.then(|| self.typed_alu(i)).flatten() {
+                                self.set(i, V::S(x));
+                            } else if let Some(x) = self.scalar_alu(i) {
                                 self.set(i, V::S(x));
                             } else if let Some(v) = self.mem_fast(i) {
                                 self.set(i, v);

@@ -170,15 +170,20 @@ fn tape_observed(o: TapeOut) -> Observed {
 /// to the end, the other points replay it; a point that leaves the schedule or raises runs on
 /// the interpreter.
 fn observe_columnar(g: &Graph, plan: &interp::Plan, envs: &[&Env]) -> Vec<Observed> {
+    thread_local! {
+        /// The last schedule's allocation (`eval_traced`).
+        static TRACE: std::cell::Cell<Vec<interp::Ev>> = const { std::cell::Cell::new(Vec::new()) };
+    }
     let mut out = Vec::with_capacity(envs.len());
     for (k, env) in envs.iter().enumerate() {
-        let (res, trace) = interp::eval_traced(g, plan, env);
+        let (res, trace) = interp::eval_traced(g, plan, env, TRACE.take());
         let ran = res.is_ok();
         out.push(observed(res));
         let rest = &envs[k + 1..];
         match trace {
             Some(t) => {
                 let replayed = columnar::replay(g, plan, &t, env, rest);
+                TRACE.set(t);
                 for (e, o) in rest.iter().zip(replayed) {
                     out.push(o.unwrap_or_else(|| observe_plan(g, plan, e)));
                 }
@@ -194,7 +199,7 @@ fn observe_columnar(g: &Graph, plan: &interp::Plan, envs: &[&Env]) -> Vec<Observ
 
 /// `observe` with the interpreter's plan built once per graph.
 pub fn observe_plan(g: &Graph, plan: &interp::Plan, env: &Env) -> Observed {
-    observed(interp::eval_plan(g, plan, env))
+    observed(interp::eval_plan_hard_ub(g, plan, env))
 }
 
 fn observed(res: Result<interp::Outcome, ExecError>) -> Observed {

@@ -312,6 +312,18 @@ impl Screen {
         }
         first_origin(&self.graph, &self.roots, env)
     }
+
+    /// The first of `envs` where [`Screen::at`] finds a violation, and that violation: the screen
+    /// graph runs at all of them at once (`Runner::observe_all`, the same observations).
+    pub fn first(&mut self, envs: &[&Env]) -> Option<(usize, Violation)> {
+        let seen = self.runner.observe_all(&self.graph, envs);
+        seen.iter().zip(envs).enumerate().find_map(|(k, (o, env))| {
+            if o.error.is_some() || o.ub || o.value != Some(Val::Bool(true)) {
+                return None;
+            }
+            Some((k, first_origin(&self.graph, &self.roots, env)?))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -368,6 +380,15 @@ mod tests {
         assert_eq!((v.case.as_str(), v.value.as_str()), ("ADD.char", "-128"));
         assert_eq!((v.vmin.as_str(), v.vmax.as_str()), ("120", "147"));
         assert_eq!(v.blamed(), "bounds:ADD");
+        // all points at once: the first point `at` flags, with its violation
+        let envs: Vec<Env> = [100, 107, 110, 108]
+            .map(|x| Env::new().var("v0", Val::Int(x)))
+            .into();
+        let refs: Vec<&Env> = envs.iter().collect();
+        let (k, first) = s.first(&refs).expect("110 + 20 wraps");
+        assert_eq!(k, 2);
+        assert_eq!(Some(first), s.at(&envs[2]));
+        assert_eq!(s.first(&refs[..2]), None);
         // a graph whose every bound covers its dtype has nothing to screen
         let w = g.variable("v1", -128, 127, DType::Int8);
         let m = g.mk(Ops::XOR, DType::Int8, &[w, c], Arg::None);

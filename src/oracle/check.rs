@@ -332,21 +332,19 @@ fn check_bounds(
     let Some(mut screen) = Screen::new(g, &roots) else {
         return;
     };
-    for p in points {
-        if let Some(v) = screen.at(&p.env) {
-            res.detected = Some(Detected {
-                class: Class::UnsoundBounds,
-                summary: v.describe(),
-                blamed: None,
-                point: Some(p.clone()),
-                expected: None,
-                actual: None,
-                backend: backend::reference().name().into(),
-                groups: Vec::new(),
-                bounds: Some(v),
-            });
-            return;
-        }
+    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
+    if let Some((k, v)) = screen.first(&envs) {
+        res.detected = Some(Detected {
+            class: Class::UnsoundBounds,
+            summary: v.describe(),
+            blamed: None,
+            point: Some(points[k].clone()),
+            expected: None,
+            actual: None,
+            backend: backend::reference().name().into(),
+            groups: Vec::new(),
+            bounds: Some(v),
+        });
     }
 }
 
