@@ -145,3 +145,50 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     }
     assert!(sizes[sizes.len() / 2] <= 6, "median {sizes:?}");
 }
+
+/// A lanes-and-Invalid case (tests/fixtures/bugs-lanes: `stack_of_invalid` folding a STACK of
+/// gated Invalids, which loses the shape a PERMUTE reads): 16 nodes before the reducer could read
+/// a lane out of a STACK, drop a lane, or make an input a constant; now a few lanes, its key kept,
+/// and its repro still shows the bug in tinygrad 0.14.0.
+#[test]
+fn a_lane_case_minimizes_to_a_few_lanes_with_its_key() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs-lanes");
+    let (found, errs) = collect(&dir);
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(found.len(), 1);
+    let key = analyze_loaded(&found[0])
+        .unwrap()
+        .expect("the fixture shows its cause")
+        .key
+        .to_string();
+    assert_eq!(
+        key,
+        "rewrite-bug|pm_data_invalid/stack_of_invalid|STACK.bool|lane-loss"
+    );
+    let py = workers();
+    let mut cache = Cache::default();
+    let mut r = build(found, &HashMap::new(), &Opts::default(), &mut cache);
+    if let Some(w) = &py {
+        check_repros(&mut r, w, None, &mut cache);
+    }
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.bugs.len(), 1, "{}", markdown(&r));
+    let b = &r.bugs[0];
+    assert!(b.key_kept && b.keys == [key.clone()], "{:?}", b.keys);
+    assert!(b.nodes_before >= 16, "{}", b.nodes_before);
+    assert!(b.nodes_after <= 12, "{} ({} nodes)", b.expr, b.nodes_after);
+    // the lanes the finding needs stay: a PERMUTE over a STACK of STACKs, one row of Invalid
+    assert!(
+        b.expr.contains("permute(stack(stack(") && b.expr.contains("Invalid"),
+        "{}",
+        b.expr
+    );
+    if py.is_some() {
+        assert_eq!(
+            b.tinygrad_0140.as_deref(),
+            Some("reproduces"),
+            "{}",
+            b.python
+        );
+    }
+}

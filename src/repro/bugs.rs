@@ -258,6 +258,9 @@ impl<F: FnMut(&Graph, UOp, &Env) -> Option<Cause>> Keep for KeyKeep<'_, F> {
             env.clone()
         })
     }
+    fn repro_moves(&self) -> bool {
+        true
+    }
     fn focus(&mut self, g: &Graph, root: UOp) -> Vec<UOp> {
         let env = self.env.clone();
         (self.analyze)(g, root, &env)

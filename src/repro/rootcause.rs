@@ -336,29 +336,47 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
                 _ => false,
             }
     };
-    let found = pair(env).or_else(|| {
-        crate::smt::triage::reduce::completions(g, before, env, MAX_COMPLETIONS)
+    let at = |e: &Env| {
+        let mut e2 = e.clone();
+        for (k, v) in crate::smt::triage::reduce::completions(g, after, e, MAX_COMPLETIONS)
+            .first()?
+            .ranges
             .iter()
-            .filter_map(|e| {
-                let mut e2 = e.clone();
-                for (k, v) in crate::smt::triage::reduce::completions(g, after, e, MAX_COMPLETIONS)
-                    .first()?
-                    .ranges
-                    .iter()
-                {
-                    e2.ranges.entry(*k).or_insert(*v);
-                }
-                pair(&e2)
-            })
-            .find(differ)
-    });
+        {
+            e2.ranges.entry(*k).or_insert(*v);
+        }
+        pair(&e2)
+    };
+    let iterations = || {
+        crate::smt::triage::reduce::completions(g, before, env, MAX_COMPLETIONS)
+            .into_iter()
+            .filter_map(|e| at(&e))
+            .filter(differ)
+    };
+    let found = pair(env).or_else(|| iterations().next());
     let Some((o, n)) = found else {
         return Symptom::WrongValue;
     };
+    let s = symptom_of(g, before, env, &o, &n);
+    // inside a loop, "precision" is a claim about every iteration: one that differs by more
+    // than rounding is the symptom (it is what the kernel's stored values show, and what the
+    // step taken out of the loop shows at that iteration)
+    if s == Symptom::Precision && pair(env).is_none() {
+        for (o, n) in iterations() {
+            let t = symptom_of(g, before, env, &o, &n);
+            if t != Symptom::Precision {
+                return t;
+            }
+        }
+    }
+    s
+}
+
+fn symptom_of(g: &Graph, before: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Symptom {
     if n.hard_ub && !o.hard_ub {
         return Symptom::UbIntroduced;
     }
-    if lanes(&o) != lanes(&n) {
+    if lanes(o) != lanes(n) {
         return Symptom::LaneLoss;
     }
     match (o.value, n.value) {
@@ -371,7 +389,7 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
                 Symptom::WrongValue
             }
         }
-        _ if wraps(&o) || wraps(&n) || unsigned_wrap(g, before, env) => Symptom::Wraparound,
+        _ if wraps(o) || wraps(n) || unsigned_wrap(g, before, env) => Symptom::Wraparound,
         _ => Symptom::WrongValue,
     }
 }

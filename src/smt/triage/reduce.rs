@@ -5,7 +5,8 @@
 //!
 //! Greedy and deterministic (wasm-smith's "only valid moves": every candidate is a well-typed
 //! graph). Candidates, cheapest first, the first one that keeps the key and makes the case
-//! strictly smaller (nodes, then constant complexity) is taken and the list is rebuilt:
+//! strictly smaller (nodes, then constant complexity, then operand edges) is taken and the list
+//! is rebuilt:
 //! 1. the root becomes a value descendant (a kernel becomes the scalar expression it stores;
 //!    its free loop indices get values at the point), or a kernel's SINK loses a statement;
 //! 2. a node becomes one of its operands (or an operand's operand) of the same dtype, a fresh
@@ -13,6 +14,10 @@
 //!    simple constant of its dtype (also an element of a STACK that is no shape); an input
 //!    becomes an earlier input of its dtype (the nodes over two variables may become one); a
 //!    kernel's loop runs its first iteration only (its RANGE becomes 0, its END shell goes);
+//!    a lane read (`index(stack(a, b), 1)`) becomes its lane; a value STACK loses a lane (or
+//!    each of its STACK rows does); an AFTER loses a dependency and an END a loop it closes;
+//!    for a report's repro ([`Keep::repro_moves`]) an input becomes a constant and a
+//!    one-statement SINK its statement;
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
@@ -34,6 +39,11 @@ pub trait Keep {
     /// Nodes to try first as the new root (the ones the rewrite touches first).
     fn focus(&mut self, _g: &Graph, _root: UOp) -> Vec<UOp> {
         Vec::new()
+    }
+    /// Moves only a report's repro wants: an input becomes a constant, a one-statement SINK its
+    /// statement. Triage keeps its inputs variables (Z3 reads and shrinks them).
+    fn repro_moves(&self) -> bool {
+        false
     }
 }
 
@@ -119,14 +129,17 @@ fn val_cost(v: &Val) -> u64 {
     }
 }
 
-fn measure(g: &Graph, root: UOp) -> (usize, u64) {
+/// Nodes, then constant complexity, then operand edges (a STACK that loses a lane it shares
+/// with another keeps its node count but has fewer edges).
+fn measure(g: &Graph, root: UOp) -> (usize, u64, usize) {
     let order = g.toposort(&[root]);
     let c = order
         .iter()
         .filter_map(|u| g.const_val(*u))
         .map(const_cost)
         .sum();
-    (order.len(), c)
+    let e = order.iter().map(|u| g.src(*u).len()).sum();
+    (order.len(), c, e)
 }
 
 fn is_div(op: Ops) -> bool {
@@ -154,6 +167,24 @@ fn is_value_node(g: &Graph, u: UOp) -> bool {
 
 fn is_value_or_input(g: &Graph, u: UOp) -> bool {
     is_value_node(g, u) || is_input(g, u) || g.op(u) == Ops::CONST
+}
+
+/// An INDEX that reads lanes of a value (`index(stack(a, b), 1)`), not an address into a
+/// buffer: under its INDEX and movement shells the base is a STACK, a constant or a value.
+fn is_lane_read(g: &Graph, u: UOp) -> bool {
+    if g.op(u) != Ops::INDEX || g.dtype(u) == DType::Void {
+        return false;
+    }
+    let mut b = u;
+    while matches!(g.op(b), Ops::INDEX) || crate::ir::ops::group::MOVEMENT.contains(&g.op(b)) {
+        match g.src(b).first() {
+            Some(s) => b = *s,
+            None => return false,
+        }
+    }
+    g.op(b) == Ops::STACK && g.dtype(b) != DType::Void
+        || g.op(b) == Ops::CONST
+        || is_value_node(g, b)
 }
 
 /// `root` with the loop `r` at its first iteration: `r` becomes 0 and leaves every END that
@@ -265,15 +296,25 @@ enum Cand {
     Unroll(UOp),
     Var(UOp),
     Const(UOp, ConstVal),
+    /// A STACK loses lane `k`; with `children`, every STACK operand of it does (a STACK of
+    /// STACKs keeps its rows the same length).
+    DropLane {
+        stack: UOp,
+        k: usize,
+        children: bool,
+    },
+    /// An AFTER or END loses its operand `k` (an ordering dependency, or a loop it closes); one
+    /// left with nothing after its first operand becomes that operand.
+    DropDep(UOp, usize),
 }
 
 /// The candidates, cheapest first; as new roots, subgraphs holding a `focus` node come first.
-fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
+fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Vec<Cand> {
     let order = g.toposort(&[root]);
     let mut out = Vec::new();
     let mut descs: Vec<(bool, usize, UOp)> = order
         .iter()
-        .filter(|u| **u != root && is_value_node(g, **u))
+        .filter(|u| **u != root && (is_value_node(g, **u) || is_lane_read(g, **u)))
         .map(|u| {
             let sub = g.toposort(&[*u]);
             (!focus.iter().any(|f| sub.contains(f)), sub.len(), *u)
@@ -290,12 +331,20 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
     if matches!(g.op(root), Ops::SINK | Ops::GROUP) && g.src(root).len() > 1 {
         out.extend((0..g.src(root).len()).map(Cand::DropStmt));
     }
+    if repro && g.op(root) == Ops::SINK && g.src(root).len() == 1 {
+        out.push(Cand::Root(g.src(root)[0]));
+    }
     // a CONST is only replaced where it is a value (not a size, an index bound or a loop end):
     // under an ALU, or an element of a STACK that is nothing's shape (a STACK read at an
     // operand position past the first of a non-ALU op is a shape)
     let mut shape: HashSet<UOp> = HashSet::new();
-    for &u in &order {
-        if !is_value_node(g, u) || g.op(u) == Ops::LOAD {
+    for &u in order.iter().rev() {
+        // a STACK's operands are its lanes: a shape's own elements, a value's rows
+        if g.op(u) == Ops::STACK {
+            if shape.contains(&u) {
+                shape.extend(g.src(u).iter().copied());
+            }
+        } else if !is_value_node(g, u) || g.op(u) == Ops::LOAD {
             shape.extend(g.src(u).iter().skip(1).copied());
         }
     }
@@ -317,6 +366,53 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
     for (k, &u) in ins.iter().enumerate() {
         if let Some(o) = ins[..k].iter().find(|o| g.dtype(**o) == g.dtype(u)) {
             out.push(Cand::Node(u, *o));
+        }
+    }
+    // an input becomes a simple constant of its dtype (the nodes it alone told apart merge)
+    for &u in ins.iter().filter(|_| repro) {
+        for c in simple_consts(g.dtype(u)) {
+            out.push(Cand::Const(u, c));
+        }
+    }
+    // fewer lanes: a value STACK (nothing's shape) loses one, or each of its STACK rows does
+    for &u in &order {
+        if g.op(u) != Ops::STACK || g.dtype(u) == DType::Void || shape.contains(&u) {
+            continue;
+        }
+        let n = g.src(u).len();
+        if n >= 2 {
+            out.extend((0..n).rev().map(|k| Cand::DropLane {
+                stack: u,
+                k,
+                children: false,
+            }));
+        }
+        let rows: Vec<usize> = g
+            .src(u)
+            .iter()
+            .map(|s| {
+                if g.op(*s) == Ops::STACK {
+                    g.src(*s).len()
+                } else {
+                    0
+                }
+            })
+            .collect();
+        if let Some(&m) = rows.first()
+            && m >= 2
+            && rows.iter().all(|r| *r == m)
+        {
+            out.extend((0..m).rev().map(|k| Cand::DropLane {
+                stack: u,
+                k,
+                children: true,
+            }));
+        }
+    }
+    // ordering shells: an AFTER's dependency or a loop an END closes goes
+    for &u in &order {
+        if matches!(g.op(u), Ops::AFTER | Ops::END) {
+            out.extend((1..g.src(u).len()).map(|k| Cand::DropDep(u, k)));
         }
     }
     for &u in order.iter().rev() {
@@ -345,7 +441,7 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp]) -> Vec<Cand> {
             out.push(Cand::Unroll(u));
             continue;
         }
-        if !is_value_node(g, u) {
+        if !is_value_node(g, u) && !is_lane_read(g, u) {
             continue;
         }
         let mut seen = HashSet::new();
@@ -517,6 +613,45 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             substitute(&mut g2, root, &map)
         }
         Cand::Unroll(r) => unroll(&mut g2, root, r),
+        Cand::DropLane { stack, k, children } => {
+            let drop = |g2: &mut Graph, u: UOp| {
+                let n = g.node(u).clone();
+                let src: Vec<UOp> = n
+                    .src
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != k)
+                    .map(|(_, s)| *s)
+                    .collect();
+                g2.mk(n.op, n.dtype, &src, n.arg.clone())
+            };
+            let map: HashMap<UOp, UOp> = if children {
+                g.src(stack)
+                    .iter()
+                    .map(|s| (*s, drop(&mut g2, *s)))
+                    .collect()
+            } else {
+                HashMap::from([(stack, drop(&mut g2, stack))])
+            };
+            substitute(&mut g2, root, &map)
+        }
+        Cand::DropDep(u, k) => {
+            let n = g.node(u).clone();
+            let nu = if n.src.len() == 2 {
+                n.src[0]
+            } else {
+                let src: Vec<UOp> = n
+                    .src
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != k)
+                    .map(|(_, s)| *s)
+                    .collect();
+                g2.mk(n.op, n.dtype, &src, n.arg.clone())
+            };
+            let map = HashMap::from([(u, nu)]);
+            substitute(&mut g2, root, &map)
+        }
         Cand::Const(u, c) => {
             let k = g2.cnst(g.dtype(u), c);
             if k == u {
@@ -645,7 +780,7 @@ pub fn reduce_graph(
     'outer: loop {
         let cur = measure(&g, root);
         let focus = keep.focus(&g, root);
-        for c in candidates(&g, root, &env, &focus) {
+        for c in candidates(&g, root, &env, &focus, keep.repro_moves()) {
             if tried >= max_tries {
                 break 'outer;
             }
