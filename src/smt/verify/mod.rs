@@ -20,6 +20,14 @@
 //! inputs), is *vacuous* when the rule never fired, *unknown* when the solver gave up,
 //! *unsupported* when no fired instance could be encoded. Proofs are over the sampled constants
 //! and bounds, not all of them.
+//!
+//! Kernel patterns (STORE, LOAD, INDEX, AFTER, END, SINK, GROUP, NOOP, STACK) are instantiated
+//! over 8-element buffers and checked on what they compute: each buffer's final contents (the
+//! input contents are variables too) and the value where the original has one, a STACK lane by
+//! lane (`encode`'s memory model, `query::check_refinement`). Still unsupported: RESHAPE,
+//! PERMUTE and REDUCE (no shape or loop model), INDEX of an INDEX (multi-dimensional indexing
+//! of shaped values), ALU on STACKs (`stack_broadcast_alu`'s one-lane STACK is a broadcast of
+//! unstated width), FDIV (not in `python_alu`), TRUNC on weakint.
 pub mod falsify;
 pub mod instances;
 mod seeds;
