@@ -264,7 +264,8 @@ const MODEL_ELEMS: i128 = 64;
 
 /// Where the rewritten graph's outputs differ from the original's: the final memory of every
 /// buffer either touches, and the value — none when the original has none (a void root: only
-/// its effects count), lane by lane for a STACK (a scalar against a STACK is its broadcast),
+/// its effects count), lane by lane for a STACK (a scalar or a one-lane STACK against a STACK
+/// is its broadcast),
 /// Invalid as a value of its own. `Err` when they cannot be compared.
 fn outputs_differ(
     vm: &VarMap,
@@ -309,6 +310,8 @@ fn outputs_differ(
             )?),
             (Some(a), b) => {
                 let b: Vec<(Term, DType, Bool)> = match b {
+                    // a one-lane STACK broadcasts like a scalar
+                    Some(b) if b.len() == 1 => vec![b[0].clone(); a.len()],
                     Some(b) => b.clone(),
                     None => vec![(en.value.clone(), en.dtype, en.invalid.clone()); a.len()],
                 };

@@ -163,11 +163,21 @@ pub fn replay_on_interp(
         }
     };
     let n = match interp::eval(g, rhs, &env) {
-        // a scalar against a STACK is its broadcast, lane by lane (as the query compares them)
+        // a scalar against a STACK is its broadcast, lane by lane (as the query compares them;
+        // `invalid_pat.broadcast()` -> `i`, symbolic.py:75)
         Ok(mut n) if o.elems.is_some() && n.elems.is_none() && !n.ub => {
             let lane = if n.invalid { None } else { n.value };
             n.elems = o.elems.as_ref().map(|l| vec![lane; l.len()]);
             (n.invalid, n.value) = (false, None);
+            Ok(n)
+        }
+        // and so is a one-lane STACK
+        Ok(mut n)
+            if n.elems.as_ref().is_some_and(|l| l.len() == 1)
+                && o.elems.as_ref().is_some_and(|l| l.len() > 1) =>
+        {
+            let lane = n.elems.as_ref().and_then(|l| l[0]);
+            n.elems = o.elems.as_ref().map(|l| vec![lane; l.len()]);
             Ok(n)
         }
         r => r,
