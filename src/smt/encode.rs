@@ -32,7 +32,7 @@ use crate::ir::alu::Val as AluVal;
 use crate::ir::truncate::round_float;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use std::collections::HashMap;
-use z3::ast::{Ast, BV, Bool, Float, Int, Real, RoundingMode};
+use z3::ast::{Array, Ast, BV, Bool, Dynamic, Float, Int, Real, RoundingMode};
 use z3::{FuncDecl, Sort};
 
 /// An op/dtype the encoding does not cover (a value, never a panic).
@@ -119,6 +119,24 @@ pub struct VarMap {
     /// [`Encoded::invalid`] flag instead of refusing it; a caller that sets this compares the
     /// flags (`query::check_refinement` does).
     pub invalid_ok: bool,
+    /// Encode kernel memory (PARAM buffers as arrays, INDEX/LOAD/STORE, the effect ops, STACK
+    /// lanes) instead of refusing it; a caller that sets this compares [`Encoded::memory`] and
+    /// [`Encoded::lanes`] (`query::check_refinement` does).
+    pub memory_ok: bool,
+    /// The buffers read or written so far, each with its initial contents.
+    pub buffers: Vec<BufVar>,
+}
+
+/// A global buffer (`PARAM` with a slot and a constant size): an array from the exact index to
+/// the value as stored in its dtype. Its contents are inputs like the variables.
+#[derive(Clone, Debug)]
+pub struct BufVar {
+    pub slot: i64,
+    /// `buf<slot>`; element k of a model is `buf<slot>[k]`.
+    pub name: String,
+    pub dtype: DType,
+    pub size: i128,
+    pub init: Array,
 }
 
 impl VarMap {
@@ -214,6 +232,25 @@ pub struct Encoded {
     pub vars: Vec<(String, DType, Term)>,
     /// The root is `Invalid` (only with [`VarMap::invalid_ok`]); `value` is then arbitrary.
     pub invalid: Bool,
+    /// The root has no value, only effects (STORE, SINK, END, a buffer): `value` is arbitrary
+    /// and `memory` is what it computes (only with [`VarMap::memory_ok`]).
+    pub void: bool,
+    /// Each buffer's contents after the graph ran, by slot (the buffers it touched).
+    pub memory: Vec<(i64, Array)>,
+    /// The root is a STACK: its lanes (value as stored in its dtype, Invalid); `value` is then
+    /// arbitrary.
+    pub lanes: Option<Vec<(Term, DType, Bool)>>,
+}
+
+/// What a node that is not a scalar value is, for the memory encoding.
+#[derive(Clone, Debug)]
+enum Mem {
+    /// A buffer (or an AFTER of one): reads see the contents current at the read.
+    Buf(i64),
+    /// `INDEX(buf, k[, gate])`: the address and whether the access happens.
+    Ptr { slot: i64, k: Int, on: Bool },
+    /// A STACK: its lanes with when each is Invalid.
+    Lanes(Vec<(Val, Bool)>),
 }
 
 /// A node's Python value and the dtype that says how to read it; `iv` is a sound interval of
@@ -313,6 +350,11 @@ struct Enc<'a> {
     /// Nodes that may be Invalid, with when they are (as the interpreter: an op with an Invalid
     /// operand is Invalid, except WHERE, which takes an arm; an Invalid condition is truthy).
     inv: HashMap<UOp, Bool>,
+    /// Non-scalar nodes (with [`VarMap::memory_ok`]).
+    mem: HashMap<UOp, Mem>,
+    /// Each buffer's contents so far, by slot: STOREs apply in topological order, as the
+    /// interpreter runs them.
+    cur: Vec<(i64, Array)>,
 }
 
 /// Encodes the graph under `root` over the variables of `shared` (creating those not there yet).
@@ -327,6 +369,8 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         approximate: false,
         used: Vec::new(),
         inv: HashMap::new(),
+        mem: HashMap::new(),
+        cur: Vec::new(),
     };
     let mut memo: HashMap<UOp, Option<Val>> = HashMap::new();
     for u in g.toposort(&[root]) {
@@ -334,12 +378,28 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         memo.insert(u, v);
     }
     let dt = g.dtype(root);
-    let rv = memo
-        .get(&root)
-        .cloned()
-        .flatten()
-        .ok_or_else(|| Unsupported::new(g.op(root), dt, "root has no scalar value"))?;
-    let value = e.stored(&rv, dt)?;
+    let rv = memo.get(&root).cloned().flatten();
+    let (mut void, mut lanes) = (false, None);
+    let value = match rv {
+        Some(rv) => e.stored(&rv, dt)?,
+        None if e.vm.memory_ok => {
+            match e.mem.get(&root).cloned() {
+                Some(Mem::Lanes(ls)) => {
+                    let mut out = Vec::new();
+                    for (v, i) in ls {
+                        out.push((e.stored(&v, v.dt)?, v.dt, i));
+                    }
+                    lanes = Some(out);
+                }
+                Some(Mem::Ptr { .. }) => {
+                    return Err(Unsupported::new(g.op(root), dt, "root is an address"));
+                }
+                Some(Mem::Buf(_)) | None => void = true,
+            }
+            Term::Bool(Bool::from_bool(true))
+        }
+        None => return Err(Unsupported::new(g.op(root), dt, "root has no scalar value")),
+    };
     let mut used = e.used.clone();
     used.sort();
     used.dedup();
@@ -360,6 +420,9 @@ pub fn encode(g: &Graph, root: UOp, shared: &mut VarMap) -> Result<Encoded, Unsu
         approximate: e.approximate,
         vars,
         invalid: e.inv.get(&root).cloned().unwrap_or(Bool::from_bool(false)),
+        void,
+        memory: e.cur.clone(),
+        lanes,
     })
 }
 
@@ -371,6 +434,11 @@ impl Enc<'_> {
         let unsup = |why: &str| Unsupported::new(op, dt, why);
         if dt.is_fp8() {
             return Err(unsup("fp8 is out of scope"));
+        }
+        if self.vm.memory_ok
+            && let Some(v) = self.memory(u, memo)?
+        {
+            return Ok(v);
         }
         match op {
             // the empty STACK under a variable BUFFER is its shape, not a value
@@ -1786,6 +1854,262 @@ fn iv_mul(a: (i128, i128), b: (i128, i128)) -> Option<(i128, i128)> {
 }
 
 /// A wide (> 128 bit) two's-complement constant.
+/// The array range sort of a buffer of `dt` (values as stored: see [`Encoded::value`]).
+fn elem_sort(dt: DType) -> Option<Sort> {
+    Some(match dt {
+        DType::Bool => Sort::bool(),
+        DType::WeakInt => Sort::int(),
+        d if d.is_fixed_int() => Sort::bitvector(d.bitsize()),
+        d => sort_of(float_bits(d)?),
+    })
+}
+
+/// An array element read back as a term of the buffer dtype's sort.
+fn elem_term(d: Dynamic, dt: DType) -> Option<Term> {
+    Some(match dt {
+        DType::Bool => Term::Bool(d.as_bool()?),
+        DType::WeakInt => Term::Int(d.as_int()?),
+        t if t.is_fixed_int() => Term::BV(d.as_bv()?),
+        _ => Term::Float(d.as_float()?),
+    })
+}
+
+/// `arr[k] := v`.
+pub(crate) fn array_store(arr: &Array, k: &Int, v: &Term) -> Array {
+    match v {
+        Term::Bool(x) => arr.store(k, x),
+        Term::BV(x) => arr.store(k, x),
+        Term::Int(x) => arr.store(k, x),
+        Term::Float(x) => arr.store(k, x),
+    }
+}
+
+/// `arr[k]` as a term of `dt`'s sort.
+pub(crate) fn array_select(arr: &Array, k: &Int, dt: DType) -> Option<Term> {
+    elem_term(arr.select(k), dt)
+}
+
+/// The memory encoding (with [`VarMap::memory_ok`]), as the interpreter runs a kernel
+/// (exec/interp.rs `index`, `load`, `store`; ops_python.py:107-207): a global buffer is an
+/// array; `INDEX(buf, k[, gate])` an address that is off when `k` is Invalid or the gate is
+/// false; `LOAD(ptr[, alt])` the element, or `alt` (0 without one) when off; `STORE(ptr, v[,
+/// gate])` writes `v` as stored in the buffer's dtype when on and `v` is not Invalid (a STORE
+/// of Invalid is a NOOP); an access that is on and outside the declared size is UB. SINK,
+/// GROUP, NOOP, BARRIER and an END without loop ranges have no value; an AFTER is its first
+/// source. A STACK holds lanes; `INDEX(STACK, c)` picks lane `c`.
+impl Enc<'_> {
+    /// `Some(value)` when the node is a memory, effect or lane node (its value `None` when it
+    /// has no scalar one); `None` to encode it as a scalar.
+    fn memory(&mut self, u: UOp, memo: &HashMap<UOp, Option<Val>>) -> R<Option<Option<Val>>> {
+        let g = self.g;
+        let n = g.node(u);
+        let (op, dt) = (n.op, n.dtype);
+        let unsup = |why: &str| Unsupported::new(op, dt, why);
+        let scalar = |s: &UOp| memo.get(s).cloned().flatten();
+        let no = || Bool::from_bool(false);
+        match op {
+            Ops::PARAM => {
+                let Some(p) = n.arg.as_param() else {
+                    return Ok(None);
+                };
+                let is_var = p.vmin_vmax.is_some()
+                    || p.addrspace == Some(crate::ir::AddrSpace::Alu)
+                    || p.slot < 0;
+                if is_var {
+                    return Ok(None);
+                }
+                if p.addrspace() != crate::ir::AddrSpace::Global {
+                    return Err(unsup("a local buffer"));
+                }
+                let size = n
+                    .src
+                    .first()
+                    .and_then(|s| g.const_val(*s))
+                    .and_then(|c| c.as_i128())
+                    .filter(|n| (0..=1 << 20).contains(n))
+                    .ok_or_else(|| unsup("buffer without a constant size"))?;
+                let slot = p.slot;
+                let esort = elem_sort(dt).ok_or_else(|| unsup("buffer dtype"))?;
+                let init = match self.vm.buffers.iter().find(|b| b.slot == slot) {
+                    Some(b) if b.dtype == dt && b.size == size => b.init.clone(),
+                    Some(_) => return Err(unsup("one slot, two buffers")),
+                    None => {
+                        let name = format!("buf{slot}");
+                        let init = Array::new_const(name.as_str(), &Sort::int(), &esort);
+                        self.vm.buffers.push(BufVar {
+                            slot,
+                            name,
+                            dtype: dt,
+                            size,
+                            init: init.clone(),
+                        });
+                        init
+                    }
+                };
+                if !self.cur.iter().any(|(s, _)| *s == slot) {
+                    self.cur.push((slot, init));
+                }
+                self.mem.insert(u, Mem::Buf(slot));
+                Ok(Some(None))
+            }
+            Ops::INDEX => {
+                let base = n.src.first().ok_or_else(|| unsup("no source"))?;
+                match self.mem.get(base).cloned() {
+                    Some(Mem::Buf(slot)) => {
+                        let gate = match n.src.get(2) {
+                            None => Bool::from_bool(true),
+                            Some(s) if g.dtype(*s) == DType::Bool && n.src.len() == 3 => {
+                                let v = scalar(s).ok_or_else(|| unsup("gate"))?;
+                                self.to_bool(&v)
+                            }
+                            Some(_) => return Err(unsup("multi-dimensional INDEX")),
+                        };
+                        let x = n.src.get(1).ok_or_else(|| unsup("no index"))?;
+                        let xv = scalar(x).ok_or_else(|| unsup("index has no scalar value"))?;
+                        let k = self.to_int(&xv)?;
+                        let off = self.inv.get(x).cloned().unwrap_or_else(no);
+                        let on = off.not() & gate;
+                        self.mem.insert(u, Mem::Ptr { slot, k, on });
+                        Ok(Some(None))
+                    }
+                    Some(Mem::Lanes(ls)) => {
+                        if n.src.len() != 2 {
+                            return Err(unsup("INDEX of a STACK with more than one index"));
+                        }
+                        let c = g
+                            .const_val(n.src[1])
+                            .and_then(|c| c.as_i128())
+                            .ok_or_else(|| unsup("INDEX of a STACK at a non-constant lane"))?;
+                        let (v, i) = usize::try_from(c)
+                            .ok()
+                            .and_then(|c| ls.get(c).cloned())
+                            .ok_or_else(|| unsup("lane out of range"))?;
+                        self.inv.insert(u, i);
+                        Ok(Some(Some(v)))
+                    }
+                    _ => Err(unsup("INDEX of something that is not a buffer or STACK")),
+                }
+            }
+            Ops::LOAD => {
+                let Some(Mem::Ptr { slot, k, on }) =
+                    n.src.first().and_then(|s| self.mem.get(s)).cloned()
+                else {
+                    return Err(unsup("LOAD of something that is not an address"));
+                };
+                if n.src.len() > 2 {
+                    return Err(unsup("LOAD with a gate"));
+                }
+                let b = self
+                    .vm
+                    .buffers
+                    .iter()
+                    .find(|b| b.slot == slot)
+                    .cloned()
+                    .ok_or_else(|| unsup("dangling buffer"))?;
+                let arr = self
+                    .cur
+                    .iter()
+                    .find(|(s, _)| *s == slot)
+                    .map(|(_, a)| a.clone())
+                    .ok_or_else(|| unsup("dangling buffer"))?;
+                let oob = Self::out_of(&k, 0, b.size - 1);
+                self.ub.push(&on & oob);
+                let read = array_select(&arr, &k, b.dtype).ok_or_else(|| unsup("element sort"))?;
+                let read = Val {
+                    iv: match b.dtype {
+                        DType::Bool => Some((0, 1)),
+                        d if d.is_fixed_int() => d.int_bounds(),
+                        _ => None,
+                    },
+                    t: read,
+                    dt: b.dtype,
+                };
+                let (alt, alt_inv) = match n.src.get(1) {
+                    Some(a) => (
+                        scalar(a).ok_or_else(|| unsup("alt has no scalar value"))?,
+                        self.inv.get(a).cloned(),
+                    ),
+                    None => (self.zero(dt)?, None),
+                };
+                let a = self.stored(&alt, dt)?;
+                let r = self.stored(&read, dt)?;
+                let t = match (&r, &a) {
+                    (Term::Bool(x), Term::Bool(y)) => Term::Bool(on.ite(x, y)),
+                    (Term::BV(x), Term::BV(y)) => Term::BV(on.ite(x, y)),
+                    (Term::Int(x), Term::Int(y)) => Term::Int(on.ite(x, y)),
+                    (Term::Float(x), Term::Float(y)) => Term::Float(on.ite(x, y)),
+                    _ => return Err(unsup("alt of another sort")),
+                };
+                if let Some(ai) = alt_inv {
+                    self.inv.insert(u, on.not() & ai);
+                }
+                Ok(Some(Some(Val { iv: read.iv, t, dt })))
+            }
+            Ops::STORE => {
+                let Some(Mem::Ptr { slot, k, on }) =
+                    n.src.first().and_then(|s| self.mem.get(s)).cloned()
+                else {
+                    return Err(unsup("STORE to something that is not an address"));
+                };
+                let x = n.src.get(1).ok_or_else(|| unsup("no value"))?;
+                let v = scalar(x).ok_or_else(|| unsup("STORE of a non-scalar value"))?;
+                let gate = match n.src.get(2) {
+                    None => Bool::from_bool(true),
+                    Some(s) if n.src.len() == 3 => {
+                        let gv = scalar(s).ok_or_else(|| unsup("gate"))?;
+                        self.to_bool(&gv)
+                    }
+                    Some(_) => return Err(unsup("STORE with more sources")),
+                };
+                let b = self
+                    .vm
+                    .buffers
+                    .iter()
+                    .find(|b| b.slot == slot)
+                    .cloned()
+                    .ok_or_else(|| unsup("dangling buffer"))?;
+                // a STORE of Invalid is a NOOP (the interpreter returns before the bounds check)
+                let vinv = self.inv.get(x).cloned().unwrap_or_else(no);
+                let on = on & gate & vinv.not();
+                self.ub.push(&on & Self::out_of(&k, 0, b.size - 1));
+                let stored = self.stored(&v, b.dtype)?;
+                let entry = self
+                    .cur
+                    .iter_mut()
+                    .find(|(s, _)| *s == slot)
+                    .ok_or_else(|| unsup("dangling buffer"))?;
+                let next = array_store(&entry.1, &k, &stored);
+                entry.1 = on.ite(&next, &entry.1);
+                Ok(Some(None))
+            }
+            Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => Ok(Some(None)),
+            Ops::END if n.src.len() == 1 => Ok(Some(None)),
+            Ops::END => Err(unsup("END of a loop")),
+            Ops::AFTER => {
+                let s = n.src.first().ok_or_else(|| unsup("no source"))?;
+                if let Some(m) = self.mem.get(s).cloned() {
+                    self.mem.insert(u, m);
+                    return Ok(Some(None));
+                }
+                if let Some(i) = self.inv.get(s).cloned() {
+                    self.inv.insert(u, i);
+                }
+                Ok(Some(scalar(s)))
+            }
+            Ops::STACK if !n.src.is_empty() => {
+                let mut ls = Vec::new();
+                for s in n.src.iter() {
+                    let v = scalar(s).ok_or_else(|| unsup("a lane without a scalar value"))?;
+                    ls.push((v, self.inv.get(s).cloned().unwrap_or_else(no)));
+                }
+                self.mem.insert(u, Mem::Lanes(ls));
+                Ok(Some(None))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 fn bv_wide(v: i128, w: u32) -> BV {
     let small = bv_const(v, 128);
     if w > 128 {

@@ -4,15 +4,15 @@
 //! `new` refines `orig` when every input on which `orig` is defined (no UB) gives a `new` that is
 //! defined too and stores the same value. The solver looks for a counterexample:
 //! `∃ inputs. domain ∧ ¬UB_orig ∧ (UB_new ∨ out_orig ≠ out_new)`.
-use super::encode::{Encoded, Term, Unsupported, VarMap, encode, fconst, float_bits};
-use super::z3x::{and_all, bv_const};
+use super::encode::{Encoded, Term, Unsupported, VarMap, array_select, encode, fconst, float_bits};
+use super::z3x::{self, and_all, bv_const, or_all};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::truncate::{round_float, wrap_int};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::oracle::tolerance::FloatPolicy;
 use serde::Serialize;
-use z3::ast::{Ast, BV, Bool, Float, Int};
+use z3::ast::{Array, Ast, BV, Bool, Float, Int};
 use z3::{SatResult, Solver};
 
 /// Concrete input values by variable name (a counterexample, or a point to evaluate at).
@@ -112,6 +112,15 @@ pub(crate) fn same_output(
     b: &Encoded,
     signed_zero: bool,
 ) -> Result<Bool, RootDtypeChanged> {
+    same_terms((&a.value, a.dtype), (&b.value, b.dtype), signed_zero)
+}
+
+/// [`same_output`] of two terms, each with the dtype it is stored in.
+fn same_terms(
+    (av, adt): (&Term, DType),
+    (bv, bdt): (&Term, DType),
+    signed_zero: bool,
+) -> Result<Bool, RootDtypeChanged> {
     let feq = |x: &Float, y: &Float| -> Bool {
         if signed_zero {
             // SMT equality: NaN = NaN, +0 ≠ -0
@@ -120,17 +129,17 @@ pub(crate) fn same_output(
             (x.is_nan() & y.is_nan()) | x.eq_fpa(y)
         }
     };
-    let exact_int = |e: &Encoded| -> Option<Int> {
-        match &e.value {
+    let exact_int = |v: &Term, dt: DType| -> Option<Int> {
+        match v {
             Term::Int(i) => Some(i.clone()),
-            Term::BV(b) => Some(b.to_int(e.dtype.is_signed_fixed())),
+            Term::BV(b) => Some(b.to_int(dt.is_signed_fixed())),
             Term::Bool(b) => Some(b.ite(&Int::from_i64(1), &Int::from_i64(0))),
             Term::Float(_) => None,
         }
     };
-    Ok(match (&a.value, &b.value) {
+    Ok(match (av, bv) {
         (Term::Bool(x), Term::Bool(y)) => x.iff(y),
-        (Term::BV(x), Term::BV(y)) if a.dtype == b.dtype => x.eq(y),
+        (Term::BV(x), Term::BV(y)) if adt == bdt => x.eq(y),
         (Term::Int(x), Term::Int(y)) => x.eq(y),
         (Term::Float(x), Term::Float(y)) => {
             if x.get_sort() == y.get_sort() {
@@ -144,13 +153,10 @@ pub(crate) fn same_output(
                 )
             }
         }
-        _ => match (exact_int(a), exact_int(b)) {
+        _ => match (exact_int(av, adt), exact_int(bv, bdt)) {
             (Some(x), Some(y)) => x.eq(&y),
             _ => {
-                return Err(RootDtypeChanged {
-                    from: a.dtype,
-                    to: b.dtype,
-                });
+                return Err(RootDtypeChanged { from: adt, to: bdt });
             }
         },
     })
@@ -172,6 +178,7 @@ pub fn check_refinement(
     let mut vm = VarMap::new();
     // Invalid is a value of its own: a rewrite must keep exactly where a result is Invalid
     vm.invalid_ok = true;
+    vm.memory_ok = true;
     let eo = match encode(g, orig, &mut vm) {
         Ok(e) => e,
         Err(u) => return Verdict::Unsupported(u),
@@ -180,13 +187,13 @@ pub fn check_refinement(
         Ok(e) => e,
         Err(u) => return Verdict::Unsupported(u),
     };
-    let same = match same_output(&eo, &en, policy == FloatPolicy::Strict) {
+    let differ = match outputs_differ(&vm, &eo, &en, policy == FloatPolicy::Strict) {
         Ok(b) => b,
         Err(why) => {
             return Verdict::Unsupported(Unsupported {
                 op: "SINK".into(),
                 dtype: eo.dtype.py_name().into(),
-                reason: why.to_string(),
+                reason: why,
             });
         }
     };
@@ -211,7 +218,6 @@ pub fn check_refinement(
     s.assert(eo.imprecise.not());
     s.assert(en.imprecise.not());
     s.assert(eo.ub.not());
-    let differ = eo.invalid.xor(&en.invalid) | (eo.invalid.not() & same.not());
     s.assert(en.ub.clone() | differ);
     match s.check() {
         SatResult::Unsat => Verdict::Refines,
@@ -229,6 +235,17 @@ pub fn check_refinement(
                     inputs.set(&v.name, v.dtype, c);
                 }
             }
+            // the buffers' initial contents, element by element
+            for b in &vm.buffers {
+                for k in 0..b.size.min(MODEL_ELEMS) {
+                    let e = array_select(&b.init, &z3x::int_const(k), b.dtype)
+                        .and_then(|t| eval_term(&m, &t))
+                        .and_then(|t| term_value(&t, b.dtype));
+                    if let Some(c) = e {
+                        inputs.set(&format!("{}[{k}]", b.name), b.dtype, c);
+                    }
+                }
+            }
             let ev_bool = |b: &Bool| m.eval(b, true).and_then(|x| x.as_bool()).unwrap_or(false);
             Verdict::Counterexample(Box::new(Counterexample {
                 inputs,
@@ -240,6 +257,76 @@ pub fn check_refinement(
             }))
         }
     }
+}
+
+/// Buffer elements a counterexample lists (the builders' buffers are smaller).
+const MODEL_ELEMS: i128 = 64;
+
+/// Where the rewritten graph's outputs differ from the original's: the final memory of every
+/// buffer either touches, and the value — none when the original has none (a void root: only
+/// its effects count), lane by lane for a STACK (a scalar or a one-lane STACK against a STACK
+/// is its broadcast),
+/// Invalid as a value of its own. `Err` when they cannot be compared.
+fn outputs_differ(
+    vm: &VarMap,
+    eo: &Encoded,
+    en: &Encoded,
+    signed_zero: bool,
+) -> Result<Bool, String> {
+    let mut out = Vec::new();
+    let init = |slot: i64| vm.buffers.iter().find(|b| b.slot == slot).map(|b| &b.init);
+    let mut slots: Vec<i64> = eo.memory.iter().chain(&en.memory).map(|m| m.0).collect();
+    slots.sort();
+    slots.dedup();
+    for s in slots {
+        let get = |e: &Encoded| -> Option<Array> {
+            e.memory
+                .iter()
+                .find(|m| m.0 == s)
+                .map(|m| m.1.clone())
+                .or_else(|| init(s).cloned())
+        };
+        match (get(eo), get(en)) {
+            (Some(a), Some(b)) => out.push(a.eq(b).not()),
+            _ => return Err(format!("buffer {s} without contents")),
+        }
+    }
+    if !eo.void {
+        if en.void {
+            return Err("the value became an effect".into());
+        }
+        let lane = |(a, adt, ai): (&Term, DType, &Bool), (b, bdt, bi): (&Term, DType, &Bool)| {
+            match same_terms((a, adt), (b, bdt), signed_zero) {
+                Ok(same) => Ok(ai.xor(bi) | (ai.not() & same.not())),
+                // values that cannot be compared need not be where the original is Invalid
+                Err(_) if ai.simplify().as_bool() == Some(true) => Ok(bi.not()),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        match (&eo.lanes, &en.lanes) {
+            (None, None) => out.push(lane(
+                (&eo.value, eo.dtype, &eo.invalid),
+                (&en.value, en.dtype, &en.invalid),
+            )?),
+            (Some(a), b) => {
+                let b: Vec<(Term, DType, Bool)> = match b {
+                    // a one-lane STACK broadcasts like a scalar
+                    Some(b) if b.len() == 1 => vec![b[0].clone(); a.len()],
+                    Some(b) => b.clone(),
+                    None => vec![(en.value.clone(), en.dtype, en.invalid.clone()); a.len()],
+                };
+                if a.len() != b.len() {
+                    out.push(Bool::from_bool(true));
+                } else {
+                    for (x, y) in a.iter().zip(&b) {
+                        out.push(lane((&x.0, x.1, &x.2), (&y.0, y.1, &y.2))?);
+                    }
+                }
+            }
+            (None, Some(_)) => return Err("a scalar became a STACK".into()),
+        }
+    }
+    Ok(or_all(&out))
 }
 
 /// A term's value in a model (completed), as a term of the same sort.
@@ -407,6 +494,42 @@ pub fn env_from_model(g: &Graph, roots: &[UOp], m: &Model, base: Option<&Env>) -
                 if let Some(i) = m.get(&format!("ridx{axis}")).and_then(|c| c.as_i128()) {
                     env.ranges.insert(*axis, i);
                 }
+            }
+            (Ops::PARAM, Arg::Param(p)) if p.slot >= 0 => {
+                // a global buffer whose contents the model gives (`buf<slot>[k]`, the
+                // encoding's names); elements it lacks are 0
+                let name = format!("buf{}", p.slot);
+                if !m.vals.iter().any(|v| v.0.starts_with(&format!("{name}["))) {
+                    continue;
+                }
+                let size = g
+                    .src(u)
+                    .first()
+                    .and_then(|s| g.const_val(*s))
+                    .and_then(|c| c.as_i128())
+                    .unwrap_or(0)
+                    .clamp(0, MODEL_ELEMS) as usize;
+                let zero = if dt.is_float() {
+                    ConstVal::Float(0.0)
+                } else if dt == DType::Bool {
+                    ConstVal::Bool(false)
+                } else {
+                    ConstVal::Int(0)
+                };
+                let vals: Vec<Val> = (0..size)
+                    .filter_map(|k| {
+                        let c = m.get(&format!("{name}[{k}]")).unwrap_or(zero);
+                        val_for(dt, c)
+                    })
+                    .collect();
+                let Ok(b) = crate::exec::interp::Buffer::from_vals(dt, &vals) else {
+                    continue;
+                };
+                let slot = p.slot as usize;
+                while env.buffers.len() <= slot {
+                    env.buffers.push(crate::exec::interp::Buffer::zeros(dt, 0));
+                }
+                env.buffers[slot] = b;
             }
             (Ops::SPECIAL, Arg::Name(s)) => {
                 if let Some(i) = m.get(s).and_then(|c| c.as_i128()) {

@@ -111,6 +111,7 @@ fn sample(rule: &Rule, d: DType, opts: &VerifyOpts, shapes: Shapes) -> (Plan, us
                 nranges: 0,
                 shapes,
                 leaves: Vec::new(),
+                bufs: Vec::new(),
             };
             b.build(&rule.pat, None)
         };
@@ -221,6 +222,8 @@ struct Builder<'a, 'b> {
     shapes: Shapes,
     /// Variables placed by [`Builder::shaped`].
     leaves: Vec<UOp>,
+    /// Buffers made so far (a slot each), the dtype's default one first.
+    bufs: Vec<UOp>,
 }
 
 /// CONST values tried for a `cvar` of dtype `dt`.
@@ -573,11 +576,24 @@ impl Builder<'_, '_> {
         };
         let t = self.pick_dtype(p, want)?;
         let u = match op {
+            // a source of SINK/GROUP/END/AFTER deps: an effect
+            None if want == Some(DType::Void) => self.effect()?,
             None => self.var(p.name, t)?,
             Some(Ops::CONST) => self.konst(p, t)?,
             Some(o @ (Ops::RANGE | Ops::SPECIAL)) => self.range(o, p, t)?,
             Some(o @ (Ops::CAST | Ops::BITCAST)) => self.cast(o, p, t)?,
             Some(o) if o.alu_arity().is_some() => self.alu(o, p, t)?,
+            Some(
+                o @ (Ops::STORE
+                | Ops::LOAD
+                | Ops::INDEX
+                | Ops::NOOP
+                | Ops::SINK
+                | Ops::GROUP
+                | Ops::END
+                | Ops::AFTER
+                | Ops::STACK),
+            ) => self.memory(o, p, t)?,
             Some(o) => return Err(BuildErr::Unsupported(format!("pattern op {}", o.name()))),
         };
         if let Some(n) = p.name {
@@ -662,6 +678,10 @@ impl Builder<'_, '_> {
         } else {
             self.choose(&cands).ok_or(BuildErr::NotApplicable)?
         };
+        if sp.is_some_and(|x| x.op.as_ref().is_some_and(|o| o.contains(&Ops::INDEX))) {
+            // a CAST of an address (`or_casted`) has no scalar value to check
+            return Err(BuildErr::NotApplicable);
+        }
         let x = match sp {
             Some(sp) => self.build(sp, Some(sdt))?,
             None => self.var(None, sdt)?,
@@ -723,4 +743,229 @@ fn float_ok(dt: DType) -> bool {
         dt,
         DType::Half | DType::BFloat16 | DType::Float | DType::Double
     )
+}
+
+/// Kernel memory and effects: buffers of 8 elements (`PARAM` with a slot and a size), indices
+/// with small bounds around them (an access outside is UB, which the query honours), and for a
+/// source of SINK/GROUP/END/AFTER that the pattern leaves open, an effect: a STORE, a NOOP, or a
+/// GROUP/SINK of STOREs (what `flatten_sink_group` and `after_flatten_deps` take apart).
+impl Builder<'_, '_> {
+    const BUF_SIZE: i128 = 8;
+
+    /// A fresh buffer of `dt` (slot = how many there are).
+    fn buffer(&mut self, dt: DType) -> Result<UOp, BuildErr> {
+        if !(dt.is_int() || dt == DType::Bool || float_ok(dt)) {
+            return Err(BuildErr::NotApplicable);
+        }
+        let size = self.g.cint(DType::WeakInt, Self::BUF_SIZE);
+        let slot = self.bufs.len() as i64;
+        let u = self.g.mk(
+            Ops::PARAM,
+            dt,
+            &[size],
+            Arg::Param(Box::new(crate::ir::ParamArg::buffer(slot, dt))),
+        );
+        self.bufs.push(u);
+        Ok(u)
+    }
+
+    /// The buffer of `dt` the effects share (stores to one buffer, so their order matters).
+    fn default_buffer(&mut self, dt: DType) -> Result<UOp, BuildErr> {
+        match self.bufs.iter().find(|b| self.g.dtype(**b) == dt) {
+            Some(b) => Ok(*b),
+            None => self.buffer(dt),
+        }
+    }
+
+    /// An index variable: in bounds, one past either end, or two cells.
+    fn index_var(&mut self) -> Result<UOp, BuildErr> {
+        self.nvars += 1;
+        let nm = format!("a{}", self.nvars);
+        let (lo, hi) = self
+            .choose(&[(0, Self::BUF_SIZE - 1), (-1, Self::BUF_SIZE), (0, 1)])
+            .ok_or(BuildErr::NotApplicable)?;
+        Ok(self.g.variable(&nm, lo, hi, DType::WeakInt))
+    }
+
+    /// `INDEX(buf, k)` into the default buffer of `dt`.
+    fn default_index(&mut self, dt: DType) -> Result<UOp, BuildErr> {
+        let b = self.default_buffer(dt)?;
+        let k = self.index_var()?;
+        Ok(self.g.mk(Ops::INDEX, dt, &[b, k], Arg::None))
+    }
+
+    fn store_effect(&mut self) -> Result<UOp, BuildErr> {
+        let d = self.d;
+        let i = self.default_index(d)?;
+        let v = self.bare_var(None, d)?;
+        Ok(self.g.mk(Ops::STORE, DType::Void, &[i, v], Arg::None))
+    }
+
+    /// An effect (option 0: a STORE).
+    fn effect(&mut self) -> Result<UOp, BuildErr> {
+        Ok(match self.ch.choose(4) {
+            0 => self.store_effect()?,
+            1 => self.g.mk(Ops::NOOP, DType::Void, &[], Arg::None),
+            2 => {
+                let (a, b) = (self.store_effect()?, self.store_effect()?);
+                self.g.mk(Ops::GROUP, DType::Void, &[a, b], Arg::None)
+            }
+            _ => {
+                let a = self.store_effect()?;
+                self.g.mk(Ops::SINK, DType::Void, &[a], Arg::None)
+            }
+        })
+    }
+
+    /// The source patterns (a repeated one 2 or 3 times); `None` when the pattern has none.
+    fn src_pats<'p>(&mut self, p: &'p UPat) -> Option<Vec<&'p UPat>> {
+        match &p.src {
+            None => None,
+            Some(SrcPat::Tuple(v)) | Some(SrcPat::Perm(v)) => Some(v.iter().collect()),
+            Some(SrcPat::Repeat(r)) => {
+                let n = 2 + self.ch.choose(2);
+                Some(vec![&**r; n])
+            }
+        }
+    }
+
+    /// An address of `dt` from pattern `sp` (an open one: the default buffer's).
+    fn address(&mut self, sp: Option<&UPat>, dt: DType) -> Result<UOp, BuildErr> {
+        match sp {
+            Some(sp) if sp.op.is_some() || sp.is_any => self.build(sp, Some(dt)),
+            _ => self.default_index(dt),
+        }
+    }
+
+    fn memory(&mut self, op: Ops, p: &UPat, t: DType) -> Result<UOp, BuildErr> {
+        let pats = self.src_pats(p);
+        let void = DType::Void;
+        let mk = |b: &mut Self, op: Ops, dt: DType, srcs: &[UOp]| b.g.mk(op, dt, srcs, Arg::None);
+        Ok(match op {
+            Ops::NOOP => mk(self, op, void, &[]),
+            Ops::STORE => {
+                let pats = pats.unwrap_or_default();
+                if pats.len() > 3 {
+                    return Err(BuildErr::NotApplicable);
+                }
+                let ptr = self.address(pats.first().copied(), self.d)?;
+                let et = self.g.dtype(ptr);
+                let v = match pats.get(1) {
+                    Some(sp) => self.build(sp, Some(et))?,
+                    None => self.var(None, et)?,
+                };
+                let mut srcs = vec![ptr, v];
+                if let Some(sp) = pats.get(2) {
+                    srcs.push(self.build(sp, Some(DType::Bool))?);
+                }
+                mk(self, op, void, &srcs)
+            }
+            Ops::LOAD => {
+                let pats = pats.unwrap_or_default();
+                if pats.len() > 2 {
+                    return Err(BuildErr::NotApplicable);
+                }
+                let ptr = self.address(pats.first().copied(), t)?;
+                let mut srcs = vec![ptr];
+                match pats.get(1) {
+                    Some(sp) => srcs.push(self.build(sp, Some(t))?),
+                    // an alt value where the pattern allows one
+                    None if p.allow_any_len && self.ch.choose(2) == 1 => {
+                        srcs.push(self.var(None, t)?)
+                    }
+                    None => {}
+                }
+                mk(self, op, t, &srcs)
+            }
+            Ops::INDEX => {
+                let pats = pats.unwrap_or_default();
+                if pats.len() > 3 {
+                    return Err(BuildErr::NotApplicable);
+                }
+                let base = match pats.first() {
+                    Some(sp) if sp.op.is_some() || sp.is_any => self.build(sp, Some(t))?,
+                    Some(sp) => {
+                        let b = self.buffer(t)?;
+                        if let Some(n) = sp.name {
+                            self.names.insert(n, b);
+                        }
+                        b
+                    }
+                    None => self.default_buffer(t)?,
+                };
+                let k = match pats.get(1) {
+                    Some(sp) if sp.op.is_some() || sp.is_any => {
+                        self.build(sp, Some(DType::WeakInt))?
+                    }
+                    _ => self.index_var()?,
+                };
+                let mut srcs = vec![base, k];
+                if let Some(sp) = pats.get(2) {
+                    srcs.push(self.build(sp, Some(DType::Bool))?);
+                }
+                mk(self, op, t, &srcs)
+            }
+            Ops::STACK => {
+                let lanes = match pats {
+                    Some(v) if !v.is_empty() => {
+                        let mut out = Vec::new();
+                        for sp in v {
+                            out.push(self.build(sp, Some(t))?);
+                        }
+                        out
+                    }
+                    _ => vec![self.var(None, t)?, self.var(None, t)?],
+                };
+                mk(self, op, t, &lanes)
+            }
+            Ops::SINK | Ops::GROUP | Ops::END => {
+                let srcs = match pats {
+                    Some(v) => {
+                        let mut out = Vec::new();
+                        for sp in v {
+                            out.push(self.build(sp, Some(void))?);
+                        }
+                        out
+                    }
+                    None => vec![self.effect()?, self.effect()?],
+                };
+                if srcs.is_empty() {
+                    return Err(BuildErr::NotApplicable);
+                }
+                mk(self, op, void, &srcs)
+            }
+            Ops::AFTER => {
+                let pats = pats.unwrap_or_default();
+                // the first source: a buffer (option 0) or a scalar the AFTER passes on
+                let first = match pats.first() {
+                    Some(sp) if sp.op.is_some() || sp.is_any => self.build(sp, None)?,
+                    sp => {
+                        let u = if self.ch.choose(2) == 0 {
+                            self.default_buffer(self.d)?
+                        } else {
+                            self.var(None, self.d)?
+                        };
+                        if let Some(n) = sp.and_then(|sp| sp.name) {
+                            self.names.insert(n, u);
+                        }
+                        u
+                    }
+                };
+                let mut srcs = vec![first];
+                if pats.is_empty() {
+                    srcs.push(self.effect()?);
+                    if self.ch.choose(2) == 1 {
+                        srcs.push(self.effect()?);
+                    }
+                } else {
+                    for sp in &pats[1..] {
+                        srcs.push(self.build(sp, Some(void))?);
+                    }
+                }
+                let dt = self.g.dtype(first);
+                mk(self, op, dt, &srcs)
+            }
+            _ => return Err(BuildErr::Unsupported(format!("pattern op {}", op.name()))),
+        })
+    }
 }

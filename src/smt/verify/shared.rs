@@ -163,6 +163,26 @@ pub fn replay_on_interp(
         }
     };
     let n = match interp::eval(g, rhs, &env) {
+        // a scalar against a STACK is its broadcast, lane by lane (as the query compares them;
+        // `invalid_pat.broadcast()` -> `i`, symbolic.py:75)
+        Ok(mut n) if o.elems.is_some() && n.elems.is_none() && !n.ub => {
+            let lane = if n.invalid { None } else { n.value };
+            n.elems = o.elems.as_ref().map(|l| vec![lane; l.len()]);
+            (n.invalid, n.value) = (false, None);
+            Ok(n)
+        }
+        // and so is a one-lane STACK
+        Ok(mut n)
+            if n.elems.as_ref().is_some_and(|l| l.len() == 1)
+                && o.elems.as_ref().is_some_and(|l| l.len() > 1) =>
+        {
+            let lane = n.elems.as_ref().and_then(|l| l[0]);
+            n.elems = o.elems.as_ref().map(|l| vec![lane; l.len()]);
+            Ok(n)
+        }
+        r => r,
+    };
+    let n = match n {
         Err(e) => return Ok(format!("{} vs raises {e}", show(&o))),
         Ok(n) if n.ub => return Ok(format!("{} vs undefined", show(&o))),
         // Invalid is a value of its own (the query compares where each side is Invalid)
@@ -185,7 +205,32 @@ pub fn replay_on_interp(
         }
         (a, b) => a != b || o.elems != n.elems,
     };
-    let both = format!("{} vs {}", show(&o), show(&n));
+    let mut both = format!("{} vs {}", show(&o), show(&n));
+    // the final memory, element by element (NaN = NaN, as the query compares arrays)
+    let mut differs = differs || o.buffers.len() != n.buffers.len();
+    for (s, (a, b)) in o.buffers.iter().zip(&n.buffers).enumerate() {
+        let at =
+            (0..a.data.len().max(b.data.len())).find(|k| match (a.data.get(*k), b.data.get(*k)) {
+                (Some(x), Some(y)) => match (x.to_const(), y.to_const()) {
+                    (ConstVal::Float(p), ConstVal::Float(q)) => {
+                        !(p.is_nan() && q.is_nan())
+                            && if policy == FloatPolicy::Strict {
+                                p.to_bits() != q.to_bits()
+                            } else {
+                                p != q
+                            }
+                    }
+                    (p, q) => p != q,
+                },
+                _ => true,
+            });
+        if let Some(k) = at {
+            let el =
+                |x: &crate::exec::interp::Buffer| x.data.get(k).map_or("-".into(), |v| v.py_repr());
+            both += &format!("; buf{s}[{k}]: {} vs {}", el(a), el(b));
+            differs = true;
+        }
+    }
     if differs {
         Ok(both)
     } else {
