@@ -765,6 +765,31 @@ mod tests {
         assert!(!wide_u32_literal("bitcast<u32>(-4294967290+x)"));
     }
 
+    /// A kernel with a ulong GLOBAL buffer (PARAM 0, 14 elements) and a ulong register
+    /// accumulator (BUFFER slot 0, AddrSpace.REG, 1 element), both split into words: the
+    /// host's buffer keeps the PARAM's 14 elements (it was the accumulator's 1, so the device
+    /// wrote element 0 only).
+    #[test]
+    fn a_split_accumulator_does_not_size_the_kernel_buffer() {
+        let cfg = GenConfig {
+            family: Some(Family::Kernel),
+            ..Default::default()
+        };
+        let case = generate_seeded(5590241729518, &cfg);
+        let k = lowered_kernel("wgpu", &case.graph, case.root).expect("wgpu lowers it");
+        let p = k.params.iter().find(|p| p.slot == 0).expect("PARAM 0");
+        assert_eq!(p.dtype, crate::ir::DType::UInt64);
+        assert!(
+            matches!(
+                p.source,
+                crate::exec::render::lower::ArgSource::Buffer { size: 14, .. }
+            ),
+            "{:?}",
+            p.source
+        );
+        assert_eq!(split_params(&k).get(&0), Some(&crate::ir::DType::UInt32));
+    }
+
     /// A graph whose int64 result the wgpu lowering splits into two words, with free RANGEs the
     /// lowering makes variables (`ridx0`): the interpreter on the lowered kernel reads its
     /// words back as the host does and gives the reference's value at every point.
