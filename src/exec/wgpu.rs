@@ -457,12 +457,18 @@ fn device() -> &'static Result<Mutex<WgpuDevice>, Unavailable> {
 /// polyfills), int overflow wraps, shift counts taken mod 32 (after tinygrad's u32 cast,
 /// wgsl.py:48-49), float→int saturates; f32 math in hardware (transcendentals to WGSL's
 /// accuracy, not correctly rounded). Those UB points never reach the comparison (the oracle
-/// skips them for every backend). Unsupported: int64/uint64 (`lower` emulates them as two u32
-/// words as tinygrad does, `pm_long_decomp`, but such kernels are not run yet: see `prepare`),
-/// double (tinygrad has no WGSL type for it), bfloat16/fp8
-/// (emulated in tinygrad), half without `shader-f16`, and sub-word (bool/char/short) *scalar
-/// inputs*: tinygrad renders those as `var<uniform> x: atomic<u32>`, which WGSL rejects.
+/// skips them for every backend). int64/uint64 run as tinygrad emulates them, two u32 words
+/// (`pm_long_decomp`); where tinygrad raises in it (a long variable, an op `l2i` lacks) the
+/// graph is unsupported with that reason. Unsupported cells: double (tinygrad's WGSL has no
+/// type for it, wgsl.py:114-115), bfloat16/fp8 (emulated by tinygrad's float decompositions,
+/// not ported), half without `shader-f16` (the adapter lacks it); and sub-word
+/// (bool/char/short) *scalar inputs*: tinygrad renders those as `var<uniform> x:
+/// atomic<u32>`, which WGSL rejects.
 pub struct Wgpu;
+
+/// Emulated as two u32 words (`pm_long_decomp`, codegen/decomp/dtype.py:9-86): a graph of
+/// them runs lowered; one `l2i` has no rule for is refused by `prepare` with tinygrad's reason.
+const LONG: &[DType] = &[DType::Int64, DType::UInt64];
 
 /// The dtypes a lowered `wgpu` kernel may hold, given whether the adapter has `shader-f16`:
 /// WGSL's own. A long a decomposition after `pm_long_decomp` makes (a fast division's wide
@@ -488,11 +494,12 @@ impl Backend for Wgpu {
                 .iter()
                 .copied()
                 // weak dtypes are committed by `lower`; what they become is checked after it
-                .filter(|d| !d.is_weak() && !runs_dtype(*d, f16))
+                .filter(|d| !d.is_weak() && !runs_dtype(*d, f16) && !LONG.contains(d))
                 .collect();
             Capabilities::all(Support::Runs)
                 .with(&lowered, DType::ALL, Support::LoweredFirst)
                 .with(TABLE_OPS, &no, Support::Unsupported)
+                .with(TABLE_OPS, LONG, Support::LoweredFirst)
         })
     }
     fn available(&self) -> Result<(), super::backend::Unavailable> {
@@ -516,16 +523,6 @@ impl Backend for Wgpu {
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
         let k =
             kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
-        // the port emulates long as tinygrad does (text-identical to its pm_long_decomp), but
-        // conformance graphs through it disagree with the interpreter on lavapipe (measured:
-        // 6 of 2,100 graphs with no long CDIV/CMOD, more with one), unexplained, and the
-        // oracle's interpreter on the lowered kernel cannot read a split buffer yet: such
-        // kernels stay unsupported until those are settled
-        if crate::exec::render::long_decomp::last_split() {
-            return Err(Unsupported {
-                reason: "int64 as two u32 words (pm_long_decomp): not run on wgpu yet (#19)".into(),
-            });
-        }
         if let Some(p) = k
             .params
             .iter()

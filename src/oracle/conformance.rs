@@ -77,6 +77,19 @@ pub fn explained(
             "wgsl: xpow's integer-exponent test (transcendental.py:261) on an exponent WGSL's approximate exp2/log2/sin computed",
         );
     }
+    // `(UPat.cvar("c", dtypes.uint32), lambda c: f"bitcast<u32>({c.val})" if c.val < 0 else
+    // ...)` (wgsl.py:71) masks only a non-negative literal: a u32 CONST whose arg is below
+    // -2^31 (pm_long_decomp's word arithmetic leaves such args, e.g. the low word of
+    // -4294967290) is written as an abstract int no i32 holds, which naga converts to f32
+    // (measured on lavapipe: `bitcast<u32>(-4294967290)` is 0xcf800000, not 6)
+    if backend == "wgpu"
+        && crate::exec::wgpu::WgpuPrepared::render(g, &[root])
+            .is_ok_and(|k| wide_u32_literal(&k.src))
+    {
+        return Some(
+            "wgsl: a u32 constant below -2^31 rendered as bitcast<u32>(v) (wgsl.py:71), which naga reads as f32 bits",
+        );
+    }
     // C promotes (u)char/(u)short operands to int, and ClangRenderer inlines single-use ALU
     // results into their consumer (cstyle.py:238-243), so an intermediate that leaves the
     // type's range is only wrapped where it is stored or cast; the division and shift right
@@ -147,6 +160,18 @@ pub fn explained(
         });
     }
     None
+}
+
+/// Whether WGSL source `src` holds `bitcast<u32>(-N)` with `N` past i32's range.
+fn wide_u32_literal(src: &str) -> bool {
+    src.match_indices("bitcast<u32>(-").any(|(i, m)| {
+        let digits: String = src[i + m.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        src[i + m.len() + digits.len()..].starts_with(')')
+            && digits.parse::<u128>().is_ok_and(|n| n > 1 << 31)
+    })
 }
 
 const LOWERING_UB: &str = "lowering: tinygrad's decompositions for this renderer are undefined at this point (the interpreter flags the lowered kernel hard UB)";
@@ -223,20 +248,43 @@ fn eval_lowered(
     // env.buffers is indexed by PARAM slot: the point's buffers (a kernel's), then each
     // parameter's at its slot, scalar slots with a placeholder
     e.buffers = env.buffers.clone();
+    // a long buffer `pm_long_decomp` split: the kernel indexes it as 32-bit words (low word
+    // first, `reindex`'s `i*2+w`, dtype.py:13-17) while the host lays it out as 8-byte
+    // elements, which are the same bytes
+    let split = split_params(k);
+    let names: std::collections::HashMap<i64, String> = k
+        .graph
+        .toposort(&[k.sink])
+        .into_iter()
+        .filter(|u| k.graph.op(*u) == crate::ir::Ops::PARAM)
+        .filter_map(|u| {
+            let a = k.graph.arg(u).as_param()?;
+            Some((a.slot, a.name.clone()?))
+        })
+        .collect();
     for p in &k.params {
+        let word = split.get(&p.slot).copied();
         let buf = match p.source {
             // a kernel buffer as the device holds it (each element stored through its dtype)
             ArgSource::Buffer { .. } => {
                 let bytes = kernel_io::arg_bytes(p, env).ok()?;
-                let n = p.dtype.itemsize() as usize;
+                let dt = word.unwrap_or(p.dtype);
+                let n = dt.itemsize() as usize;
                 let vals: Vec<Val> = bytes
                     .chunks(n.max(1))
-                    .map(|c| kernel_io::decode(p.dtype, c))
+                    .map(|c| kernel_io::decode(dt, c))
                     .collect();
-                Buffer::from_vals(p.dtype, &vals).ok()?
+                Buffer::from_vals(dt, &vals).ok()?
             }
-            // read by name (`Env::vars`): a placeholder, never over a buffer of the point
+            // read by name (`Env::vars`): a placeholder, never over a buffer of the point; a
+            // free RANGE or SPECIAL the lowering made a variable (`ridx0`) bound under its name
             _ if !p.pointer => {
+                if matches!(p.source, ArgSource::Range(_) | ArgSource::Special(_))
+                    && let Some(name) = names.get(&p.slot)
+                {
+                    e.vars
+                        .insert(name.clone(), kernel_io::input_val(p, env).ok()?);
+                }
                 let slot = usize::try_from(p.slot).ok()?;
                 if e.buffers.len() <= slot {
                     e.buffers
@@ -245,7 +293,10 @@ fn eval_lowered(
                 }
                 continue;
             }
-            ArgSource::Output(_) => Buffer::zeros(p.dtype, 1),
+            ArgSource::Output(_) => match word {
+                Some(w) => Buffer::zeros(w, 2),
+                None => Buffer::zeros(p.dtype, 1),
+            },
             _ => {
                 // the value as the device holds it (wrapped, rounded to the dtype)
                 let v = kernel_io::input_val(p, env).ok()?;
@@ -271,12 +322,33 @@ fn eval_lowered(
         error: None,
         invalid: false,
     };
+    // a split buffer read back as the host reads it: its words' bytes as 8-byte elements
+    let join = |slot: usize, b: &Buffer| -> Option<Buffer> {
+        let p = k.params.iter().find(|p| p.slot == slot as i64)?;
+        split.get(&p.slot)?;
+        let bytes: Vec<u8> = b
+            .data
+            .iter()
+            .flat_map(|v| kernel_io::encode(b.dtype, *v))
+            .collect();
+        let vals: Vec<Val> = bytes
+            .chunks(8)
+            .map(|c| kernel_io::decode(p.dtype, c))
+            .collect();
+        Buffer::from_vals(p.dtype, &vals).ok()
+    };
+    let mut bufs = o.buffers;
+    for (slot, b) in bufs.iter_mut().enumerate() {
+        if let Some(j) = join(slot, b) {
+            *b = j;
+        }
+    }
     if !k
         .params
         .iter()
         .any(|p| matches!(p.source, ArgSource::Output(_)))
     {
-        obs.buffers = o.buffers;
+        obs.buffers = bufs;
         // only the kernel's own buffers: the point's others are not the lowered kernel's
         obs.buffers.truncate(env.buffers.len());
     } else {
@@ -285,9 +357,32 @@ fn eval_lowered(
             .iter()
             .find(|p| p.source == ArgSource::Output(0))?
             .slot as usize;
-        obs.value = Some(*o.buffers.get(slot)?.data.first()?);
+        obs.value = Some(*bufs.get(slot)?.data.first()?);
     }
     Some(Lowered::Ran(obs, o.ub))
+}
+
+/// The buffer parameters of `k` that `pm_long_decomp` split (a long or ulong parameter whose
+/// PARAM in the lowered graph holds 32-bit words), by slot, with their word dtype.
+fn split_params(
+    k: &crate::exec::render::lower::Kernel,
+) -> std::collections::HashMap<i64, crate::ir::DType> {
+    use crate::ir::{DType, Ops};
+    let g = &k.graph;
+    g.toposort(&[k.sink])
+        .into_iter()
+        .filter(|u| g.op(*u) == Ops::PARAM)
+        .filter_map(|u| g.arg(u).as_param().map(|a| (a.slot, g.dtype(u))))
+        .filter_map(|(slot, dt)| {
+            let p = k.params.iter().find(|p| p.slot == slot && p.pointer)?;
+            let word = match (p.dtype, dt) {
+                (DType::Int64, DType::Int32) => DType::Int32,
+                (DType::UInt64, DType::UInt32) => DType::UInt32,
+                _ => return None,
+            };
+            Some((slot, word))
+        })
+        .collect()
 }
 
 /// Two observations hold the same result: equal values, or equal buffers element by element
@@ -732,5 +827,71 @@ fn show(o: &Observed) -> String {
             "buffers {:?}",
             o.buffers.iter().map(|b| &b.data).collect::<Vec<_>>()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_u32_literals_are_told_from_i32_ones() {
+        assert!(wide_u32_literal("x<bitcast<u32>(-4294967290))"));
+        assert!(!wide_u32_literal("x<bitcast<u32>(-2147483648))"));
+        assert!(!wide_u32_literal("x+bitcast<u32>(-9)"));
+        assert!(!wide_u32_literal("bitcast<u32>(-4294967290+x)"));
+    }
+
+    /// A kernel with a ulong GLOBAL buffer (PARAM 0, 14 elements) and a ulong register
+    /// accumulator (BUFFER slot 0, AddrSpace.REG, 1 element), both split into words: the
+    /// host's buffer keeps the PARAM's 14 elements (it was the accumulator's 1, so the device
+    /// wrote element 0 only).
+    #[test]
+    fn a_split_accumulator_does_not_size_the_kernel_buffer() {
+        let cfg = GenConfig {
+            family: Some(Family::Kernel),
+            ..Default::default()
+        };
+        let case = generate_seeded(5590241729518, &cfg);
+        let k = lowered_kernel("wgpu", &case.graph, case.root).expect("wgpu lowers it");
+        let p = k.params.iter().find(|p| p.slot == 0).expect("PARAM 0");
+        assert_eq!(p.dtype, crate::ir::DType::UInt64);
+        assert!(
+            matches!(
+                p.source,
+                crate::exec::render::lower::ArgSource::Buffer { size: 14, .. }
+            ),
+            "{:?}",
+            p.source
+        );
+        assert_eq!(split_params(&k).get(&0), Some(&crate::ir::DType::UInt32));
+    }
+
+    /// A graph whose int64 result the wgpu lowering splits into two words, with free RANGEs the
+    /// lowering makes variables (`ridx0`): the interpreter on the lowered kernel reads its
+    /// words back as the host does and gives the reference's value at every point.
+    #[test]
+    fn lowered_kernel_with_a_split_output_runs_on_the_interpreter() {
+        let cfg = GenConfig {
+            family: Some(Family::Index),
+            ..Default::default()
+        };
+        let case = generate_seeded(5430975583374, &cfg);
+        let k = lowered_kernel("wgpu", &case.graph, case.root).expect("wgpu lowers it");
+        assert!(!split_params(&k).is_empty(), "the output is split");
+        let pts = make_points(
+            &case,
+            &CheckOpts {
+                points: 8,
+                seed: 1,
+                ..Default::default()
+            },
+        );
+        assert!(!pts.is_empty());
+        for p in &pts {
+            let want = interp_backend::observe(&case.graph, case.root, &p.env);
+            let (got, _) = run_lowered(&k, &p.env).expect("the lowered kernel runs");
+            assert_eq!(got.value, want.value, "at ranges {:?}", p.env.ranges);
+        }
     }
 }

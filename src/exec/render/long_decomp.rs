@@ -22,16 +22,6 @@ use crate::rewrite::engine::{Cx, RuleError};
 use crate::rewrite::sugar::Py;
 use rustc_hash::FxHashMap as HashMap;
 
-thread_local! {
-    static SPLIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the last [`pm_long_decomp`] on this thread split a long: the `wgpu` backend does
-/// not run such kernels yet (see `exec::wgpu`).
-pub fn last_split() -> bool {
-    SPLIT.with(|c| c.get())
-}
-
 /// `l2i_dt` (dtype.py:11).
 fn l2i_dt(dt: DType) -> Option<DType> {
     match dt {
@@ -74,7 +64,6 @@ pub fn pm_long_decomp(
 ) -> Result<(UOp, Vec<UOp>), CannotRender> {
     let order = g.toposort(&[sink]);
     let any = order.iter().any(|u| is_long(g.dtype(*u)));
-    SPLIT.with(|c| c.set(any));
     if !any {
         return Ok((sink, Vec::new()));
     }

@@ -809,9 +809,12 @@ fn finish<R: CStyleLanguage + ?Sized>(
     } else {
         let (sink, bufs) = super::long_decomp::pm_long_decomp(&mut g, &mut cache, sink)?;
         let sink = rewrite(&mut g, &mut cache, sink, &commit, "decomp dtypes")?;
-        // the host lays a split buffer out as before: its dtype and element count
+        // the host lays a split buffer out as before: its dtype and element count. Only
+        // PARAMs: a kernel's register accumulator (a BUFFER, AddrSpace.REG) numbers its slots
+        // apart from the kernel's arguments, so its slot 0 is not PARAM 0's
         let emulated: HashMap<i64, (DType, Option<usize>)> = bufs
             .into_iter()
+            .filter(|b| g.op(*b) == Ops::PARAM)
             .filter_map(|b| {
                 let p = g.arg(b).as_param()?;
                 Some((p.slot, (p.dtype, param_size(&g, b))))
