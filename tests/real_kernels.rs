@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use uopfuzz::corpus::kernels::{self, Call, KernelCorpus};
+use uopfuzz::exec::backend::ExecError;
 use uopfuzz::exec::interp_backend::Runner;
 use uopfuzz::generate::{Case, Family};
 use uopfuzz::ir::text::parse_graph;
@@ -227,6 +228,26 @@ fn only_weak_dtypes_lowered(input: &str, output: &str) -> bool {
         })
 }
 
+/// Why the interpreter could not run a graph, without the node: the op and what it lacks.
+fn reason(err: &ExecError) -> String {
+    match err {
+        ExecError::Unsupported { op, what, .. } | ExecError::Malformed { op, what, .. } => {
+            format!("{op:?}: {what}")
+        }
+        ExecError::Alu { op, err, .. } => format!("{op:?}: {err}"),
+        ExecError::UnboundRange(_) => "RANGE not inside an END".into(),
+        e => e.to_string(),
+    }
+}
+
+/// Keeps the smallest graph per reason (`UOPFUZZ_KERNELS_EXAMPLES=1` prints them).
+fn example(ex: &mut BTreeMap<String, (String, String)>, why: String, key: &str, text: &str) {
+    let e = ex.entry(why).or_insert_with(|| (key.into(), text.into()));
+    if text.len() < e.1.len() {
+        *e = (key.into(), text.into());
+    }
+}
+
 #[derive(Default)]
 struct Exec {
     calls: usize,
@@ -250,6 +271,7 @@ fn every_pass_keeps_what_the_kernel_computes() {
         ..CheckOpts::default()
     };
     let mut per: BTreeMap<String, Exec> = BTreeMap::new();
+    let mut examples: BTreeMap<String, (String, String)> = BTreeMap::new();
     for call in sample(&c) {
         let e = per.entry(call.pass.clone()).or_default();
         e.calls += 1;
@@ -269,9 +291,13 @@ fn every_pass_keeps_what_the_kernel_computes() {
         for p in make_points(&case, &opts) {
             let o = run_o.observe(&case.graph, &p.env);
             if let Some(err) = &o.error {
-                let why = err.to_string();
-                let why: String = why.split([':', '(']).next().unwrap_or("").trim().into();
-                *e.cannot_run.entry(why).or_default() += 1;
+                *e.cannot_run.entry(reason(err)).or_default() += 1;
+                example(
+                    &mut examples,
+                    reason(err),
+                    &call.input,
+                    c.graph(&call.input).unwrap(),
+                );
                 break;
             }
             let n = run_n.observe(&case.graph, &p.env);
@@ -281,9 +307,14 @@ fn every_pass_keeps_what_the_kernel_computes() {
             if let Some(err) = &n.error
                 && !n.ub
             {
-                let why = err.to_string();
-                let why: String = why.split([':', '(']).next().unwrap_or("").trim().into();
-                *e.cannot_run_after.entry(why).or_default() += 1;
+                *e.cannot_run_after.entry(reason(err)).or_default() += 1;
+                let why = format!("after: {}", reason(err));
+                example(
+                    &mut examples,
+                    why,
+                    &call.output,
+                    c.graph(&call.output).unwrap(),
+                );
                 break;
             }
             match decide(&case.graph, case.root, out, &p.env, &o, &n, opts.policy) {
@@ -350,6 +381,11 @@ fn every_pass_keeps_what_the_kernel_computes() {
         differ.extend(e.differ.iter().cloned());
     }
     println!("execution: {tot_ran}/{tot} calls compared or unchanged");
+    if std::env::var_os("UOPFUZZ_KERNELS_EXAMPLES").is_some() {
+        for (why, (key, text)) in &examples {
+            println!("smallest graph the interpreter cannot run, {why}: {key}\n{text}");
+        }
+    }
     assert!(tot_ran > 0);
     assert!(differ.is_empty(), "{differ:#?}");
 }
