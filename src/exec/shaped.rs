@@ -337,20 +337,22 @@ impl<'a> Interp<'a> {
             return self.alu(i, op, dt, dt, &[acc, body]);
         }
         let body = self.maybe_load(i, &body)?;
+        // `itertools.product` over the leading axes: one left fold in row-major order
         let mut v = body;
-        for _ in 0..n {
-            let V::Vec(l) = v else {
+        if n > 0 {
+            if shape(&v).len() < n {
                 return Err(self.err_malformed(i, "REDUCE over more axes than its src has"));
-            };
-            let mut it = l.iter().cloned();
+            }
+            let mut parts = Vec::new();
+            flat(&v, n, &mut parts);
+            let mut it = parts.into_iter();
             let Some(first) = it.next() else {
                 return Err(self.err_unsupported(i, "REDUCE over an empty axis"));
             };
-            let mut a = first;
+            v = first;
             for x in it {
-                a = self.alu(i, op, dt, dt, &[a, x])?;
+                v = self.alu(i, op, dt, dt, &[v, x])?;
             }
-            v = a;
         }
         if self.p.srcs[i].len() == 1 {
             return Ok(v);
