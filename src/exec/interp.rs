@@ -1389,9 +1389,18 @@ impl<'a> Interp<'a> {
             };
         let r = match n {
             None => one(self, None, f),
-            // vectors of other lengths broadcast as shapes (`shaped`)
+            // no broadcasting of flat 1-lane vectors: `exec_alu` (uop/ops.py:1297) indexes every
+            // tuple operand by lane and raises IndexError on a shorter one; nested (shaped)
+            // operands broadcast as shapes (`shaped`)
             Some(n) if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) => {
-                return self.shaped_lanes(i, vals, f);
+                let nested = |v: &V| matches!(v, V::Vec(l) if l.iter().any(|x| matches!(x, V::Vec(_) | V::Ptr(..) | V::Buf(_))));
+                if vals
+                    .iter()
+                    .any(|v| nested(v) || matches!(v, V::Ptr(..) | V::Buf(_)))
+                {
+                    return self.shaped_lanes(i, vals, f);
+                }
+                return Err(self.err_malformed(i, "vector operands of different lengths"));
             }
             Some(n) => (0..n)
                 .map(|k| one(self, Some(k), f))
