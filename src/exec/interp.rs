@@ -30,6 +30,11 @@ use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
+/// Shaped values before devectorization (views read as values, broadcast, SHRINK, horizontal
+/// REDUCE): a child module, as it extends `Interp`.
+#[path = "shaped.rs"]
+mod shaped;
+
 /// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buffer {
@@ -243,8 +248,8 @@ impl<'a> Replay<'a> {
             }
             Ev::RedStep { node, body, op, dt } => {
                 let (i, b) = (node as usize, body as usize);
-                let xs = [it.get(i).clone(), it.get(b).clone()];
-                match it.alu(i, op, dt, dt, &xs) {
+                let (acc, body) = (it.get(i).clone(), it.get(b).clone());
+                match it.reduce_step(i, op, dt, acc, body) {
                     Ok(v) => put(it, i, v),
                     Err(_) => return false,
                 }
@@ -382,6 +387,8 @@ impl std::ops::Deref for Vals {
         }
     }
 }
+
+const NOT_SCALAR: &str = "operand is not a scalar value";
 
 /// A per-lane operation of `Interp::lanes`.
 type LaneFn<'f, 'a> = dyn FnMut(&mut Interp<'a>, &[Val]) -> Result<Val, ExecError> + 'f;
@@ -911,10 +918,8 @@ impl<'a> Interp<'a> {
         match self.g.arg(self.p.nodes[i]) {
             // a non-RANGE src (a RANGE a rule folded to a CONST) loops nothing: the lowered
             // END ignores it too (`end_info` iterates only RANGEs)
-            Arg::Reduce(op @ (Ops::ADD | Ops::MUL | Ops::MAX), 0) => Ok(Some((*op, self.p.dt[i]))),
-            Arg::Reduce(Ops::ADD | Ops::MUL | Ops::MAX, _) => {
-                Err(self.err_unsupported(i, "horizontal REDUCE"))
-            }
+            // arg[1] > 0 folds that many leading axes first (`shaped::reduce_step`)
+            Arg::Reduce(op @ (Ops::ADD | Ops::MUL | Ops::MAX), _) => Ok(Some((*op, self.p.dt[i]))),
             // identity_element (uop/ops.py:51) has no other op
             _ => Err(self.err_malformed(i, "REDUCE arg is not (ADD|MUL|MAX, n)")),
         }
@@ -936,6 +941,19 @@ impl<'a> Interp<'a> {
             .copied()
             .filter(|r| is_range(r) && !is_void(r))
             .collect();
+        // an ended expression ends every RANGE in it (`_ranges`, uop/ops.py:494-500), as
+        // `flatten range` leaves `END(x, r0*3+r1)`
+        let is_bool = |r: &usize| self.g.dtype(self.p.nodes[*r]) == DType::Bool;
+        for r in rs
+            .iter()
+            .filter(|r| !is_range(r) && !is_void(r) && !is_bool(r))
+        {
+            for x in &self.p.ranges[*r] {
+                if !loops.contains(x) && !is_void(x) {
+                    loops.push(*x);
+                }
+            }
+        }
         loops.sort_by_key(|r| match self.g.arg(self.p.nodes[*r]) {
             Arg::Range(a, _) => *a,
             _ => 0,
@@ -1044,7 +1062,7 @@ impl<'a> Interp<'a> {
                 // floats round per step, UB flagged like any ALU node
                 if let Some((op, dt, a)) = acc.take() {
                     let v = self.get(body).clone();
-                    *acc = Some((op, dt, self.alu(i, op, dt, dt, &[a, v])?));
+                    *acc = Some((op, dt, self.reduce_step(i, op, dt, a, v)?));
                     self.record(Ev::RedStep {
                         node: i as u32,
                         body: body as u32,
@@ -1298,7 +1316,7 @@ impl<'a> Interp<'a> {
                 if o == Ops::WHERE {
                     // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
                     if let [c, x, y] = &vals[..]
-                        && !matches!(c, V::Vec(_))
+                        && matches!(c, V::S(_) | V::Invalid)
                     {
                         let take = match c {
                             V::S(v) => v.truthy(),
@@ -1323,6 +1341,7 @@ impl<'a> Interp<'a> {
             }
             Ops::END => V::Void,
             Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
+            Ops::SHRINK => self.shrink(i, &vals)?,
             Ops::PERMUTE => match (vals.first(), self.g.arg(u)) {
                 (Some(x), Arg::Perm(p)) => self.permute(i, x, p)?,
                 _ => return Err(self.err_malformed(i, "PERMUTE without a tuple arg")),
@@ -1381,25 +1400,37 @@ impl<'a> Interp<'a> {
                     match lane(v, k) {
                         Some(V::S(x)) => *slot = x,
                         Some(V::Invalid) => return Ok(V::Invalid),
-                        _ => return Err(it.err_malformed(i, "operand is not a scalar value")),
+                        _ => return Err(it.err_malformed(i, NOT_SCALAR)),
                     }
                 }
                 Ok(V::S(f(it, &xs[..vals.len()])?))
             };
-        match n {
+        let r = match n {
             None => one(self, None, f),
-            Some(n) => {
-                // no broadcasting of 1-lane vectors: `exec_alu` (uop/ops.py:1297) indexes every
-                // tuple operand by lane and raises IndexError on a shorter one
-                if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) {
-                    return Err(self.err_malformed(i, "vector operands of different lengths"));
+            // no broadcasting of flat 1-lane vectors: `exec_alu` (uop/ops.py:1297) indexes every
+            // tuple operand by lane and raises IndexError on a shorter one; nested (shaped)
+            // operands broadcast as shapes (`shaped`)
+            Some(n) if vals.iter().any(|v| matches!(v, V::Vec(l) if l.len() != n)) => {
+                let nested = |v: &V| matches!(v, V::Vec(l) if l.iter().any(|x| matches!(x, V::Vec(_) | V::Ptr(..) | V::Buf(_))));
+                if vals
+                    .iter()
+                    .any(|v| nested(v) || matches!(v, V::Ptr(..) | V::Buf(_)))
+                {
+                    return self.shaped_lanes(i, vals, f);
                 }
-                let mut out = Vec::with_capacity(n);
-                for k in 0..n {
-                    out.push(one(self, Some(k), f)?);
-                }
-                Ok(V::Vec(out.into()))
+                return Err(self.err_malformed(i, "vector operands of different lengths"));
             }
+            Some(n) => (0..n)
+                .map(|k| one(self, Some(k), f))
+                .collect::<Result<Vec<V>, _>>()
+                .map(|out| V::Vec(out.into())),
+        };
+        // a view or a nested vector operand: `shaped` loads and broadcasts it
+        match r {
+            Err(ExecError::Malformed { what, .. }) if what == NOT_SCALAR => {
+                self.shaped_lanes(i, vals, f)
+            }
+            r => r,
         }
     }
 
@@ -1496,6 +1527,7 @@ impl<'a> Interp<'a> {
         };
         match base {
             V::Buf(b) => Ok(match idx {
+                V::Vec(_) => self.index_lanes(b, &idx, gate),
                 V::Invalid => V::Ptr(b, None),
                 _ if gate == Some(false) => V::Ptr(b, None),
                 v => V::Ptr(b, Some(self.int_of(i, &v)?)),
@@ -1701,7 +1733,8 @@ impl<'a> Interp<'a> {
                 Ok(V::S(buf.data[k as usize]))
             }
             Some(V::Ptr(..)) => Ok(alt),
-            _ => Err(self.err_unsupported(i, "LOAD of something that is not an INDEX")),
+            Some(v) => self.load_lanes(i, &v, &alt, on),
+            None => Err(self.err_unsupported(i, "LOAD of something that is not an INDEX")),
         }
     }
 
@@ -1714,7 +1747,7 @@ impl<'a> Interp<'a> {
                 let v = match val {
                     V::S(v) => v,
                     V::Invalid => return Ok(V::Void), // STORE of Invalid is a NOOP (sym)
-                    _ => return Err(self.err_malformed(i, "STORE of a non-scalar value")),
+                    v => return self.store_lanes(i, &V::Ptr(b, Some(k)), &v, on),
                 };
                 if k < 0 || k as u128 >= self.bound(b) as u128 {
                     self.flag(i, UbKind::OutOfBounds);
@@ -1739,7 +1772,8 @@ impl<'a> Interp<'a> {
                 Ok(V::Void)
             }
             Some(V::Ptr(..)) => Ok(V::Void),
-            _ => Err(self.err_unsupported(i, "STORE to something that is not an INDEX")),
+            Some(t) => self.store_lanes(i, &t, &val, on),
+            None => Err(self.err_unsupported(i, "STORE to something that is not an INDEX")),
         }
     }
 }
