@@ -523,24 +523,31 @@ impl Backend for Wgpu {
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
         let k =
             kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
-        if let Some(p) = k
-            .params
-            .iter()
-            .find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half)
-        {
-            return Err(Unsupported {
-                reason: format!(
-                    "scalar input of {}: tinygrad's WGSL makes it a uniform atomic<u32> (wgsl.py:98, :110), which WGSL rejects",
-                    p.dtype.py_name()
-                ),
-            });
-        }
+        refuse_subword_scalars(&k)?;
         let compiled = dev.lock().map_err(|_| Unsupported {
             reason: "WebGPU device poisoned by an earlier panic".into(),
         })?;
         let kernel = compiled.compile(&k.src, &k.entry, &k.kinds());
         drop(compiled);
         Ok(Box::new(WgpuPrepared { k, kernel }))
+    }
+}
+
+/// A sub-word scalar input: tinygrad's WGSL declares it a uniform `atomic<u32>`, which WGSL
+/// rejects, so `wgpu` refuses the kernel (and `fidelity --renderer wgsl` leaves it out).
+pub fn refuse_subword_scalars(k: &RenderedKernel) -> Result<(), Unsupported> {
+    match k
+        .params
+        .iter()
+        .find(|p| !p.pointer && p.dtype.itemsize() < 4 && p.dtype != DType::Half)
+    {
+        Some(p) => Err(Unsupported {
+            reason: format!(
+                "scalar input of {}: tinygrad's WGSL makes it a uniform atomic<u32> (wgsl.py:98, :110), which WGSL rejects",
+                p.dtype.py_name()
+            ),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -106,7 +106,9 @@ pub fn run(
             let case = generate_seeded(s, &cfg);
             rep.graphs += 1;
             let k = if wgsl {
+                // the kernels `wgpu` runs: not the ones it refuses after rendering
                 WgpuPrepared::render(&case.graph, &[case.root])
+                    .and_then(|k| crate::exec::wgpu::refuse_subword_scalars(&k).map(|_| k))
             } else {
                 kernel_io::render_kernel(&cuda, &case.graph, &[case.root], |dt| {
                     cuda_ok.contains(&dt)
