@@ -1749,32 +1749,44 @@ impl<'a> Interp<'a> {
                     V::Invalid => return Ok(V::Void), // STORE of Invalid is a NOOP (sym)
                     v => return self.store_lanes(i, &V::Ptr(b, Some(k)), &v, on),
                 };
-                if k < 0 || k as u128 >= self.bound(b) as u128 {
-                    self.flag(i, UbKind::OutOfBounds);
-                    return Ok(V::Void);
-                }
-                let node = self.p.nodes[i];
-                let buf = match b {
-                    BufRef::Global(s) => self.globals.get_mut(s),
-                    BufRef::Local(u) => self.locals.get_mut(&u),
-                };
-                let buf = buf.ok_or(ExecError::Malformed {
-                    node,
-                    op: Ops::STORE,
-                    what: "dangling buffer",
-                })?;
-                buf.data[k as usize] =
-                    truncate_val(buf.dtype, v).map_err(|err| ExecError::Alu {
-                        node,
-                        op: Ops::STORE,
-                        err,
-                    })?;
+                self.store_elem(i, b, k, v)?;
                 Ok(V::Void)
             }
             Some(V::Ptr(..)) => Ok(V::Void),
             Some(t) => self.store_lanes(i, &t, &val, on),
             None => Err(self.err_unsupported(i, "STORE to something that is not an INDEX")),
         }
+    }
+
+    /// STORE `i`'s one element: `v` at `k` of buffer `b`, through the buffer's dtype; an
+    /// index out of bounds is flagged UB and stores nothing.
+    pub(super) fn store_elem(
+        &mut self,
+        i: usize,
+        b: BufRef,
+        k: i128,
+        v: Val,
+    ) -> Result<(), ExecError> {
+        if k < 0 || k as u128 >= self.bound(b) as u128 {
+            self.flag(i, UbKind::OutOfBounds);
+            return Ok(());
+        }
+        let node = self.p.nodes[i];
+        let buf = match b {
+            BufRef::Global(s) => self.globals.get_mut(s),
+            BufRef::Local(u) => self.locals.get_mut(&u),
+        };
+        let buf = buf.ok_or(ExecError::Malformed {
+            node,
+            op: Ops::STORE,
+            what: "dangling buffer",
+        })?;
+        buf.data[k as usize] = truncate_val(buf.dtype, v).map_err(|err| ExecError::Alu {
+            node,
+            op: Ops::STORE,
+            err,
+        })?;
+        Ok(())
     }
 }
 

@@ -22,7 +22,6 @@
 //! before run as before.
 use super::{BufRef, Interp, LaneFn, UbKind, V, zero};
 use crate::exec::backend::ExecError;
-use crate::ir::alu::truncate_val;
 use crate::ir::{DType, Ops};
 
 /// The shape of a nested value, read along its first lanes (tinygrad values are regular).
@@ -296,25 +295,7 @@ impl<'a> Interp<'a> {
             let (Some(idx), V::S(v)) = (idx, v) else {
                 continue;
             };
-            if idx < 0 || idx as u128 >= self.bound(b) as u128 {
-                self.flag(i, UbKind::OutOfBounds);
-                continue;
-            }
-            let node = self.p.nodes[i];
-            let buf = match b {
-                BufRef::Global(s) => self.globals.get_mut(s),
-                BufRef::Local(u) => self.locals.get_mut(&u),
-            };
-            let buf = buf.ok_or(ExecError::Malformed {
-                node,
-                op: Ops::STORE,
-                what: "dangling buffer",
-            })?;
-            buf.data[idx as usize] = truncate_val(buf.dtype, *v).map_err(|err| ExecError::Alu {
-                node,
-                op: Ops::STORE,
-                err,
-            })?;
+            self.store_elem(i, b, idx, *v)?;
         }
         Ok(V::Void)
     }
