@@ -1600,35 +1600,16 @@ impl<'a> Interp<'a> {
             vec![x.clone(); n]
         } else {
             let mut flat = Vec::new();
-            fn flatten(v: &V, out: &mut Vec<V>) {
-                match v {
-                    V::Vec(l) => l.iter().for_each(|x| flatten(x, out)),
-                    x => out.push(x.clone()),
-                }
-            }
-            flatten(x, &mut flat);
+            shaped::flat(x, usize::MAX, &mut flat);
             if flat.len() != n {
                 return Err(self.err_malformed(i, "RESHAPE changes the element count"));
             }
             flat
         };
-        fn nest(dims: &[usize], lanes: &[V]) -> V {
-            match dims.split_first() {
-                None => lanes[0].clone(),
-                Some((d, rest)) => {
-                    let step = rest.iter().product::<usize>();
-                    V::Vec(
-                        (0..*d)
-                            .map(|k| nest(rest, &lanes[k * step..(k + 1) * step]))
-                            .collect(),
-                    )
-                }
-            }
-        }
         if n == 0 {
             return Ok(V::Vec(Vec::new().into()));
         }
-        Ok(nest(&dims, &lanes))
+        Ok(shaped::nest(&dims, &lanes))
     }
 
     /// PERMUTE of a value of known shape (a STACK of STACKs, row-major): output dim `k` is input

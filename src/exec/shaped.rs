@@ -39,14 +39,15 @@ fn shape(v: &V) -> Vec<usize> {
 }
 
 /// Row-major leaves of `v` down to `depth` levels.
-fn flat(v: &V, depth: usize, out: &mut Vec<V>) {
+pub(super) fn flat(v: &V, depth: usize, out: &mut Vec<V>) {
     match v {
         V::Vec(l) if depth > 0 => l.iter().for_each(|x| flat(x, depth - 1, out)),
         x => out.push(x.clone()),
     }
 }
 
-fn nest(dims: &[usize], lanes: &[V]) -> V {
+/// `lanes` (row-major) as nested vectors of shape `dims`.
+pub(super) fn nest(dims: &[usize], lanes: &[V]) -> V {
     match dims.split_first() {
         None => lanes[0].clone(),
         Some((d, rest)) => {

@@ -592,39 +592,32 @@ fn apply(g: &Graph, root: UOp, env: &Env, c: Cand) -> Vec<(Graph, UOp, Env)> {
         .collect()
 }
 
+/// Node `u` of `g`, made in `g2` without its source `k`.
+fn without_src(g: &Graph, g2: &mut Graph, u: UOp, k: usize) -> UOp {
+    let n = g.node(u);
+    let src: Vec<UOp> = n
+        .src
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != k)
+        .map(|(_, s)| *s)
+        .collect();
+    g2.mk(n.op, n.dtype, &src, n.arg.clone())
+}
+
 fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, Env)> {
     let mut g2 = g.clone();
     let mut env2 = env.clone();
     let new_root = match c {
         Cand::Root(d) | Cand::RootScalar(d) => d,
-        Cand::DropStmt(i) => {
-            let n = g.node(root).clone();
-            let src: Vec<UOp> = n
-                .src
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| *k != i)
-                .map(|(_, s)| *s)
-                .collect();
-            g2.mk(n.op, n.dtype, &src, n.arg.clone())
-        }
+        Cand::DropStmt(i) => without_src(g, &mut g2, root, i),
         Cand::Node(u, s) => {
             let map = HashMap::from([(u, s)]);
             substitute(&mut g2, root, &map)
         }
         Cand::Unroll(r) => unroll(&mut g2, root, r),
         Cand::DropLane { stack, k, children } => {
-            let drop = |g2: &mut Graph, u: UOp| {
-                let n = g.node(u).clone();
-                let src: Vec<UOp> = n
-                    .src
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| *i != k)
-                    .map(|(_, s)| *s)
-                    .collect();
-                g2.mk(n.op, n.dtype, &src, n.arg.clone())
-            };
+            let drop = |g2: &mut Graph, u: UOp| without_src(g, g2, u, k);
             let map: HashMap<UOp, UOp> = if children {
                 g.src(stack)
                     .iter()
@@ -636,18 +629,10 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             substitute(&mut g2, root, &map)
         }
         Cand::DropDep(u, k) => {
-            let n = g.node(u).clone();
-            let nu = if n.src.len() == 2 {
-                n.src[0]
+            let nu = if g.src(u).len() == 2 {
+                g.src(u)[0]
             } else {
-                let src: Vec<UOp> = n
-                    .src
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| *i != k)
-                    .map(|(_, s)| *s)
-                    .collect();
-                g2.mk(n.op, n.dtype, &src, n.arg.clone())
+                without_src(g, &mut g2, u, k)
             };
             let map = HashMap::from([(u, nu)]);
             substitute(&mut g2, root, &map)
