@@ -228,14 +228,19 @@ def _timed_out(*_): raise TimeoutError("the repro ran past its timeout")
 
 def run_script(src: str, timeout: int) -> dict:
   """A repro script's verdict. tinygrad's own rewrite runs (the trace wrapper is for rewrite requests), and the
-  script's prints are swallowed: stdout is this worker's answer channel."""
+  script's prints are kept from stdout, this worker's answer channel (the last one names a "cannot check")."""
   PatternMatcher.rewrite = PLAIN_REWRITE  # type: ignore[method-assign]
   old = signal.signal(signal.SIGALRM, _timed_out)
   signal.alarm(max(1, timeout))
+  out = io.StringIO()
   try:
-    with contextlib.redirect_stdout(io.StringIO()): exec(compile(src, "<repro>", "exec"), {"__name__": "__main__"})
+    with contextlib.redirect_stdout(out): exec(compile(src, "<repro>", "exec"), {"__name__": "__main__"})
     verdict = "does-not-reproduce"
-  except SystemExit as e: verdict = "reproduces" if e.code not in (None, 0, False) else "does-not-reproduce"
+  except SystemExit as e:
+    # repro_tail.py's exit codes: 1 reproduces, 0 does not, 2 cannot check (the original itself raises)
+    if e.code in (None, 0, False): verdict = "does-not-reproduce"
+    elif e.code == 2: verdict = f"error: {(out.getvalue().strip().splitlines() or ['cannot check'])[-1]}"[:200]
+    else: verdict = "reproduces"
   except BaseException as e:  # noqa: BLE001 - whatever the script raises is its verdict, never the worker's end
     verdict = f"error: {type(e).__name__}: {one_line(e)}"[:200]
   finally:

@@ -502,6 +502,38 @@ mod tests {
     }
 
     #[test]
+    fn a_repro_that_cannot_check_is_an_error_not_a_reproduction() {
+        if crate::tinygrad::python_for_test("worker: repro verdicts").is_none() {
+            return;
+        }
+        let pool = WorkerPool::new(WorkerConfig::new(None).expect("the harness worker"))
+            .expect("a tinygrad worker");
+        let scripts = [
+            (0, "raise SystemExit(True)".to_string()),
+            (1, "raise SystemExit(0)".to_string()),
+            (
+                2,
+                "print('cannot check: the original raises X')\nraise SystemExit(2)".to_string(),
+            ),
+            (3, "x = 1".to_string()),
+        ];
+        let v: Vec<String> = pool
+            .run_scripts(&scripts)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(
+            v,
+            [
+                "reproduces",
+                "does-not-reproduce",
+                "error: cannot check: the original raises X",
+                "does-not-reproduce"
+            ]
+        );
+    }
+
+    #[test]
     fn a_checkout_without_tinygrad_is_a_typed_error() {
         let r = WorkerConfig::new(Some(PathBuf::from("/nonexistent/tinygrad-checkout")));
         assert!(
