@@ -7,18 +7,36 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 unsafe extern "C" {
     /// mimalloc.h `mi_option_set`, linked by the `mimalloc` crate.
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    #[cfg(target_os = "linux")]
+    fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
 }
 /// `mi_option_purge_delay` in mimalloc.h's `mi_option_e` (v2 and v3 alike).
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+/// linux/prctl.h.
+#[cfg(target_os = "linux")]
+const PR_SET_THP_DISABLE: std::ffi::c_int = 41;
 
 fn main() -> std::process::ExitCode {
-    // Freed memory stays with the process (mimalloc returns it to the OS 10 ms after a free by
-    // default): the fuzz loop's large short-lived buffers (a nontermination finding's 166,665-step
-    // trace, serialized to 30 MB) were faulted in afresh each time, kernel page clearing 24.6 % of
-    // the `fuzz --family index --rules symbolic` profile; page faults 2,327 -> 571 at
-    // `--iters 30000 --seed 99`.
-    // SAFETY: a plain option store, first thing in main, before any thread exists
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    // The fuzz loop's large short-lived buffers (a nontermination finding's 166,665-step trace,
+    // serialized to 30 MB) were faulted in afresh each time: kernel page clearing was 24.6 % of
+    // the `fuzz --family index --rules symbolic` profile. Freed memory stays with the process
+    // (mimalloc returns it to the OS 10 ms after a free by default), and no page fault clears a
+    // 2 MiB transparent huge page where the buffer needs a few 4 KiB ones. `--iters 30000 --seed
+    // 99` of that configuration, one core, task-clock of 4 alternating runs: 1.0 / 0.98 / 0.81 of
+    // the default allocator settings (neither / purge delay / both; THP `always` here); the
+    // default configuration unchanged within noise.
+    // SAFETY: an option store and a process flag, first thing in main, before any thread exists
+    unsafe {
+        mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        #[cfg(target_os = "linux")]
+        prctl(
+            PR_SET_THP_DISABLE,
+            1 as std::ffi::c_ulong,
+            0 as std::ffi::c_ulong,
+            0 as std::ffi::c_ulong,
+            0 as std::ffi::c_ulong,
+        );
+    }
     // SAFETY: first thing in main, before any thread exists
     unsafe { uopfuzz::exec::wgpu::xdg_runtime_fallback() };
     uopfuzz::cli::main()
