@@ -21,10 +21,9 @@ fn main() -> std::process::ExitCode {
     // serialized to 30 MB) were faulted in afresh each time: kernel page clearing was 24.6 % of
     // the `fuzz --family index --rules symbolic` profile. Freed memory stays with the process
     // (mimalloc returns it to the OS 10 ms after a free by default), and no page fault clears a
-    // 2 MiB transparent huge page where the buffer needs a few 4 KiB ones. `--iters 30000 --seed
-    // 99` of that configuration, one core, task-clock of 4 alternating runs: 1.0 / 0.98 / 0.81 of
-    // the default allocator settings (neither / purge delay / both; THP `always` here); the
-    // default configuration unchanged within noise.
+    // 2 MiB transparent huge page where a buffer needs a few 4 KiB ones. That loop at `--iters
+    // 30000 --seed 99`, one core, 3 alternating runs: system time 0.98-1.45 s -> 0.27-0.37 s
+    // (THP `always` here); the default configuration's CPU time unchanged within noise.
     // SAFETY: an option store and a process flag, first thing in main, before any thread exists
     unsafe {
         mi_option_set(MI_OPTION_PURGE_DELAY, -1);
