@@ -187,6 +187,24 @@ fn is_lane_read(g: &Graph, u: UOp) -> bool {
         || is_value_node(g, b)
 }
 
+/// An INDEX into a buffer (under its INDEX, movement and AFTER shells the base is a buffer, not
+/// a value): used as a value, tinygrad loads it (codegen/__init__.py:236).
+fn is_buffer_read(g: &Graph, u: UOp) -> bool {
+    if g.op(u) != Ops::INDEX || g.dtype(u) == DType::Void || is_lane_read(g, u) {
+        return false;
+    }
+    let mut b = u;
+    while matches!(g.op(b), Ops::INDEX | Ops::AFTER)
+        || crate::ir::ops::group::MOVEMENT.contains(&g.op(b))
+    {
+        match g.src(b).first() {
+            Some(s) => b = *s,
+            None => return false,
+        }
+    }
+    matches!(g.op(b), Ops::BUFFER | Ops::PARAM) && !is_input(g, b)
+}
+
 /// `root` with the loop `r` at its first iteration: `r` becomes 0 and leaves every END that
 /// closes it; an END left closing nothing is its statement.
 fn unroll(g: &mut Graph, root: UOp, r: UOp) -> UOp {
@@ -240,6 +258,12 @@ fn value_at(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
 /// The value of `u` at `env`, or inside its loops at their first iterations that give it one
 /// (a kernel's loop-dependent value: a variable holding it is a candidate like any other).
 fn value_somewhere(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
+    if is_buffer_read(g, u) {
+        // an INDEX evaluates to an address: its value is what a LOAD of it reads
+        let mut g2 = g.clone();
+        let l = g2.mk(Ops::LOAD, g.dtype(u), &[u], Arg::None);
+        return value_somewhere(&g2, l, env);
+    }
     value_at(g, u, env).or_else(|| {
         completions(g, u, env, MAX_COMPLETIONS / 8)
             .iter()
@@ -275,7 +299,12 @@ fn fresh_var(g: &mut Graph, u: UOp, name: &str, val: &Val) -> Option<UOp> {
         .int_bounds()
         .filter(|_| dt.is_fixed_int())
         .unwrap_or((i64::MIN as i128, i64::MAX as i128));
-    let (lo, hi) = min_max(g, &mut Cache::default(), u);
+    // a constant's range is itself: a variable replacing it takes its dtype's
+    let (lo, hi) = if g.op(u) == Ops::CONST {
+        (ConstVal::Int(dlo), ConstVal::Int(dhi))
+    } else {
+        min_max(g, &mut Cache::default(), u)
+    };
     let (lo, hi) = match (lo.as_i128(), hi.as_i128()) {
         (Some(a), Some(b)) if a <= x && x <= b => (a.max(dlo), b.min(dhi)),
         _ => (dlo, dhi),
@@ -360,6 +389,17 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
             }
         }
     }
+    // nodes read as an address (a LOAD's, STORE's or INDEX's base, an ordering shell's value)
+    let address: HashSet<UOp> = order
+        .iter()
+        .filter(|u| {
+            matches!(
+                g.op(**u),
+                Ops::LOAD | Ops::STORE | Ops::INDEX | Ops::AFTER | Ops::END
+            ) || crate::ir::ops::group::MOVEMENT.contains(&g.op(**u))
+        })
+        .filter_map(|u| g.src(*u).first().copied())
+        .collect();
     // an input becomes an earlier input of its dtype (two variables one: the nodes over them
     // may become one)
     let ins: Vec<UOp> = order.iter().copied().filter(|u| is_input(g, *u)).collect();
@@ -441,6 +481,15 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
             out.push(Cand::Unroll(u));
             continue;
         }
+        if is_buffer_read(g, u) && !address.contains(&u) {
+            // a buffer read used as a value becomes a variable or a constant holding what it
+            // loads (a kernel's statements may then go)
+            out.push(Cand::Var(u));
+            if let Some(v) = value_somewhere(g, u, env) {
+                out.push(Cand::Const(u, v.to_const()));
+            }
+            continue;
+        }
         if !is_value_node(g, u) && !is_lane_read(g, u) {
             continue;
         }
@@ -462,12 +511,114 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
         out.push(Cand::Var(u));
         if let Some(v) = value_somewhere(g, u, env) {
             out.push(Cand::Const(u, v.to_const()));
+        } else if g.op(u) != Ops::INDEX && interp::eval(g, u, env).is_ok_and(|o| o.invalid && !o.ub)
+        {
+            // a node that is Invalid at the point (a masked lane) becomes the Invalid constant
+            out.push(Cand::Const(u, ConstVal::Invalid));
         }
         for c in simple_consts(dt) {
             out.push(Cand::Const(u, c));
         }
     }
+    // last, a node becomes another node of the graph of its dtype and lane form that does not
+    // depend on it (two subtrees one: `stack(x)` where `stack(0)` is, a gate where a compare is)
+    let forms = lane_forms(g, &order);
+    let replaceable = |u: UOp| {
+        u != root
+            && !address.contains(&u)
+            && match g.op(u) {
+                Ops::CONST => const_ok.get(&u).copied().unwrap_or(false),
+                Ops::STACK => g.dtype(u) != DType::Void && !shape.contains(&u),
+                _ => is_value_node(g, u) || is_lane_read(g, u),
+            }
+    };
+    let sources: Vec<UOp> = order
+        .iter()
+        .copied()
+        .filter(|s| {
+            g.op(*s) != Ops::CONST
+                && !address.contains(s)
+                && (is_value_or_input(g, *s)
+                    || is_lane_read(g, *s)
+                    || g.op(*s) == Ops::STACK && g.dtype(*s) != DType::Void && !shape.contains(s))
+        })
+        .collect();
+    for &u in order.iter().rev().filter(|u| replaceable(**u)) {
+        let Some(f) = forms.get(&u).cloned().flatten() else {
+            continue;
+        };
+        for &s in &sources {
+            if s != u
+                && g.dtype(s) == g.dtype(u)
+                && !g.src(u).contains(&s)
+                && forms.get(&s).is_some_and(|fs| fs.as_ref() == Some(&f))
+                && !g.toposort(&[s]).contains(&u)
+            {
+                out.push(Cand::Node(u, s));
+            }
+        }
+    }
+    // a constant lane of a value STACK becomes a variable holding it: tinygrad folds a lane read
+    // of constants before the rules over it fire, a variable's it cannot
+    let lane_consts: HashSet<UOp> = order
+        .iter()
+        .filter(|u| g.op(**u) == Ops::STACK && g.dtype(**u) != DType::Void && !shape.contains(u))
+        .flat_map(|u| g.src(*u).iter().copied())
+        .filter(|c| g.op(*c) == Ops::CONST && const_ok.get(c).copied().unwrap_or(false))
+        .collect();
+    out.extend(
+        order
+            .iter()
+            .filter(|c| lane_consts.contains(c))
+            .map(|c| Cand::Var(*c)),
+    );
     out
+}
+
+/// The lane structure of a value: a scalar, or a STACK of lane forms; `None` where it is not
+/// read from the graph's structure alone (an ALU over STACKs, a ragged lane read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Form {
+    Scalar,
+    Stack(Vec<Form>),
+}
+
+fn lane_forms(g: &Graph, order: &[UOp]) -> HashMap<UOp, Option<Form>> {
+    let mut m: HashMap<UOp, Option<Form>> = HashMap::new();
+    for &u in order {
+        let f = match g.op(u) {
+            _ if g.dtype(u) == DType::Void => None,
+            Ops::STACK => g
+                .src(u)
+                .iter()
+                .map(|s| m.get(s).cloned().flatten())
+                .collect::<Option<Vec<Form>>>()
+                .map(Form::Stack),
+            Ops::INDEX if is_lane_read(g, u) => {
+                // one index per level: the base's rows, when they all have one form
+                let mut f = m.get(&g.src(u)[0]).cloned().flatten();
+                for _ in 1..g.src(u).len() {
+                    f = match f {
+                        Some(Form::Stack(rows)) if rows.windows(2).all(|w| w[0] == w[1]) => {
+                            rows.first().cloned()
+                        }
+                        _ => None,
+                    };
+                }
+                f
+            }
+            Ops::CONST | Ops::RANGE | Ops::SPECIAL => Some(Form::Scalar),
+            _ if is_input(g, u) || is_buffer_read(g, u) => Some(Form::Scalar),
+            _ if is_value_node(g, u) => g
+                .src(u)
+                .iter()
+                .all(|s| m.get(s).is_some_and(|f| f == &Some(Form::Scalar)))
+                .then_some(Form::Scalar),
+            _ => None,
+        };
+        m.insert(u, f);
+    }
+    m
 }
 
 /// Ranges and specials under `root` the point does not bind, with their loop ends.
