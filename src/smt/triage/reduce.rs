@@ -27,6 +27,7 @@
 //! Dtypes are not changed: a root-cause key names the exact dtype of the blamed step.
 use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
+use crate::ir::arg::{AddrSpace, ParamArg};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
 use std::collections::{HashMap, HashSet};
@@ -332,6 +333,9 @@ enum Cand {
         k: usize,
         children: bool,
     },
+    /// A value root becomes the kernel of one STORE under it (`sink(store)`), its REG and LOCAL
+    /// buffers global ones (zero-filled, as they start): the buffer holds what the read saw.
+    Kernel(UOp),
     /// An AFTER or END loses its operand `k` (an ordering dependency, or a loop it closes); one
     /// left with nothing after its first operand becomes that operand.
     DropDep(UOp, usize),
@@ -558,6 +562,16 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
             }
         }
     }
+    // a value read after stores becomes the kernel of one of them (the read, its INDEX and
+    // AFTER go; the kernel's buffers are compared instead)
+    if g.dtype(root) != DType::Void {
+        out.extend(
+            order
+                .iter()
+                .filter(|u| g.op(**u) == Ops::STORE)
+                .map(|u| Cand::Kernel(*u)),
+        );
+    }
     // a constant lane of a value STACK becomes a variable holding it: tinygrad folds a lane read
     // of constants before the rules over it fire, a variable's it cannot
     let lane_consts: HashSet<UOp> = order
@@ -767,6 +781,26 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             substitute(&mut g2, root, &map)
         }
         Cand::Unroll(r) => unroll(&mut g2, root, r),
+        Cand::Kernel(st) => {
+            let mut map = HashMap::new();
+            for u in g.toposort(&[st]) {
+                let local = g.op(u) == Ops::BUFFER
+                    && g.arg(u).as_param().is_some_and(|p| {
+                        matches!(p.addrspace, Some(AddrSpace::Reg | AddrSpace::Local))
+                    });
+                let size = g.src(u).first().and_then(|n| g.const_val(*n));
+                if let (true, Some(ConstVal::Int(n))) = (local, size) {
+                    let dt = g.dtype(u);
+                    let slot = env2.buffers.len();
+                    env2.buffers
+                        .push(interp::Buffer::zeros(dt, usize::try_from(n).ok()?));
+                    let arg = Arg::Param(Box::new(ParamArg::buffer(slot as i64, dt)));
+                    map.insert(u, g2.mk(Ops::PARAM, dt, g.src(u), arg));
+                }
+            }
+            let st2 = substitute(&mut g2, st, &map);
+            g2.mk(Ops::SINK, DType::Void, &[st2], Arg::None)
+        }
         Cand::DropLane { stack, k, children } => {
             let drop = |g2: &mut Graph, u: UOp| without_src(g, g2, u, k);
             let map: HashMap<UOp, UOp> = if children {
