@@ -17,7 +17,13 @@
 //!    a lane read (`index(stack(a, b), 1)`) becomes its lane; a value STACK loses a lane (or
 //!    each of its STACK rows does); an AFTER loses a dependency and an END a loop it closes;
 //!    for a report's repro ([`Keep::repro_moves`]) an input becomes a constant and a
-//!    one-statement SINK its statement;
+//!    one-statement SINK its statement; a buffer read used as a value (an INDEX tinygrad loads)
+//!    becomes a variable or a constant holding what it loads; a node that is Invalid at the
+//!    point becomes the Invalid constant;
+//!    last, a node becomes another node of its dtype and lane form that does not depend on it,
+//!    a value read after stores becomes the kernel of one of them (its REG and LOCAL buffers
+//!    global), and a constant lane of a value STACK a variable (tinygrad folds a lane read of
+//!    constants before the rules over it fire);
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
