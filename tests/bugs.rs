@@ -192,3 +192,69 @@ fn a_lane_case_minimizes_to_a_few_lanes_with_its_key() {
         );
     }
 }
+
+/// Two findings whose representatives stayed over 12 nodes: a nested lane read whose defect is
+/// in the shape of its STACK rows (every single move toward a source or a constant loses it;
+/// rows become rows already in the graph, a masked lane the Invalid constant), and a kernel
+/// whose values are buffer reads (each becomes a variable holding what it loads).
+#[test]
+fn cases_once_over_12_nodes_minimize_to_12_or_fewer_with_their_keys() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs-over12");
+    let (found, errs) = collect(&dir);
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(found.len(), 2);
+    let mut keys: Vec<String> = found
+        .iter()
+        .map(|l| {
+            analyze_loaded(l)
+                .unwrap()
+                .expect("the fixture shows its cause")
+                .key
+                .to_string()
+        })
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "rewrite-bug|mop_cleanup/index_of_index|INDEX.weakint|wrong-value",
+            "rewrite-bug|symbolic/combine_y_xc_x|ADD.double|wrong-value"
+        ]
+    );
+    let py = workers();
+    let mut cache = Cache::default();
+    let mut r = build(found, &HashMap::new(), &Opts::default(), &mut cache);
+    if let Some(w) = &py {
+        check_repros(&mut r, w, None, &mut cache);
+    }
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let all: Vec<_> = r.bugs.iter().chain(&r.by_design).collect();
+    assert_eq!(all.len(), 2, "{}", markdown(&r));
+    for b in &all {
+        assert!(b.key_kept && keys.contains(&b.keys[0]), "{:?}", b.keys);
+        assert!(b.nodes_before >= 35, "{}", b.nodes_before);
+        assert!(b.nodes_after <= 12, "{} ({} nodes)", b.expr, b.nodes_after);
+        if py.is_some() {
+            assert_eq!(
+                b.tinygrad_0140.as_deref(),
+                Some("reproduces"),
+                "{}",
+                b.python
+            );
+        }
+    }
+    // the nested INDEX the rule merges stays, over a STACK whose last row holds Invalid lanes
+    let ioi = &r.bugs[0];
+    assert!(
+        ioi.expr.contains("index(index(stack(") && ioi.expr.contains("Invalid"),
+        "{}",
+        ioi.expr
+    );
+    // the kernel's buffer reads are variables: a scalar case with no buffer left
+    let comb = &r.by_design[0];
+    assert!(
+        !comb.expr.contains("param(") && !comb.expr.contains("buffer("),
+        "{}",
+        comb.expr
+    );
+}

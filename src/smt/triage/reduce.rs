@@ -17,7 +17,13 @@
 //!    a lane read (`index(stack(a, b), 1)`) becomes its lane; a value STACK loses a lane (or
 //!    each of its STACK rows does); an AFTER loses a dependency and an END a loop it closes;
 //!    for a report's repro ([`Keep::repro_moves`]) an input becomes a constant and a
-//!    one-statement SINK its statement;
+//!    one-statement SINK its statement; a buffer read used as a value (an INDEX tinygrad loads)
+//!    becomes a variable or a constant holding what it loads; a node that is Invalid at the
+//!    point becomes the Invalid constant;
+//!    last, a node becomes another node of its dtype and lane form that does not depend on it,
+//!    a value read after stores becomes the kernel of one of them (its REG and LOCAL buffers
+//!    global), and a constant lane of a value STACK a variable (tinygrad folds a lane read of
+//!    constants before the rules over it fire);
 //! 3. then the values: each input toward 0, ±1, ±2, powers of two and its bounds, and halved
 //!    toward 0 while the key holds.
 //!
@@ -27,6 +33,7 @@
 //! Dtypes are not changed: a root-cause key names the exact dtype of the blamed step.
 use crate::exec::interp::{self, Env};
 use crate::ir::alu::Val;
+use crate::ir::arg::{AddrSpace, ParamArg};
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
 use std::collections::{HashMap, HashSet};
@@ -187,6 +194,24 @@ fn is_lane_read(g: &Graph, u: UOp) -> bool {
         || is_value_node(g, b)
 }
 
+/// An INDEX into a buffer (under its INDEX, movement and AFTER shells the base is a buffer, not
+/// a value): used as a value, tinygrad loads it (codegen/__init__.py:236).
+fn is_buffer_read(g: &Graph, u: UOp) -> bool {
+    if g.op(u) != Ops::INDEX || g.dtype(u) == DType::Void || is_lane_read(g, u) {
+        return false;
+    }
+    let mut b = u;
+    while matches!(g.op(b), Ops::INDEX | Ops::AFTER)
+        || crate::ir::ops::group::MOVEMENT.contains(&g.op(b))
+    {
+        match g.src(b).first() {
+            Some(s) => b = *s,
+            None => return false,
+        }
+    }
+    matches!(g.op(b), Ops::BUFFER | Ops::PARAM) && !is_input(g, b)
+}
+
 /// `root` with the loop `r` at its first iteration: `r` becomes 0 and leaves every END that
 /// closes it; an END left closing nothing is its statement.
 fn unroll(g: &mut Graph, root: UOp, r: UOp) -> UOp {
@@ -240,6 +265,12 @@ fn value_at(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
 /// The value of `u` at `env`, or inside its loops at their first iterations that give it one
 /// (a kernel's loop-dependent value: a variable holding it is a candidate like any other).
 fn value_somewhere(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
+    if is_buffer_read(g, u) {
+        // an INDEX evaluates to an address: its value is what a LOAD of it reads
+        let mut g2 = g.clone();
+        let l = g2.mk(Ops::LOAD, g.dtype(u), &[u], Arg::None);
+        return value_somewhere(&g2, l, env);
+    }
     value_at(g, u, env).or_else(|| {
         completions(g, u, env, MAX_COMPLETIONS / 8)
             .iter()
@@ -275,7 +306,12 @@ fn fresh_var(g: &mut Graph, u: UOp, name: &str, val: &Val) -> Option<UOp> {
         .int_bounds()
         .filter(|_| dt.is_fixed_int())
         .unwrap_or((i64::MIN as i128, i64::MAX as i128));
-    let (lo, hi) = min_max(g, &mut Cache::default(), u);
+    // a constant's range is itself: a variable replacing it takes its dtype's
+    let (lo, hi) = if g.op(u) == Ops::CONST {
+        (ConstVal::Int(dlo), ConstVal::Int(dhi))
+    } else {
+        min_max(g, &mut Cache::default(), u)
+    };
     let (lo, hi) = match (lo.as_i128(), hi.as_i128()) {
         (Some(a), Some(b)) if a <= x && x <= b => (a.max(dlo), b.min(dhi)),
         _ => (dlo, dhi),
@@ -303,6 +339,9 @@ enum Cand {
         k: usize,
         children: bool,
     },
+    /// A value root becomes the kernel of one STORE under it (`sink(store)`), its REG and LOCAL
+    /// buffers global ones (zero-filled, as they start): the buffer holds what the read saw.
+    Kernel(UOp),
     /// An AFTER or END loses its operand `k` (an ordering dependency, or a loop it closes); one
     /// left with nothing after its first operand becomes that operand.
     DropDep(UOp, usize),
@@ -360,6 +399,17 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
             }
         }
     }
+    // nodes read as an address (a LOAD's, STORE's or INDEX's base, an ordering shell's value)
+    let address: HashSet<UOp> = order
+        .iter()
+        .filter(|u| {
+            matches!(
+                g.op(**u),
+                Ops::LOAD | Ops::STORE | Ops::INDEX | Ops::AFTER | Ops::END
+            ) || crate::ir::ops::group::MOVEMENT.contains(&g.op(**u))
+        })
+        .filter_map(|u| g.src(*u).first().copied())
+        .collect();
     // an input becomes an earlier input of its dtype (two variables one: the nodes over them
     // may become one)
     let ins: Vec<UOp> = order.iter().copied().filter(|u| is_input(g, *u)).collect();
@@ -441,6 +491,15 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
             out.push(Cand::Unroll(u));
             continue;
         }
+        if is_buffer_read(g, u) && !address.contains(&u) {
+            // a buffer read used as a value becomes a variable or a constant holding what it
+            // loads (a kernel's statements may then go)
+            out.push(Cand::Var(u));
+            if let Some(v) = value_somewhere(g, u, env) {
+                out.push(Cand::Const(u, v.to_const()));
+            }
+            continue;
+        }
         if !is_value_node(g, u) && !is_lane_read(g, u) {
             continue;
         }
@@ -462,12 +521,124 @@ fn candidates(g: &Graph, root: UOp, env: &Env, focus: &[UOp], repro: bool) -> Ve
         out.push(Cand::Var(u));
         if let Some(v) = value_somewhere(g, u, env) {
             out.push(Cand::Const(u, v.to_const()));
+        } else if g.op(u) != Ops::INDEX && interp::eval(g, u, env).is_ok_and(|o| o.invalid && !o.ub)
+        {
+            // a node that is Invalid at the point (a masked lane) becomes the Invalid constant
+            out.push(Cand::Const(u, ConstVal::Invalid));
         }
         for c in simple_consts(dt) {
             out.push(Cand::Const(u, c));
         }
     }
+    // last, a node becomes another node of the graph of its dtype and lane form that does not
+    // depend on it (two subtrees one: `stack(x)` where `stack(0)` is, a gate where a compare is)
+    let forms = lane_forms(g, &order);
+    let replaceable = |u: UOp| {
+        u != root
+            && !address.contains(&u)
+            && match g.op(u) {
+                Ops::CONST => const_ok.get(&u).copied().unwrap_or(false),
+                Ops::STACK => g.dtype(u) != DType::Void && !shape.contains(&u),
+                _ => is_value_node(g, u) || is_lane_read(g, u),
+            }
+    };
+    let sources: Vec<UOp> = order
+        .iter()
+        .copied()
+        .filter(|s| {
+            g.op(*s) != Ops::CONST
+                && !address.contains(s)
+                && (is_value_or_input(g, *s)
+                    || is_lane_read(g, *s)
+                    || g.op(*s) == Ops::STACK && g.dtype(*s) != DType::Void && !shape.contains(s))
+        })
+        .collect();
+    for &u in order.iter().rev().filter(|u| replaceable(**u)) {
+        let Some(f) = forms.get(&u).cloned().flatten() else {
+            continue;
+        };
+        for &s in &sources {
+            if s != u
+                && g.dtype(s) == g.dtype(u)
+                && !g.src(u).contains(&s)
+                && forms.get(&s).is_some_and(|fs| fs.as_ref() == Some(&f))
+                && !g.toposort(&[s]).contains(&u)
+            {
+                out.push(Cand::Node(u, s));
+            }
+        }
+    }
+    // a value read after stores becomes the kernel of one of them (the read, its INDEX and
+    // AFTER go; the kernel's buffers are compared instead)
+    if g.dtype(root) != DType::Void {
+        out.extend(
+            order
+                .iter()
+                .filter(|u| g.op(**u) == Ops::STORE)
+                .map(|u| Cand::Kernel(*u)),
+        );
+    }
+    // a constant lane of a value STACK becomes a variable holding it: tinygrad folds a lane read
+    // of constants before the rules over it fire, a variable's it cannot
+    let lane_consts: HashSet<UOp> = order
+        .iter()
+        .filter(|u| g.op(**u) == Ops::STACK && g.dtype(**u) != DType::Void && !shape.contains(u))
+        .flat_map(|u| g.src(*u).iter().copied())
+        .filter(|c| g.op(*c) == Ops::CONST && const_ok.get(c).copied().unwrap_or(false))
+        .collect();
+    out.extend(
+        order
+            .iter()
+            .filter(|c| lane_consts.contains(c))
+            .map(|c| Cand::Var(*c)),
+    );
     out
+}
+
+/// The lane structure of a value: a scalar, or a STACK of lane forms; `None` where it is not
+/// read from the graph's structure alone (an ALU over STACKs, a ragged lane read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Form {
+    Scalar,
+    Stack(Vec<Form>),
+}
+
+fn lane_forms(g: &Graph, order: &[UOp]) -> HashMap<UOp, Option<Form>> {
+    let mut m: HashMap<UOp, Option<Form>> = HashMap::new();
+    for &u in order {
+        let f = match g.op(u) {
+            _ if g.dtype(u) == DType::Void => None,
+            Ops::STACK => g
+                .src(u)
+                .iter()
+                .map(|s| m.get(s).cloned().flatten())
+                .collect::<Option<Vec<Form>>>()
+                .map(Form::Stack),
+            Ops::INDEX if is_lane_read(g, u) => {
+                // one index per level: the base's rows, when they all have one form
+                let mut f = m.get(&g.src(u)[0]).cloned().flatten();
+                for _ in 1..g.src(u).len() {
+                    f = match f {
+                        Some(Form::Stack(rows)) if rows.windows(2).all(|w| w[0] == w[1]) => {
+                            rows.first().cloned()
+                        }
+                        _ => None,
+                    };
+                }
+                f
+            }
+            Ops::CONST | Ops::RANGE | Ops::SPECIAL => Some(Form::Scalar),
+            _ if is_input(g, u) || is_buffer_read(g, u) => Some(Form::Scalar),
+            _ if is_value_node(g, u) => g
+                .src(u)
+                .iter()
+                .all(|s| m.get(s).is_some_and(|f| f == &Some(Form::Scalar)))
+                .then_some(Form::Scalar),
+            _ => None,
+        };
+        m.insert(u, f);
+    }
+    m
 }
 
 /// Ranges and specials under `root` the point does not bind, with their loop ends.
@@ -616,6 +787,26 @@ fn apply_one(g: &Graph, root: UOp, env: &Env, c: Cand) -> Option<(Graph, UOp, En
             substitute(&mut g2, root, &map)
         }
         Cand::Unroll(r) => unroll(&mut g2, root, r),
+        Cand::Kernel(st) => {
+            let mut map = HashMap::new();
+            for u in g.toposort(&[st]) {
+                let local = g.op(u) == Ops::BUFFER
+                    && g.arg(u).as_param().is_some_and(|p| {
+                        matches!(p.addrspace, Some(AddrSpace::Reg | AddrSpace::Local))
+                    });
+                let size = g.src(u).first().and_then(|n| g.const_val(*n));
+                if let (true, Some(ConstVal::Int(n))) = (local, size) {
+                    let dt = g.dtype(u);
+                    let slot = env2.buffers.len();
+                    env2.buffers
+                        .push(interp::Buffer::zeros(dt, usize::try_from(n).ok()?));
+                    let arg = Arg::Param(Box::new(ParamArg::buffer(slot as i64, dt)));
+                    map.insert(u, g2.mk(Ops::PARAM, dt, g.src(u), arg));
+                }
+            }
+            let st2 = substitute(&mut g2, st, &map);
+            g2.mk(Ops::SINK, DType::Void, &[st2], Arg::None)
+        }
         Cand::DropLane { stack, k, children } => {
             let drop = |g2: &mut Graph, u: UOp| without_src(g, g2, u, k);
             let map: HashMap<UOp, UOp> = if children {
