@@ -1399,6 +1399,12 @@ impl<'a> Interp<'a> {
                 for (slot, v) in xs.iter_mut().zip(vals) {
                     match lane(v, k) {
                         Some(V::S(x)) => *slot = x,
+                        Some(V::Invalid) if it.p.op[i] == Ops::WHERE => {
+                            return shaped::where_lane(
+                                &vals.iter().map(|v| lane(v, k)).collect::<Vec<_>>(),
+                            )
+                            .ok_or_else(|| it.err_malformed(i, NOT_SCALAR));
+                        }
                         Some(V::Invalid) => return Ok(V::Invalid),
                         _ => return Err(it.err_malformed(i, NOT_SCALAR)),
                     }

@@ -61,6 +61,23 @@ pub(super) fn nest(dims: &[usize], lanes: &[V]) -> V {
     }
 }
 
+/// One lane of `WHERE(c, x, y)` where an operand lane is Invalid: `exec_alu` runs a ternary op
+/// on Invalid lanes (only binary ops give Invalid, uop/ops.py:1301) as Python's `y if x else
+/// z` (ops.py:1295), so an Invalid arm passes through when picked and an Invalid condition is
+/// truthy. `None` when a lane is not a scalar or Invalid.
+pub(super) fn where_lane(l: &[Option<V>]) -> Option<V> {
+    let [Some(c), Some(x), Some(y)] = l else {
+        return None;
+    };
+    let take = match c {
+        V::S(v) => v.truthy(),
+        V::Invalid => true,
+        _ => return None,
+    };
+    let r = if take { x } else { y };
+    matches!(r, V::S(_) | V::Invalid).then(|| r.clone())
+}
+
 /// Whether `v` holds a pointer or buffer anywhere (a view `maybe_load` loads).
 fn is_view(v: &V) -> bool {
     match v {
@@ -156,9 +173,11 @@ impl<'a> Interp<'a> {
         let n: usize = out_dims.iter().product();
         let mut out = Vec::with_capacity(n);
         let mut xs = Vec::with_capacity(vals.len());
+        let mut lane_vals = Vec::with_capacity(vals.len());
         for lane in 0..n {
             // the lane's multi-index, then each operand's row-major offset with size-1 dims pinned
             xs.clear();
+            lane_vals.clear();
             let mut invalid = false;
             for (fl, s) in flats.iter().zip(&shapes) {
                 let (mut off, mut rest, mut stride) = (0usize, lane, 1usize);
@@ -175,8 +194,12 @@ impl<'a> Interp<'a> {
                     Some(V::Invalid) => invalid = true,
                     _ => return Err(self.err_malformed(i, "operand is not a scalar value")),
                 }
+                lane_vals.push(fl[off].clone());
             }
-            out.push(if invalid {
+            out.push(if invalid && self.p.op[i] == Ops::WHERE {
+                let l: Vec<Option<V>> = lane_vals.drain(..).map(Some).collect();
+                where_lane(&l).ok_or_else(|| self.err_malformed(i, "WHERE lane is not a scalar"))?
+            } else if invalid {
                 V::Invalid
             } else {
                 V::S(f(self, &xs)?)
