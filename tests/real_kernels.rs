@@ -292,6 +292,36 @@ fn agree_on_small_ints(
         )
 }
 
+/// Buffer values as text (`float()`/`int()` read them back in Python; NaN and inf included).
+fn vals_json(bufs: &[uopfuzz::exec::interp::Buffer]) -> serde_json::Value {
+    use uopfuzz::ir::alu::Val;
+    bufs.iter()
+        .map(|b| {
+            b.data
+                .iter()
+                .map(|v| match v {
+                    Val::Float(f) => format!("{f:?}"),
+                    Val::Int(i) => i.to_string(),
+                    Val::Bool(x) => u8::from(*x).to_string(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `UOPFUZZ_KERNELS_DUMP=DIR`: each compared call's points (input buffers and the interpreter's
+/// buffers after the pass's input and output) as `DIR/<in>.json`, which
+/// `harness/exec_pass.py` runs through tinygrad's own pipeline and DEV=PYTHON device.
+fn dump(call: &Call, points: &[serde_json::Value]) {
+    let Some(dir) = std::env::var_os("UOPFUZZ_KERNELS_DUMP") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let j = serde_json::json!({"pass": call.pass, "in": call.input, "out": call.output, "model": call.model, "points": points});
+    std::fs::write(dir.join(format!("{}.json", call.input)), j.to_string()).unwrap();
+}
+
 #[derive(Default)]
 struct Exec {
     calls: usize,
@@ -332,6 +362,7 @@ fn every_pass_keeps_what_the_kernel_computes() {
             Runner::new(&case.graph, out),
         );
         let mut ran = false;
+        let mut dumped = vec![];
         for p in make_points(&case, &opts) {
             let o = run_o.observe(&case.graph, &p.env);
             if let Some(err) = &o.error {
@@ -361,6 +392,7 @@ fn every_pass_keeps_what_the_kernel_computes() {
                 );
                 break;
             }
+            dumped.push(serde_json::json!({"buffers": vals_json(&p.env.buffers), "interp_in": vals_json(&o.buffers), "interp_out": vals_json(&n.buffers)}));
             match decide(&case.graph, case.root, out, &p.env, &o, &n, opts.policy) {
                 PointVerdict::Skip => {}
                 PointVerdict::Agree | PointVerdict::Rounding => e.points += 1,
@@ -407,6 +439,9 @@ fn every_pass_keeps_what_the_kernel_computes() {
                     break;
                 }
             }
+        }
+        if ran {
+            dump(call, &dumped);
         }
         e.ran += usize::from(ran);
     }
