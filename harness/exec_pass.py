@@ -35,7 +35,9 @@ def lower_from(sink, start: str):
     started[0] = started[0] or name == start
     return real(s, pm, *a, name=name, **kw) if started[0] else s
   cg.graph_rewrite = gated
-  try: full = cg.full_rewrite_to_sink(sink, PythonRenderer(Target(device="PYTHON")), optimize=False)
+  # the passes up to `simplify ranges` run only with `optimize` (then apply_opts leaves a tagged SINK as it is)
+  optimize = PASSES.index(start) <= PASSES.index("simplify ranges")
+  try: full = cg.full_rewrite_to_sink(sink, PythonRenderer(Target(device="PYTHON")), optimize=optimize)
   finally: cg.graph_rewrite = real
   assert started[0], f"no pass named {start!r}"
   from tinygrad.uop.ops import ProgramInfo
