@@ -261,7 +261,7 @@ const NO_VALUE: [(&str, &str); 3] = [
         "a group reduce (GROUP/GROUPTOP opts) between `remove reduces` and `add gpudims`: a \
          GROUP_REDUCE range no END closes and a STAGE (a LOCAL buffer every thread of the \
          workgroup fills, read after a barrier) are the threads of one workgroup, which tinygrad's \
-         PYTHON device runs in lockstep (runtime/ops_python.py:49-60, the warp is always in sync); \
+         PYTHON device runs in lockstep (runtime/ops_python.py:49-80, every uop for the whole warp); \
          the interpreter runs one thread at a time and has no STAGE value",
     ),
     (
@@ -273,7 +273,8 @@ const NO_VALUE: [(&str, &str); 3] = [
     (
         "buffer for slot",
         "`decomp dtypes` (pm_dtype_decomps) emulates half as ushort where the renderer has no \
-         half (PythonRenderer.supported_dtypes drops it on Python < 3.12, ops_python.py:235): \
+         half (codegen/decomp/dtype.py:200; PythonRenderer.supported_dtypes drops it on Python \
+         < 3.12, ops_python.py:235): \
          the output's PARAM reads the input's half buffer as its bits, and the interpreter's \
          buffers are typed",
     ),

@@ -1516,7 +1516,7 @@ impl<'a> Interp<'a> {
     fn index(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
         if src.len() == 1 {
-            // no index: the shape is the src's (`_shape` of INDEX, uop/ops.py:362-364), `x[()]`
+            // no index: the shape is the src's (`_shape` of INDEX, uop/ops.py:362-365), `x[()]`
             return Ok(base);
         }
         if let V::Vec(_) = base {
