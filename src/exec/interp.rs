@@ -1399,6 +1399,12 @@ impl<'a> Interp<'a> {
                 for (slot, v) in xs.iter_mut().zip(vals) {
                     match lane(v, k) {
                         Some(V::S(x)) => *slot = x,
+                        Some(V::Invalid) if it.p.op[i] == Ops::WHERE => {
+                            return shaped::where_lane(
+                                &vals.iter().map(|v| lane(v, k)).collect::<Vec<_>>(),
+                            )
+                            .ok_or_else(|| it.err_malformed(i, NOT_SCALAR));
+                        }
                         Some(V::Invalid) => return Ok(V::Invalid),
                         _ => return Err(it.err_malformed(i, NOT_SCALAR)),
                     }
@@ -1509,6 +1515,10 @@ impl<'a> Interp<'a> {
     /// INDEX(buf, idx[, gate]) → a pointer; INDEX(STACK, c) → the element (GEP).
     fn index(&mut self, i: usize, src: &[usize]) -> Result<V, ExecError> {
         let base = src.first().map(|s| self.get(*s).clone()).unwrap_or(V::Void);
+        if src.len() == 1 {
+            // no index: the shape is the src's (`_shape` of INDEX, uop/ops.py:362-365), `x[()]`
+            return Ok(base);
+        }
         if let V::Vec(_) = base {
             return self.vec_index(i, base, &src[1..]);
         }
@@ -1600,7 +1610,7 @@ impl<'a> Interp<'a> {
             vec![x.clone(); n]
         } else {
             let mut flat = Vec::new();
-            shaped::flat(x, usize::MAX, &mut flat);
+            shaped::flat(&self.view_of(x), usize::MAX, &mut flat);
             if flat.len() != n {
                 return Err(self.err_malformed(i, "RESHAPE changes the element count"));
             }

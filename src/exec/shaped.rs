@@ -61,6 +61,23 @@ pub(super) fn nest(dims: &[usize], lanes: &[V]) -> V {
     }
 }
 
+/// One lane of `WHERE(c, x, y)` where an operand lane is Invalid: `exec_alu` runs a ternary op
+/// on Invalid lanes (only binary ops give Invalid, uop/ops.py:1301) as Python's `y if x else
+/// z` (ops.py:1295), so an Invalid arm passes through when picked and an Invalid condition is
+/// truthy. `None` when a lane is not a scalar or Invalid.
+pub(super) fn where_lane(l: &[Option<V>]) -> Option<V> {
+    let [Some(c), Some(x), Some(y)] = l else {
+        return None;
+    };
+    let take = match c {
+        V::S(v) => v.truthy(),
+        V::Invalid => true,
+        _ => return None,
+    };
+    let r = if take { x } else { y };
+    matches!(r, V::S(_) | V::Invalid).then(|| r.clone())
+}
+
 /// Whether `v` holds a pointer or buffer anywhere (a view `maybe_load` loads).
 fn is_view(v: &V) -> bool {
     match v {
@@ -75,6 +92,15 @@ impl<'a> Interp<'a> {
     fn buf_view(&self, b: BufRef) -> V {
         let n = self.bound(b);
         V::Vec((0..n as i128).map(|k| V::Ptr(b, Some(k))).collect())
+    }
+
+    /// `v`, a buffer read as the view of its elements (a movement op of a LOCAL/REG buffer:
+    /// `RESHAPE(BUFFER(16), (16, 1))`, the PARAM/BUFFER's 1-D shape, ops.py:394).
+    pub(super) fn view_of(&self, v: &V) -> V {
+        match v {
+            V::Buf(b) => self.buf_view(*b),
+            x => x.clone(),
+        }
     }
 
     /// One element of a buffer, as `load` reads it: out of bounds flags UB and reads 0; a
@@ -156,9 +182,11 @@ impl<'a> Interp<'a> {
         let n: usize = out_dims.iter().product();
         let mut out = Vec::with_capacity(n);
         let mut xs = Vec::with_capacity(vals.len());
+        let mut lane_vals = Vec::with_capacity(vals.len());
         for lane in 0..n {
             // the lane's multi-index, then each operand's row-major offset with size-1 dims pinned
             xs.clear();
+            lane_vals.clear();
             let mut invalid = false;
             for (fl, s) in flats.iter().zip(&shapes) {
                 let (mut off, mut rest, mut stride) = (0usize, lane, 1usize);
@@ -175,8 +203,12 @@ impl<'a> Interp<'a> {
                     Some(V::Invalid) => invalid = true,
                     _ => return Err(self.err_malformed(i, "operand is not a scalar value")),
                 }
+                lane_vals.push(fl[off].clone());
             }
-            out.push(if invalid {
+            out.push(if invalid && self.p.op[i] == Ops::WHERE {
+                let l: Vec<Option<V>> = lane_vals.drain(..).map(Some).collect();
+                where_lane(&l).ok_or_else(|| self.err_malformed(i, "WHERE lane is not a scalar"))?
+            } else if invalid {
                 V::Invalid
             } else {
                 V::S(f(self, &xs)?)
@@ -199,6 +231,9 @@ impl<'a> Interp<'a> {
         let [x, o, s] = vals else {
             return Err(self.err_malformed(i, "SHRINK needs a value, offsets and sizes"));
         };
+        if let V::Buf(b) = x {
+            return self.shrink_buf(i, *b, o, s);
+        }
         let x = match x {
             V::Buf(b) => self.buf_view(*b),
             x => x.clone(),
@@ -233,6 +268,35 @@ impl<'a> Interp<'a> {
             ))
         }
         cut(&x, &offs, &sizes).ok_or_else(|| self.err_malformed(i, "SHRINK past its value's shape"))
+    }
+
+    /// `SHRINK(buf, o, sz)` of a buffer: `sz` pointers from `buf + o`. The PYTHON device runs
+    /// it as INDEX does, a pointer offset (runtime/ops_python.py:108-119) whose bounds only a
+    /// LOAD/STORE checks (`_load`/`_store` raise IndexError, ops_python.py:15-27; UB here), so a
+    /// gated load's offset may be negative or past the end; an Invalid offset (`WHERE(gate,
+    /// o, Invalid)`) masks every lane, as an Invalid INDEX does.
+    fn shrink_buf(&self, i: usize, b: BufRef, o: &V, s: &V) -> Result<V, ExecError> {
+        let one = |v: &V| -> Option<V> {
+            let mut l = Vec::new();
+            flat(v, usize::MAX, &mut l);
+            (l.len() == 1).then(|| l.swap_remove(0))
+        };
+        let (Some(o), Some(s)) = (one(o), one(s)) else {
+            return Err(self.err_malformed(i, "SHRINK rank differs from its value's"));
+        };
+        let sz = usize::try_from(self.int_of(i, &s)?)
+            .ok()
+            .filter(|n| *n <= 1 << 16)
+            .ok_or_else(|| self.err_malformed(i, "SHRINK size is negative or over 65536"))?;
+        let off = match o {
+            V::Invalid => None,
+            v => Some(self.int_of(i, &v)?),
+        };
+        Ok(V::Vec(
+            (0..sz as i128)
+                .map(|k| V::Ptr(b, off.map(|o| o + k)))
+                .collect(),
+        ))
     }
 
     /// LOAD of a view (`LOAD(SHRINK(buf, ..))`, `LOAD(STACK(INDEX..))`): every lane.
@@ -387,9 +451,48 @@ mod tests {
         let env = Env::new().buffer(b(&[5, 6, 7, 8])).buffer(b(&[0, 0, 0, 0]));
         let o = eval(&g, sink, &env).unwrap();
         assert_eq!(ints(&o.buffers[1]), vec![60, 70, 26, 9]);
-        // a SHRINK past the buffer's end is malformed, not a read out of bounds
+        // a buffer's SHRINK is a pointer offset: past the end it is the STORE that is out of
+        // bounds (UB), its lanes in bounds stored
         let bad = g.mk(Ops::SHRINK, Int32, &[inp, c2, c4], Arg::None);
         let st = g.mk(Ops::STORE, Void, &[bad, ten], Arg::None);
-        assert!(eval(&g, st, &env).is_err());
+        let o = eval(&g, st, &env).unwrap();
+        assert_eq!(
+            o.ub_at.map(|x| x.1),
+            Some(crate::exec::interp::UbKind::OutOfBounds)
+        );
+        assert_eq!(ints(&o.buffers[0]), vec![5, 6, 10, 10]);
+        // an Invalid offset masks every lane: the STORE stores nothing
+        let inv = g.cnst(Int32, crate::ir::ConstVal::Invalid);
+        let masked = g.mk(Ops::SHRINK, Int32, &[inp, inv, c2], Arg::None);
+        let st = g.mk(Ops::STORE, Void, &[masked, ten], Arg::None);
+        let o = eval(&g, st, &env).unwrap();
+        assert!(!o.ub);
+        assert_eq!(ints(&o.buffers[0]), vec![5, 6, 7, 8]);
+        // a LOCAL buffer reshaped is the view of its elements; INDEX without an index is its src
+        let loc = g.mk(
+            Ops::BUFFER,
+            Int32,
+            &[c4],
+            Arg::Param(Box::new(crate::ir::ParamArg {
+                slot: 0,
+                dtype: Int32,
+                vmin_vmax: None,
+                multiple_of: None,
+                name: None,
+                addrspace: Some(crate::ir::AddrSpace::Local),
+                extra: None,
+            })),
+        );
+        let shp = g.mk(Ops::STACK, WeakInt, &[c4, c1], Arg::None);
+        let rs = g.mk(Ops::RESHAPE, Int32, &[loc, shp], Arg::None);
+        let row = g.mk(Ops::INDEX, Int32, &[rs, c3], Arg::None);
+        let v = g.mk(Ops::INDEX, Int32, &[ten], Arg::None);
+        let st = g.mk(Ops::STORE, Void, &[row, v], Arg::None);
+        let rd = g.mk(Ops::INDEX, Int32, &[loc, c3], Arg::None);
+        let after = g.mk(Ops::AFTER, Int32, &[rd, st], Arg::None);
+        let add = g.mk(Ops::ADD, Int32, &[after, c1], Arg::None);
+        let st = g.mk(Ops::STORE, Void, &[i3, add], Arg::None);
+        let o = eval(&g, st, &env).unwrap();
+        assert_eq!(ints(&o.buffers[1]), vec![0, 0, 0, 11]);
     }
 }
