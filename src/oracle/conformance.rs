@@ -84,7 +84,7 @@ pub fn explained(
     // (measured on lavapipe: `bitcast<u32>(-4294967290)` is 0xcf800000, not 6)
     if backend == "wgpu"
         && crate::exec::wgpu::WgpuPrepared::render(g, &[root])
-            .is_ok_and(|k| wide_u32_literal(&k.src))
+            .is_ok_and(|k| !crate::exec::render::wgsl::wide_u32_literals(&k.src).is_empty())
     {
         return Some(
             "wgsl: a u32 constant below -2^31 rendered as bitcast<u32>(v) (wgsl.py:71), which naga reads as f32 bits",
@@ -160,18 +160,6 @@ pub fn explained(
         });
     }
     None
-}
-
-/// Whether WGSL source `src` holds `bitcast<u32>(-N)` with `N` past i32's range.
-fn wide_u32_literal(src: &str) -> bool {
-    src.match_indices("bitcast<u32>(-").any(|(i, m)| {
-        let digits: String = src[i + m.len()..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        src[i + m.len() + digits.len()..].starts_with(')')
-            && digits.parse::<u128>().is_ok_and(|n| n > 1 << 31)
-    })
 }
 
 const LOWERING_UB: &str = "lowering: tinygrad's decompositions for this renderer are undefined at this point (the interpreter flags the lowered kernel hard UB)";
@@ -833,14 +821,6 @@ fn show(o: &Observed) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wide_u32_literals_are_told_from_i32_ones() {
-        assert!(wide_u32_literal("x<bitcast<u32>(-4294967290))"));
-        assert!(!wide_u32_literal("x<bitcast<u32>(-2147483648))"));
-        assert!(!wide_u32_literal("x+bitcast<u32>(-9)"));
-        assert!(!wide_u32_literal("bitcast<u32>(-4294967290+x)"));
-    }
 
     /// A kernel with a ulong GLOBAL buffer (PARAM 0, 14 elements) and a ulong register
     /// accumulator (BUFFER slot 0, AddrSpace.REG, 1 element), both split into words: the
