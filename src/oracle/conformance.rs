@@ -894,8 +894,8 @@ mod tests {
         let case = generate_seeded(6221997442538, &GenConfig::family(Family::Float));
         let (v0, v1, v2) = (
             -32768i32,
-            7.860362529754639e-7f32,
-            4.4231285301066237e-13f32,
+            7.860362529754639e-7_f64 as f32,
+            4.4231285301066237e-13_f64 as f32,
         );
         let env = Env::new()
             .var("v0", Val::Int(v0 as i128))
@@ -906,7 +906,7 @@ mod tests {
         let kernel = |decrement: bool| -> f32 {
             // the rendered kernel, line by line (data1_ = v0, data2_ = v1, data3_ = v2)
             let (d2, d3) = (r(v1), r(v2));
-            let alu0 = r(r(1.0303464078655049e+34) * d2);
+            let alu0 = r(r(1.0303464078655049e+34_f64 as f32) * d2);
             let alu1 = if (7 < v0) ^ true { r(5536.0) } else { alu0 };
             let alu2 = -r(alu1.sqrt());
             let alu3 = r(r(r(alu0 * d3) * d2) * d3);
