@@ -116,3 +116,43 @@ fn control_flow_edges_that_close_a_cycle_do_not_hang() {
         .map(|e| e.0);
     assert_eq!(e.as_deref(), Some("control flow would loop"));
 }
+
+/// wgpu `backend-bug|bool` (fuzz seed 16440427271613840821, v0 = 8): `(v0|v0) // -6` at long
+/// runs through `pm_long_decomp`'s long division (decomp/dtype.py:57-72). Its negation of the
+/// constant divisor's words (`l2i(Ops.NEG, dtypes.uint, ub0, ub1)`, :60, `0 - c` spelt
+/// `0 + c*-1`) folds to uint CONSTs -4294967290 and -4294967296 without wrapping to u32, and
+/// the first step's comparison of two constants then folds on those Python ints
+/// (`0 < -4294967296` is False): bit 63 of the quotient is set. tinygrad 0.14.0's own passes
+/// (from `pm_cast_float_alu` through the final rewrite, codegen/__init__.py:359-379, for
+/// `WGSLRenderer`), walked with `exec_alu`, give CDIV(8, -6) = 1 and FLOORDIV = 0 (checked in
+/// its venv; a positive divisor is right). The port's lowering gives the same: the finding
+/// is tinygrad's decomposition, not the port's, the renderer's text or the device.
+#[test]
+fn long_division_by_a_negative_constant_is_wrong_as_in_tinygrad() {
+    use uopfuzz::exec::interp::Env;
+    use uopfuzz::exec::render::wgsl::WgslRenderer;
+    use uopfuzz::ir::alu::Val;
+    use uopfuzz::ir::{Arg, DType, Graph, Ops};
+    let run = |op: Ops, d: i128, v0: i128| -> (Option<Val>, Option<Val>) {
+        let mut g = Graph::new();
+        let v = g.variable("v0", 1, 33, DType::Int32);
+        let x = g.mk(Ops::CAST, DType::Int64, &[v], Arg::DType(DType::Int64));
+        let c = g.cint(DType::Int64, d);
+        let q = g.alu(op, &[x, c]).unwrap();
+        let env = Env::new().var("v0", Val::Int(v0));
+        let want = uopfuzz::exec::interp_backend::observe(&g, q, &env).value;
+        let k = lower::lower(&WgslRenderer { f16: false }, &g, &[q]).unwrap();
+        let got = uopfuzz::oracle::conformance::run_lowered(&k, &env).map(|(o, _)| o.value);
+        (want, got.flatten())
+    };
+    assert_eq!(
+        run(Ops::CDIV, -6, 8),
+        (Some(Val::Int(-1)), Some(Val::Int(1)))
+    );
+    assert_eq!(
+        run(Ops::FLOORDIV, -6, 8),
+        (Some(Val::Int(-2)), Some(Val::Int(0)))
+    );
+    // a positive divisor's words need no negation: right
+    assert_eq!(run(Ops::CDIV, 6, 8), (Some(Val::Int(1)), Some(Val::Int(1))));
+}

@@ -45,15 +45,16 @@ struct FileResult {
     status: String,
     #[serde(flatten)]
     replayed: Option<crate::repro::replay::Replayed>,
-    /// For a `backend-bug`/`-ub`/`-crash` on `c`/`c-strict`: what tinygrad's own rendered source
-    /// gives at the point (the finding is tinygrad's when it gives the port's result).
+    /// For a `backend-bug`/`-ub`/`-crash` on `c`/`c-strict`/`wgpu`: what tinygrad's own rendered
+    /// source gives at the point (the finding is tinygrad's when it gives the port's result).
     #[serde(skip_serializing_if = "Option::is_none")]
     tinygrad_source: Option<String>,
     error: Option<String>,
 }
 
-/// The confirmation line of a `c`/`c-strict` backend finding: tinygrad's own source for the
-/// same graph, compiled with the backend's flags, at the recorded point.
+/// The confirmation line of a `c`/`c-strict`/`wgpu` backend finding: tinygrad's own source for
+/// the same graph, compiled with the backend's flags (run on the same adapter), at the recorded
+/// point.
 fn confirm(r: &crate::repro::file::Repro) -> Option<String> {
     use crate::oracle::verdict::Class;
     use crate::repro::replay::show;
@@ -61,22 +62,24 @@ fn confirm(r: &crate::repro::file::Repro) -> Option<String> {
     if !matches!(
         sig.class,
         Class::BackendBug | Class::BackendUb | Class::BackendCrash
-    ) || !matches!(sig.backend.as_str(), "c" | "c-strict")
+    ) || !matches!(sig.backend.as_str(), "c" | "c-strict" | "wgpu")
     {
         return None;
     }
     let env = r.env().ok()?;
+    // the roots the fuzz loop compiled together
+    let roots: Vec<_> = std::iter::once(r.root).chain(r.rewritten).collect();
+    if sig.backend == "wgpu" {
+        return Some(
+            match crate::tinygrad::render_fidelity::gpu::confirm_wgpu(&r.graph, &roots, &env) {
+                Ok(c) => c.describe(),
+                Err(e) => format!("not confirmed: tinygrad's source could not be run: {e}"),
+            },
+        );
+    }
     let strict = sig.backend == "c-strict";
     Some(
-        // the roots the fuzz loop compiled together
-        match crate::tinygrad::render_fidelity::clang::confirm_c(
-            &r.graph,
-            &std::iter::once(r.root)
-                .chain(r.rewritten)
-                .collect::<Vec<_>>(),
-            &env,
-            strict,
-        ) {
+        match crate::tinygrad::render_fidelity::clang::confirm_c(&r.graph, &roots, &env, strict) {
             Ok(c) => format!(
                 "{}: tinygrad's own ClangRenderer source with {}'s flags gives {} (the port's source gives {}; text-identical: {})",
                 if c.confirmed() {

@@ -523,7 +523,7 @@ impl Backend for Wgpu {
         let f16 = dev.lock().map(|d| d.has_f16).unwrap_or(false);
         let k =
             kernel_io::render_kernel(&WgslRenderer { f16 }, g, roots, |dt| runs_dtype(dt, f16))?;
-        refuse_subword_scalars(&k)?;
+        refuse_unrunnable(&k)?;
         let compiled = dev.lock().map_err(|_| Unsupported {
             reason: "WebGPU device poisoned by an earlier panic".into(),
         })?;
@@ -533,8 +533,22 @@ impl Backend for Wgpu {
     }
 }
 
+/// The rendered kernels `wgpu` refuses (and `fidelity --renderer wgsl` leaves out): those with
+/// a sub-word scalar input ([`refuse_subword_scalars`]), and those holding the half bitcast
+/// naga cannot compile though WGSL allows it (`wgsl::naga_rejects_f16_pair_bitcast`): a
+/// crash there is naga's, not tinygrad's.
+pub fn refuse_unrunnable(k: &RenderedKernel) -> Result<(), Unsupported> {
+    refuse_subword_scalars(k)?;
+    if crate::exec::render::wgsl::naga_rejects_f16_pair_bitcast(&k.src) {
+        return Err(Unsupported {
+            reason: "half bitcast to (u)short as bitcast<u32>(vec2<f16>(x,0)) (wgsl.py:79-82, the half NaN test's too): valid WGSL that tinygrad's Dawn compiles and naga rejects (gfx-rs/wgpu#8896)".into(),
+        });
+    }
+    Ok(())
+}
+
 /// A sub-word scalar input: tinygrad's WGSL declares it a uniform `atomic<u32>`, which WGSL
-/// rejects, so `wgpu` refuses the kernel (and `fidelity --renderer wgsl` leaves it out).
+/// rejects, so `wgpu` refuses the kernel.
 pub fn refuse_subword_scalars(k: &RenderedKernel) -> Result<(), Unsupported> {
     match k
         .params
@@ -799,5 +813,36 @@ mod tests {
         }])
         .unwrap();
         assert_eq!(f32s(&dev.read(&[0]).unwrap()[0]), vec![-2.0]);
+    }
+
+    /// naga's gap that [`refuse_unrunnable`] works around: `bitcast<u32>(vec2<f16>)`, valid
+    /// WGSL, does not compile. When a naga update makes this test fail, drop the refusal.
+    #[test]
+    fn naga_rejects_the_half_pair_bitcast_tinygrad_renders() {
+        let Some(dev) = acquire_or_skip("wgpu naga f16 bitcast") else {
+            return;
+        };
+        if !dev.has_f16 {
+            eprintln!("skipped: the adapter has no shader-f16");
+            return;
+        }
+        let shader = |expr: &str| {
+            format!(
+                "enable f16;\n@group(0) @binding(0)\nvar<uniform> INFINITY : f32;\n@group(0) @binding(1)var<storage,read_write>data0_1:array<u32>;\n@compute @workgroup_size(1) fn test(@builtin(workgroup_id) gindex: vec3<u32>) {{\n  var val0 = f16(INFINITY);\n  data0_1[0] = {expr};\n}}"
+            )
+        };
+        // tinygrad's text for a half NaN test (wgsl.py:38 through :79-80)
+        let src = shader("u32((31744u<(bitcast<u32>(vec2<f16>(val0,0))&32767u)))");
+        assert!(crate::exec::render::wgsl::naga_rejects_f16_pair_bitcast(
+            &src
+        ));
+        let e = dev.compile(&src, "test", &[true]).err();
+        assert!(
+            matches!(&e, Some(GpuError::Compile(m)) if m.contains("Unable to cast")),
+            "naga compiled bitcast<u32>(vec2<f16>): {e:?}"
+        );
+        // the same bits through a u32 pair compile: the gap is the f16 pair alone
+        let ok = shader("bitcast<u32>(vec2<u32>(1u,2u).x)");
+        assert!(dev.compile(&ok, "test", &[true]).is_ok());
     }
 }

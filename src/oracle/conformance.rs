@@ -84,7 +84,7 @@ pub fn explained(
     // (measured on lavapipe: `bitcast<u32>(-4294967290)` is 0xcf800000, not 6)
     if backend == "wgpu"
         && crate::exec::wgpu::WgpuPrepared::render(g, &[root])
-            .is_ok_and(|k| wide_u32_literal(&k.src))
+            .is_ok_and(|k| !crate::exec::render::wgsl::wide_u32_literals(&k.src).is_empty())
     {
         return Some(
             "wgsl: a u32 constant below -2^31 rendered as bitcast<u32>(v) (wgsl.py:71), which naga reads as f32 bits",
@@ -118,6 +118,25 @@ pub fn explained(
     }
     let cstyle = |b: &str| matches!(b, "c" | "c-strict" | "cuda" | "cuda-strict");
     let cuda = backend.starts_with("cuda");
+    // `Ops.NEG: lambda x,dtype: f"-{x}"` (cstyle.py:137) inlines a NEG of a NEG of a variable as
+    // `--val1`: C and C++ decrement the variable (by 1.0 for a float, half or nv_bfloat16)
+    // instead of negating twice
+    let source = || match backend {
+        "c" | "c-strict" => crate::exec::c::lower_and_render(g, &[root])
+            .ok()
+            .map(|(_, k)| k.source),
+        "cuda" | "cuda-strict" => crate::exec::cuda::Cuda::render(g, &[root])
+            .ok()
+            .map(|k| k.src),
+        _ => None,
+    };
+    if cstyle(backend) && source().is_some_and(|s| crate::exec::render::neg_neg_predecrement(&s)) {
+        return Some(if cuda {
+            "cuda: NEG of a NEG rendered --x (cstyle.py:137), a pre-decrement in C++"
+        } else {
+            "c: NEG of a NEG rendered --x (cstyle.py:137), a pre-decrement in C"
+        });
+    }
     if cstyle(backend) && subword_arith(&[Ops::ADD, Ops::SUB, Ops::MUL, Ops::SHL, Ops::NEG]) {
         return Some(if cuda {
             // CUDARenderer is a CStyleLanguage (cstyle.py:397): the same inlining, C++'s promotion
@@ -162,17 +181,7 @@ pub fn explained(
     None
 }
 
-/// Whether WGSL source `src` holds `bitcast<u32>(-N)` with `N` past i32's range.
-fn wide_u32_literal(src: &str) -> bool {
-    src.match_indices("bitcast<u32>(-").any(|(i, m)| {
-        let digits: String = src[i + m.len()..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        src[i + m.len() + digits.len()..].starts_with(')')
-            && digits.parse::<u128>().is_ok_and(|n| n > 1 << 31)
-    })
-}
+const LOWERING_THEN_UB: &str = "lowering and UB: tinygrad's decompositions change the value (the strict twin gives the lowered kernel's) and the rendered C is undefined there, which clang exploits";
 
 const LOWERING_UB: &str = "lowering: tinygrad's decompositions for this renderer are undefined at this point (the interpreter flags the lowered kernel hard UB)";
 
@@ -443,6 +452,22 @@ fn triage(
             .is_some_and(|o| o.error.is_none() && same_result(o, reference))
     {
         return Some(Cause::Ub(twin));
+    }
+    // the lowered kernel is undefined in C here and its defined reading (the strict twin, which
+    // gives the interpreter's value on the lowered kernel) already differs from the reference:
+    // tinygrad's decomposition changes the value (e.g. `floordiv_to_idiv` turns a FLOORDIV whose
+    // int32 numerator's unwrapped bounds are <= 0 into a CDIV, decomp/op.py:64-65, and the
+    // numerator wraps), and clang exploits the UB on top
+    if let Some((lo, true)) = &lowered
+        && let Some(twin) = backend.strict_twin()
+        && let Ok(tb) = crate::exec::backend::build(twin)
+        && let Ok(mut p) = tb.prepare(g, &[root])
+        && p.run(&[env])
+            .first()
+            .and_then(|r| r.first())
+            .is_some_and(|o| o.error.is_none() && same_result(o, lo))
+    {
+        return Some(Cause::Explained(LOWERING_THEN_UB));
     }
     // NVRTC has no -fwrapv, so the cuda backends have no twin that keeps the UB defined: a
     // point where the lowered kernel is undefined in C++ (signed overflow, a shift out of
@@ -834,12 +859,73 @@ fn show(o: &Observed) -> String {
 mod tests {
     use super::*;
 
+    /// The three graphs `cuda_agrees_with_interp` failed on at seed 2026 (H100, sm_90), and the
+    /// `c` kernel of the same seed: tinygrad's CUDARenderer / ClangRenderer text (identical to
+    /// the port's for sm_90 and clang) holds `--val1`, `--alu8`, `--alu4`: NEG(NEG(x)) through
+    /// `-{x}` (cstyle.py:137), which C and C++ read as a pre-decrement.
     #[test]
-    fn wide_u32_literals_are_told_from_i32_ones() {
-        assert!(wide_u32_literal("x<bitcast<u32>(-4294967290))"));
-        assert!(!wide_u32_literal("x<bitcast<u32>(-2147483648))"));
-        assert!(!wide_u32_literal("x+bitcast<u32>(-9)"));
-        assert!(!wide_u32_literal("bitcast<u32>(-4294967290+x)"));
+    fn the_seed_2026_cuda_mismatches_are_a_predecrement() {
+        for (fam, seed, backends) in [
+            (Family::Kernel, 5935318379480u64, &["cuda", "c"][..]),
+            (Family::Kernel, 6163599855622, &["cuda"][..]),
+            (Family::Float, 6221997442538, &["cuda"][..]),
+        ] {
+            let case = generate_seeded(seed, &GenConfig::family(fam));
+            for b in backends {
+                let why = explained(b, &case.graph, case.root);
+                assert!(
+                    why.is_some_and(|w| w.contains("--x (cstyle.py:137)")),
+                    "{b} seed {seed}: {why:?}"
+                );
+            }
+        }
+    }
+
+    /// The bf16 graph (seed 6221997442538) as CUDA computes it at its first conformance point:
+    /// every `nv_bfloat16` operator is a bf16 operation rounded to nearest even (emulated in f32,
+    /// exact for a bf16 product or difference before its rounding), `hsqrt` rounds the f32 root.
+    /// With `--alu4` a decrement the output is 1.0 (what the H100 gave); as a double negation it
+    /// is the interpreter's -1.24e-3 within a bf16 ulp.
+    #[test]
+    fn the_bf16_mismatch_is_the_decrement_emulated() {
+        use crate::exec::interp::Env;
+        use crate::ir::alu::Val;
+        use half::bf16;
+        let case = generate_seeded(6221997442538, &GenConfig::family(Family::Float));
+        let (v0, v1, v2) = (
+            -32768i32,
+            7.860362529754639e-7_f64 as f32,
+            4.4231285301066237e-13_f64 as f32,
+        );
+        let env = Env::new()
+            .var("v0", Val::Int(v0 as i128))
+            .var("v1", Val::Float(v1 as f64))
+            .var("v2", Val::Float(v2 as f64));
+        let reference = crate::exec::interp_backend::observe(&case.graph, case.root, &env);
+        let r = |x: f32| bf16::from_f32(x).to_f32();
+        let kernel = |decrement: bool| -> f32 {
+            // the rendered kernel, line by line (data1_ = v0, data2_ = v1, data3_ = v2)
+            let (d2, d3) = (r(v1), r(v2));
+            let alu0 = r(r(1.0303464078655049e+34_f64 as f32) * d2);
+            let alu1 = if (7 < v0) ^ true { r(5536.0) } else { alu0 };
+            let alu2 = -r(alu1.sqrt());
+            let alu3 = r(r(r(alu0 * d3) * d2) * d3);
+            let alu4 = if alu3 < -6.0 { -6.0 } else { alu3 };
+            let alu5 = if decrement { r(alu4 - 1.0) } else { alu4 };
+            let alu6 = if alu2 < alu5 { alu5 } else { alu2 };
+            -alu6
+        };
+        // the text multiplies ((alu0*v2)*v1)*v2 where the graph has (n26*v2)*(v1*v2): one bf16
+        // ulp apart, what conformance counts as rounding
+        let Some(Val::Float(want)) = reference.value else {
+            panic!("{reference:?}")
+        };
+        assert_eq!(want, -0.00124359130859375);
+        let ulps = |a: f32, b: f32| {
+            (bf16::from_f32(a).to_bits() as i32 - bf16::from_f32(b).to_bits() as i32).abs()
+        };
+        assert_eq!(ulps(kernel(false), want as f32), 1, "{}", kernel(false));
+        assert_eq!(kernel(true), 1.0);
     }
 
     /// A kernel with a ulong GLOBAL buffer (PARAM 0, 14 elements) and a ulong register

@@ -650,6 +650,23 @@ pub fn render_lines<R: CStyleLanguage + ?Sized>(
     Ok((name, kernel, bufs))
 }
 
+/// Where `code_for_op[NEG]` (`-{x}`, cstyle.py:137) wraps an operand that is itself a NEG of a
+/// variable, the text is `--x`: in C and C++ a pre-decrement of `x`, not a double negation
+/// (it compiles only where `x` is a variable: a loaded `val`, an `alu` result; C++ also
+/// decrements `half` and `nv_bfloat16`). Whether `src` holds one: `--` not after an operand
+/// (`a--b` is a post-decrement that fails to compile), before an identifier.
+pub fn neg_neg_predecrement(src: &str) -> bool {
+    let b = src.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    src.match_indices("--").any(|(i, _)| {
+        let after = b
+            .get(i + 2)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+        let before = i.checked_sub(1).map(|j| b[j]);
+        after && !before.is_some_and(|c| word(c) || c == b')' || c == b']' || c == b'-')
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::clang::ClangRenderer;
@@ -686,5 +703,16 @@ mod tests {
             n += 1;
         }
         assert!(n >= 40, "only {n} golden kernels");
+    }
+
+    #[test]
+    fn a_neg_of_a_neg_variable_is_a_predecrement() {
+        assert!(neg_neg_predecrement("  float alu1 = --val1;"));
+        assert!(neg_neg_predecrement("x = (--alu8*2);"));
+        // `a--b` (a minus -b) is a post-decrement clang rejects; `--(` a decrement of nothing
+        assert!(!neg_neg_predecrement("x = (a--b);"));
+        assert!(!neg_neg_predecrement("x = --(a+b);"));
+        assert!(!neg_neg_predecrement("for (int i = 0; i < 6; i--) {"));
+        assert!(!neg_neg_predecrement("x = -val1 - -val2;"));
     }
 }

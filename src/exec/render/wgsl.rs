@@ -521,6 +521,50 @@ impl CStyleLanguage for WgslRenderer {
     }
 }
 
+/// The literals `string_rewrite` writes for a u32 constant below zero: `bitcast<u32>(c.val)`
+/// (wgsl.py:70-71). Below -2^31 (what `pm_long_decomp` leaves of a long constant's words) that
+/// literal is no i32, so naga types it abstract and bitcasts it as f32: `bitcast<u32>(-4294967290)`
+/// is 0xcf800000 on lavapipe, not 6. Each `(start, end, value)`: the byte span of
+/// `bitcast<u32>(-N)` and the u32 the constant stands for (`c.val & 0xFFFFFFFF`).
+pub fn wide_u32_literals(src: &str) -> Vec<(usize, usize, u32)> {
+    const PRE: &str = "bitcast<u32>(-";
+    src.match_indices(PRE)
+        .filter_map(|(i, _)| {
+            let digits: String = src[i + PRE.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            let end = i + PRE.len() + digits.len();
+            let n = digits.parse::<u128>().ok()?;
+            (src[end..].starts_with(')') && n > 1 << 31)
+                .then(|| (i, end + 1, (n as i128).wrapping_neg() as u32))
+        })
+        .collect()
+}
+
+/// `src` with every [`wide_u32_literals`] span written as the u32 literal tinygrad meant
+/// (`{c.val & 0xFFFFFFFF}u`, the spelling wgsl.py:71 uses for a constant >= 0): what tells a
+/// finding caused by that literal from any other.
+pub fn with_u32_literals(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    let mut at = 0;
+    for (i, end, v) in wide_u32_literals(src) {
+        out.push_str(&src[at..i]);
+        out.push_str(&format!("{v}u"));
+        at = end;
+    }
+    out.push_str(&src[at..]);
+    out
+}
+
+/// A BITCAST of half to (u)short renders `bitcast<u32>(vec2<f16>(x,0))` or
+/// `bitcast<i32>(vec2<f16>(x,0))` (wgsl.py:79-82; the half NaN test, `is_nan` at wgsl.py:36-38,
+/// is such a bitcast). The WGSL spec allows it and tinygrad's Dawn compiles it; naga rejects it
+/// ("Unable to cast", gfx-rs/wgpu#8896), so it is the platform's gap, not tinygrad's.
+pub fn naga_rejects_f16_pair_bitcast(src: &str) -> bool {
+    src.contains("bitcast<u32>(vec2<f16>(") || src.contains("bitcast<i32>(vec2<f16>(")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,5 +611,22 @@ mod tests {
         let src = render(&ren, &g, &[ne]);
         assert!(!src.contains("!="), "{src}");
         assert!(src.contains("bitcast<u32>(data"), "{src}");
+    }
+
+    #[test]
+    fn wide_u32_literals_are_told_from_i32_ones_and_rewritten() {
+        assert_eq!(
+            wide_u32_literals("x<bitcast<u32>(-4294967290))"),
+            vec![(2, 27, 6)]
+        );
+        assert!(wide_u32_literals("x<bitcast<u32>(-2147483648))").is_empty());
+        assert!(wide_u32_literals("x+bitcast<u32>(-9)").is_empty());
+        assert!(wide_u32_literals("bitcast<u32>(-4294967290+x)").is_empty());
+        assert_eq!(
+            with_u32_literals(
+                "a=(b<bitcast<u32>(-4294967290));c=(d==bitcast<u32>(-4294967296))&bitcast<u32>(-9);"
+            ),
+            "a=(b<6u);c=(d==0u)&bitcast<u32>(-9);"
+        );
     }
 }

@@ -76,6 +76,15 @@ pub enum ConfirmError {
 pub fn tinygrad_sources(
     texts: &[String],
 ) -> Result<Vec<Result<String, TinygradRaised>>, BridgeError> {
+    tinygrad_sources_for("clang", texts)
+}
+
+/// [`tinygrad_sources`] by the renderer `render_cmd.py` names `renderer` (`clang`, `wgsl`,
+/// `wgsl-f16`, `cuda:sm_XY`).
+pub fn tinygrad_sources_for(
+    renderer: &str,
+    texts: &[String],
+) -> Result<Vec<Result<String, TinygradRaised>>, BridgeError> {
     let python = find_python()?;
     let script = harness_script("render_cmd.py")?;
     let mut input = Vec::new();
@@ -87,7 +96,7 @@ pub fn tinygrad_sources(
         );
         input.push(b'\n');
     }
-    let out = run_script(&python, &script, &[], input)?;
+    let out = run_script(&python, &script, &[renderer.to_string()], input)?;
     let none = TinygradRaised {
         kind: "no answer".into(),
         msg: String::new(),
@@ -123,7 +132,7 @@ pub fn tinygrad_sources(
 
 /// The same bits: the value, or every element of every buffer a kernel left; a crash on both
 /// sides is the same.
-fn same_observed(a: &Observed, b: &Observed) -> bool {
+pub fn same_observed(a: &Observed, b: &Observed) -> bool {
     let bits = |v: crate::ir::alu::Val| match v {
         crate::ir::alu::Val::Float(f) => (1u8, f.to_bits() as i128),
         crate::ir::alu::Val::Int(i) => (2, i),

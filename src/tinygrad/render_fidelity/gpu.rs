@@ -108,7 +108,7 @@ pub fn run(
             let k = if wgsl {
                 // the kernels `wgpu` runs: not the ones it refuses after rendering
                 WgpuPrepared::render(&case.graph, &[case.root])
-                    .and_then(|k| crate::exec::wgpu::refuse_subword_scalars(&k).map(|_| k))
+                    .and_then(|k| crate::exec::wgpu::refuse_unrunnable(&k).map(|_| k))
             } else {
                 kernel_io::render_kernel(&cuda, &case.graph, &[case.root], |dt| {
                     cuda_ok.contains(&dt)
@@ -227,4 +227,145 @@ pub fn run(
         }
     }
     Ok(rep)
+}
+
+/// A `wgpu` finding checked against tinygrad itself: the port's lowered kernel rendered by
+/// tinygrad's own `WGSLRenderer` (`harness/render_cmd.py wgsl`, `wgsl-f16` where the adapter has
+/// shader-f16), compiled and run on the adapter beside the port's source at the finding's point.
+#[derive(Clone, Debug)]
+pub struct WgslConfirmation {
+    /// tinygrad's source gives this.
+    pub tinygrad: crate::exec::Observed,
+    /// The port's source gives this.
+    pub port: crate::exec::Observed,
+    pub text_identical: bool,
+    /// Where tinygrad's source holds wgsl.py:71's `bitcast<u32>(-N)` literals: the same source
+    /// with them written as the u32 they stand for gives this, and whether that is the
+    /// interpreter's value (then the literal alone is the finding).
+    pub u32_literals_fixed: Option<(crate::exec::Observed, bool)>,
+    /// tinygrad's source holds the half bitcast naga cannot compile (gfx-rs/wgpu#8896).
+    pub naga_gap: bool,
+    /// The interpreter (`exec_alu` semantics) on the lowered kernel: tinygrad's decompositions
+    /// for WGSL before any text. Where it gives the device's value, the decomposition is the
+    /// finding, not the renderer or the device.
+    pub lowered: Option<crate::exec::Observed>,
+}
+
+impl WgslConfirmation {
+    /// tinygrad's own source computes what the port's does: the finding is tinygrad's (or the
+    /// platform's, where `naga_gap`).
+    pub fn confirmed(&self) -> bool {
+        super::clang::same_observed(&self.tinygrad, &self.port)
+    }
+    /// The confirmation line `uopfuzz replay` prints.
+    pub fn describe(&self) -> String {
+        use crate::repro::replay::show;
+        let mut s = format!(
+            "{}: tinygrad's own WGSLRenderer source on this adapter gives {} (the port's source gives {}; text-identical: {})",
+            if self.confirmed() {
+                "confirmed"
+            } else {
+                "NOT confirmed"
+            },
+            show(&self.tinygrad),
+            show(&self.port),
+            if self.text_identical { "yes" } else { "no" }
+        );
+        if let Some((o, agrees)) = &self.u32_literals_fixed {
+            s += &format!(
+                "; with its u32 constants below -2^31 (rendered bitcast<u32>(-N), wgsl.py:71, which naga reads as f32 bits) written as u32 literals it gives {}{}",
+                show(o),
+                if *agrees {
+                    ", the interpreter's value: cause wgsl.py:71"
+                } else {
+                    ", still not the interpreter's value"
+                }
+            );
+        }
+        if let Some(l) = &self.lowered
+            && super::clang::same_observed(l, &self.tinygrad)
+        {
+            s += &format!(
+                "; the interpreter on the lowered kernel (tinygrad's decompositions for WGSL, exec_alu semantics) gives {} too: the decomposition changes the value, not the text or the device",
+                show(l)
+            );
+        }
+        if self.naga_gap {
+            s += "; cause: naga rejects bitcast<u32>(vec2<f16>(x,0)) (gfx-rs/wgpu#8896), valid WGSL tinygrad renders for a half bitcast (wgsl.py:79-82, its NaN test's at :36-38) and its Dawn compiles: the platform's gap, which `wgpu` refuses";
+        }
+        s
+    }
+}
+
+/// Renders `roots` of `g` for `wgpu` with tinygrad's `WGSLRenderer` and the port's, runs both
+/// on the adapter at `env`; the first root's results are compared.
+pub fn confirm_wgpu(
+    g: &crate::ir::Graph,
+    roots: &[crate::ir::UOp],
+    env: &Env,
+) -> Result<WgslConfirmation, super::clang::ConfirmError> {
+    use super::clang::ConfirmError;
+    // a kernel graph's roots are separate kernels: the first one is compared
+    let roots = if kernel_io::several_kernels(g, roots) {
+        &roots[..1]
+    } else {
+        roots
+    };
+    let k = WgpuPrepared::render(g, roots).map_err(ConfirmError::Unsupported)?;
+    crate::exec::wgpu::refuse_subword_scalars(&k).map_err(ConfirmError::Unsupported)?;
+    let name = if WgpuPrepared::renderer().f16 {
+        "wgsl-f16"
+    } else {
+        "wgsl"
+    };
+    let text = crate::ir::text::write_graph(&k.lowered, &[k.sink], &["sink"]);
+    let theirs = super::clang::tinygrad_sources_for(name, &[text])?
+        .pop()
+        .ok_or(ConfirmError::NoSource)??;
+    let like = |src: String, k: &RenderedKernel| RenderedKernel {
+        src,
+        entry: k.entry.clone(),
+        params: k.params.clone(),
+        nroots: k.nroots,
+        lowered: crate::ir::Graph::new(),
+        sink: k.sink,
+    };
+    let first = |k: RenderedKernel| -> Result<crate::exec::Observed, ConfirmError> {
+        WgpuPrepared::from_rendered(k)
+            .map_err(ConfirmError::Unsupported)?
+            .run(&[env])
+            .pop()
+            .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
+            .ok_or(ConfirmError::NoResult)
+    };
+    let text_identical = theirs == k.src;
+    let naga_gap = crate::exec::render::wgsl::naga_rejects_f16_pair_bitcast(&theirs);
+    let fixed = crate::exec::render::wgsl::with_u32_literals(&theirs);
+    let u32_literals_fixed = if fixed != theirs {
+        let o = first(like(fixed, &k))?;
+        let reference = crate::exec::interp_backend::observe(g, roots[0], env);
+        let agrees = super::clang::same_observed(&o, &reference);
+        Some((o, agrees))
+    } else {
+        None
+    };
+    let tinygrad = first(like(theirs, &k))?;
+    let lowered = crate::oracle::conformance::run_lowered(
+        &crate::exec::render::lower::Kernel {
+            graph: k.lowered.clone(),
+            sink: k.sink,
+            params: k.params.clone(),
+        },
+        env,
+    )
+    .map(|(o, _)| o);
+    let port = first(k)?;
+    Ok(WgslConfirmation {
+        tinygrad,
+        port,
+        text_identical,
+        u32_literals_fixed,
+        naga_gap,
+        lowered,
+    })
 }
