@@ -244,6 +244,22 @@ fn reason(err: &ExecError) -> String {
     }
 }
 
+/// A workgroup kernel after `add gpudims`: a local thread id (SPECIAL `lidx…`) beside a LOCAL
+/// buffer its threads share. The interpreter launches each local thread alone with its LOCAL
+/// buffers zero-filled (`Interp::run`), so such a kernel reads only its own thread's slot: both
+/// sides of a pass would run, and agree, equally wrong. The reason names it instead.
+fn workgroup_shares_local(g: &Graph, root: UOp) -> bool {
+    let nodes = g.toposort(&[root]);
+    let lidx = nodes.iter().any(|&u| {
+        g.op(u) == Ops::SPECIAL && matches!(g.arg(u), Arg::Name(n) if n.starts_with("lidx"))
+    });
+    lidx && nodes.iter().any(|&u| {
+        g.arg(u)
+            .as_param()
+            .is_some_and(|p| p.addrspace() == uopfuzz::ir::AddrSpace::Local)
+    })
+}
+
 /// Keeps the smallest graph per reason (`UOPFUZZ_KERNELS_EXAMPLES=1` prints them).
 fn example(ex: &mut BTreeMap<String, (String, String)>, why: String, key: &str, text: &str) {
     let e = ex.entry(why).or_insert_with(|| (key.into(), text.into()));
@@ -255,7 +271,14 @@ fn example(ex: &mut BTreeMap<String, (String, String)>, why: String, key: &str, 
 /// The forms the interpreter has no value for, by the start of the reason it gives, and why.
 /// Every other call must run on both sides (or be unchanged); a call cannot-run for a reason
 /// not listed here fails the test.
-const NO_VALUE: [(&str, &str); 2] = [
+const NO_VALUE: [(&str, &str); 3] = [
+    (
+        "a workgroup's threads share a LOCAL buffer",
+        "the same group-reduce kernels from `add gpudims` on (`workgroup_shares_local`): what a \
+         thread reads from the LOCAL buffer was written by the other threads of its workgroup, \
+         which tinygrad's PYTHON device runs in lockstep (runtime/ops_python.py:49-80); the \
+         interpreter runs one local thread at a time",
+    ),
     (
         "RANGE not inside an END",
         "a group reduce (GROUP/GROUPTOP opts) between `remove reduces` and `add gpudims`: the \
@@ -432,6 +455,28 @@ fn every_pass_keeps_what_the_kernel_computes() {
             Runner::new(&case.graph, case.root),
             Runner::new(&case.graph, out),
         );
+        let shared = "a workgroup's threads share a LOCAL buffer";
+        if workgroup_shares_local(&case.graph, case.root) {
+            *e.cannot_run.entry(shared.into()).or_default() += 1;
+            example(
+                &mut examples,
+                shared.into(),
+                &call.input,
+                c.graph(&call.input).unwrap(),
+            );
+            continue;
+        }
+        if workgroup_shares_local(&case.graph, out) {
+            *e.cannot_run_after.entry(shared.into()).or_default() += 1;
+            let why = format!("after: {shared}");
+            example(
+                &mut examples,
+                why,
+                &call.output,
+                c.graph(&call.output).unwrap(),
+            );
+            continue;
+        }
         let (mut ran, mut after_failed) = (false, false);
         let mut dumped = vec![];
         let mut no_value = None;
