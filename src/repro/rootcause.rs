@@ -458,10 +458,31 @@ pub fn bounds_key(g: &Graph, v: &bounds::Violation, env: &Env) -> RootCause {
     }
 }
 
+/// `bounds::first_origin` among the bounds tinygrad computes as the port does: a node whose
+/// port bounds are `inexact` (an i128 operation saturated where Python's ints do not, e.g. a
+/// FLOORDIV by -1 of a saturated product) or whose `_min_max` raises in Python is no unsound
+/// `_min_max` case of tinygrad's, so the first origin among the others is the cause.
+pub fn sound_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<bounds::Violation> {
+    let mut cache = Cache::default();
+    let mut sound = |v: &bounds::Violation| {
+        crate::rewrite::analysis::min_max(g, &mut cache, v.node);
+        !cache.inexact.contains(&v.node) && !cache.raises.contains_key(&v.node)
+    };
+    let first = bounds::first_origin(g, roots, env)?;
+    if sound(&first) {
+        return Some(first);
+    }
+    // rare: every violation, as the cheap first-origin search stops at the port's own
+    bounds::check(g, roots, env)
+        .into_iter()
+        .filter(|v| v.origin)
+        .find(|v| sound(v))
+}
+
 /// The cause of an unsound bound under `roots` of `g` at `env`: the lowest node outside its
 /// vmin/vmax.
 fn bounds_cause(g: &Graph, roots: &[UOp], env: &Env, mut cause: Cause) -> Option<Cause> {
-    let v = bounds::first_origin(g, roots, env)?;
+    let v = sound_origin(g, roots, env)?;
     cause.key = bounds_key(g, &v, env);
     cause.rule_source = Some(v.source.to_string());
     cause.expected = Some(format!("a value in [{}, {}]", v.vmin, v.vmax));
@@ -732,7 +753,7 @@ pub fn analyze_as(
     );
     let wrong_range = at_iterations
         .filter_map(|e| {
-            let v = bounds::first_origin(&gfull, &[step.before], &e)?;
+            let v = sound_origin(&gfull, &[step.before], &e)?;
             (v.node != step.before).then_some((v, e))
         })
         .next();
