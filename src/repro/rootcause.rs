@@ -770,6 +770,36 @@ pub fn analyze_as(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(v0*(v0*v0) + v0) // -1` on long: the port's bounds of the product saturate i128 and
+    /// the FLOORDIV by -1 of them is not Python's (which holds every value), so the violation
+    /// the bounds oracle sees is no cause; a wrapping char ADD is one.
+    #[test]
+    fn bounds_the_port_computes_past_i128_are_no_cause() {
+        use crate::ir::Arg;
+        let mut g = Graph::new();
+        let l = DType::Int64;
+        let v = g.variable("v0", i64::MIN as i128, i64::MAX as i128, l);
+        let sq = g.mk(Ops::MUL, l, &[v, v], Arg::None);
+        let cube = g.mk(Ops::MUL, l, &[v, sq], Arg::None);
+        let add = g.mk(Ops::ADD, l, &[cube, v], Arg::None);
+        let m1 = g.cint(l, -1);
+        let div = g.mk(Ops::FLOORDIV, l, &[add, m1], Arg::None);
+        let mut env = Env::default();
+        env.vars.insert("v0".into(), Val::Int(2097152));
+        assert!(
+            bounds::first_origin(&g, &[div], &env).is_some_and(|v| v.op == Ops::FLOORDIV),
+            "the port's saturated bound is violated"
+        );
+        assert_eq!(sound_origin(&g, &[div], &env), None);
+        let c = DType::Int8;
+        let x = g.variable("v0", 100, 127, c);
+        let k = g.cint(c, 100);
+        let wrap = g.mk(Ops::ADD, c, &[x, k], Arg::None);
+        env.vars.insert("v0".into(), Val::Int(120));
+        let o = sound_origin(&g, &[wrap], &env).expect("a wrapping ADD is a cause");
+        assert_eq!(o.op, Ops::ADD);
+    }
     #[test]
     fn errors_normalize_to_type_and_masked_message() {
         assert_eq!(
