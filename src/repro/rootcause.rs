@@ -459,14 +459,16 @@ pub fn bounds_key(g: &Graph, v: &bounds::Violation, env: &Env) -> RootCause {
 }
 
 /// `bounds::first_origin` among the bounds tinygrad computes as the port does: a node whose
-/// port bounds are `inexact` (an i128 operation saturated where Python's ints do not, e.g. a
-/// FLOORDIV by -1 of a saturated product) or whose `_min_max` raises in Python is no unsound
+/// port bounds are `inexact` but not collapsed (an i128 operation saturated where Python's ints
+/// do not, e.g. a FLOORDIV by -1 of a saturated product) or whose `_min_max` raises in Python is no unsound
 /// `_min_max` case of tinygrad's, so the first origin among the others is the cause.
 pub fn sound_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<bounds::Violation> {
     let mut cache = Cache::default();
     let mut sound = |v: &bounds::Violation| {
         crate::rewrite::analysis::min_max(g, &mut cache, v.node);
-        !cache.inexact.contains(&v.node) && !cache.raises.contains_key(&v.node)
+        // a collapsed bound (both saturated to one side) is truthful: Python's lie beyond it
+        (!cache.inexact.contains(&v.node) || cache.collapsed.contains(&v.node))
+            && !cache.raises.contains_key(&v.node)
     };
     let first = bounds::first_origin(g, roots, env)?;
     if sound(&first) {
