@@ -6,7 +6,7 @@
 # RANGEs, innermost fastest). Exit 1: tinygrad shows the problem; 0: it does not; 2: the check cannot run.
 def _uopfuzz_tail(ns, only_eval=False):
   import sys, math, itertools
-  from tinygrad.uop.ops import Ops, GroupOp, graph_rewrite, exec_alu
+  from tinygrad.uop.ops import Ops, GroupOp, graph_rewrite, exec_alu, identity_element
   from tinygrad.dtype import dtypes, truncate, bitcast, Invalid, AddrSpace
   rules_name, cls = ns["RULES"], ns.get("CLASS", "rewrite-bug")
   inputs, buffers = ns.get("INPUTS", {}), ns.get("BUFFERS", {})
@@ -65,6 +65,9 @@ def _uopfuzz_tail(ns, only_eval=False):
     n = max((len(v) for v in vals if isinstance(v, tuple)), default=None)
     if n is None: return Invalid if any(v is Invalid for v in vals) else f(*vals)
     return tuple(lanes(f, [v[k] if isinstance(v, tuple) else v for v in vals]) for k in range(n))
+  def shape_changing(u):  # is_shape_changing_bitcast (codegen/__init__.py:235)
+    try: return u.shape != u.src[0].shape
+    except Exception: return False  # noqa: BLE001 -- a shapeless operand changes no shape
   def zero(dt): return 0.0 if dtypes.is_float(dt) else False if dt == dtypes.bool else 0
 
   class Run:
@@ -87,9 +90,14 @@ def _uopfuzz_tail(ns, only_eval=False):
     def compute(self, u):
       op, dt = u.op, u.dtype
       if op is Ops.END: return self.end(u)
+      if op is Ops.REDUCE: return self.reduce(u)
       srcs = u.src[1:] + u.src[:1] if op is Ops.AFTER else u.src
       vals = {s: self.ev(s) for s in srcs}
       v = [vals[s] for s in u.src]
+      # a buffer view used as a value is loaded (maybe_load, codegen/__init__.py:236-241)
+      if (op in GroupOp.Elementwise or op in (Ops.WMMA, Ops.STACK)) and not (op is Ops.BITCAST and shape_changing(u)):
+        v = [self.load_view(s.dtype, x) for s, x in zip(u.src, v)]
+      if op is Ops.STORE and len(v) > 1: v = [v[0], self.load_view(u.src[1].dtype, v[1])] + v[2:]
       # an out-of-range fixed-width CONST (a fold without wrap) reads wrapped, as the C renderer
       # writes it (cstyle.py:27-33) and as uopfuzz's interpreter reads it
       if op is Ops.CONST: return Invalid if u.arg is Invalid else trunc(dt, dt.const(u.arg))
@@ -179,6 +187,39 @@ def _uopfuzz_tail(ns, only_eval=False):
         return v[1] if v[0] else v[2]  # a gated Invalid passes through untruncated (exec_alu would truncate it)
       if op in GroupOp.ALU: return plain(exec_alu(op, dt, v))
       raise NotImplementedError(f"uopfuzz tail: {op} is not evaluated")
+    def load_view(self, dt, x):  # maybe_load of a value: a pointer reads its element, a buffer all of them
+      if isinstance(x, tuple) and x and x[0] == "ptr":
+        _, ref, i = x
+        if i is None: return zero(dt)
+        data, n = self.buf(ref)
+        if not 0 <= i < (n if n is not None else len(data)): raise IndexError(f"load out of bounds, size is {n} and access is {i}")
+        return data[i]
+      if isinstance(x, tuple) and x and x[0] in ("global", "local"):
+        data, n = self.buf(x)
+        return tuple(data[:n if n is not None else len(data)])
+      if isinstance(x, tuple): return tuple(self.load_view(dt, y) for y in x)
+      return x
+    def reduce(self, u):  # remove reduces (codegen/__init__.py:209-224): acc = identity, acc = acc <op> src per iteration
+      rop, n = u.arg
+      def step(acc):
+        x = self.load_view(u.src[0].dtype, self.ev(u.src[0]))
+        if n:  # expand_horizontal_reduce: a left fold over the leading n axes, row-major
+          parts = [x]
+          for _ in range(n): parts = [y for p in parts for y in p]
+          x = parts[0]
+          for y in parts[1:]: x = plain(exec_alu(rop, u.dtype, [x, y]))
+        return x if acc is None else plain(exec_alu(rop, u.dtype, [acc, x]))
+      if len(u.src) == 1: return step(None)
+      loops = sorted((r for r in u.src[1:] if r.op is Ops.RANGE and r.dtype != dtypes.void), key=lambda r: r.arg[0])
+      saved = {r: self.bind.get(r) for r in loops}
+      acc = plain(identity_element(rop, u.dtype))
+      for cur in itertools.product(*[range(int(self.ev(r.src[0]))) for r in loops]):
+        for r, c in zip(loops, cur): self.bind[r] = c
+        acc = step(acc)
+      for r, s in saved.items():
+        if s is None: self.bind.pop(r, None)
+        else: self.bind[r] = s
+      return acc
     def end(self, u):
       body, rs = u.src[0], u.src[1:]
       loops = sorted((r for r in rs if r.op is Ops.RANGE and r.dtype != dtypes.void), key=lambda r: r.arg[0])

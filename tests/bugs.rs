@@ -258,3 +258,55 @@ fn cases_once_over_12_nodes_minimize_to_12_or_fewer_with_their_keys() {
         comb.expr
     );
 }
+
+/// Repros the evaluator once got wrong (tests/fixtures/bugs-repro): a kernel whose REDUCE reads
+/// buffer views as values (`maybe_load`, codegen/__init__.py:236), and a scalar whose rewrite
+/// raises in DEV=PYTHON (a CAST of NaN to an int) where the original does not; both show their
+/// bug in tinygrad 0.14.0. A FLOORDIV-by-−1 bound the port computed past i128 (tinygrad's Python
+/// ints hold the value) is no bug.
+#[test]
+fn reduce_views_and_rewrites_that_raise_reproduce_and_a_saturated_bound_is_none() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs-repro");
+    let (found, errs) = collect(&dir);
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(found.len(), 3);
+    let py = workers();
+    let mut cache = Cache::default();
+    let mut r = build(found, &HashMap::new(), &Opts::default(), &mut cache);
+    if let Some(w) = &py {
+        check_repros(&mut r, w, None, &mut cache);
+    }
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.not_reproduced.len(), 1, "{:?}", r.not_reproduced);
+    assert!(
+        r.not_reproduced[0].0.contains("bounds_FLOORDIV-int"),
+        "{:?}",
+        r.not_reproduced
+    );
+    let all: Vec<_> = r.bugs.iter().chain(&r.by_design).collect();
+    let keys: Vec<&str> = all.iter().map(|b| b.key.as_str()).collect();
+    assert_eq!(keys.len(), 2, "{keys:?}\n{}", markdown(&r));
+    for k in [
+        "rewrite-bug|sym/reduce_mul_chain|wraparound",
+        "rewrite-bug|symbolic_simple/const_pow|nan-inf",
+    ] {
+        let b = all
+            .iter()
+            .find(|b| b.key == k)
+            .unwrap_or_else(|| panic!("{k} in {keys:?}"));
+        assert!(b.key_kept, "{k}: key lost");
+        if py.is_some() {
+            assert_eq!(
+                b.tinygrad_0140.as_deref(),
+                Some("reproduces"),
+                "{k}\n{}",
+                b.python
+            );
+        }
+    }
+    let pow = all
+        .iter()
+        .find(|b| b.key.contains("const_pow"))
+        .expect("const_pow");
+    assert!(pow.python_lines <= 15, "{}", pow.python);
+}

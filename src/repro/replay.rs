@@ -421,12 +421,12 @@ fn replay_inner(
     if r.meta.signature.class == Class::UnsoundBounds {
         // the lowest node outside its vmin/vmax, in the original or the rewritten graph
         let roots = [r.root, out.root];
-        match crate::oracle::bounds::first_origin(&g, &roots, &env) {
+        match super::rootcause::sound_origin(&g, &roots, &env) {
             Some(v) => res.detail = v.describe(),
             None => {
                 res.status = Status::DoesNotReproduce;
                 res.detail = format!(
-                    "every node lies within its vmin/vmax at {}",
+                    "every node lies within its vmin/vmax at {} (bounds the port computes past i128 left out)",
                     r.inputs_line()
                 );
             }
