@@ -442,30 +442,29 @@ fn triage(
     if lowered.as_ref().is_some_and(|(o, _)| same_result(o, got)) {
         return Some(Cause::Lowering);
     }
-    if lowered.as_ref().is_some_and(|(_, ub)| *ub)
-        && let Some(twin) = backend.strict_twin()
-        && let Ok(tb) = crate::exec::backend::build(twin)
-        && let Ok(mut p) = tb.prepare(g, &[root])
-        && p.run(&[env])
-            .first()
-            .and_then(|r| r.first())
-            .is_some_and(|o| o.error.is_none() && same_result(o, reference))
+    // where the lowered kernel is undefined in C here: its defined reading, the strict twin's
+    let twin = match &lowered {
+        Some((_, true)) => backend.strict_twin().and_then(|twin| {
+            let mut p = crate::exec::backend::build(twin)
+                .ok()?
+                .prepare(g, &[root])
+                .ok()?;
+            let o = p.run(&[env]).first()?.first()?.clone();
+            o.error.is_none().then_some((twin, o))
+        }),
+        _ => None,
+    };
+    if let Some((name, o)) = &twin
+        && same_result(o, reference)
     {
-        return Some(Cause::Ub(twin));
+        return Some(Cause::Ub(name));
     }
-    // the lowered kernel is undefined in C here and its defined reading (the strict twin, which
-    // gives the interpreter's value on the lowered kernel) already differs from the reference:
-    // tinygrad's decomposition changes the value (e.g. `floordiv_to_idiv` turns a FLOORDIV whose
-    // int32 numerator's unwrapped bounds are <= 0 into a CDIV, decomp/op.py:64-65, and the
-    // numerator wraps), and clang exploits the UB on top
-    if let Some((lo, true)) = &lowered
-        && let Some(twin) = backend.strict_twin()
-        && let Ok(tb) = crate::exec::backend::build(twin)
-        && let Ok(mut p) = tb.prepare(g, &[root])
-        && p.run(&[env])
-            .first()
-            .and_then(|r| r.first())
-            .is_some_and(|o| o.error.is_none() && same_result(o, lo))
+    // the twin (the interpreter's value on the lowered kernel) already differs from the
+    // reference: tinygrad's decomposition changes the value (e.g. `floordiv_to_idiv` turns a
+    // FLOORDIV whose int32 numerator's unwrapped bounds are <= 0 into a CDIV, decomp/op.py:64-65,
+    // and the numerator wraps), and clang exploits the UB on top
+    if let (Some((lo, _)), Some((_, o))) = (&lowered, &twin)
+        && same_result(o, lo)
     {
         return Some(Cause::Explained(LOWERING_THEN_UB));
     }
