@@ -180,7 +180,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
     let roots: Vec<UOp> = std::iter::once(r.root).chain(r.rewritten).collect();
     let rows = match run_or_refused(name, file, &r.graph, &roots, &env)? {
         Ok(rows) => rows,
-        // a graph the backend refuses today is no finding there any more (fix verification)
+        // a graph the backend refuses is no finding on it: replay reads it as fixed
         Err(u) => {
             return Ok(Replayed {
                 status: Status::DoesNotReproduce,
