@@ -1713,17 +1713,7 @@ impl<'a> Interp<'a> {
             .unwrap_or(V::S(zero(dt)));
         let on = self.gate(i, src.get(2))?;
         match src.first().map(|s| self.get(*s).clone()) {
-            Some(V::Ptr(b, Some(k))) if on => {
-                if k < 0 || k as u128 >= self.bound(b) as u128 {
-                    self.flag(i, UbKind::OutOfBounds);
-                    return Ok(V::S(zero(dt)));
-                }
-                let buf = self
-                    .buffer(b)
-                    .ok_or_else(|| self.err_malformed(i, "dangling buffer"))?;
-                Ok(V::S(buf.data[k as usize]))
-            }
-            Some(V::Ptr(..)) => Ok(alt),
+            Some(V::Ptr(b, k)) => self.load_ptr(i, b, k.filter(|_| on), &alt),
             Some(v) => self.load_lanes(i, &v, &alt, on),
             None => Err(self.err_unsupported(i, "LOAD of something that is not an INDEX")),
         }

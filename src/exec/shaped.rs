@@ -105,7 +105,13 @@ impl<'a> Interp<'a> {
 
     /// One element of a buffer, as `load` reads it: out of bounds flags UB and reads 0; a
     /// masked pointer reads `alt`.
-    fn load_ptr(&mut self, i: usize, b: BufRef, k: Option<i128>, alt: &V) -> Result<V, ExecError> {
+    pub(super) fn load_ptr(
+        &mut self,
+        i: usize,
+        b: BufRef,
+        k: Option<i128>,
+        alt: &V,
+    ) -> Result<V, ExecError> {
         let dt = self.bound_dtype(b);
         let Some(k) = k else { return Ok(alt.clone()) };
         if k < 0 || k as u128 >= self.bound(b) as u128 {
