@@ -1898,6 +1898,27 @@ pub(crate) fn array_select(arr: &Array, k: &Int, dt: DType) -> Option<Term> {
 /// GROUP, NOOP, BARRIER and an END without loop ranges have no value; an AFTER is its first
 /// source. A STACK holds lanes; `INDEX(STACK, c)` picks lane `c`.
 impl Enc<'_> {
+    /// The buffer slot, element index and "this access happens" condition of the address a
+    /// LOAD or STORE goes through (`src[0]`, an INDEX into a global buffer).
+    fn address(&self, src: &[UOp]) -> Option<(i64, Int, Bool)> {
+        match src.first().and_then(|s| self.mem.get(s)) {
+            Some(Mem::Ptr { slot, k, on }) => Some((*slot, k.clone(), on.clone())),
+            _ => None,
+        }
+    }
+
+    fn buffer(&self, slot: i64) -> Option<BufVar> {
+        self.vm.buffers.iter().find(|b| b.slot == slot).cloned()
+    }
+
+    /// The buffer's contents after the STOREs so far.
+    fn contents(&mut self, slot: i64) -> Option<&mut Array> {
+        self.cur
+            .iter_mut()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, a)| a)
+    }
+
     /// `Some(value)` when the node is a memory, effect or lane node (its value `None` when it
     /// has no scalar one); `None` to encode it as a scalar.
     fn memory(&mut self, u: UOp, memo: &HashMap<UOp, Option<Val>>) -> R<Option<Option<Val>>> {
@@ -1991,27 +2012,17 @@ impl Enc<'_> {
                 }
             }
             Ops::LOAD => {
-                let Some(Mem::Ptr { slot, k, on }) =
-                    n.src.first().and_then(|s| self.mem.get(s)).cloned()
-                else {
-                    return Err(unsup("LOAD of something that is not an address"));
-                };
+                let (slot, k, on) = self
+                    .address(&n.src)
+                    .ok_or_else(|| unsup("LOAD of something that is not an address"))?;
                 if n.src.len() > 2 {
                     return Err(unsup("LOAD with a gate"));
                 }
-                let b = self
-                    .vm
-                    .buffers
-                    .iter()
-                    .find(|b| b.slot == slot)
-                    .cloned()
-                    .ok_or_else(|| unsup("dangling buffer"))?;
+                let b = self.buffer(slot).ok_or_else(|| unsup("dangling buffer"))?;
                 let arr = self
-                    .cur
-                    .iter()
-                    .find(|(s, _)| *s == slot)
-                    .map(|(_, a)| a.clone())
-                    .ok_or_else(|| unsup("dangling buffer"))?;
+                    .contents(slot)
+                    .ok_or_else(|| unsup("dangling buffer"))?
+                    .clone();
                 let oob = Self::out_of(&k, 0, b.size - 1);
                 self.ub.push(&on & oob);
                 let read = array_select(&arr, &k, b.dtype).ok_or_else(|| unsup("element sort"))?;
@@ -2046,11 +2057,9 @@ impl Enc<'_> {
                 Ok(Some(Some(Val { iv: read.iv, t, dt })))
             }
             Ops::STORE => {
-                let Some(Mem::Ptr { slot, k, on }) =
-                    n.src.first().and_then(|s| self.mem.get(s)).cloned()
-                else {
-                    return Err(unsup("STORE to something that is not an address"));
-                };
+                let (slot, k, on) = self
+                    .address(&n.src)
+                    .ok_or_else(|| unsup("STORE to something that is not an address"))?;
                 let x = n.src.get(1).ok_or_else(|| unsup("no value"))?;
                 let v = scalar(x).ok_or_else(|| unsup("STORE of a non-scalar value"))?;
                 let gate = match n.src.get(2) {
@@ -2061,25 +2070,17 @@ impl Enc<'_> {
                     }
                     Some(_) => return Err(unsup("STORE with more sources")),
                 };
-                let b = self
-                    .vm
-                    .buffers
-                    .iter()
-                    .find(|b| b.slot == slot)
-                    .cloned()
-                    .ok_or_else(|| unsup("dangling buffer"))?;
+                let b = self.buffer(slot).ok_or_else(|| unsup("dangling buffer"))?;
                 // a STORE of Invalid is a NOOP (the interpreter returns before the bounds check)
                 let vinv = self.inv.get(x).cloned().unwrap_or_else(no);
                 let on = on & gate & vinv.not();
                 self.ub.push(&on & Self::out_of(&k, 0, b.size - 1));
                 let stored = self.stored(&v, b.dtype)?;
-                let entry = self
-                    .cur
-                    .iter_mut()
-                    .find(|(s, _)| *s == slot)
+                let arr = self
+                    .contents(slot)
                     .ok_or_else(|| unsup("dangling buffer"))?;
-                let next = array_store(&entry.1, &k, &stored);
-                entry.1 = on.ite(&next, &entry.1);
+                let next = array_store(arr, &k, &stored);
+                *arr = on.ite(&next, arr);
                 Ok(Some(None))
             }
             Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => Ok(Some(None)),
