@@ -665,6 +665,16 @@ fn reduce_identity(op: Ops, dt: DType) -> V {
     }
 }
 
+/// The AxisType of a RANGE arg: `(axis, AxisType.X)`, or kept verbatim with several axis ids
+/// (`(2, 1, AxisType.GLOBAL)`, split ranges).
+fn range_axis_type(arg: &Arg) -> Option<AxisType> {
+    match arg {
+        Arg::Range(_, t) => Some(*t),
+        Arg::Opaque(a) => AxisType::from_name(a.strip_suffix(')')?.rsplit_once("AxisType.")?.1),
+        _ => None,
+    }
+}
+
 /// Advances `cur` to the next point of a grid of `sizes`, last dimension fastest; `false` after
 /// the last point (`cur` back at zero).
 fn next_point(cur: &mut [i128], sizes: &[i128]) -> bool {
@@ -898,9 +908,13 @@ impl<'a> Interp<'a> {
             if self.bind[i].is_some() {
                 continue;
             }
-            let (is_grid, is_thread) = match (self.p.op[i], self.g.arg(self.p.nodes[i])) {
-                (Ops::SPECIAL, Arg::Name(n)) => (!n.starts_with('l'), n.starts_with('l')),
-                (Ops::RANGE, Arg::Range(_, t)) if self.p.dt[i] != DType::Void => (
+            let arg = self.g.arg(self.p.nodes[i]);
+            let (is_grid, is_thread) = match (self.p.op[i], range_axis_type(arg)) {
+                (Ops::SPECIAL, _) => match arg {
+                    Arg::Name(n) => (!n.starts_with('l'), n.starts_with('l')),
+                    _ => (false, false),
+                },
+                (Ops::RANGE, Some(t)) if self.p.dt[i] != DType::Void => (
                     matches!(t, AxisType::Global | AxisType::Thread),
                     matches!(t, AxisType::Local | AxisType::Warp | AxisType::GroupReduce),
                 ),
@@ -919,7 +933,8 @@ impl<'a> Interp<'a> {
         let key = |it: &Self, i: &usize| match it.g.arg(it.p.nodes[*i]) {
             Arg::Name(n) => (0, n.clone()),
             Arg::Range(a, _) => (1, format!("{a:020}")),
-            _ => (2, String::new()),
+            Arg::Opaque(a) => (2, a.to_string()),
+            _ => (3, String::new()),
         };
         grid.sort_by_key(|i| key(self, i));
         threads.sort_by_key(|i| key(self, i));
@@ -1788,8 +1803,13 @@ impl<'a> Interp<'a> {
             .or_insert_with(|| Buffer::zeros(dt, size as usize));
         // the value may be a view (`INDEX(buf, idx)`): `maybe_load` reads it, as `pm_add_loads`
         // loads the STORE's value (codegen/__init__.py:237-243)
+        // a REG accumulator (`AFTER(acc, END)`, shape (1,)) reads as its one element
         let v = self.get(*x).clone();
-        match self.maybe_load(i, &v)? {
+        let v = match self.maybe_load(i, &v)? {
+            V::Vec(l) if l.len() == 1 => l[0].clone(),
+            v => v,
+        };
+        match v {
             V::S(v) => self.store_elem(i, BufRef::Local(u), at, v)?,
             V::Invalid => {}
             _ => return Err(self.err_unsupported(i, "STAGE of a vector value")),
