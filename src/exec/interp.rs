@@ -10,7 +10,9 @@
 //! achieves (ops_python.py re-executes exactly the uops between RANGE and END). Effects are
 //! ordered by the graph as in tinygrad: `AFTER(x, deps…)` runs `deps` before handing out `x`,
 //! `END(body, ranges…)` runs `body` for every value of its ranges (outermost = smallest axis
-//! id, as `do_split_ends` nests them), `SINK` runs its sources in order.
+//! id, as `do_split_ends` nests them), `SINK` runs its sources in order. A kernel launch runs
+//! its grid one point at a time; where the threads of a workgroup share LOCAL memory, they run
+//! together, meeting at each barrier (`run_workgroups`).
 //!
 //! Differences from `DEV=PYTHON`, on purpose:
 //! * a CONST of a fixed-width dtype holds `truncate[dt](dt.const(arg))`: the codegen spells
@@ -535,7 +537,7 @@ impl Plan {
 /// A buffer every thread of a workgroup sees: a LOCAL BUFFER/PARAM, or a STAGE into LOCAL
 /// memory (`BufferizeOpts(..., addrspace=AddrSpace.LOCAL)`, lowered to such a BUFFER by
 /// `add_local_buffer`, codegen/__init__.py:244-246). REG buffers are per thread
-/// (ops_python.py:80-82).
+/// (ops_python.py:98-103).
 fn is_shared(g: &Graph, u: UOp) -> bool {
     match (g.op(u), g.arg(u)) {
         (Ops::STAGE, Arg::Opaque(a)) => a.contains("addrspace=AddrSpace.LOCAL"),
@@ -897,7 +899,7 @@ impl<'a> Interp<'a> {
     }
 
     /// The launch dimensions of a void kernel with a thread dimension (tinygrad's PYTHON device:
-    /// SPECIAL `g…` is the grid point, `l…` the thread of the workgroup, ops_python.py:85-87);
+    /// SPECIAL `g…` is the grid point, `l…` the thread of the workgroup, ops_python.py:104-106);
     /// `None` for a graph without one, which the plain launch loop runs as before.
     fn workgroup(&mut self) -> Result<Option<Workgroup>, ExecError> {
         if self.p.dt[self.root] != DType::Void {
@@ -1802,7 +1804,7 @@ impl<'a> Interp<'a> {
             .entry(u)
             .or_insert_with(|| Buffer::zeros(dt, size as usize));
         // the value may be a view (`INDEX(buf, idx)`): `maybe_load` reads it, as `pm_add_loads`
-        // loads the STORE's value (codegen/__init__.py:237-243)
+        // loads the STORE's value (codegen/__init__.py:237-242)
         // a REG accumulator (`AFTER(acc, END)`, shape (1,)) reads as its one element
         let v = self.get(*x).clone();
         let v = match self.maybe_load(i, &v)? {
