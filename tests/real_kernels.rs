@@ -244,22 +244,6 @@ fn reason(err: &ExecError) -> String {
     }
 }
 
-/// A workgroup kernel after `add gpudims`: a local thread id (SPECIAL `lidx…`) beside a LOCAL
-/// buffer its threads share. The interpreter launches each local thread alone with its LOCAL
-/// buffers zero-filled (`Interp::run`), so such a kernel reads only its own thread's slot: both
-/// sides of a pass would run, and agree, equally wrong. The reason names it instead.
-fn workgroup_shares_local(g: &Graph, root: UOp) -> bool {
-    let nodes = g.toposort(&[root]);
-    let lidx = nodes.iter().any(|&u| {
-        g.op(u) == Ops::SPECIAL && matches!(g.arg(u), Arg::Name(n) if n.starts_with("lidx"))
-    });
-    lidx && nodes.iter().any(|&u| {
-        g.arg(u)
-            .as_param()
-            .is_some_and(|p| p.addrspace() == uopfuzz::ir::AddrSpace::Local)
-    })
-}
-
 /// Keeps the smallest graph per reason (`UOPFUZZ_KERNELS_EXAMPLES=1` prints them).
 fn example(ex: &mut BTreeMap<String, (String, String)>, why: String, key: &str, text: &str) {
     let e = ex.entry(why).or_insert_with(|| (key.into(), text.into()));
@@ -271,39 +255,25 @@ fn example(ex: &mut BTreeMap<String, (String, String)>, why: String, key: &str, 
 /// The forms the interpreter has no value for, by the start of the reason it gives, and why.
 /// Every other call must run on both sides (or be unchanged); a call cannot-run for a reason
 /// not listed here fails the test.
-const NO_VALUE: [(&str, &str); 3] = [
-    (
-        "a workgroup's threads share a LOCAL buffer",
-        "the same group-reduce kernels from `add gpudims` on (`workgroup_shares_local`): what a \
-         thread reads from the LOCAL buffer was written by the other threads of its workgroup, \
-         which tinygrad's PYTHON device runs in lockstep (runtime/ops_python.py:49-80); the \
-         interpreter runs one local thread at a time",
-    ),
-    (
-        "RANGE not inside an END",
-        "a group reduce (GROUP/GROUPTOP opts) between `remove reduces` and `add gpudims`: the \
-         GROUP_REDUCE range is the workgroup's local thread index, used after the END (or STAGE, \
-         lowered by `add_local_buffer`, codegen/__init__.py:244-246) that fills a LOCAL buffer \
-         with every thread's value. Its value is the lockstep tinygrad's PYTHON device runs a \
-         workgroup in (runtime/ops_python.py:49-80): running it once per thread with that range \
-         bound works here, but the interpreter launches the local SPECIAL that `add gpudims` \
-         makes one thread at a time with its LOCAL buffers cleared (`Interp::run`), and an END \
-         over a SPECIAL does not loop, so the pass's output would read only its own thread's \
-         slot; the interpreter has no STAGE",
-    ),
-    (
-        "every point raises in tinygrad",
-        "at every input point the kernel CASTs a NaN to int (a Box-Muller kernel: sqrt of log2 of \
+const NO_VALUE: [(&str, &str); 1] = [(
+    "every point raises in tinygrad",
+    "at every input point the kernel CASTs a NaN to int (a Box-Muller kernel: sqrt of log2 of \
          1-u for random u), which tinygrad raises on (`int(nan)`, dtype.py:82 `DType.const`, as \
          ops_python.py:131 runs CAST): no value on tinygrad's own device either",
-    ),
-];
+)];
 
 /// Passes that regroup float reductions by design: the expander turns UNROLL ranges into a
-/// horizontal REDUCE folded before it meets the accumulator (codegen/__init__.py:214-216), and
-/// devectorize2 splits vector accumulations into lanes; the sum is the same up to rounding,
-/// which a kernel can amplify (sign() of a near-zero sum, exp2 of a large one).
-const REGROUPING_PASSES: [&str; 3] = ["expander", "devectorize2", "initial symbolic"];
+/// horizontal REDUCE folded before it meets the accumulator (codegen/__init__.py:214-216),
+/// devectorize2 splits vector accumulations into lanes, and remove reduces splits a group
+/// reduce into each thread's partial sum and the sum of the partials (`fix_group_for_reduce`,
+/// codegen/__init__.py:170-183); the sum is the same up to rounding, which a kernel can amplify
+/// (sign() of a near-zero sum, exp2 of a large one, cancellation of huge random inputs).
+const REGROUPING_PASSES: [&str; 4] = [
+    "expander",
+    "devectorize2",
+    "initial symbolic",
+    "remove reduces",
+];
 
 /// Whether both roots agree at `env` with every float buffer holding small integers (-3..=3),
 /// where sums and products of the loaded values are exact in any order: a difference that goes
@@ -455,28 +425,6 @@ fn every_pass_keeps_what_the_kernel_computes() {
             Runner::new(&case.graph, case.root),
             Runner::new(&case.graph, out),
         );
-        let shared = "a workgroup's threads share a LOCAL buffer";
-        if workgroup_shares_local(&case.graph, case.root) {
-            *e.cannot_run.entry(shared.into()).or_default() += 1;
-            example(
-                &mut examples,
-                shared.into(),
-                &call.input,
-                c.graph(&call.input).unwrap(),
-            );
-            continue;
-        }
-        if workgroup_shares_local(&case.graph, out) {
-            *e.cannot_run_after.entry(shared.into()).or_default() += 1;
-            let why = format!("after: {shared}");
-            example(
-                &mut examples,
-                why,
-                &call.output,
-                c.graph(&call.output).unwrap(),
-            );
-            continue;
-        }
         let (mut ran, mut after_failed) = (false, false);
         let mut dumped = vec![];
         let mut no_value = None;

@@ -10,7 +10,9 @@
 //! achieves (ops_python.py re-executes exactly the uops between RANGE and END). Effects are
 //! ordered by the graph as in tinygrad: `AFTER(x, deps…)` runs `deps` before handing out `x`,
 //! `END(body, ranges…)` runs `body` for every value of its ranges (outermost = smallest axis
-//! id, as `do_split_ends` nests them), `SINK` runs its sources in order.
+//! id, as `do_split_ends` nests them), `SINK` runs its sources in order. A kernel launch runs
+//! its grid one point at a time; where the threads of a workgroup share LOCAL memory, they run
+//! together, meeting at each barrier (`run_workgroups`).
 //!
 //! Differences from `DEV=PYTHON`, on purpose:
 //! * a CONST of a fixed-width dtype holds `truncate[dt](dt.const(arg))`: the codegen spells
@@ -26,7 +28,7 @@
 use crate::ir::alu::{
     AluError, Ub, Val, bitcast_val, cast_ub, cast_val, exec_alu, truncate_val, ub_reason,
 };
-use crate::ir::{AddrSpace, Arg, ConstVal, DType, Graph, Ops, UOp};
+use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, UOp};
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
@@ -463,6 +465,9 @@ pub struct Plan {
     /// Budget of node evaluations plus loop iterations: the interpreter's own limit, so it lives
     /// here and not in the inputs (`Env`).
     max_steps: u64,
+    /// Some node is a buffer a workgroup's threads share (a LOCAL BUFFER/PARAM, or a LOCAL STAGE
+    /// before `add local buffers` makes it one): `run` may launch workgroups (`Interp::workgroup`).
+    shares_local: bool,
 }
 
 impl Plan {
@@ -485,7 +490,9 @@ impl Plan {
             lid,
             srcs,
             max_steps: DEFAULT_MAX_STEPS,
+            shares_local: false,
         };
+        p.shares_local = (0..p.nodes.len()).any(|i| is_shared(g, p.nodes[i]));
         p.compute_ranges(g);
         p
     }
@@ -524,6 +531,20 @@ impl Plan {
             r.sort_unstable();
             self.ranges.push(r);
         }
+    }
+}
+
+/// A buffer every thread of a workgroup sees: a LOCAL BUFFER/PARAM, or a STAGE into LOCAL
+/// memory (`BufferizeOpts(..., addrspace=AddrSpace.LOCAL)`, lowered to such a BUFFER by
+/// `add_local_buffer`, codegen/__init__.py:244-246). REG buffers are per thread
+/// (ops_python.py:98-103).
+fn is_shared(g: &Graph, u: UOp) -> bool {
+    match (g.op(u), g.arg(u)) {
+        (Ops::STAGE, Arg::Opaque(a)) => a.contains("addrspace=AddrSpace.LOCAL"),
+        (Ops::BUFFER | Ops::PARAM, a) => a
+            .as_param()
+            .is_some_and(|p| p.addrspace() == AddrSpace::Local),
+        _ => false,
     }
 }
 
@@ -568,6 +589,35 @@ struct Interp<'a> {
     rec: Option<Vec<Ev>>,
     /// Only hard UB is read (`eval_plan_hard_ub`): `typed_alu` first, as the replay does.
     hard_only: bool,
+    /// Running a workgroup's threads together (`run_workgroups`): LOCAL buffers are shared, a
+    /// STAGE has its value.
+    in_group: bool,
+    /// RANGEs a workgroup launch binds (grid and thread dimensions before `add gpudims`), by
+    /// local id: an END over them does not loop. Empty outside `run_workgroups`.
+    pinned: Vec<bool>,
+}
+
+/// One thread of a workgroup: the interpreter state that is per thread (bindings, memo, REG
+/// buffers), swapped into the `Interp` while the thread runs (`Interp::swap_thread`).
+struct Thread {
+    bind: Vec<Option<i128>>,
+    memo: Vec<Option<(Box<[i128]>, V)>>,
+    seen: Vec<u64>,
+    epoch: u64,
+    regs: HashMap<UOp, Buffer>,
+}
+
+/// The launch dimensions of a kernel whose threads share LOCAL buffers (`Interp::workgroup`).
+struct Workgroup {
+    /// Grid dimensions (node, size): SPECIAL `gidx…`, or a GLOBAL/THREAD RANGE before `add
+    /// gpudims` makes it one (codegen/gpudims.py:50).
+    grid: Vec<(usize, i128)>,
+    /// Thread dimensions: SPECIAL `lidx…`, or a LOCAL/WARP/GROUP_REDUCE RANGE before `add
+    /// gpudims` (codegen/gpudims.py:51).
+    threads: Vec<(usize, i128)>,
+    /// The points every thread reaches before any passes (BARRIER, a STAGE, an AFTER of a LOCAL
+    /// buffer), in topological order.
+    syncs: Vec<usize>,
 }
 
 /// One step of a run's schedule, as `eval_traced` records it: every node evaluation and every
@@ -617,6 +667,29 @@ fn reduce_identity(op: Ops, dt: DType) -> V {
     }
 }
 
+/// The AxisType of a RANGE arg: `(axis, AxisType.X)`, or kept verbatim with several axis ids
+/// (`(2, 1, AxisType.GLOBAL)`, split ranges).
+fn range_axis_type(arg: &Arg) -> Option<AxisType> {
+    match arg {
+        Arg::Range(_, t) => Some(*t),
+        Arg::Opaque(a) => AxisType::from_name(a.strip_suffix(')')?.rsplit_once("AxisType.")?.1),
+        _ => None,
+    }
+}
+
+/// Advances `cur` to the next point of a grid of `sizes`, last dimension fastest; `false` after
+/// the last point (`cur` back at zero).
+fn next_point(cur: &mut [i128], sizes: &[i128]) -> bool {
+    for k in (0..cur.len()).rev() {
+        cur[k] += 1;
+        if cur[k] < sizes[k] {
+            return true;
+        }
+        cur[k] = 0;
+    }
+    false
+}
+
 /// `range_start` of ops.py:48 for the ops the interpreter meets.
 fn range_start(op: Ops) -> Option<usize> {
     match op {
@@ -648,6 +721,8 @@ impl<'a> Interp<'a> {
             seen: vec![0; n],
             rec: None,
             hard_only: false,
+            in_group: false,
+            pinned: Vec::new(),
         };
         for (i, u) in p.nodes.iter().enumerate() {
             match (g.op(*u), g.arg(*u)) {
@@ -755,7 +830,14 @@ impl<'a> Interp<'a> {
     }
 
     /// All launches: the unbound SPECIALs of a void root span a grid, run in row-major order.
+    /// A kernel whose threads share a LOCAL buffer runs one workgroup per grid point instead
+    /// (`run_workgroups`); every other graph takes the launch loop below.
     fn run(&mut self) -> Result<V, ExecError> {
+        if self.p.shares_local
+            && let Some(wg) = self.workgroup()?
+        {
+            return self.run_workgroups(wg);
+        }
         let specials: Vec<usize> = (0..self.p.nodes.len())
             .filter(|i| self.g.op(self.p.nodes[*i]) == Ops::SPECIAL && self.bind[*i].is_none())
             .collect();
@@ -813,6 +895,188 @@ impl<'a> Interp<'a> {
                 }
                 cur[k] = 0;
             }
+        }
+    }
+
+    /// The launch dimensions of a void kernel with a thread dimension (tinygrad's PYTHON device:
+    /// SPECIAL `g…` is the grid point, `l…` the thread of the workgroup, ops_python.py:104-106);
+    /// `None` for a graph without one, which the plain launch loop runs as before.
+    fn workgroup(&mut self) -> Result<Option<Workgroup>, ExecError> {
+        if self.p.dt[self.root] != DType::Void {
+            return Ok(None);
+        }
+        let (mut grid, mut threads) = (vec![], vec![]);
+        for i in 0..self.p.nodes.len() {
+            if self.bind[i].is_some() {
+                continue;
+            }
+            let arg = self.g.arg(self.p.nodes[i]);
+            let (is_grid, is_thread) = match (self.p.op[i], range_axis_type(arg)) {
+                (Ops::SPECIAL, _) => match arg {
+                    Arg::Name(n) => (!n.starts_with('l'), n.starts_with('l')),
+                    _ => (false, false),
+                },
+                (Ops::RANGE, Some(t)) if self.p.dt[i] != DType::Void => (
+                    matches!(t, AxisType::Global | AxisType::Thread),
+                    matches!(t, AxisType::Local | AxisType::Warp | AxisType::GroupReduce),
+                ),
+                _ => (false, false),
+            };
+            if is_grid {
+                grid.push(i);
+            } else if is_thread {
+                threads.push(i);
+            }
+        }
+        if threads.is_empty() {
+            return Ok(None);
+        }
+        // SPECIALs by name (as the launch loop), RANGEs by axis
+        let key = |it: &Self, i: &usize| match it.g.arg(it.p.nodes[*i]) {
+            Arg::Name(n) => (0, n.clone()),
+            Arg::Range(a, _) => (1, format!("{a:020}")),
+            Arg::Opaque(a) => (2, a.to_string()),
+            _ => (3, String::new()),
+        };
+        grid.sort_by_key(|i| key(self, i));
+        threads.sort_by_key(|i| key(self, i));
+        let mut sized = |dims: Vec<usize>| -> Result<Vec<(usize, i128)>, ExecError> {
+            let mut out = Vec::with_capacity(dims.len());
+            for d in dims {
+                let e = *self
+                    .src_ids(d)
+                    .first()
+                    .ok_or_else(|| self.err_malformed(d, "launch dimension without a size"))?;
+                let v = self.eval_node(e)?;
+                out.push((d, self.int_of(d, &v)?));
+            }
+            Ok(out)
+        };
+        let (grid, threads) = (sized(grid)?, sized(threads)?);
+        let mut pinned = vec![false; self.p.nodes.len()];
+        for &(d, _) in grid.iter().chain(&threads) {
+            pinned[d] = true;
+        }
+        // a sync point inside a loop syncs once per iteration: not run here
+        let mut syncs = vec![];
+        for i in 0..self.p.nodes.len() {
+            if self.is_sync(i) {
+                if self.p.ranges[i].iter().any(|r| !pinned[*r]) {
+                    return Err(self.err_unsupported(i, "a workgroup barrier inside a loop"));
+                }
+                syncs.push(i);
+            }
+        }
+        self.pinned = pinned;
+        Ok(Some(Workgroup {
+            grid,
+            threads,
+            syncs,
+        }))
+    }
+
+    /// A point where every thread of the workgroup waits for the others: a BARRIER, a STAGE (its
+    /// LOCAL buffer holds every thread's value, `add_local_buffer`, codegen/__init__.py:244-246),
+    /// or an AFTER of a LOCAL buffer (the loads after stores to it, where `add_raw_barrier`,
+    /// codegen/__init__.py:261-267, puts the BARRIER).
+    fn is_sync(&self, i: usize) -> bool {
+        match self.p.op[i] {
+            Ops::BARRIER => true,
+            Ops::STAGE => is_shared(self.g, self.p.nodes[i]),
+            Ops::AFTER => {
+                let mut b = i;
+                while matches!(self.p.op[b], Ops::AFTER) {
+                    match self.p.srcs[b].first() {
+                        Some(s) => b = *s,
+                        None => return false,
+                    }
+                }
+                matches!(self.p.op[b], Ops::BUFFER | Ops::PARAM)
+                    && is_shared(self.g, self.p.nodes[b])
+            }
+            _ => false,
+        }
+    }
+
+    /// One workgroup per grid point, its threads run together as tinygrad's PYTHON device runs
+    /// them in lockstep (ops_python.py:49-80, every uop for the whole warp): LOCAL buffers are
+    /// the workgroup's, REG buffers and values each thread's. Each sync point (`is_sync`, in
+    /// topological order) is reached by every thread before any goes past it, then every thread
+    /// runs the rest of the kernel. A run here has no schedule for `exec::columnar` to replay.
+    fn run_workgroups(&mut self, wg: Workgroup) -> Result<V, ExecError> {
+        self.rec = None;
+        self.in_group = true;
+        let sizes = |dims: &[(usize, i128)]| dims.iter().map(|d| d.1).collect::<Vec<_>>();
+        let (gsize, tsize) = (sizes(&wg.grid), sizes(&wg.threads));
+        if gsize.iter().chain(&tsize).any(|e| *e <= 0) {
+            return Ok(V::Void);
+        }
+        // each thread keeps a memo of every node: bounded as the steps are
+        let n = self.p.nodes.len();
+        let n_threads = tsize
+            .iter()
+            .try_fold(1u64, |a, e| a.checked_mul(*e as u64))
+            .filter(|t| t.saturating_mul(n as u64) <= self.p.max_steps)
+            .ok_or(ExecError::Budget(self.p.max_steps))?;
+        let mut threads: Vec<Thread> = (0..n_threads)
+            .map(|_| Thread {
+                bind: Vec::new(),
+                memo: (0..n).map(|_| None).collect(),
+                seen: vec![0; n],
+                epoch: 0,
+                regs: HashMap::default(),
+            })
+            .collect();
+        let mut gcur = vec![0i128; gsize.len()];
+        loop {
+            for (k, &(d, _)) in wg.grid.iter().enumerate() {
+                self.bind[d] = Some(gcur[k]);
+            }
+            self.locals.clear();
+            let mut tcur = vec![0i128; tsize.len()];
+            for t in threads.iter_mut() {
+                t.bind.clone_from(&self.bind);
+                for (k, &(d, _)) in wg.threads.iter().enumerate() {
+                    t.bind[d] = Some(tcur[k]);
+                }
+                t.memo.iter_mut().for_each(|m| *m = None);
+                t.epoch += 1;
+                t.regs.clear();
+                next_point(&mut tcur, &tsize);
+            }
+            self.tick()?;
+            let root = self.root;
+            for s in wg.syncs.iter().copied().chain(std::iter::once(root)) {
+                for t in threads.iter_mut() {
+                    self.swap_thread(t, true);
+                    let r = self.eval_node(s);
+                    self.swap_thread(t, false);
+                    r?;
+                }
+            }
+            if !next_point(&mut gcur, &gsize) {
+                return Ok(V::Void);
+            }
+        }
+    }
+
+    /// Makes `t` the running thread (`enter`), or puts the running thread's state back into `t`.
+    fn swap_thread(&mut self, t: &mut Thread, enter: bool) {
+        std::mem::swap(&mut self.bind, &mut t.bind);
+        std::mem::swap(&mut self.memo, &mut t.memo);
+        std::mem::swap(&mut self.seen, &mut t.seen);
+        std::mem::swap(&mut self.epoch, &mut t.epoch);
+        if enter {
+            self.locals.extend(t.regs.drain());
+        } else {
+            let g = self.g;
+            let regs = &mut t.regs;
+            self.locals.retain(|u, b| {
+                is_shared(g, *u) || {
+                    regs.insert(*u, std::mem::replace(b, Buffer::zeros(DType::Void, 0)));
+                    false
+                }
+            });
         }
     }
 
@@ -936,10 +1200,12 @@ impl<'a> Interp<'a> {
         let is_range = |r: &usize| self.g.op(self.p.nodes[*r]) == Ops::RANGE;
         let is_void = |r: &usize| self.g.dtype(self.p.nodes[*r]) == DType::Void;
         // loop ranges, outermost (smallest axis id) first; SPECIALs and others are bound already
+        // a RANGE a workgroup launch binds is a thread or grid index: its END runs once per thread
+        let pinned = |r: &usize| self.pinned.get(*r).copied().unwrap_or(false);
         let mut loops: Vec<usize> = rs
             .iter()
             .copied()
-            .filter(|r| is_range(r) && !is_void(r))
+            .filter(|r| is_range(r) && !is_void(r) && !pinned(r))
             .collect();
         // an ended expression ends every RANGE in it (`_ranges`, uop/ops.py:494-500), as
         // `flatten range` leaves `END(x, r0*3+r1)`
@@ -949,7 +1215,7 @@ impl<'a> Interp<'a> {
             .filter(|r| !is_range(r) && !is_void(r) && !is_bool(r))
         {
             for x in &self.p.ranges[*r] {
-                if !loops.contains(x) && !is_void(x) {
+                if !loops.contains(x) && !is_void(x) && !pinned(x) {
                     loops.push(*x);
                 }
             }
@@ -1342,6 +1608,7 @@ impl<'a> Interp<'a> {
             Ops::END => V::Void,
             Ops::RESHAPE | Ops::EXPAND => self.movement(i, op, &vals)?,
             Ops::SHRINK => self.shrink(i, &vals)?,
+            Ops::STAGE if self.in_group => self.stage(i)?,
             Ops::PERMUTE => match (vals.first(), self.g.arg(u)) {
                 (Some(x), Arg::Perm(p)) => self.permute(i, x, p)?,
                 _ => return Err(self.err_malformed(i, "PERMUTE without a tuple arg")),
@@ -1488,6 +1755,10 @@ impl<'a> Interp<'a> {
             self.declared[b] = need;
             return Ok(V::Buf(BufRef::Global(b)));
         }
+        // the workgroup's LOCAL buffer, defined by the first of its threads to reach it
+        if self.in_group && p.addrspace() == AddrSpace::Local && self.locals.contains_key(&u) {
+            return Ok(V::Buf(BufRef::Local(u)));
+        }
         if matches!(p.addrspace(), AddrSpace::Reg | AddrSpace::Local) {
             let n = size.ok_or_else(|| self.err_malformed(i, "local buffer without a size"))?;
             if n as u128 > self.p.max_steps as u128 {
@@ -1497,6 +1768,55 @@ impl<'a> Interp<'a> {
             return Ok(V::Buf(BufRef::Local(u)));
         }
         Err(self.err_unsupported(i, "BUFFER in the GLOBAL addrspace (tensor graph)"))
+    }
+
+    /// STAGE(x, r…) into LOCAL memory as `add_local_buffer` lowers it (codegen/__init__.py:244-246):
+    /// a LOCAL buffer of the ranges' shape, `buf.index(*r).store(x).end(*r)`, then the buffer.
+    /// Its ranges are thread indices (GROUP_REDUCE, `fix_group_for_reduce`, :170-183): each
+    /// thread stores its own element; a sync point (`is_sync`), so all have stored before any
+    /// thread reads it.
+    fn stage(&mut self, i: usize) -> Result<V, ExecError> {
+        let u = self.p.nodes[i];
+        if !is_shared(self.g, u) {
+            return Err(self.err_unsupported(i, "STAGE outside LOCAL memory"));
+        }
+        let Some((x, rs)) = self.src_ids(i).split_first() else {
+            return Err(self.err_malformed(i, "STAGE without a value"));
+        };
+        let (mut at, mut size) = (0i128, 1i128);
+        for &r in rs {
+            let Some(&e) = self.p.srcs[r]
+                .first()
+                .filter(|_| self.p.op[r] == Ops::RANGE)
+            else {
+                return Err(self.err_unsupported(i, "STAGE over something that is not a RANGE"));
+            };
+            let (end, v) = (self.get(e).clone(), self.get(r).clone());
+            let (end, v) = (self.int_of(r, &end)?, self.int_of(r, &v)?);
+            at = at * end + v;
+            size = size.saturating_mul(end.max(0));
+        }
+        if size as u128 > self.p.max_steps as u128 {
+            return Err(ExecError::Budget(self.p.max_steps));
+        }
+        let dt = self.p.dt[i];
+        self.locals
+            .entry(u)
+            .or_insert_with(|| Buffer::zeros(dt, size as usize));
+        // the value may be a view (`INDEX(buf, idx)`): `maybe_load` reads it, as `pm_add_loads`
+        // loads the STORE's value (codegen/__init__.py:237-242)
+        // a REG accumulator (`AFTER(acc, END)`, shape (1,)) reads as its one element
+        let v = self.get(*x).clone();
+        let v = match self.maybe_load(i, &v)? {
+            V::Vec(l) if l.len() == 1 => l[0].clone(),
+            v => v,
+        };
+        match v {
+            V::S(v) => self.store_elem(i, BufRef::Local(u), at, v)?,
+            V::Invalid => {}
+            _ => return Err(self.err_unsupported(i, "STAGE of a vector value")),
+        }
+        Ok(V::Buf(BufRef::Local(u)))
     }
 
     fn buffer(&self, b: BufRef) -> Option<&Buffer> {
@@ -2159,6 +2479,104 @@ mod tests {
         let e = mk(&mut g, Ops::END, Void, &[body, w, cond]);
         let o = eval(&g, e, &Env::new().buffer(Buffer::zeros(Int32, 1))).unwrap();
         assert_eq!(ints(&o.buffers[0]), vec![5]);
+    }
+
+    /// Two threads of one workgroup (SPECIAL `lidx0`) each store their input into a LOCAL
+    /// buffer, meet at a BARRIER, and read the other's slot: `out[l] = in[1 - l]` per group, as
+    /// tinygrad's PYTHON device runs the warp in lockstep (ops_python.py:49-80). A thread run
+    /// alone would read the zero the other has not stored yet.
+    #[test]
+    fn workgroup_threads_share_local_memory_across_a_barrier() {
+        let mut g = Graph::new();
+        let (c1, c2, c4) = (
+            lit(&mut g, Int32, 1),
+            lit(&mut g, Int32, 2),
+            lit(&mut g, Int32, 4),
+        );
+        let out = g.param(0, Int32, 4);
+        let inp = g.param(1, Int32, 4);
+        let mut local = ParamArg::buffer(0, Int32);
+        local.addrspace = Some(AddrSpace::Local);
+        let lbuf = g.mk(Ops::BUFFER, Int32, &[c2], Arg::Param(Box::new(local)));
+        let gid = g.mk(Ops::SPECIAL, Int32, &[c2], Arg::Name("gidx0".into()));
+        let lid = g.mk(Ops::SPECIAL, Int32, &[c2], Arg::Name("lidx0".into()));
+        // element gidx0*2 + lidx0 of `in` and `out`
+        let at = mk(&mut g, Ops::MULACC, Int32, &[gid, c2, lid]);
+        let iin = mk(&mut g, Ops::INDEX, Int32, &[inp, at]);
+        let x = mk(&mut g, Ops::LOAD, Int32, &[iin]);
+        let mine = mk(&mut g, Ops::INDEX, Int32, &[lbuf, lid]);
+        let st = mk(&mut g, Ops::STORE, Void, &[mine, x]);
+        let bar = mk(&mut g, Ops::BARRIER, Void, &[st]);
+        let after = mk(&mut g, Ops::AFTER, Int32, &[lbuf, bar]);
+        let other = mk(&mut g, Ops::SUB, Int32, &[c1, lid]);
+        let theirs = mk(&mut g, Ops::INDEX, Int32, &[after, other]);
+        let y = mk(&mut g, Ops::LOAD, Int32, &[theirs]);
+        let iout = mk(&mut g, Ops::INDEX, Int32, &[out, at]);
+        let st2 = mk(&mut g, Ops::STORE, Void, &[iout, y]);
+        let sink = mk(&mut g, Ops::SINK, Void, &[st2]);
+        let _ = c4;
+        let x: Vec<Val> = [10, 20, 30, 40].map(Val::Int).to_vec();
+        let env = Env::new()
+            .buffer(Buffer::zeros(Int32, 4))
+            .buffer(Buffer::from_vals(Int32, &x).unwrap());
+        let o = eval(&g, sink, &env).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![20, 10, 40, 30]);
+        assert!(!o.ub);
+        // a traced run leaves a workgroup kernel to the interpreter: no schedule to replay
+        let plan = Plan::new(&g, sink);
+        let (r, trace) = eval_traced(&g, &plan, &env, Vec::new());
+        assert_eq!(ints(&r.unwrap().buffers[0]), vec![20, 10, 40, 30]);
+        assert!(trace.is_none());
+    }
+
+    /// The same exchange before `add gpudims`: the thread index is a GROUP_REDUCE RANGE, the
+    /// grid a GLOBAL RANGE whose END runs once per workgroup, and the LOCAL buffer a STAGE
+    /// (`add_local_buffer`, codegen/__init__.py:244-246) read at the other thread's index. The
+    /// STAGE's value outside a workgroup stays unsupported.
+    #[test]
+    fn stage_over_a_group_reduce_range_is_the_workgroup_buffer() {
+        let mut g = Graph::new();
+        let (c1, c2) = (lit(&mut g, Int32, 1), lit(&mut g, Int32, 2));
+        let out = g.param(0, Int32, 4);
+        let inp = g.param(1, Int32, 4);
+        let gr = g.mk(Ops::RANGE, Int32, &[c2], Arg::Range(1, AxisType::Global));
+        let lr = g.mk(
+            Ops::RANGE,
+            Int32,
+            &[c2],
+            Arg::Range(2, AxisType::GroupReduce),
+        );
+        let at = mk(&mut g, Ops::MULACC, Int32, &[gr, c2, lr]);
+        let iin = mk(&mut g, Ops::INDEX, Int32, &[inp, at]);
+        let opts = "BufferizeOpts(device=2, addrspace=AddrSpace.LOCAL, removable=True)";
+        let stage = g.mk(Ops::STAGE, Int32, &[iin, lr], Arg::Opaque(opts.into()));
+        let other = mk(&mut g, Ops::SUB, Int32, &[c1, lr]);
+        let theirs = mk(&mut g, Ops::INDEX, Int32, &[stage, other]);
+        let y = mk(&mut g, Ops::LOAD, Int32, &[theirs]);
+        let iout = mk(&mut g, Ops::INDEX, Int32, &[out, at]);
+        let st = mk(&mut g, Ops::STORE, Void, &[iout, y]);
+        let end = mk(&mut g, Ops::END, Void, &[st, gr]);
+        let sink = mk(&mut g, Ops::SINK, Void, &[end]);
+        let x: Vec<Val> = [10, 20, 30, 40].map(Val::Int).to_vec();
+        let env = Env::new()
+            .buffer(Buffer::zeros(Int32, 4))
+            .buffer(Buffer::from_vals(Int32, &x).unwrap());
+        let o = eval(&g, sink, &env).unwrap();
+        assert_eq!(ints(&o.buffers[0]), vec![20, 10, 40, 30]);
+        // without a thread dimension the graph takes the plain launch, where STAGE has no value
+        let mut g2 = Graph::new();
+        let c2 = lit(&mut g2, Int32, 2);
+        let inp = g2.param(0, Int32, 2);
+        let r = g2.mk(Ops::RANGE, Int32, &[c2], Arg::Range(1, AxisType::Loop));
+        let iin = mk(&mut g2, Ops::INDEX, Int32, &[inp, r]);
+        let stage = g2.mk(Ops::STAGE, Int32, &[iin, r], Arg::Opaque(opts.into()));
+        let mut env = Env::new().buffer(Buffer::zeros(Int32, 2));
+        env.ranges.insert(1, 0);
+        let e = eval(&g2, stage, &env);
+        assert!(
+            matches!(e, Err(ExecError::Unsupported { op: Ops::STAGE, .. })),
+            "{e:?}"
+        );
     }
 
     #[test]
