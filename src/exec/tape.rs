@@ -130,6 +130,18 @@ impl Columns {
     }
 }
 
+/// A compiled node list ([`Tape::compile`]).
+struct Compiled {
+    steps: Vec<Step>,
+    folded: Flags,
+    fold_ub: Vec<bool>,
+    at: rustc_hash::FxHashMap<UOp, (u32, Kind)>,
+    /// Slots in all.
+    width: u32,
+    /// The last node's.
+    kind: Kind,
+}
+
 /// What a tape run produced: the root's value (`None`: Invalid) and whether some evaluated
 /// operation is hard UB (`UbKind::is_hard`; wraparound flags are not tracked: the oracle
 /// compares wrapped values there).
@@ -157,47 +169,14 @@ impl Tape {
         {
             return None;
         }
-        let mut fold_ub = Vec::with_capacity(nodes.len());
-        let mut at: rustc_hash::FxHashMap<UOp, (u32, Kind)> = Default::default();
-        let mut steps = Vec::with_capacity(nodes.len());
-        let mut width = 0u32;
-        let mut kind = Kind::Unit;
-        // per slot: the value where it is the same at every point (`Some(None)`: Invalid)
-        let mut known: Vec<Option<Option<Val>>> = Vec::new();
-        let mut folded = Flags::default();
-        for &u in &nodes {
-            let (mut st, k) = Self::step(g, u, &at, &known)?;
-            let w = k.width();
-            // the interpreter refuses movement ops over 65536 elements
-            if w > 1 << 16 {
-                return None;
-            }
-            let before = folded.hard_ub;
-            folded.hard_ub = false;
-            let f = Self::fold(&st, &known, &mut folded);
-            fold_ub.push(folded.hard_ub);
-            folded.hard_ub |= before;
-            if let Some(v) = f {
-                st = match v {
-                    Some(v) => Step::Const(v),
-                    None => Step::Invalid,
-                };
-            }
-            match &st {
-                Step::Const(v) => known.push(Some(Some(*v))),
-                Step::Invalid => known.push(Some(None)),
-                Step::Gather(from) => {
-                    for f in from.iter() {
-                        known.push(known[*f as usize]);
-                    }
-                }
-                _ => known.resize(known.len() + w as usize, None),
-            }
-            at.insert(u, (width, k.clone()));
-            width = width.checked_add(w)?;
-            steps.push(st);
-            kind = k;
-        }
+        let Compiled {
+            steps,
+            folded,
+            fold_ub,
+            at,
+            width,
+            kind,
+        } = Self::compile(g, &nodes)?;
         // a vector root's lanes are not part of `Observed`: leave it to the interpreter
         if roots.len() == 1 {
             return (kind == Kind::Scalar).then_some(Tape {
@@ -234,6 +213,80 @@ impl Tape {
             cones,
             nodes,
             at,
+        })
+    }
+
+    /// Every node of `nodes` (in topological order) as a step, folding what is known at
+    /// compile time; `None` if one is outside the subset.
+    fn compile(g: &Graph, nodes: &[UOp]) -> Option<Compiled> {
+        let mut fold_ub = Vec::with_capacity(nodes.len());
+        let mut at: rustc_hash::FxHashMap<UOp, (u32, Kind)> = Default::default();
+        let mut steps = Vec::with_capacity(nodes.len());
+        let mut width = 0u32;
+        let mut kind = Kind::Unit;
+        // per slot: the value where it is the same at every point (`Some(None)`: Invalid)
+        let mut known: Vec<Option<Option<Val>>> = Vec::new();
+        let mut folded = Flags::default();
+        for &u in nodes {
+            let (mut st, k) = Self::step(g, u, &at, &known)?;
+            let w = k.width();
+            // the interpreter refuses movement ops over 65536 elements
+            if w > 1 << 16 {
+                return None;
+            }
+            let before = folded.hard_ub;
+            folded.hard_ub = false;
+            let f = Self::fold(&st, &known, &mut folded);
+            fold_ub.push(folded.hard_ub);
+            folded.hard_ub |= before;
+            if let Some(v) = f {
+                st = match v {
+                    Some(v) => Step::Const(v),
+                    None => Step::Invalid,
+                };
+            }
+            match &st {
+                Step::Const(v) => known.push(Some(Some(*v))),
+                Step::Invalid => known.push(Some(None)),
+                Step::Gather(from) => {
+                    for f in from.iter() {
+                        known.push(known[*f as usize]);
+                    }
+                }
+                _ => known.resize(known.len() + w as usize, None),
+            }
+            at.insert(u, (width, k.clone()));
+            width = width.checked_add(w)?;
+            steps.push(st);
+            kind = k;
+        }
+        Some(Compiled {
+            steps,
+            folded,
+            fold_ub,
+            at,
+            width,
+            kind,
+        })
+    }
+
+    /// A tape of `nodes` and everything they depend on, run for its columns
+    /// ([`Tape::run_columns`], [`Tape::slot`]) only: it has no roots, and every step is in
+    /// the reach of the nodes.
+    pub fn covering(g: &Graph, nodes: &[UOp]) -> Option<Tape> {
+        let order = g.toposort(nodes);
+        if order.len() >= (u32::MAX / 2) as usize {
+            return None;
+        }
+        let c = Self::compile(g, &order)?;
+        Some(Tape {
+            steps: c.steps,
+            folded: c.folded,
+            fold_ub: c.fold_ub,
+            roots: Vec::new(),
+            cones: Vec::new(),
+            nodes: order,
+            at: c.at,
         })
     }
 

@@ -310,16 +310,16 @@ fn tests(g: &Graph, roots: &[UOp]) -> Vec<(UOp, Test)> {
         .collect()
 }
 
-/// [`Screen::first`] for `roots` read off a tape that computes them (`tape`, run at `envs`
-/// into `cols`), with the same answer: the screen's bool graph is true at a point where no
-/// node it reaches raised or is hard UB, no tested node is Invalid, and some test holds;
-/// there the first origin is looked for as `Screen::at` does. `None` when the tape lacks a
-/// tested node (then use [`Screen`]).
+/// [`Screen::first`] for `roots` with the same answer, read off a tape instead of evaluating
+/// a bool graph: `shared` (a tape of the roots, run at `envs`: the reference's), else a tape
+/// of the tested nodes run here. The screen's bool graph is true at a point where no node it
+/// reaches raised or is hard UB, no tested node is Invalid, and some test holds; there the
+/// first origin is looked for as `Screen::at` does. `None` when no tape computes every tested
+/// node (then use [`Screen`]).
 pub fn first_on(
     g: &Graph,
     roots: &[UOp],
-    tape: &Tape,
-    cols: &Columns,
+    shared: Option<(&Tape, &Columns)>,
     envs: &[&Env],
 ) -> Option<Option<(usize, Violation)>> {
     if roots.iter().any(|r| g.dtype(*r) == DType::Void) {
@@ -329,44 +329,58 @@ pub fn first_on(
     if tests.is_empty() {
         return Some(None);
     }
-    // the steps the screen's bool graph reaches: the cones of the nodes a test reads
-    let nodes = tape.nodes();
-    let mut marked: rustc_hash::FxHashSet<UOp> = Default::default();
-    let mut read = Vec::with_capacity(tests.len());
+    // the nodes the tests read, with the constants they compare with as the tape reads them
+    let mut read: Vec<(UOp, Test2)> = Vec::with_capacity(tests.len());
     for (u, t) in &tests {
-        if !matches!(t, Test::Always) {
-            marked.insert(*u);
-            // the constant a test compares with, read as the tape reads a CONST
-            let dt = g.dtype(*u);
-            let c = |x: i128| {
-                let v = Val::from_const(dtype_const(dt, ConstVal::Int(x)))?;
-                cast_val(dt, dt, v).ok()
-            };
-            let t = match *t {
-                Test::Outside { below, above } => Test2::Outside {
-                    below: match below {
-                        Some(x) => Some(c(x)?),
-                        None => None,
-                    },
-                    above: match above {
-                        Some(x) => Some(c(x)?),
-                        None => None,
-                    },
-                },
-                Test::Ne(a) => Test2::Ne(Val::Bool(a)),
-                Test::Always => unreachable!("filtered"),
-            };
-            read.push((tape.slot(*u)?, t));
-        }
+        let dt = g.dtype(*u);
+        let c = |x: Option<i128>| -> Option<Option<Val>> {
+            let Some(x) = x else { return Some(None) };
+            let v = Val::from_const(dtype_const(dt, ConstVal::Int(x)))?;
+            Some(Some(cast_val(dt, dt, v).ok()?))
+        };
+        let t = match *t {
+            Test::Always => continue,
+            Test::Ne(a) => Test2::Ne(Val::Bool(a)),
+            Test::Outside { below, above } => Test2::Outside {
+                below: c(below)?,
+                above: c(above)?,
+            },
+        };
+        read.push((*u, t));
     }
-    let mut reach = vec![false; nodes.len()];
-    for (s, u) in nodes.iter().enumerate().rev() {
-        if marked.contains(u) {
-            reach[s] = true;
-            marked.extend(g.src(*u).iter().copied());
+    let always = read.len() < tests.len();
+    let own;
+    let (tape, cols, clean) = match shared {
+        _ if read.is_empty() => {
+            // only constant tests: the screen is true wherever it runs
+            return Some((0..envs.len()).find_map(|k| Some((k, first_origin(g, roots, envs[k])?))));
         }
-    }
-    let clean = tape.clean(cols, &reach);
+        Some((tape, cols)) => {
+            // the steps the screen's bool graph reaches: the cones of the nodes the tests read
+            let nodes = tape.nodes();
+            let mut marked: rustc_hash::FxHashSet<UOp> = read.iter().map(|(u, _)| *u).collect();
+            let mut reach = vec![false; nodes.len()];
+            for (s, u) in nodes.iter().enumerate().rev() {
+                if marked.contains(u) {
+                    reach[s] = true;
+                    marked.extend(g.src(*u).iter().copied());
+                }
+            }
+            (tape, cols, tape.clean(cols, &reach))
+        }
+        None => {
+            let us: Vec<UOp> = read.iter().map(|(u, _)| *u).collect();
+            let tape = Tape::covering(g, &us)?;
+            let cols = tape.run_columns(envs)?;
+            own = (tape, cols);
+            let reach = vec![true; own.0.nodes().len()];
+            (&own.0, &own.1, own.0.clean(&own.1, &reach))
+        }
+    };
+    let slots = read
+        .iter()
+        .map(|(u, t)| Some((tape.slot(*u)?, *t)))
+        .collect::<Option<Vec<_>>>()?;
     let is_true = |op: Ops, a: Val, b: Val| match exec_runtime(op, DType::Bool, &[a, b]) {
         Ok(v) => Some(v == Val::Bool(true)),
         Err(_) => None,
@@ -375,8 +389,8 @@ pub fn first_on(
         if !clean[k] {
             return None;
         }
-        let mut any = read.len() < tests.len();
-        for (slot, t) in &read {
+        let mut any = always;
+        for (slot, t) in &slots {
             // an Invalid operand makes its test, and the whole OR, Invalid: not true
             let v = cols.value(*slot, k)?;
             any |= match *t {

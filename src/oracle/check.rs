@@ -316,8 +316,8 @@ fn check_case_in(
 /// when nothing else was detected: the first node whose value lies outside its vmin/vmax
 /// while its operands lie within theirs is an `unsound-bounds` finding, blamed on the
 /// `_min_max` case of its op and dtype. The nodes' values come from `tape` (the reference's
-/// run of both roots at `points`) or one tape of the roots run here; `Screen` where no tape
-/// computes them.
+/// run of both roots at `points`) or a tape of the checked nodes run here; `Screen` where no
+/// tape computes them.
 #[allow(clippy::too_many_arguments)]
 fn check_bounds(
     g: &Graph,
@@ -337,13 +337,8 @@ fn check_bounds(
         vec![case.root, rw.root]
     };
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    let tape = tape.or_else(|| {
-        let t = Tape::with_roots(g, &roots)?;
-        let cols = t.run_columns(&envs)?;
-        Some((t, cols))
-    });
-    let on_tape = tape.and_then(|(t, cols)| bounds::first_on(g, &roots, &t, &cols, &envs));
-    let found = match on_tape {
+    let shared = tape.as_ref().map(|(t, c)| (t, c));
+    let found = match bounds::first_on(g, &roots, shared, &envs) {
         Some(found) => found,
         None => Screen::new(g, &roots).and_then(|mut s| s.first(&envs)),
     };
