@@ -136,9 +136,20 @@ impl<'a> Builder<'a> {
     fn sync(&mut self) {
         while self.info.len() < self.g.len() {
             let u = UOp(self.info.len() as u32);
-            let srcs: Vec<UOp> = self.g.src(u).to_vec();
-            let siv: Vec<Option<Iv>> = srcs.iter().map(|x| self.info[x.idx()].iv).collect();
-            let iv = bounds::interval(&self.g, u, &siv);
+            let srcs: &[UOp] = self.g.src(u);
+            // most nodes have at most three srcs: their intervals on the stack
+            let mut few = [None; 4];
+            let many: Vec<Option<Iv>>;
+            let siv: &[Option<Iv>] = if srcs.len() <= few.len() {
+                for (d, x) in few.iter_mut().zip(srcs) {
+                    *d = self.info[x.idx()].iv;
+                }
+                &few[..srcs.len()]
+            } else {
+                many = srcs.iter().map(|x| self.info[x.idx()].iv).collect();
+                &many
+            };
+            let iv = bounds::interval(&self.g, u, siv);
             let mut mask = srcs.iter().fold(0u64, |m, x| m | self.info[x.idx()].mask);
             let reshape =
                 self.g.op(u) == Ops::RESHAPE || srcs.iter().any(|x| self.info[x.idx()].reshape);

@@ -296,36 +296,42 @@ fn bound_test(g: &mut Graph, cache: &mut Cache, u: UOp) -> Option<UOp> {
 
 /// The checked nodes under `roots` in topological order, each with its bound test: the nodes
 /// [`Screen`] tests.
-fn tests(g: &Graph, roots: &[UOp]) -> Vec<(UOp, Test)> {
-    let order = g.toposort(roots);
-    let vec = vector_nodes(g, &order);
-    let mut cache = Cache::default();
+/// `order` is `g.toposort(roots)`; `cache` any of `g`'s (bounds depend on the node alone).
+fn tests(g: &Graph, order: &[UOp], cache: &mut Cache) -> Vec<(UOp, Test)> {
+    let vec = vector_nodes(g, order);
     order
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|u| {
             let dt = g.dtype(*u);
             checked(g.op(*u)) && dt != DType::Void && !dt.is_float() && !vec.contains(u)
         })
-        .filter_map(|u| Some((u, test_of(g, &mut cache, u)?)))
+        .filter_map(|u| Some((u, test_of(g, cache, u)?)))
         .collect()
 }
 
 /// [`Screen::first`] for `roots` with the same answer, read off a tape instead of evaluating
-/// a bool graph: `shared` (a tape of the roots, run at `envs`: the reference's), else a tape
+/// a bool graph: `shared` (a tape of exactly the roots, run at `envs`: the reference's), else a tape
 /// of the tested nodes run here. The screen's bool graph is true at a point where no node it
 /// reaches raised or is hard UB, no tested node is Invalid, and some test holds; there the
 /// first origin is looked for as `Screen::at` does. `None` when no tape computes every tested
 /// node (then use [`Screen`]).
+/// `cache`: bounds of `g`'s nodes (the rewrite's, which computed most of them).
 pub fn first_on(
     g: &Graph,
     roots: &[UOp],
     shared: Option<(&Tape, &Columns)>,
     envs: &[&Env],
+    cache: &mut Cache,
 ) -> Option<Option<(usize, Violation)>> {
     if roots.iter().any(|r| g.dtype(*r) == DType::Void) {
         return None;
     }
-    let tests = tests(g, roots);
+    // the shared tape's steps are the roots' toposort
+    let tests = match shared {
+        Some((t, _)) => tests(g, t.nodes(), cache),
+        None => tests(g, &g.toposort(roots), cache),
+    };
     if tests.is_empty() {
         return Some(None);
     }

@@ -284,7 +284,7 @@ fn check_case_in(
     }
     let points = make_points(case, opts);
     if rw.root == case.root && others.is_empty() {
-        check_bounds(g, case, &rw, &points, opts, &mut res, None);
+        check_bounds(g, case, &rw, &points, opts, &mut res, None, &mut memo);
         return res;
     }
     // the reference's own original-vs-rewritten check runs when it is one of the backends asked
@@ -307,7 +307,7 @@ fn check_case_in(
         res.detected = Some(d);
     }
     if reference_asked {
-        check_bounds(g, case, &rw, &points, opts, &mut res, tape);
+        check_bounds(g, case, &rw, &points, opts, &mut res, tape, &mut memo);
     }
     res
 }
@@ -317,7 +317,7 @@ fn check_case_in(
 /// while its operands lie within theirs is an `unsound-bounds` finding, blamed on the
 /// `_min_max` case of its op and dtype. The nodes' values come from `tape` (the reference's
 /// run of both roots at `points`) or a tape of the checked nodes run here; `Screen` where no
-/// tape computes them.
+/// tape computes them. Their bounds come from the rewrite's analysis cache (`memo`).
 #[allow(clippy::too_many_arguments)]
 fn check_bounds(
     g: &Graph,
@@ -327,6 +327,7 @@ fn check_bounds(
     opts: &CheckOpts,
     res: &mut CaseResult,
     tape: Option<(Tape, Columns)>,
+    memo: &mut RewriteMemo,
 ) {
     if res.detected.is_some() || !opts.bounds || points.is_empty() {
         return;
@@ -338,7 +339,7 @@ fn check_bounds(
     };
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
     let shared = tape.as_ref().map(|(t, c)| (t, c));
-    let found = match bounds::first_on(g, &roots, shared, &envs) {
+    let found = match bounds::first_on(g, &roots, shared, &envs, &mut memo.cache) {
         Some(found) => found,
         None => Screen::new(g, &roots).and_then(|mut s| s.first(&envs)),
     };
