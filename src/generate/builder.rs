@@ -7,7 +7,7 @@
 //! POW stay on floats.
 use super::Family;
 use super::bounds::{self, Iv};
-use super::source::{Source, pick, weighted};
+use super::source::{Source, pick, weighted, weighted_by};
 use super::swarm::Swarm;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 
@@ -253,8 +253,7 @@ impl<'a> Builder<'a> {
         if prods.is_empty() {
             return self.leaf(dt, depth);
         }
-        let w: Vec<u32> = prods.iter().map(|p| p.1).collect();
-        let p = prods[weighted(self.s, &w)].0;
+        let p = prods[weighted_by(self.s, &prods, |p| p.1)].0;
         match self.build(p, dt, depth) {
             Some(u) => {
                 self.share(u);
@@ -376,7 +375,8 @@ impl<'a> Builder<'a> {
 
     fn interior_prods(&mut self, dt: DType) -> Vec<(Prod, u32)> {
         use Ops::*;
-        let mut v: Vec<(Prod, u32)> = Vec::new();
+        // room for every production at once: one allocation, not a growth per push
+        let mut v: Vec<(Prod, u32)> = Vec::with_capacity(48);
         let b = dt == DType::Bool;
         let i = dt.is_int();
         let f = dt.is_float();

@@ -364,12 +364,17 @@ pub fn first_on(
         Some((tape, cols)) => {
             // the steps the screen's bool graph reaches: the cones of the nodes the tests read
             let nodes = tape.nodes();
-            let mut marked: rustc_hash::FxHashSet<UOp> = read.iter().map(|(u, _)| *u).collect();
+            let mut marked = vec![false; g.len()];
+            for (u, _) in &read {
+                marked[u.idx()] = true;
+            }
             let mut reach = vec![false; nodes.len()];
             for (s, u) in nodes.iter().enumerate().rev() {
-                if marked.contains(u) {
+                if marked[u.idx()] {
                     reach[s] = true;
-                    marked.extend(g.src(*u).iter().copied());
+                    for x in g.src(*u) {
+                        marked[x.idx()] = true;
+                    }
                 }
             }
             (tape, cols, tape.clean(cols, &reach))
