@@ -2,10 +2,13 @@
 //! observe exactly what the reference interpreter observes (value, hard UB, error, Invalid) on
 //! original and rewritten graphs of every family at the loop's own points, and the second,
 //! idempotence rewrite seeded with the first one's rule results (engine::RuleMemo) must return
-//! what a fresh second rewrite returns.
+//! what a fresh second rewrite returns. The bounds screen read off the reference's tape
+//! (`bounds::first_on`) must find what the screen's own bool graph finds (`bounds::Screen`).
+use uopfuzz::exec::interp::Env;
 use uopfuzz::exec::interp_backend::{Runner, observe};
 use uopfuzz::exec::tape::Tape;
 use uopfuzz::generate::{self, Family, GenConfig};
+use uopfuzz::oracle::bounds::{Screen, first_on};
 use uopfuzz::oracle::check::CheckOpts;
 use uopfuzz::oracle::inputs::make_points;
 use uopfuzz::rewrite::analysis::Cache;
@@ -75,6 +78,57 @@ fn tape_matches_interp() {
 /// The columnar kernel replay (`exec::columnar`, behind `Runner::observe_all`) observes exactly
 /// what the interpreter observes point by point (value, buffers, hard UB, error, Invalid) on
 /// original and rewritten graphs of every family under the default `pipeline` rules.
+#[test]
+fn bounds_on_the_tape_match_the_screen() {
+    let pipe = Pipeline {
+        name: "sym".into(),
+        stages: vec![rules::sym()],
+    };
+    let opts = CheckOpts::default();
+    let (mut compared, mut found) = (0, 0);
+    for fam in Family::ALL {
+        let cfg = GenConfig::family(fam);
+        for seed in 0..300u64 {
+            let case = generate::generate_seeded(seed, &cfg);
+            let mut g = case.graph.clone();
+            let mut cache = Cache::default();
+            let rw = pipe.rewrite(&mut g, &mut cache, case.root, None);
+            let pts = make_points(&case, &opts);
+            let envs: Vec<&Env> = pts.iter().map(|p| &p.env).collect();
+            let pair = [case.root, rw.root];
+            let roots = if rw.root == case.root {
+                &pair[..1]
+            } else {
+                &pair[..]
+            };
+            // every point, and each point alone (the first violation of a later point too)
+            let mut sets: Vec<&[&Env]> = vec![&envs[..]];
+            sets.extend(envs.chunks(1));
+            for es in sets {
+                let want = Screen::new(&g, roots).and_then(|mut s| s.first(es));
+                // on the roots' own tape (the reference's), and on one of the tested nodes
+                let tape = Tape::with_roots(&g, roots);
+                let cols = tape
+                    .as_ref()
+                    .map(|t| t.run_columns(es).expect("a short tape runs"));
+                let shared = tape.as_ref().zip(cols.as_ref());
+                // bounds from the rewrite's cache (as the check reads them) and fresh ones
+                for got in [
+                    first_on(&g, roots, shared, es, &mut cache),
+                    first_on(&g, roots, None, es, &mut Cache::default()),
+                ] {
+                    let Some(got) = got else { continue };
+                    assert_eq!(got, want, "family {fam:?} seed {seed}");
+                    compared += 1;
+                    found += want.is_some() as usize;
+                }
+            }
+        }
+    }
+    eprintln!("bounds on the tape: {compared} point sets compared, {found} with a violation");
+    assert!(compared > 10_000 && found > 20, "{compared} {found}");
+}
+
 #[test]
 fn columnar_matches_interp() {
     use uopfuzz::exec::interp::Plan;

@@ -1060,3 +1060,57 @@ fn codegen_findings_replay_in_tinygrad() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("attempting multiple stores"), "{text}");
 }
+
+/// A nontermination's trace runs to the engine's step limit: its finding.json keeps the head,
+/// one step saying how many were cut, and the tail; the directory still loads, replays (the
+/// rewrite runs again from the graph) and is analysed by `bugs`.
+#[test]
+fn long_traces_are_cut_and_the_finding_still_replays() {
+    use uopfuzz::repro::sink::{TRACE_CUT, TRACE_HEAD, TRACE_TAIL};
+    let d = tmpdir("cut");
+    let opts = uopfuzz::oracle::fuzz::FuzzOpts {
+        // the first nontermination of this seed is near iteration 2,500
+        seed: 2,
+        time_secs: None,
+        iters: Some(3000),
+        rules: "symbolic".into(),
+        family: Some(uopfuzz::generate::Family::Index),
+        threads: Some(1),
+        ..Default::default()
+    };
+    let sum =
+        uopfuzz::oracle::fuzz::run(&opts, &mut uopfuzz::repro::sink::FindingDirs::new(&d)).unwrap();
+    let dir = sum
+        .findings
+        .iter()
+        .map(|f| PathBuf::from(&f.path))
+        .find(|p| p.display().to_string().contains("nontermination"))
+        .unwrap_or_else(|| panic!("no nontermination in {} graphs", sum.execs));
+    let f = uopfuzz::repro::read_finding_dir(&dir).unwrap().finding;
+    assert_eq!(f.trace.len(), TRACE_HEAD + 1 + TRACE_TAIL);
+    let cut = &f.trace[TRACE_HEAD];
+    assert_eq!(cut.rule, TRACE_CUT);
+    // the summary counts every application; the cut step the ones left out
+    let steps: usize = f
+        .summary
+        .split(['(', ' '])
+        .find_map(|w| w.parse().ok())
+        .unwrap();
+    assert!(steps > 100_000, "{}", f.summary);
+    assert!(
+        cut.source.starts_with(&format!(
+            "{} rule applications cut",
+            steps - TRACE_HEAD - TRACE_TAIL
+        )),
+        "{} / {}",
+        cut.source,
+        f.summary
+    );
+    assert!(std::fs::metadata(dir.join("finding.json")).unwrap().len() < 1 << 20);
+    // replay runs the rewrite again: it still does not terminate
+    assert_eq!(replay_exit(std::slice::from_ref(&dir), None), 1);
+    let l = uopfuzz::repro::load_path(&dir).unwrap();
+    let cause = uopfuzz::repro::bugs::analyze_loaded(&l).unwrap();
+    assert!(cause.is_some(), "bugs finds no cause");
+    let _ = std::fs::remove_dir_all(&d);
+}

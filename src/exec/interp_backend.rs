@@ -9,7 +9,7 @@
 use super::backend::{Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported};
 use super::columnar;
 use super::interp::{self, Env};
-use super::tape::{Tape, TapeOut};
+use super::tape::{Columns, Tape, TapeOut};
 use crate::ir::alu::Val;
 use crate::ir::{Graph, UOp};
 use std::sync::OnceLock;
@@ -132,13 +132,24 @@ impl Runner {
 /// root is a scalar graph the tape, the nodes the roots share are evaluated once (an original
 /// and its rewrite share most of theirs).
 pub fn observe_roots(g: &Graph, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observed>> {
+    observe_roots_kept(g, roots, envs).0
+}
+
+/// [`observe_roots`], also handing back the shared tape and every node's values on it (the
+/// bounds screen reads its nodes there instead of evaluating them again).
+pub fn observe_roots_kept(
+    g: &Graph,
+    roots: &[UOp],
+    envs: &[&Env],
+) -> (Vec<Vec<Observed>>, Option<(Tape, Columns)>) {
     if roots.len() > 1
         && envs.len() > 1
         && let Some(t) = Tape::with_roots(g, roots)
+        && let Some(cols) = t.run_columns(envs)
     {
-        return roots
+        let seen = roots
             .iter()
-            .zip(t.run_all(envs))
+            .zip(t.roots_at(&cols))
             .map(|(r, outs)| {
                 let runner = Runner {
                     root: *r,
@@ -149,11 +160,13 @@ pub fn observe_roots(g: &Graph, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observe
                 runner.observed_tape(g, outs, envs)
             })
             .collect();
+        return (seen, Some((t, cols)));
     }
-    roots
+    let seen = roots
         .iter()
         .map(|r| Runner::new(g, *r).observe_all(g, envs))
-        .collect()
+        .collect();
+    (seen, None)
 }
 
 fn tape_observed(o: TapeOut) -> Observed {

@@ -106,6 +106,40 @@ pub struct Tape {
     /// Per root of several: which steps it reaches (its raises and UB are only those). Empty
     /// for one root, which reaches every step.
     cones: Vec<Vec<bool>>,
+    /// The node of each step, in step order.
+    nodes: Vec<UOp>,
+    /// Each node's first slot and what its slots hold.
+    at: rustc_hash::FxHashMap<UOp, (u32, Kind)>,
+}
+
+/// Every slot's value at every point of a [`Tape::run_columns`], and the (step, point) pairs
+/// where a step raised or was hard UB.
+pub struct Columns {
+    cols: Vec<Col>,
+    /// slot → column (a gathered lane is its source's column)
+    slot_col: Vec<u32>,
+    raised: Vec<(u32, u32)>,
+    ub: Vec<(u32, u32)>,
+    points: usize,
+}
+
+impl Columns {
+    /// The value in `slot` at point `k` (`None`: Invalid, or a point where it raised).
+    pub fn value(&self, slot: u32, k: usize) -> Option<Val> {
+        self.cols[self.slot_col[slot as usize] as usize].get(k)
+    }
+}
+
+/// A compiled node list ([`Tape::compile`]).
+struct Compiled {
+    steps: Vec<Step>,
+    folded: Flags,
+    fold_ub: Vec<bool>,
+    at: rustc_hash::FxHashMap<UOp, (u32, Kind)>,
+    /// Slots in all.
+    width: u32,
+    /// The last node's.
+    kind: Kind,
 }
 
 /// What a tape run produced: the root's value (`None`: Invalid) and whether some evaluated
@@ -135,6 +169,56 @@ impl Tape {
         {
             return None;
         }
+        let Compiled {
+            steps,
+            folded,
+            fold_ub,
+            at,
+            width,
+            kind,
+        } = Self::compile(g, &nodes)?;
+        // a vector root's lanes are not part of `Observed`: leave it to the interpreter
+        if roots.len() == 1 {
+            return (kind == Kind::Scalar).then_some(Tape {
+                steps,
+                folded,
+                fold_ub,
+                roots: vec![width - 1],
+                cones: Vec::new(),
+                nodes,
+                at,
+            });
+        }
+        let step_of: rustc_hash::FxHashMap<UOp, usize> =
+            nodes.iter().enumerate().map(|(k, u)| (*u, k)).collect();
+        let mut slots = Vec::with_capacity(roots.len());
+        let mut cones = Vec::with_capacity(roots.len());
+        for r in roots {
+            let (slot, k) = at.get(r)?;
+            if *k != Kind::Scalar {
+                return None;
+            }
+            slots.push(*slot);
+            let mut cone = vec![false; steps.len()];
+            for u in g.toposort(&[*r]) {
+                cone[*step_of.get(&u)?] = true;
+            }
+            cones.push(cone);
+        }
+        Some(Tape {
+            steps,
+            folded,
+            fold_ub,
+            roots: slots,
+            cones,
+            nodes,
+            at,
+        })
+    }
+
+    /// Every node of `nodes` (in topological order) as a step, folding what is known at
+    /// compile time; `None` if one is outside the subset.
+    fn compile(g: &Graph, nodes: &[UOp]) -> Option<Compiled> {
         let mut fold_ub = Vec::with_capacity(nodes.len());
         let mut at: rustc_hash::FxHashMap<UOp, (u32, Kind)> = Default::default();
         let mut steps = Vec::with_capacity(nodes.len());
@@ -143,7 +227,7 @@ impl Tape {
         // per slot: the value where it is the same at every point (`Some(None)`: Invalid)
         let mut known: Vec<Option<Option<Val>>> = Vec::new();
         let mut folded = Flags::default();
-        for &u in &nodes {
+        for &u in nodes {
             let (mut st, k) = Self::step(g, u, &at, &known)?;
             let w = k.width();
             // the interpreter refuses movement ops over 65536 elements
@@ -176,39 +260,64 @@ impl Tape {
             steps.push(st);
             kind = k;
         }
-        // a vector root's lanes are not part of `Observed`: leave it to the interpreter
-        if roots.len() == 1 {
-            return (kind == Kind::Scalar).then_some(Tape {
-                steps,
-                folded,
-                fold_ub,
-                roots: vec![width - 1],
-                cones: Vec::new(),
-            });
-        }
-        let step_of: rustc_hash::FxHashMap<UOp, usize> =
-            nodes.iter().enumerate().map(|(k, u)| (*u, k)).collect();
-        let mut slots = Vec::with_capacity(roots.len());
-        let mut cones = Vec::with_capacity(roots.len());
-        for r in roots {
-            let (slot, k) = at.get(r)?;
-            if *k != Kind::Scalar {
-                return None;
-            }
-            slots.push(*slot);
-            let mut cone = vec![false; steps.len()];
-            for u in g.toposort(&[*r]) {
-                cone[*step_of.get(&u)?] = true;
-            }
-            cones.push(cone);
-        }
-        Some(Tape {
+        Some(Compiled {
             steps,
             folded,
             fold_ub,
-            roots: slots,
-            cones,
+            at,
+            width,
+            kind,
         })
+    }
+
+    /// A tape of `nodes` and everything they depend on, run for its columns
+    /// ([`Tape::run_columns`], [`Tape::slot`]) only: it has no roots, and every step is in
+    /// the reach of the nodes.
+    pub fn covering(g: &Graph, nodes: &[UOp]) -> Option<Tape> {
+        let order = g.toposort(nodes);
+        if order.len() >= (u32::MAX / 2) as usize {
+            return None;
+        }
+        let c = Self::compile(g, &order)?;
+        Some(Tape {
+            steps: c.steps,
+            folded: c.folded,
+            fold_ub: c.fold_ub,
+            roots: Vec::new(),
+            cones: Vec::new(),
+            nodes: order,
+            at: c.at,
+        })
+    }
+
+    /// The slot of scalar node `u`, if the tape computes it.
+    pub fn slot(&self, u: UOp) -> Option<u32> {
+        match self.at.get(&u)? {
+            (s, Kind::Scalar) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// The nodes of the steps, in step order (a node's operands come before it).
+    pub fn nodes(&self) -> &[UOp] {
+        &self.nodes
+    }
+
+    /// Per point of `cols`: whether no step marked in `reach` (one flag per step, as `nodes`)
+    /// raised there or is hard UB there, which is what a root reaching exactly those steps
+    /// sees in [`Tape::run_all`] (`Some` and `hard_ub` false).
+    pub fn clean(&self, cols: &Columns, reach: &[bool]) -> Vec<bool> {
+        let r = |s: u32| reach.get(s as usize).copied().unwrap_or(false);
+        if (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && r(s)) {
+            return vec![false; cols.points];
+        }
+        let mut ok = vec![true; cols.points];
+        for (s, k) in cols.raised.iter().chain(&cols.ub) {
+            if r(*s) {
+                ok[*k as usize] = false;
+            }
+        }
+        ok
     }
 
     /// A scalar op whose operands are all known at compile time, run once: its value, with its
@@ -564,9 +673,52 @@ impl Tape {
     /// run as loops over them (`exec::lanes`); the others lane by lane with the same calls as
     /// `run`, so values and UB flags are `run`'s by construction.
     pub fn run_all(&self, envs: &[&Env]) -> Vec<Vec<Option<TapeOut>>> {
+        match self.run_columns(envs) {
+            Some(cols) => self.roots_at(&cols),
+            None => vec![vec![None; envs.len()]; self.roots.len()],
+        }
+    }
+
+    /// [`Tape::run_all`]'s outcome from the columns of its run.
+    pub fn roots_at(&self, c: &Columns) -> Vec<Vec<Option<TapeOut>>> {
+        let n = c.points;
+        // a root sees the raises and UB of the steps it reaches
+        let reaches = |r: usize, s: u32| self.cones.get(r).is_none_or(|c| c[s as usize]);
+        (0..self.roots.len())
+            .map(|r| {
+                let folded =
+                    (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && reaches(r, s));
+                let mut hard = vec![folded; n];
+                for (s, k) in &c.ub {
+                    if reaches(r, *s) {
+                        hard[*k as usize] = true;
+                    }
+                }
+                let mut live = vec![true; n];
+                for (s, k) in &c.raised {
+                    if reaches(r, *s) {
+                        live[*k as usize] = false;
+                    }
+                }
+                let col = &c.cols[c.slot_col[self.roots[r] as usize] as usize];
+                (0..n)
+                    .map(|k| {
+                        live[k].then(|| TapeOut {
+                            value: col.get(k),
+                            hard_ub: hard[k],
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Every step at every point, as [`Tape::run_all`] runs them: `None` for a tape too long
+    /// to run (the interpreter's step budget).
+    pub fn run_columns(&self, envs: &[&Env]) -> Option<Columns> {
         let n = envs.len();
         if self.steps.len() as u64 > super::interp::DEFAULT_MAX_STEPS {
-            return vec![vec![None; n]; self.roots.len()];
+            return None;
         }
         let mut cols: Vec<Col> = Vec::with_capacity(self.steps.len());
         // slot → column (a gathered lane is its source's column)
@@ -715,35 +867,13 @@ impl Tape {
                 cols.push(c);
             }
         }
-        // a root sees the raises and UB of the steps it reaches
-        let reaches = |r: usize, s: u32| self.cones.get(r).is_none_or(|c| c[s as usize]);
-        (0..self.roots.len())
-            .map(|r| {
-                let folded =
-                    (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && reaches(r, s));
-                let mut hard = vec![folded; n];
-                for (s, k) in &ub {
-                    if reaches(r, *s) {
-                        hard[*k as usize] = true;
-                    }
-                }
-                let mut live = vec![true; n];
-                for (s, k) in &raised {
-                    if reaches(r, *s) {
-                        live[*k as usize] = false;
-                    }
-                }
-                let col = &cols[slot_col[self.roots[r] as usize] as usize];
-                (0..n)
-                    .map(|k| {
-                        live[k].then(|| TapeOut {
-                            value: col.get(k),
-                            hard_ub: hard[k],
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
+        Some(Columns {
+            cols,
+            slot_col,
+            raised,
+            ub,
+            points: n,
+        })
     }
 }
 

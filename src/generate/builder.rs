@@ -7,7 +7,7 @@
 //! POW stay on floats.
 use super::Family;
 use super::bounds::{self, Iv};
-use super::source::{Source, pick, weighted};
+use super::source::{Source, pick, weighted, weighted_by};
 use super::swarm::Swarm;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
 
@@ -136,9 +136,20 @@ impl<'a> Builder<'a> {
     fn sync(&mut self) {
         while self.info.len() < self.g.len() {
             let u = UOp(self.info.len() as u32);
-            let srcs: Vec<UOp> = self.g.src(u).to_vec();
-            let siv: Vec<Option<Iv>> = srcs.iter().map(|x| self.info[x.idx()].iv).collect();
-            let iv = bounds::interval(&self.g, u, &siv);
+            let srcs: &[UOp] = self.g.src(u);
+            // most nodes have at most three srcs: their intervals on the stack
+            let mut few = [None; 4];
+            let many: Vec<Option<Iv>>;
+            let siv: &[Option<Iv>] = if srcs.len() <= few.len() {
+                for (d, x) in few.iter_mut().zip(srcs) {
+                    *d = self.info[x.idx()].iv;
+                }
+                &few[..srcs.len()]
+            } else {
+                many = srcs.iter().map(|x| self.info[x.idx()].iv).collect();
+                &many
+            };
+            let iv = bounds::interval(&self.g, u, siv);
             let mut mask = srcs.iter().fold(0u64, |m, x| m | self.info[x.idx()].mask);
             let reshape =
                 self.g.op(u) == Ops::RESHAPE || srcs.iter().any(|x| self.info[x.idx()].reshape);
@@ -242,8 +253,7 @@ impl<'a> Builder<'a> {
         if prods.is_empty() {
             return self.leaf(dt, depth);
         }
-        let w: Vec<u32> = prods.iter().map(|p| p.1).collect();
-        let p = prods[weighted(self.s, &w)].0;
+        let p = prods[weighted_by(self.s, &prods, |p| p.1)].0;
         match self.build(p, dt, depth) {
             Some(u) => {
                 self.share(u);
@@ -365,7 +375,8 @@ impl<'a> Builder<'a> {
 
     fn interior_prods(&mut self, dt: DType) -> Vec<(Prod, u32)> {
         use Ops::*;
-        let mut v: Vec<(Prod, u32)> = Vec::new();
+        // room for every production at once: one allocation, not a growth per push
+        let mut v: Vec<(Prod, u32)> = Vec::with_capacity(48);
         let b = dt == DType::Bool;
         let i = dt.is_int();
         let f = dt.is_float();

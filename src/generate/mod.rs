@@ -215,7 +215,8 @@ impl Case {
         let mut vars = Vec::new();
         let mut buffers = Vec::new();
         let mut stored: Vec<UOp> = Vec::new();
-        for u in graph.toposort(&[root]) {
+        let order = graph.toposort(&[root]);
+        for &u in &order {
             if graph.op(u) == Ops::STORE
                 && let Some(i) = graph.src(u).first()
                 && let Some(b) = graph.src(*i).first()
@@ -223,7 +224,7 @@ impl Case {
                 stored.push(*b);
             }
         }
-        for u in graph.toposort(&[root]) {
+        for &u in &order {
             let n = graph.node(u);
             let Arg::Param(p) = &n.arg else { continue };
             match n.op {

@@ -96,18 +96,23 @@ impl Source for StdRng {
 /// Weighted choice: index `i` with probability `w[i] / sum(w)`. Zero weights are never picked
 /// (unless all are zero: then 0). An exhausted source gets the first non-zero entry.
 pub fn weighted(src: &mut dyn Source, w: &[u32]) -> usize {
-    let total: u64 = w.iter().map(|x| *x as u64).sum();
+    weighted_by(src, w, |x| *x)
+}
+
+/// [`weighted`] over `items` with the weights `w` reads from them (no list of weights built).
+pub fn weighted_by<T>(src: &mut dyn Source, items: &[T], w: impl Fn(&T) -> u32) -> usize {
+    let total: u64 = items.iter().map(|x| w(x) as u64).sum();
     if total == 0 {
         return 0;
     }
     let mut r = src.int_in(0, total as i128 - 1) as u64;
-    for (i, x) in w.iter().enumerate() {
-        if r < *x as u64 {
+    for (i, x) in items.iter().enumerate() {
+        if r < w(x) as u64 {
             return i;
         }
-        r -= *x as u64;
+        r -= w(x) as u64;
     }
-    w.len() - 1
+    items.len() - 1
 }
 
 /// A uniformly chosen element (the first when exhausted). `None` for an empty slice.

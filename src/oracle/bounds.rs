@@ -12,9 +12,11 @@
 //! node's bound test is joined into one bool graph (`x < vmin | vmax < x | ...`) that runs on
 //! the straight-line evaluator; only a point where it is true is looked at node by node
 //! ([`check`]).
-use crate::exec::interp::{self, Env};
+use crate::exec::interp::{self, Env, exec_runtime};
 use crate::exec::interp_backend::Runner;
-use crate::ir::alu::Val;
+use crate::exec::tape::{Columns, Tape};
+use crate::ir::alu::{Val, cast_val};
+use crate::ir::graph::dtype_const;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
 use serde::Serialize;
@@ -226,16 +228,27 @@ fn vector_nodes(g: &Graph, order: &[UOp]) -> std::collections::HashSet<UOp> {
     vec
 }
 
+/// The bound test of one checked node, as values (`bound_test` builds it as nodes).
+#[derive(Clone, Copy, Debug)]
+enum Test {
+    /// A bound no value of the dtype can meet: true (a constant, reaching no node).
+    Always,
+    /// A bool node with one possible value: `u != v`.
+    Ne(bool),
+    /// `u < below | above < u`, each part where the bound is inside the dtype's range.
+    Outside {
+        below: Option<i128>,
+        above: Option<i128>,
+    },
+}
+
 /// The bound test of one node: `None` when no value of its dtype can leave its bounds.
-fn bound_test(g: &mut Graph, cache: &mut Cache, u: UOp) -> Option<UOp> {
+fn test_of(g: &Graph, cache: &mut Cache, u: UOp) -> Option<Test> {
     let dt = g.dtype(u);
     let (lo, hi) = min_max(g, cache, u);
     if dt == DType::Bool {
         return match (lo, hi) {
-            (ConstVal::Bool(a), ConstVal::Bool(b)) if a == b => {
-                let c = g.cbool(a);
-                Some(g.mk(Ops::CMPNE, DType::Bool, &[u, c], Arg::None))
-            }
+            (ConstVal::Bool(a), ConstVal::Bool(b)) if a == b => Some(Test::Ne(a)),
             _ => None,
         };
     }
@@ -246,20 +259,174 @@ fn bound_test(g: &mut Graph, cache: &mut Cache, u: UOp) -> Option<UOp> {
     // a bound outside the dtype's range that no value of it can meet: any defined value
     // violates it (`check` then reads whether the node has one)
     if lo > dhi || hi < dlo || lo > hi {
-        return Some(g.cbool(true));
+        return Some(Test::Always);
     }
-    let below = (lo > dlo).then(|| {
-        let c = g.cint(dt, lo);
-        g.mk(Ops::CMPLT, DType::Bool, &[u, c], Arg::None)
-    });
-    let above = (hi < dhi).then(|| {
-        let c = g.cint(dt, hi);
-        g.mk(Ops::CMPLT, DType::Bool, &[c, u], Arg::None)
-    });
-    match (below, above) {
-        (Some(a), Some(b)) => Some(g.mk(Ops::OR, DType::Bool, &[a, b], Arg::None)),
-        (a, b) => a.or(b),
+    match ((lo > dlo).then_some(lo), (hi < dhi).then_some(hi)) {
+        (None, None) => None,
+        (below, above) => Some(Test::Outside { below, above }),
     }
+}
+
+/// The bound test of one node as nodes of `g`: `None` when no value of its dtype can leave
+/// its bounds.
+fn bound_test(g: &mut Graph, cache: &mut Cache, u: UOp) -> Option<UOp> {
+    let dt = g.dtype(u);
+    Some(match test_of(g, cache, u)? {
+        Test::Always => g.cbool(true),
+        Test::Ne(a) => {
+            let c = g.cbool(a);
+            g.mk(Ops::CMPNE, DType::Bool, &[u, c], Arg::None)
+        }
+        Test::Outside { below, above } => {
+            let below = below.map(|lo| {
+                let c = g.cint(dt, lo);
+                g.mk(Ops::CMPLT, DType::Bool, &[u, c], Arg::None)
+            });
+            let above = above.map(|hi| {
+                let c = g.cint(dt, hi);
+                g.mk(Ops::CMPLT, DType::Bool, &[c, u], Arg::None)
+            });
+            match (below, above) {
+                (Some(a), Some(b)) => g.mk(Ops::OR, DType::Bool, &[a, b], Arg::None),
+                (a, b) => a.or(b)?,
+            }
+        }
+    })
+}
+
+/// The checked nodes under `roots` in topological order, each with its bound test: the nodes
+/// [`Screen`] tests.
+/// `order` is `g.toposort(roots)`; `cache` any of `g`'s (bounds depend on the node alone).
+fn tests(g: &Graph, order: &[UOp], cache: &mut Cache) -> Vec<(UOp, Test)> {
+    let vec = vector_nodes(g, order);
+    order
+        .iter()
+        .copied()
+        .filter(|u| {
+            let dt = g.dtype(*u);
+            checked(g.op(*u)) && dt != DType::Void && !dt.is_float() && !vec.contains(u)
+        })
+        .filter_map(|u| Some((u, test_of(g, cache, u)?)))
+        .collect()
+}
+
+/// [`Screen::first`] for `roots` with the same answer, read off a tape instead of evaluating
+/// a bool graph: `shared` (a tape of exactly the roots, run at `envs`: the reference's), else a tape
+/// of the tested nodes run here. The screen's bool graph is true at a point where no node it
+/// reaches raised or is hard UB, no tested node is Invalid, and some test holds; there the
+/// first origin is looked for as `Screen::at` does. `None` when no tape computes every tested
+/// node (then use [`Screen`]).
+/// `cache`: bounds of `g`'s nodes (the rewrite's, which computed most of them).
+pub fn first_on(
+    g: &Graph,
+    roots: &[UOp],
+    shared: Option<(&Tape, &Columns)>,
+    envs: &[&Env],
+    cache: &mut Cache,
+) -> Option<Option<(usize, Violation)>> {
+    if roots.iter().any(|r| g.dtype(*r) == DType::Void) {
+        return None;
+    }
+    // the shared tape's steps are the roots' toposort
+    let tests = match shared {
+        Some((t, _)) => tests(g, t.nodes(), cache),
+        None => tests(g, &g.toposort(roots), cache),
+    };
+    if tests.is_empty() {
+        return Some(None);
+    }
+    // the nodes the tests read, with the constants they compare with as the tape reads them
+    let mut read: Vec<(UOp, Test2)> = Vec::with_capacity(tests.len());
+    for (u, t) in &tests {
+        let dt = g.dtype(*u);
+        let c = |x: Option<i128>| -> Option<Option<Val>> {
+            let Some(x) = x else { return Some(None) };
+            let v = Val::from_const(dtype_const(dt, ConstVal::Int(x)))?;
+            Some(Some(cast_val(dt, dt, v).ok()?))
+        };
+        let t = match *t {
+            Test::Always => continue,
+            Test::Ne(a) => Test2::Ne(Val::Bool(a)),
+            Test::Outside { below, above } => Test2::Outside {
+                below: c(below)?,
+                above: c(above)?,
+            },
+        };
+        read.push((*u, t));
+    }
+    let always = read.len() < tests.len();
+    let own;
+    let (tape, cols, clean) = match shared {
+        _ if read.is_empty() => {
+            // only constant tests: the screen is true wherever it runs
+            return Some((0..envs.len()).find_map(|k| Some((k, first_origin(g, roots, envs[k])?))));
+        }
+        Some((tape, cols)) => {
+            // the steps the screen's bool graph reaches: the cones of the nodes the tests read
+            let nodes = tape.nodes();
+            let mut marked = vec![false; g.len()];
+            for (u, _) in &read {
+                marked[u.idx()] = true;
+            }
+            let mut reach = vec![false; nodes.len()];
+            for (s, u) in nodes.iter().enumerate().rev() {
+                if marked[u.idx()] {
+                    reach[s] = true;
+                    for x in g.src(*u) {
+                        marked[x.idx()] = true;
+                    }
+                }
+            }
+            (tape, cols, tape.clean(cols, &reach))
+        }
+        None => {
+            let us: Vec<UOp> = read.iter().map(|(u, _)| *u).collect();
+            let tape = Tape::covering(g, &us)?;
+            let cols = tape.run_columns(envs)?;
+            own = (tape, cols);
+            let reach = vec![true; own.0.nodes().len()];
+            (&own.0, &own.1, own.0.clean(&own.1, &reach))
+        }
+    };
+    let slots = read
+        .iter()
+        .map(|(u, t)| Some((tape.slot(*u)?, *t)))
+        .collect::<Option<Vec<_>>>()?;
+    let is_true = |op: Ops, a: Val, b: Val| match exec_runtime(op, DType::Bool, &[a, b]) {
+        Ok(v) => Some(v == Val::Bool(true)),
+        Err(_) => None,
+    };
+    Some((0..envs.len()).find_map(|k| {
+        if !clean[k] {
+            return None;
+        }
+        let mut any = always;
+        for (slot, t) in &slots {
+            // an Invalid operand makes its test, and the whole OR, Invalid: not true
+            let v = cols.value(*slot, k)?;
+            any |= match *t {
+                Test2::Ne(a) => is_true(Ops::CMPNE, v, a)?,
+                Test2::Outside { below, above } => {
+                    below.map_or(Some(false), |c| is_true(Ops::CMPLT, v, c))?
+                        | above.map_or(Some(false), |c| is_true(Ops::CMPLT, c, v))?
+                }
+            };
+        }
+        if !any {
+            return None;
+        }
+        Some((k, first_origin(g, roots, envs[k])?))
+    }))
+}
+
+/// A [`Test`] with its constants as the tape reads them.
+#[derive(Clone, Copy)]
+enum Test2 {
+    Ne(Val),
+    Outside {
+        below: Option<Val>,
+        above: Option<Val>,
+    },
 }
 
 /// The fuzz loop's bounds check of a scalar graph: one bool graph, true at a point where some

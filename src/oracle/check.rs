@@ -15,7 +15,7 @@
 //! the original and the rewritten graph against its vmin/vmax at the same points: a value
 //! outside them is an `unsound-bounds` finding blamed on the `_min_max` case (`bounds:ADD`).
 use super::blame::{blame, blame_on};
-use super::bounds::{Screen, Violation};
+use super::bounds::{self, Screen, Violation};
 use super::compare::{PointVerdict, accuracy_note, decide, decide_between};
 use super::inputs::{Point, make_points};
 use super::rewriter::{RewriteMemo, Rewriter, RewriterError};
@@ -23,7 +23,8 @@ use super::tolerance::FloatPolicy;
 use super::verdict::Class;
 use crate::exec::backend::{self, Backend, ExecError};
 use crate::exec::interp::Env;
-use crate::exec::interp_backend::observe_roots;
+use crate::exec::interp_backend::observe_roots_kept;
+use crate::exec::tape::{Columns, Tape};
 use crate::exec::{Observed, Prepared};
 use crate::generate::Case;
 use crate::ir::alu::Val;
@@ -283,7 +284,7 @@ fn check_case_in(
     }
     let points = make_points(case, opts);
     if rw.root == case.root && others.is_empty() {
-        check_bounds(g, case, &rw, &points, opts, &mut res);
+        check_bounds(g, case, &rw, &points, opts, &mut res, None, &mut memo);
         return res;
     }
     // the reference's own original-vs-rewritten check runs when it is one of the backends asked
@@ -292,9 +293,11 @@ fn check_case_in(
     let reference_asked = backends
         .iter()
         .any(|b| b.name() == backend::reference().name());
+    // the reference's tape, which the bounds screen reads its nodes from
+    let mut tape = None;
     if rw.root != case.root
         && reference_asked
-        && check_reference(g, case, pipe, &rw, &points, opts, &mut res)
+        && check_reference(g, case, pipe, &rw, &points, opts, &mut res, &mut tape)
     {
         return res;
     }
@@ -304,7 +307,7 @@ fn check_case_in(
         res.detected = Some(d);
     }
     if reference_asked {
-        check_bounds(g, case, &rw, &points, opts, &mut res);
+        check_bounds(g, case, &rw, &points, opts, &mut res, tape, &mut memo);
     }
     res
 }
@@ -312,7 +315,10 @@ fn check_case_in(
 /// The bounds oracle (`super::bounds`) on the original and the rewritten graph at `points`,
 /// when nothing else was detected: the first node whose value lies outside its vmin/vmax
 /// while its operands lie within theirs is an `unsound-bounds` finding, blamed on the
-/// `_min_max` case of its op and dtype.
+/// `_min_max` case of its op and dtype. The nodes' values come from `tape` (the reference's
+/// run of both roots at `points`) or a tape of the checked nodes run here; `Screen` where no
+/// tape computes them. Their bounds come from the rewrite's analysis cache (`memo`).
+#[allow(clippy::too_many_arguments)]
 fn check_bounds(
     g: &Graph,
     case: &Case,
@@ -320,8 +326,10 @@ fn check_bounds(
     points: &[Point],
     opts: &CheckOpts,
     res: &mut CaseResult,
+    tape: Option<(Tape, Columns)>,
+    memo: &mut RewriteMemo,
 ) {
-    if res.detected.is_some() || !opts.bounds {
+    if res.detected.is_some() || !opts.bounds || points.is_empty() {
         return;
     }
     let roots = if rw.root == case.root {
@@ -329,11 +337,13 @@ fn check_bounds(
     } else {
         vec![case.root, rw.root]
     };
-    let Some(mut screen) = Screen::new(g, &roots) else {
-        return;
-    };
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    if let Some((k, v)) = screen.first(&envs) {
+    let shared = tape.as_ref().map(|(t, c)| (t, c));
+    let found = match bounds::first_on(g, &roots, shared, &envs, &mut memo.cache) {
+        Some(found) => found,
+        None => Screen::new(g, &roots).and_then(|mut s| s.first(&envs)),
+    };
+    if let Some((k, v)) = found {
         res.detected = Some(Detected {
             class: Class::UnsoundBounds,
             summary: v.describe(),
@@ -349,6 +359,8 @@ fn check_bounds(
 }
 
 /// The reference's comparison of original and rewritten; `true` when it detected something.
+/// `tape` receives the tape both ran on, when they ran on one.
+#[allow(clippy::too_many_arguments)]
 fn check_reference(
     g: &Graph,
     case: &Case,
@@ -357,13 +369,16 @@ fn check_reference(
     points: &[Point],
     opts: &CheckOpts,
     res: &mut CaseResult,
+    tape: &mut Option<(Tape, Columns)>,
 ) -> bool {
     let orig_is_kernel = g.dtype(case.root) == DType::Void;
     // both graphs at all points at once: a kernel columnar on its own (`exec::columnar`), a
     // scalar pair on one tape with the nodes they share evaluated once; the first differing
     // point still ends the comparison
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    let mut seen = observe_roots(g, &[case.root, rw.root], &envs).into_iter();
+    let (seen, kept) = observe_roots_kept(g, &[case.root, rw.root], &envs);
+    *tape = kept;
+    let mut seen = seen.into_iter();
     let (os, ns) = (
         seen.next().unwrap_or_default(),
         seen.next().unwrap_or_default(),

@@ -5,9 +5,15 @@
 //! [`Finding`](crate::oracle::verdict::Finding)) and `repro.py` (the self-contained repro file:
 //! `uopfuzz replay` input and tinygrad Python). [`super::load_finding_dir`] reads the first three
 //! back.
+//!
+//! A trace longer than [`TRACE_HEAD`] + [`TRACE_TAIL`] steps (a nontermination's runs to the
+//! engine's step limit, 166,665 applications and 26–30 MB of JSON) is written as its head, one
+//! step saying how many were cut, and its tail: the tail shows the cycle, and every reader of a
+//! finding (replay, bugs, triage) runs the rewrite again from the graph.
 use super::file::{REWRITTEN, ROOT, Repro, write_repro};
 use crate::ir::text::write_graph;
 use crate::oracle::sink::{FindingSink, NewFinding, SinkError};
+use crate::oracle::verdict::{Finding, TraceStep};
 use std::path::{Path, PathBuf};
 
 /// Writes each finding into its own directory under `out`.
@@ -56,9 +62,10 @@ pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
                 &write_graph(f.graph, &[rw], &[REWRITTEN]),
             )?;
         }
+        let capped = capped(f.finding);
         write(
             &dir.join("finding.json"),
-            &serde_json::to_string_pretty(f.finding).unwrap_or_default(),
+            &serde_json::to_string_pretty(capped.as_ref().unwrap_or(f.finding)).unwrap_or_default(),
         )?;
         let file = dir.join("repro.py");
         let label = file.display().to_string();
@@ -72,4 +79,61 @@ pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
         write(&file, &write_repro(&repro, &label))?;
         Ok(())
     }
+}
+
+/// Trace steps a finding file keeps from the start of a long trace.
+pub const TRACE_HEAD: usize = 500;
+/// Trace steps it keeps from the end (`rootcause`'s cycle detection reads the last 512 of a
+/// re-run; a cycle of the port's rules is far shorter).
+pub const TRACE_TAIL: usize = 500;
+/// The `rule` of the step standing for the cut part of a long trace.
+pub const TRACE_CUT: &str = "(cut)";
+
+/// `f` with its trace cut to head, one [`TRACE_CUT`] step and tail, when it is longer; `None`
+/// when it is kept whole. A cut step of an injected rule (`triage::injection_of` reads them)
+/// is kept after the cut step, once per rule.
+fn capped(f: &Finding) -> Option<Finding> {
+    let n = f.trace.len();
+    if n <= TRACE_HEAD + TRACE_TAIL {
+        return None;
+    }
+    let cut = &f.trace[TRACE_HEAD..n - TRACE_TAIL];
+    let mut trace = f.trace[..TRACE_HEAD].to_vec();
+    trace.push(TraceStep {
+        rule: TRACE_CUT.into(),
+        source: format!(
+            "{} rule applications cut between the first {TRACE_HEAD} and the last {TRACE_TAIL}",
+            cut.len()
+        ),
+        before: String::new(),
+        after: String::new(),
+    });
+    let mut injected: Vec<&str> = Vec::new();
+    for s in cut {
+        if s.source.starts_with("injected") && !injected.contains(&s.rule.as_str()) {
+            injected.push(&s.rule);
+            trace.push(s.clone());
+        }
+    }
+    trace.extend_from_slice(&f.trace[n - TRACE_TAIL..]);
+    Some(Finding {
+        signature: f.signature.clone(),
+        summary: f.summary.clone(),
+        rules: f.rules.clone(),
+        float_policy: f.float_policy.clone(),
+        seed: f.seed,
+        family: f.family.clone(),
+        inputs: f.inputs.clone(),
+        buffers: f.buffers.clone(),
+        expected: f.expected.clone(),
+        actual: f.actual.clone(),
+        ub_original: f.ub_original,
+        ub_rewritten: f.ub_rewritten,
+        rule_source: f.rule_source.clone(),
+        trace,
+        nodes: f.nodes,
+        agreeing: f.agreeing.clone(),
+        rewriter: f.rewriter.clone(),
+        tinygrad_revision: f.tinygrad_revision.clone(),
+    })
 }
