@@ -202,7 +202,11 @@ pub(crate) struct Replay<'a> {
 
 /// A node's value in a replay: no memo key, as nothing checks its validity.
 fn put(it: &mut Interp, i: usize, v: V) {
-    it.memo[i] = Some((Box::default(), v));
+    // a replay's keys are all empty (`Replay::new` starts from no memo): only the value moves
+    match &mut it.memo[i] {
+        Some((_, old)) => *old = v,
+        m => *m = Some((Box::default(), v)),
+    }
 }
 
 impl<'a> Replay<'a> {

@@ -112,6 +112,23 @@ pub fn py_unpack_half(h: u16) -> f64 {
 }
 /// `float_to_fp16` (dtype.py:218): struct 'e' round trip, OverflowError → copysign(inf, x).
 pub fn float_to_fp16(x: f64) -> f64 {
+    // A result that is a normal half: `py_pack_half` rounds the double half-to-even to 11
+    // significant bits, which on the bits is one add and a mask (the carry moves into the
+    // exponent); the interpreter's half ALU runs this per op. Subnormals, overflow, inf and nan
+    // take the exact path below.
+    const LOW: u64 = (1 << 42) - 1;
+    if (2f64.powi(-14)..=65504.0).contains(&x.abs()) {
+        let u = x.to_bits();
+        let r = f64::from_bits((u + (LOW >> 1) + ((u >> 42) & 1)) & !LOW);
+        if r.abs() <= 65504.0 {
+            return r;
+        }
+    }
+    float_to_fp16_exact(x)
+}
+
+/// [`float_to_fp16`] through the struct 'e' round trip itself.
+fn float_to_fp16_exact(x: f64) -> f64 {
     match py_pack_half(x) {
         Some(h) => py_unpack_half(h),
         None => f64::INFINITY.copysign(x),
@@ -273,6 +290,42 @@ mod tests {
         assert_eq!(wrap_int(DType::Int32, 1 << 40), 0);
         assert_eq!(wrap_int(DType::UInt64, -1), u64::MAX as i128);
         assert_eq!(wrap_int(DType::WeakInt, 1 << 100), 1 << 100);
+    }
+    /// The fast path is the round trip: every half, each one's neighbours in the double
+    /// (ties both ways) and doubles spread over the whole range.
+    #[test]
+    fn fp16_fast_path_is_the_round_trip() {
+        let same = |x: f64| {
+            let (a, b) = (float_to_fp16(x), float_to_fp16_exact(x));
+            assert!(a.to_bits() == b.to_bits(), "{x:e}: {a:e} vs {b:e}");
+        };
+        for h in 0..=u16::MAX {
+            let x = py_unpack_half(h);
+            if x.is_nan() {
+                same(x);
+                continue;
+            }
+            let next = py_unpack_half(h.wrapping_add(1));
+            let mid = if next.is_finite() {
+                (x + next) / 2.0
+            } else {
+                x
+            };
+            for y in [x, mid] {
+                for d in [-2i64, -1, 0, 1, 2] {
+                    same(f64::from_bits(y.to_bits().wrapping_add_signed(d)));
+                }
+            }
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            // exponents around the half range, any mantissa and sign
+            let e = 1023 - 30 + (s >> 52) % 50;
+            same(f64::from_bits((s & (1 << 63 | ((1 << 52) - 1))) | e << 52));
+        }
     }
     #[test]
     fn rounds_like_python() {
