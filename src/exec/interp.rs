@@ -2485,6 +2485,15 @@ mod tests {
         assert_eq!(ints(&o.buffers[0]), vec![5]);
     }
 
+    /// `out` zeroed and `in` = [10, 20, 30, 40]: the buffers of the two workgroup tests, whose
+    /// kernels write each pair of `in` swapped into `out`.
+    fn swap_env() -> Env {
+        let x: Vec<Val> = [10, 20, 30, 40].map(Val::Int).to_vec();
+        Env::new()
+            .buffer(Buffer::zeros(Int32, 4))
+            .buffer(Buffer::from_vals(Int32, &x).unwrap())
+    }
+
     /// Two threads of one workgroup (SPECIAL `lidx0`) each store their input into a LOCAL
     /// buffer, meet at a BARRIER, and read the other's slot: `out[l] = in[1 - l]` per group, as
     /// tinygrad's PYTHON device runs the warp in lockstep (ops_python.py:49-80). A thread run
@@ -2492,11 +2501,7 @@ mod tests {
     #[test]
     fn workgroup_threads_share_local_memory_across_a_barrier() {
         let mut g = Graph::new();
-        let (c1, c2, c4) = (
-            lit(&mut g, Int32, 1),
-            lit(&mut g, Int32, 2),
-            lit(&mut g, Int32, 4),
-        );
+        let (c1, c2) = (lit(&mut g, Int32, 1), lit(&mut g, Int32, 2));
         let out = g.param(0, Int32, 4);
         let inp = g.param(1, Int32, 4);
         let mut local = ParamArg::buffer(0, Int32);
@@ -2518,11 +2523,7 @@ mod tests {
         let iout = mk(&mut g, Ops::INDEX, Int32, &[out, at]);
         let st2 = mk(&mut g, Ops::STORE, Void, &[iout, y]);
         let sink = mk(&mut g, Ops::SINK, Void, &[st2]);
-        let _ = c4;
-        let x: Vec<Val> = [10, 20, 30, 40].map(Val::Int).to_vec();
-        let env = Env::new()
-            .buffer(Buffer::zeros(Int32, 4))
-            .buffer(Buffer::from_vals(Int32, &x).unwrap());
+        let env = swap_env();
         let o = eval(&g, sink, &env).unwrap();
         assert_eq!(ints(&o.buffers[0]), vec![20, 10, 40, 30]);
         assert!(!o.ub);
@@ -2561,11 +2562,7 @@ mod tests {
         let st = mk(&mut g, Ops::STORE, Void, &[iout, y]);
         let end = mk(&mut g, Ops::END, Void, &[st, gr]);
         let sink = mk(&mut g, Ops::SINK, Void, &[end]);
-        let x: Vec<Val> = [10, 20, 30, 40].map(Val::Int).to_vec();
-        let env = Env::new()
-            .buffer(Buffer::zeros(Int32, 4))
-            .buffer(Buffer::from_vals(Int32, &x).unwrap());
-        let o = eval(&g, sink, &env).unwrap();
+        let o = eval(&g, sink, &swap_env()).unwrap();
         assert_eq!(ints(&o.buffers[0]), vec![20, 10, 40, 30]);
         // without a thread dimension the graph takes the plain launch, where STAGE has no value
         let mut g2 = Graph::new();
