@@ -886,18 +886,8 @@ impl<'a> Interp<'a> {
             self.record(Ev::Launch);
             self.tick()?;
             self.eval_node(self.root)?;
-            // next grid point, last SPECIAL fastest
-            let mut k = sorted.len();
-            loop {
-                if k == 0 {
-                    return Ok(V::Void);
-                }
-                k -= 1;
-                cur[k] += 1;
-                if cur[k] < ends[k] {
-                    break;
-                }
-                cur[k] = 0;
+            if !next_point(&mut cur, &ends) {
+                return Ok(V::Void);
             }
         }
     }

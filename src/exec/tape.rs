@@ -307,17 +307,28 @@ impl Tape {
     /// raised there or is hard UB there, which is what a root reaching exactly those steps
     /// sees in [`Tape::run_all`] (`Some` and `hard_ub` false).
     pub fn clean(&self, cols: &Columns, reach: &[bool]) -> Vec<bool> {
-        let r = |s: u32| reach.get(s as usize).copied().unwrap_or(false);
-        if (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && r(s)) {
-            return vec![false; cols.points];
-        }
-        let mut ok = vec![true; cols.points];
-        for (s, k) in cols.raised.iter().chain(&cols.ub) {
-            if r(*s) {
-                ok[*k as usize] = false;
+        let (live, hard) = self.marks(cols, |s| reach.get(s as usize).copied().unwrap_or(false));
+        live.iter().zip(&hard).map(|(l, h)| *l && !*h).collect()
+    }
+
+    /// Per point of `c`: whether no step `reaches` raised there, and whether one it reaches is
+    /// hard UB there (folded at compile time, or at that point).
+    fn marks(&self, c: &Columns, reaches: impl Fn(u32) -> bool) -> (Vec<bool>, Vec<bool>) {
+        let n = c.points;
+        let folded = (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && reaches(s));
+        let mut hard = vec![folded; n];
+        for (s, k) in &c.ub {
+            if reaches(*s) {
+                hard[*k as usize] = true;
             }
         }
-        ok
+        let mut live = vec![true; n];
+        for (s, k) in &c.raised {
+            if reaches(*s) {
+                live[*k as usize] = false;
+            }
+        }
+        (live, hard)
     }
 
     /// A scalar op whose operands are all known at compile time, run once: its value, with its
@@ -682,24 +693,11 @@ impl Tape {
     /// [`Tape::run_all`]'s outcome from the columns of its run.
     pub fn roots_at(&self, c: &Columns) -> Vec<Vec<Option<TapeOut>>> {
         let n = c.points;
-        // a root sees the raises and UB of the steps it reaches
-        let reaches = |r: usize, s: u32| self.cones.get(r).is_none_or(|c| c[s as usize]);
         (0..self.roots.len())
             .map(|r| {
-                let folded =
-                    (0..self.steps.len() as u32).any(|s| self.fold_ub[s as usize] && reaches(r, s));
-                let mut hard = vec![folded; n];
-                for (s, k) in &c.ub {
-                    if reaches(r, *s) {
-                        hard[*k as usize] = true;
-                    }
-                }
-                let mut live = vec![true; n];
-                for (s, k) in &c.raised {
-                    if reaches(r, *s) {
-                        live[*k as usize] = false;
-                    }
-                }
+                // a root sees the raises and UB of the steps it reaches
+                let (live, hard) =
+                    self.marks(c, |s| self.cones.get(r).is_none_or(|c| c[s as usize]));
                 let col = &c.cols[c.slot_col[self.roots[r] as usize] as usize];
                 (0..n)
                     .map(|k| {
