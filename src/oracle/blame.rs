@@ -26,11 +26,13 @@ pub fn blame(
     policy: FloatPolicy,
     steps: usize,
 ) -> Option<usize> {
-    blame_on(backend::reference(), case, pipe, env, policy, steps)
+    blame_on(backend::reference(), case, pipe, env, policy, steps, None)
 }
 
 /// [`blame`] with every graph run on `b`: a rewrite bug that only a backend shows is blamed
-/// on that backend. A prefix graph `b` cannot run counts as not wrong.
+/// on that backend. A prefix graph `b` cannot run counts as not wrong. `original`: the
+/// original graph already observed on `b` at `env` (the check's `expected`), so a kernel is not
+/// run again for it.
 pub fn blame_on(
     b: &dyn Backend,
     case: &Case,
@@ -38,11 +40,15 @@ pub fn blame_on(
     env: &Env,
     policy: FloatPolicy,
     steps: usize,
+    original: Option<&Observed>,
 ) -> Option<usize> {
     let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
     let mut first_bad_graph = None;
     // the original's nodes keep their handles in every clone: observe it once
-    let o = observe_on(b, &case.graph, case.root, env)?;
+    let o = match original {
+        Some(o) => o.clone(),
+        None => observe_on(b, &case.graph, case.root, env)?,
+    };
     for k in 1..=steps {
         let mut g = case.graph.clone();
         let rw = pipe.rewrite_fuel(&mut g, case.root, k).ok()?;

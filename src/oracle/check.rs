@@ -14,7 +14,7 @@
 //! When nothing else is detected, the bounds oracle (`super::bounds`) checks every int node of
 //! the original and the rewritten graph against its vmin/vmax at the same points: a value
 //! outside them is an `unsound-bounds` finding blamed on the `_min_max` case (`bounds:ADD`).
-use super::blame::{blame, blame_on};
+use super::blame::blame_on;
 use super::bounds::{self, Screen, Violation};
 use super::compare::{PointVerdict, accuracy_note, decide, decide_between};
 use super::inputs::{Point, make_points};
@@ -395,7 +395,15 @@ fn check_reference(
             PointVerdict::Differ | PointVerdict::LessDefined => {
                 res.points_compared += 1;
                 let blamed = if opts.blame {
-                    blame(case, pipe, &p.env, opts.policy, rw.trace.len())
+                    blame_on(
+                        backend::reference(),
+                        case,
+                        pipe,
+                        &p.env,
+                        opts.policy,
+                        rw.trace.len(),
+                        Some(&o),
+                    )
                 } else {
                     res.blame_due = true;
                     None
@@ -480,7 +488,8 @@ pub fn finish_blame(
             None => return,
         }
     };
-    det.blamed = blame_on(b, case, pipe, &p.env, policy, res.rewritten.trace.len());
+    let steps = res.rewritten.trace.len();
+    det.blamed = blame_on(b, case, pipe, &p.env, policy, steps, det.expected.as_ref());
     det.class = class_of(policy, &res.rewritten, det.blamed);
 }
 
@@ -734,7 +743,7 @@ fn check_backends(
                 return Some(found(Class::BackendUb, *b, s, None, ob, nb));
             }
             let blamed = if opts.blame {
-                blame_on(*b, case, pipe, &p.env, policy, rw.trace.len())
+                blame_on(*b, case, pipe, &p.env, policy, rw.trace.len(), Some(ob))
             } else {
                 res.blame_due = true;
                 None

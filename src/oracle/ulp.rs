@@ -255,13 +255,15 @@ impl Table {
         decomposed: bool,
     ) -> Option<Allowance> {
         let mut out: Option<Allowance> = None;
-        for r in &self.rows {
+        // op and dtype first: string compares on every row were most of the float loop's
+        // `decide` (this runs once per float node of every approximated graph)
+        for r in self.rows.iter().filter(|r| r.op == op && r.dtype == dt) {
             let Some(m) = &r.measured else { continue };
             let wanted = match backend {
                 Some(b) => r.backend == b || (decomposed && r.backend == DECOMP),
                 None => r.backend != DECOMP || decomposed,
             };
-            if r.op == op && r.dtype == dt && wanted {
+            if wanted {
                 let a = Allowance::of(m);
                 out = Some(out.map_or(a, |o| o.max(a)));
             }
