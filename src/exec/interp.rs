@@ -37,6 +37,12 @@ use std::rc::Rc;
 #[path = "shaped.rs"]
 mod shaped;
 
+/// The step-major replay of a recorded schedule over many points (`exec::columnar`): a child
+/// module, as it drives each point's `Interp`.
+#[path = "replay.rs"]
+mod replay;
+pub(crate) use replay::replay_lanes;
+
 /// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buffer {
