@@ -18,6 +18,7 @@ use super::{
 use crate::exec::lanes;
 use crate::ir::alu::{Val, bitcast_val, cast_ub, cast_val, ub_reason};
 use crate::ir::{Graph, Ops};
+use std::rc::Rc;
 
 /// A node's value at one lane: `V` without vectors.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +28,8 @@ enum Fv {
     Invalid,
     Buf(BufRef),
     Ptr(BufRef, Option<i128>),
+    /// An empty vector: `STACK()`, the placeholder source of a variable's PARAM.
+    Nil,
 }
 
 impl Fv {
@@ -37,6 +40,7 @@ impl Fv {
             V::Invalid => Fv::Invalid,
             V::Buf(b) => Fv::Buf(*b),
             V::Ptr(b, k) => Fv::Ptr(*b, *k),
+            V::Vec(l) if l.is_empty() => Fv::Nil,
             V::Vec(_) => return None,
         })
     }
@@ -47,6 +51,7 @@ impl Fv {
             Fv::Invalid => V::Invalid,
             Fv::Buf(b) => V::Buf(b),
             Fv::Ptr(b, k) => V::Ptr(b, k),
+            Fv::Nil => V::Vec(Rc::from([])),
         }
     }
     fn scalar_or_invalid(self) -> bool {
@@ -91,6 +96,7 @@ fn kind(p: &Plan, i: usize) -> Kind {
         | Ops::NOOP
         | Ops::BARRIER
         | Ops::AFTER => Kind::Generic,
+        Ops::STACK if n == 0 => Kind::Generic,
         _ => Kind::Unsupported,
     }
 }
