@@ -75,6 +75,10 @@ enum Kind {
     Store,
     /// `compute`, which reads the node's operands only.
     Generic,
+    /// AFTER: its first operand's value (`compute`'s `v0`).
+    After,
+    /// CONST: `compute` from the graph alone, the same at every lane.
+    Const,
     /// Any other op: the schedule runs on `Replay`.
     Unsupported,
 }
@@ -88,14 +92,11 @@ fn kind(p: &Plan, i: usize) -> Kind {
         Ops::INDEX => Kind::Index,
         Ops::LOAD => Kind::Load,
         Ops::STORE => Kind::Store,
-        Ops::CONST
-        | Ops::BUFFER
-        | Ops::PARAM
-        | Ops::SINK
-        | Ops::GROUP
-        | Ops::NOOP
-        | Ops::BARRIER
-        | Ops::AFTER => Kind::Generic,
+        Ops::AFTER => Kind::After,
+        Ops::CONST => Kind::Const,
+        Ops::BUFFER | Ops::PARAM | Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => {
+            Kind::Generic
+        }
         Ops::STACK if n == 0 => Kind::Generic,
         _ => Kind::Unsupported,
     }
@@ -177,6 +178,19 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
             let src: &[usize] = &p.srcs[i];
             let at = |s: usize, k: usize| s * nl + k;
             let kd = kinds[i];
+            if kd == Kind::Const
+                && let Some(k) = st.iter().position(|s| *s == Lane::Live)
+            {
+                // the graph's value: computed at one lane, it is every lane's (or raises at all)
+                match generic(&mut its[k], i, cols, nl, k) {
+                    Ok(v) => cols[at(i, 0)..at(i + 1, 0)].fill(v),
+                    Err(s) => st
+                        .iter_mut()
+                        .filter(|x| **x == Lane::Live)
+                        .for_each(|x| *x = s),
+                }
+                return;
+            }
             for k in 0..nl {
                 if st[k] != Lane::Live {
                     continue;
@@ -286,7 +300,8 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             _ => Err(Lane::Redo),
                         }
                     }
-                    Kind::Generic => generic(it, i, cols, nl, k),
+                    Kind::After => Ok(src.first().map_or(Fv::Void, |s| cols[at(*s, k)])),
+                    Kind::Generic | Kind::Const => generic(it, i, cols, nl, k),
                     Kind::Unsupported => Err(Lane::Redo),
                 };
                 match r {
