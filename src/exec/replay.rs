@@ -178,6 +178,8 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
             let src: &[usize] = &p.srcs[i];
             let at = |s: usize, k: usize| s * nl + k;
             let kd = kinds[i];
+            // a comparison's UB verdict is in its operands' dtype (`scalar_alu`)
+            let udt = src.first().filter(|_| p.cmp[i]).map_or(dt, |s| p.dt[*s]);
             if kd == Kind::Const
                 && let Some(k) = st.iter().position(|s| *s == Lane::Live)
             {
@@ -207,23 +209,26 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             }
                         }
                         let xs = &xs[..src.len()];
-                        let fast = if !scalar {
-                            None
-                        } else if let Some(x) = lanes::scalar(op, dt, xs) {
-                            Some(x)
-                        } else {
-                            let udt = if p.cmp[i] { p.dt[src[0]] } else { dt };
+                        // each fast value is written where it is made: a value moved through a
+                        // temporary stalled on its store forwarding
+                        if scalar {
+                            if let Some(x) = lanes::scalar(op, dt, xs) {
+                                cols[at(i, k)] = Fv::S(x);
+                                continue;
+                            }
                             if let Some(u) = ub_reason(op, udt, xs) {
                                 it.flag(i, UbKind::Alu(u));
                             }
-                            exec_runtime(op, dt, xs).ok()
-                        };
-                        match fast {
-                            Some(x) => Ok(Fv::S(x)),
-                            None if src.iter().all(|s| cols[at(*s, k)].scalar_or_invalid()) => {
+                            if let Ok(x) = exec_runtime(op, dt, xs) {
+                                cols[at(i, k)] = Fv::S(x);
+                                continue;
+                            }
+                        }
+                        match () {
+                            _ if src.iter().all(|s| cols[at(*s, k)].scalar_or_invalid()) => {
                                 generic(it, i, cols, nl, k)
                             }
-                            None => Err(Lane::Redo),
+                            _ => Err(Lane::Redo),
                         }
                     }
                     Kind::Cast | Kind::Bitcast => {
@@ -241,18 +246,20 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             Fv::S(x) => bitcast_val(p.dt[s], dt, x).ok(),
                             _ => None,
                         };
-                        match fast {
-                            Some(x) => Ok(Fv::S(x)),
-                            None if cols[at(s, k)].scalar_or_invalid() => {
-                                generic(it, i, cols, nl, k)
-                            }
-                            None => Err(Lane::Redo),
+                        if let Some(x) = fast {
+                            cols[at(i, k)] = Fv::S(x);
+                            continue;
+                        }
+                        match () {
+                            _ if cols[at(s, k)].scalar_or_invalid() => generic(it, i, cols, nl, k),
+                            _ => Err(Lane::Redo),
                         }
                     }
                     Kind::Index => match src {
                         [b, x] => match (cols[at(*b, k)], cols[at(*x, k)]) {
                             (Fv::Buf(b), Fv::S(x)) if x.as_i128().is_some() => {
-                                Ok(Fv::Ptr(b, x.as_i128()))
+                                cols[at(i, k)] = Fv::Ptr(b, x.as_i128());
+                                continue;
                             }
                             _ => generic(it, i, cols, nl, k),
                         },
@@ -270,10 +277,13 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             }
                             _ => None,
                         };
-                        match (fast, ptr) {
-                            (Some(x), _) => Ok(Fv::S(x)),
+                        if let Some(x) = fast {
+                            cols[at(i, k)] = Fv::S(x);
+                            continue;
+                        }
+                        match ptr {
                             // `load` of anything but a pointer reads views (`load_lanes`)
-                            (None, Some(Fv::Ptr(..))) => generic(it, i, cols, nl, k),
+                            Some(Fv::Ptr(..)) => generic(it, i, cols, nl, k),
                             _ => Err(Lane::Redo),
                         }
                     }
@@ -291,16 +301,22 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             }
                             _ => false,
                         };
-                        match (done, ptr, val) {
-                            (true, ..) => Ok(Fv::Void),
+                        if done {
+                            cols[at(i, k)] = Fv::Void;
+                            continue;
+                        }
+                        match (ptr, val) {
                             // `store` of anything else writes views (`store_lanes`)
-                            (false, Some(Fv::Ptr(..)), Some(v)) if v.scalar_or_invalid() => {
+                            (Some(Fv::Ptr(..)), Some(v)) if v.scalar_or_invalid() => {
                                 generic(it, i, cols, nl, k)
                             }
                             _ => Err(Lane::Redo),
                         }
                     }
-                    Kind::After => Ok(src.first().map_or(Fv::Void, |s| cols[at(*s, k)])),
+                    Kind::After => {
+                        cols[at(i, k)] = src.first().map_or(Fv::Void, |s| cols[at(*s, k)]);
+                        continue;
+                    }
                     Kind::Generic | Kind::Const => generic(it, i, cols, nl, k),
                     Kind::Unsupported => Err(Lane::Redo),
                 };
