@@ -283,6 +283,24 @@ impl<'a> Replay<'a> {
     }
 }
 
+/// WHERE(c, x, y) as Python's `x if c else y` where an operand is Invalid (an Invalid cond is
+/// truthy): the arm, passed through untruncated; `None` where `exec_alu` runs it (no Invalid, or
+/// a cond that is not a value).
+fn where_passthrough(vals: &[V]) -> Option<V> {
+    if let [c, x, y] = vals
+        && matches!(c, V::S(_) | V::Invalid)
+    {
+        let take = match c {
+            V::S(v) => v.truthy(),
+            _ => true,
+        };
+        if matches!(x, V::Invalid) || matches!(y, V::Invalid) || !matches!(c, V::S(_)) {
+            return Some(if take { x.clone() } else { y.clone() });
+        }
+    }
+    None
+}
+
 fn finish(mut it: Interp) -> Result<Outcome, ExecError> {
     let v = it.run()?;
     Ok(outcome(it, v))
@@ -1579,22 +1597,10 @@ impl<'a> Interp<'a> {
                 })?
             }
             o if o.is_alu() => {
-                if o == Ops::WHERE {
-                    // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
-                    if let [c, x, y] = &vals[..]
-                        && matches!(c, V::S(_) | V::Invalid)
-                    {
-                        let take = match c {
-                            V::S(v) => v.truthy(),
-                            _ => true,
-                        };
-                        if matches!(x, V::Invalid)
-                            || matches!(y, V::Invalid)
-                            || !matches!(c, V::S(_))
-                        {
-                            return Ok(if take { x.clone() } else { y.clone() });
-                        }
-                    }
+                if o == Ops::WHERE
+                    && let Some(v) = where_passthrough(&vals)
+                {
+                    return Ok(v);
                 }
                 let udt = if o.is_comparison() {
                     src.first()

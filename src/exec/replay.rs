@@ -13,7 +13,7 @@
 //! runs on `Replay` at every lane.
 use super::{
     BufRef, Env, Ev, Interp, Outcome, Plan, Replay, UbKind, V, exec_runtime, outcome, put,
-    reduce_identity,
+    reduce_identity, where_passthrough, zero,
 };
 use crate::exec::lanes;
 use crate::ir::alu::{Val, bitcast_val, cast_ub, cast_val, ub_reason};
@@ -77,7 +77,8 @@ enum Kind {
     Generic,
     /// AFTER: its first operand's value (`compute`'s `v0`).
     After,
-    /// CONST: `compute` from the graph alone, the same at every lane.
+    /// CONST (and SINK, GROUP, NOOP, BARRIER, an empty STACK): `compute` from the graph
+    /// alone, the same at every lane.
     Const,
     /// Any other op: the schedule runs on `Replay`.
     Unsupported,
@@ -94,10 +95,10 @@ fn kind(p: &Plan, i: usize) -> Kind {
         Ops::STORE => Kind::Store,
         Ops::AFTER => Kind::After,
         Ops::CONST => Kind::Const,
-        Ops::BUFFER | Ops::PARAM | Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => {
-            Kind::Generic
-        }
-        Ops::STACK if n == 0 => Kind::Generic,
+        // `compute` reads no operand of these: Void, or an empty vector
+        Ops::SINK | Ops::GROUP | Ops::NOOP | Ops::BARRIER => Kind::Const,
+        Ops::STACK if n == 0 => Kind::Const,
+        Ops::BUFFER | Ops::PARAM => Kind::Generic,
         _ => Kind::Unsupported,
     }
 }
@@ -225,6 +226,18 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             }
                         }
                         match () {
+                            // an Invalid operand of WHERE (a masked index): `compute`'s arm
+                            _ if op == Ops::WHERE
+                                && let [c, x, y] = src
+                                && let Some(v) = where_passthrough(&[
+                                    cols[at(*c, k)].v(),
+                                    cols[at(*x, k)].v(),
+                                    cols[at(*y, k)].v(),
+                                ])
+                                && let Some(v) = Fv::of(&v) =>
+                            {
+                                Ok(v)
+                            }
                             _ if src.iter().all(|s| cols[at(*s, k)].scalar_or_invalid()) => {
                                 generic(it, i, cols, nl, k)
                             }
@@ -261,6 +274,8 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                                 cols[at(i, k)] = Fv::Ptr(b, x.as_i128());
                                 continue;
                             }
+                            // `index`: an Invalid index is a masked pointer
+                            (Fv::Buf(b), Fv::Invalid) => Ok(Fv::Ptr(b, None)),
                             _ => generic(it, i, cols, nl, k),
                         },
                         _ => generic(it, i, cols, nl, k),
@@ -282,6 +297,13 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             continue;
                         }
                         match ptr {
+                            // `load` of a pointer without alt or gate: `load_ptr` with alt zero
+                            Some(Fv::Ptr(b, x)) if src.len() == 1 => {
+                                match it.load_ptr(i, b, x, &V::S(zero(dt))) {
+                                    Ok(v) => Fv::of(&v).ok_or(Lane::Redo),
+                                    Err(_) => Err(Lane::Left),
+                                }
+                            }
                             // `load` of anything but a pointer reads views (`load_lanes`)
                             Some(Fv::Ptr(..)) => generic(it, i, cols, nl, k),
                             _ => Err(Lane::Redo),
