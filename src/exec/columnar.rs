@@ -2,13 +2,16 @@
 //!
 //! A kernel's schedule (which node runs when, how often its loops iterate) depends on the graph
 //! and on a few values only: loop and grid ends and while-loop conditions. The interpreter
-//! records it at one point (`interp::eval_traced`); `replay` then takes each recorded step at
-//! every other point in turn (a lane per point), computing the node with the interpreter's own
-//! code (`interp::Replay`), so values, UB flags and buffers are the interpreter's by
-//! construction; what the replay saves is the interpreter's scheduling (frames, per-node memo
-//! keys and validity checks), which is most of its time on kernels. A lane whose end or
-//! condition differs from the recorded one, or whose step raises, is dropped (`None`): the
-//! caller runs the interpreter at that point, which gives the exact error.
+//! records it at one point (`interp::eval_traced`); `replay` then takes each recorded step
+//! once for all the other points (a lane per point, `interp::replay_lanes`): the step is decoded
+//! once, node values live in flat per-node columns, and each lane's value is computed by the
+//! interpreter's own functions in `interp::Replay::step`'s order, so values, UB flags and
+//! buffers are the interpreter's by construction; what the replay saves is the interpreter's
+//! scheduling (frames, per-node memo keys and validity checks) and its per-node decoding. A
+//! lane holding what the columns do not (a vector) runs the schedule on `interp::Replay`, lane
+//! by lane. A lane whose end or condition differs from the recorded one, or whose step raises,
+//! is dropped (`None`): the caller runs the interpreter at that point, which gives the exact
+//! error.
 //!
 //! `columnar_matches_interp` (tests/fast_paths.rs) holds `Runner::observe_all` to the
 //! interpreter's point-by-point outcome on generated graphs of every family.

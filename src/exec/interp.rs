@@ -198,8 +198,9 @@ pub(crate) fn eval_traced(
     }
 }
 
-/// One point of a columnar replay (`exec::columnar`): the interpreter's state at that point,
-/// driven by a schedule recorded at another point instead of by its own frames. Each node is
+/// One point of a columnar replay (`exec::columnar`), lane by lane: what `replay_lanes` falls
+/// back to for a schedule or a lane its columns cannot hold. The interpreter's state at that
+/// point, driven by a schedule recorded at another point instead of by its own frames. Each node is
 /// computed by the interpreter's own code (`scalar_alu`, `mem_fast`, `compute`), so values, UB
 /// flags and buffers are the interpreter's; the replay only skips the scheduling.
 pub(crate) struct Replay<'a> {

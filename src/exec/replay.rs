@@ -6,8 +6,11 @@
 //! computed by the interpreter's own functions in `Replay::step`'s order: `lanes::scalar` /
 //! `lanes::cast_scalar` (`typed_alu`), then `ub_reason` + `exec_runtime` / `cast_ub` +
 //! `cast_val` / `bitcast_val` (`scalar_alu`), then the plain INDEX/LOAD branch (`mem_fast`),
-//! else `compute` on the lane's `Interp` with the node's operands put into its memo (only ops
-//! whose `compute` reads no other node's value). A lane where a node's value is a vector, or an
+//! else what `compute` runs where that is one call (`where_passthrough`, `load_ptr`,
+//! `store_elem`, `reduce_step`), else `compute` itself on the lane's `Interp` with the node's
+//! operands put into its memo (only ops whose `compute` reads no other node's value). A node
+//! whose value is the graph's alone (CONST, SINK…) is computed at one lane and broadcast. A
+//! lane where a node's value is a vector, or an
 //! operand is one `compute` would not read from the operands alone, runs the whole schedule
 //! again on `Replay` (lane by lane, the previous code); a schedule with a node of any other op
 //! runs on `Replay` at every lane.
