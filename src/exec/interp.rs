@@ -37,6 +37,12 @@ use std::rc::Rc;
 #[path = "shaped.rs"]
 mod shaped;
 
+/// The step-major replay of a recorded schedule over many points (`exec::columnar`): a child
+/// module, as it drives each point's `Interp`.
+#[path = "replay.rs"]
+mod replay;
+pub(crate) use replay::replay_lanes;
+
 /// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buffer {
@@ -192,8 +198,9 @@ pub(crate) fn eval_traced(
     }
 }
 
-/// One point of a columnar replay (`exec::columnar`): the interpreter's state at that point,
-/// driven by a schedule recorded at another point instead of by its own frames. Each node is
+/// One point of a columnar replay (`exec::columnar`), lane by lane: what `replay_lanes` falls
+/// back to for a schedule or a lane its columns cannot hold. The interpreter's state at that
+/// point, driven by a schedule recorded at another point instead of by its own frames. Each node is
 /// computed by the interpreter's own code (`scalar_alu`, `mem_fast`, `compute`), so values, UB
 /// flags and buffers are the interpreter's; the replay only skips the scheduling.
 pub(crate) struct Replay<'a> {
@@ -275,6 +282,24 @@ impl<'a> Replay<'a> {
     pub(crate) fn finish(self) -> Outcome {
         outcome(self.it, V::Void)
     }
+}
+
+/// WHERE(c, x, y) as Python's `x if c else y` where an operand is Invalid (an Invalid cond is
+/// truthy): the arm, passed through untruncated; `None` where `exec_alu` runs it (no Invalid, or
+/// a cond that is not a value).
+fn where_passthrough(vals: &[V]) -> Option<V> {
+    if let [c, x, y] = vals
+        && matches!(c, V::S(_) | V::Invalid)
+    {
+        let take = match c {
+            V::S(v) => v.truthy(),
+            _ => true,
+        };
+        if matches!(x, V::Invalid) || matches!(y, V::Invalid) || !matches!(c, V::S(_)) {
+            return Some(if take { x.clone() } else { y.clone() });
+        }
+    }
+    None
 }
 
 fn finish(mut it: Interp) -> Result<Outcome, ExecError> {
@@ -1573,22 +1598,10 @@ impl<'a> Interp<'a> {
                 })?
             }
             o if o.is_alu() => {
-                if o == Ops::WHERE {
-                    // Python `y if x else z`: Invalid arms pass through, an Invalid cond is truthy
-                    if let [c, x, y] = &vals[..]
-                        && matches!(c, V::S(_) | V::Invalid)
-                    {
-                        let take = match c {
-                            V::S(v) => v.truthy(),
-                            _ => true,
-                        };
-                        if matches!(x, V::Invalid)
-                            || matches!(y, V::Invalid)
-                            || !matches!(c, V::S(_))
-                        {
-                            return Ok(if take { x.clone() } else { y.clone() });
-                        }
-                    }
+                if o == Ops::WHERE
+                    && let Some(v) = where_passthrough(&vals)
+                {
+                    return Ok(v);
                 }
                 let udt = if o.is_comparison() {
                     src.first()

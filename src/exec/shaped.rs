@@ -371,6 +371,14 @@ impl<'a> Interp<'a> {
         Ok(V::Void)
     }
 
+    /// How many leading axes of its body REDUCE `i` folds first: `n` of its arg `(op, n)`.
+    pub(super) fn reduce_axes(&self, i: usize) -> usize {
+        match self.g.arg(self.p.nodes[i]) {
+            crate::ir::Arg::Reduce(_, n) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// One accumulation step of REDUCE `i`: `body` loaded and its leading `n` axes folded
     /// first when `arg = (op, n)`, `n > 0`; a REDUCE without ranges is that fold alone.
     pub(super) fn reduce_step(
@@ -381,10 +389,7 @@ impl<'a> Interp<'a> {
         acc: V,
         body: V,
     ) -> Result<V, ExecError> {
-        let n = match self.g.arg(self.p.nodes[i]) {
-            crate::ir::Arg::Reduce(_, n) => usize::try_from(*n).unwrap_or(0),
-            _ => 0,
-        };
+        let n = self.reduce_axes(i);
         if n == 0 && !is_view(&body) {
             return self.alu(i, op, dt, dt, &[acc, body]);
         }
