@@ -20,7 +20,7 @@ use super::{
 };
 use crate::exec::lanes;
 use crate::ir::alu::{Val, bitcast_val, cast_ub, cast_val, ub_reason};
-use crate::ir::{Graph, Ops};
+use crate::ir::{DType, Graph, Ops};
 use std::rc::Rc;
 
 /// A node's value at one lane: `V` without vectors.
@@ -172,6 +172,37 @@ fn generic(it: &mut Interp, i: usize, cols: &[Fv], nl: usize, k: usize) -> Resul
     }
 }
 
+/// An ALU op on scalars as the interpreter's hard-UB-only run takes it (`typed_alu`, then
+/// `scalar_alu`): the `lanes` formula, else the `ub_reason` flag (judged in `udt`) and
+/// `exec_runtime`, written into `out`; `false` (`out` untouched) where it raises. Written in
+/// place: a value returned through a temporary stalled on its store forwarding.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn alu_into(
+    it: &mut Interp,
+    i: usize,
+    op: Ops,
+    dt: DType,
+    udt: DType,
+    xs: &[Val],
+    out: &mut Fv,
+) -> bool {
+    if let Some(x) = lanes::scalar(op, dt, xs) {
+        *out = Fv::S(x);
+        return true;
+    }
+    if let Some(u) = ub_reason(op, udt, xs) {
+        it.flag(i, UbKind::Alu(u));
+    }
+    match exec_runtime(op, dt, xs) {
+        Ok(x) => {
+            *out = Fv::S(x);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// Takes `ev` at every live lane.
 fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], cols: &mut [Fv]) {
     let nl = st.len();
@@ -213,20 +244,8 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                             }
                         }
                         let xs = &xs[..src.len()];
-                        // each fast value is written where it is made: a value moved through a
-                        // temporary stalled on its store forwarding
-                        if scalar {
-                            if let Some(x) = lanes::scalar(op, dt, xs) {
-                                cols[at(i, k)] = Fv::S(x);
-                                continue;
-                            }
-                            if let Some(u) = ub_reason(op, udt, xs) {
-                                it.flag(i, UbKind::Alu(u));
-                            }
-                            if let Ok(x) = exec_runtime(op, dt, xs) {
-                                cols[at(i, k)] = Fv::S(x);
-                                continue;
-                            }
+                        if scalar && alu_into(it, i, op, dt, udt, xs, &mut cols[at(i, k)]) {
+                            continue;
                         }
                         match () {
                             // an Invalid operand of WHERE (a masked index): `compute`'s arm
@@ -396,24 +415,15 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                 let it = &mut its[k];
                 let (acc, x) = (cols[i * nl + k], cols[b * nl + k]);
                 // `reduce_step` of two scalars: `alu` on them, `exec_runtime` after the flag
-                let fast = match (acc, x) {
-                    (Fv::S(a), Fv::S(x)) if plain => {
-                        let xs = [a, x];
-                        lanes::scalar(op, dt, &xs).or_else(|| {
-                            if let Some(u) = ub_reason(op, dt, &xs) {
-                                it.flag(i, UbKind::Alu(u));
-                            }
-                            exec_runtime(op, dt, &xs).ok()
-                        })
-                    }
-                    _ => None,
-                };
-                let r = match fast {
-                    Some(v) => Ok(Fv::S(v)),
-                    None => match it.reduce_step(i, op, dt, acc.v(), x.v()) {
-                        Ok(v) => Fv::of(&v).ok_or(Lane::Redo),
-                        Err(_) => Err(Lane::Left),
-                    },
+                if let (Fv::S(a), Fv::S(x)) = (acc, x)
+                    && plain
+                    && alu_into(it, i, op, dt, dt, &[a, x], &mut cols[i * nl + k])
+                {
+                    continue;
+                }
+                let r = match it.reduce_step(i, op, dt, acc.v(), x.v()) {
+                    Ok(v) => Fv::of(&v).ok_or(Lane::Redo),
+                    Err(_) => Err(Lane::Left),
                 };
                 match r {
                     Ok(v) => cols[i * nl + k] = v,

@@ -10,29 +10,20 @@ use crate::generate::Case;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::Step;
 
-/// The first rule application that is wrong at this point.
+/// The first rule application that is wrong at this point, with every graph run on `b` (a
+/// rewrite bug that only a backend shows is blamed on that backend; a prefix graph `b` cannot
+/// run counts as not wrong).
 ///
-/// Fuel bisection over the trace finds the first partial graph that computes something else
-/// (checked step by step so a later rule that hides the error cannot mislead it). That step is
-/// not always the culprit: a wrong rewrite can be masked in its context (`v0&(v0&1)` → `v0`
-/// under another `&1`) and surface later, when a harmless rule (commutative/flip) builds a node
-/// whose replacement the engine already knows and reuses without a new step (tinygrad's
+/// A fuel scan over the trace finds the first partial graph that computes something else
+/// (step by step, not bisected, so a later rule that hides the error cannot mislead it). That
+/// step is not always the culprit: a wrong rewrite can be masked in its context (`v0&(v0&1)` →
+/// `v0` under another `&1`) and surface later, when a harmless rule (commutative/flip) builds a
+/// node whose replacement the engine already knows and reuses without a new step (tinygrad's
 /// `replace` dict does the same). So the steps up to there are checked node by node too: the
 /// first one whose own `before` and `after` differ at this point is blamed.
-pub fn blame(
-    case: &Case,
-    pipe: &dyn Rewriter,
-    env: &Env,
-    policy: FloatPolicy,
-    steps: usize,
-) -> Option<usize> {
-    blame_on(backend::reference(), case, pipe, env, policy, steps, None)
-}
-
-/// [`blame`] with every graph run on `b`: a rewrite bug that only a backend shows is blamed
-/// on that backend. A prefix graph `b` cannot run counts as not wrong. `original`: the
-/// original graph already observed on `b` at `env` (the check's `expected`), so a kernel is not
-/// run again for it.
+///
+/// `original`: the original graph already observed on `b` at `env` (the check's `expected`),
+/// so a kernel is not run again for it.
 pub fn blame_on(
     b: &dyn Backend,
     case: &Case,
@@ -45,9 +36,13 @@ pub fn blame_on(
     let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
     let mut first_bad_graph = None;
     // the original's nodes keep their handles in every clone: observe it once
+    let observed;
     let o = match original {
-        Some(o) => o.clone(),
-        None => observe_on(b, &case.graph, case.root, env)?,
+        Some(o) => o,
+        None => {
+            observed = observe_on(b, &case.graph, case.root, env)?;
+            &observed
+        }
     };
     for k in 1..=steps {
         let mut g = case.graph.clone();
@@ -55,7 +50,7 @@ pub fn blame_on(
         let Some(n) = observe_on(b, &g, rw.root, env) else {
             continue;
         };
-        if bad(decide(&g, case.root, rw.root, env, &o, &n, policy)) {
+        if bad(decide(&g, case.root, rw.root, env, o, &n, policy)) {
             first_bad_graph = Some(k - 1);
             break;
         }
