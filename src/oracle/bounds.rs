@@ -16,6 +16,7 @@ use crate::exec::interp::{self, Env, exec_runtime};
 use crate::exec::interp_backend::Runner;
 use crate::exec::tape::{Columns, Tape};
 use crate::ir::alu::{Val, cast_val};
+use crate::ir::dtype::{WEAKINT_MAX, WEAKINT_MIN};
 use crate::ir::graph::dtype_const;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::{Cache, min_max};
@@ -132,8 +133,16 @@ fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation
     let mut cache = Cache::default();
     let mut out: Vec<Violation> = Vec::new();
     let mut bad: Vec<UOp> = Vec::new();
+    // weakint nodes holding a value past the port's ±2^120 (`WEAKINT_MIN`/`MAX`), and every node
+    // above one: the port's bounds there are clamped where tinygrad's (±2^799, uop/ops.py:1098,
+    // 1105) are not, so a value outside them says nothing of tinygrad's
+    let mut past: Vec<UOp> = Vec::new();
     for u in g.toposort(roots) {
         let (op, dt) = (g.op(u), g.dtype(u));
+        if g.src(u).iter().any(|s| past.contains(s)) {
+            past.push(u);
+            continue;
+        }
         if !checked(op) || dt == DType::Void || dt.is_float() {
             continue;
         }
@@ -144,6 +153,12 @@ fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation
             continue;
         }
         let Some(v) = value(g, u, env) else { continue };
+        if dt == DType::WeakInt
+            && !matches!(v, Val::Int(x) if (WEAKINT_MIN..=WEAKINT_MAX).contains(&x))
+        {
+            past.push(u);
+            continue;
+        }
         if within(&v, lo, hi) != Some(false) {
             continue;
         }
@@ -524,6 +539,33 @@ mod tests {
         let add2 = g.mk(Ops::ADD, DType::Int8, &[v2, c], Arg::None);
         env.vars.insert("v1".into(), Val::Int(27));
         assert!(check(&g, &[add2], &env).is_empty());
+    }
+
+    #[test]
+    fn no_verdict_past_the_ports_weakint_limit() {
+        // MULACC has no `_min_max` case of its own: weakint's whole range, ±2^799 in tinygrad, the
+        // port's ±2^120; 2^62 * 2^60 + 0 lies past the latter only
+        let mut g = Graph::new();
+        let a = g.variable("a", 1 << 62, 1 << 62, DType::WeakInt);
+        let b = g.variable("b", 1 << 60, 1 << 60, DType::WeakInt);
+        let z = g.cint(DType::WeakInt, 0);
+        let m = g.mk(Ops::MULACC, DType::WeakInt, &[a, b, z], Arg::None);
+        let env = Env::new()
+            .var("a", Val::Int(1 << 62))
+            .var("b", Val::Int(1 << 60));
+        assert_eq!(value(&g, m, &env), Some(Val::Int(1 << 122)));
+        let (lo, hi) = min_max(&g, &mut Cache::default(), m);
+        assert_eq!(
+            (lo, hi),
+            (ConstVal::Int(WEAKINT_MIN), ConstVal::Int(WEAKINT_MAX))
+        );
+        assert!(check(&g, &[m], &env).is_empty());
+        // a node above it has bounds derived from the clamped ones: 2^122 - 2^122 + 5 is 5, below
+        // the port's [-2^120 - 2^122 + 5, 2^120 - 1 - 2^122 + 5], within tinygrad's
+        let c = g.cint(DType::WeakInt, 5 - (1 << 122));
+        let s = g.mk(Ops::ADD, DType::WeakInt, &[m, c], Arg::None);
+        assert_eq!(value(&g, s, &env), Some(Val::Int(5)));
+        assert!(check(&g, &[s], &env).is_empty());
     }
 
     #[test]
