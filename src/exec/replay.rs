@@ -137,8 +137,9 @@ pub(crate) fn replay_lanes(
     let mut its: Vec<Interp> = envs.iter().map(|e| Interp::new(g, plan, e)).collect();
     let mut st = vec![Lane::Live; nl];
     let mut cols = vec![Fv::Void; nn * nl];
+    let mut uni = vec![false; nn];
     for ev in trace {
-        step(plan, &kinds, ev, &mut its, &mut st, &mut cols);
+        step(plan, &kinds, ev, &mut its, &mut st, &mut cols, &mut uni);
         if !st.contains(&Lane::Live) {
             break;
         }
@@ -203,8 +204,35 @@ fn alu_into(
     }
 }
 
-/// Takes `ev` at every live lane.
-fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], cols: &mut [Fv]) {
+/// Whether every lane's value of `x` is `x` of one formula of operands equal at every lane: an
+/// ALU op whose `lanes` formula answers, or a CAST whose `lanes::cast_scalar` does (both pure;
+/// the per-lane path tries them first too, so their answer is every lane's there as well).
+fn uniform(op: Ops, dt: DType, kd: Kind, xs: &[Fv]) -> Option<Val> {
+    let mut v = [Val::Int(0); 3];
+    for (slot, x) in v.iter_mut().zip(xs) {
+        match x {
+            Fv::S(x) => *slot = *x,
+            _ => return None,
+        }
+    }
+    match kd {
+        Kind::Alu => lanes::scalar(op, dt, &v[..xs.len()]),
+        Kind::Cast => lanes::cast_scalar(dt, v[0]),
+        _ => None,
+    }
+}
+
+/// Takes `ev` at every live lane. `uni[n]`: node `n`'s column holds one value at every live lane
+/// (a broadcast, or a formula of such columns), so a formula of such columns runs once.
+fn step(
+    p: &Plan,
+    kinds: &[Kind],
+    ev: &Ev,
+    its: &mut [Interp],
+    st: &mut [Lane],
+    cols: &mut [Fv],
+    uni: &mut [bool],
+) {
     let nl = st.len();
     match *ev {
         Ev::Node(i) => {
@@ -215,19 +243,35 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
             let kd = kinds[i];
             // a comparison's UB verdict is in its operands' dtype (`scalar_alu`)
             let udt = src.first().filter(|_| p.cmp[i]).map_or(dt, |s| p.dt[*s]);
-            if kd == Kind::Const
-                && let Some(k) = st.iter().position(|s| *s == Lane::Live)
-            {
+            let Some(k0) = st.iter().position(|s| *s == Lane::Live) else {
+                return;
+            };
+            if kd == Kind::Const {
                 // the graph's value: computed at one lane, it is every lane's (or raises at all)
-                match generic(&mut its[k], i, cols, nl, k) {
+                match generic(&mut its[k0], i, cols, nl, k0) {
                     Ok(v) => cols[at(i, 0)..at(i + 1, 0)].fill(v),
                     Err(s) => st
                         .iter_mut()
                         .filter(|x| **x == Lane::Live)
                         .for_each(|x| *x = s),
                 }
+                uni[i] = true;
                 return;
             }
+            if matches!(kd, Kind::Alu | Kind::Cast) && src.len() <= 3 && src.iter().all(|s| uni[*s])
+            {
+                let mut xs = [Fv::Void; 3];
+                for (x, s) in xs.iter_mut().zip(src) {
+                    *x = cols[at(*s, k0)];
+                }
+                if let Some(x) = uniform(op, dt, kd, &xs[..src.len()]) {
+                    cols[at(i, 0)..at(i + 1, 0)].fill(Fv::S(x));
+                    uni[i] = true;
+                    return;
+                }
+            }
+            // After copies its operand's column
+            uni[i] = kd == Kind::After && src.first().is_some_and(|s| uni[*s]);
             for k in 0..nl {
                 if st[k] != Lane::Live {
                     continue;
@@ -373,6 +417,7 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
         Ev::Bound(i, v) => {
             let i = i as usize;
             cols[i * nl..(i + 1) * nl].fill(Fv::S(Val::Int(v)));
+            uni[i] = true;
         }
         Ev::EndIs(i, v) => {
             let col = &cols[i as usize * nl..(i as usize + 1) * nl];
@@ -397,6 +442,7 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
                 Ok(Some((op, dt))) => Fv::of(&reduce_identity(op, dt)),
                 _ => None,
             };
+            uni[i] = false;
             match init {
                 Some(v) => cols[i * nl..(i + 1) * nl].fill(v),
                 None => st
@@ -407,6 +453,7 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
         }
         Ev::RedStep { node, body, op, dt } => {
             let (i, b) = (node as usize, body as usize);
+            uni[i] = false;
             let plain = its[0].reduce_axes(i) == 0;
             for k in 0..nl {
                 if st[k] != Lane::Live {
@@ -435,6 +482,7 @@ fn step(p: &Plan, kinds: &[Kind], ev: &Ev, its: &mut [Interp], st: &mut [Lane], 
             let i = i as usize;
             if p.op[i] != Ops::REDUCE {
                 cols[i * nl..(i + 1) * nl].fill(Fv::Void);
+                uni[i] = true;
             }
         }
         Ev::Launch => {
