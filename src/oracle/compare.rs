@@ -12,7 +12,6 @@ use crate::exec::interp::{self, Env};
 use crate::exec::interp_backend::observe;
 use crate::ir::alu::{self, Val};
 use crate::ir::{Arg, DType, Graph, Ops, UOp};
-use rustc_hash::FxHashMap as HashMap;
 
 /// The verdict on one point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,12 +307,15 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 
 /// [`approx_eval`] with each op allowed its measured error on `side`'s backend.
 pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<ApproxResult> {
-    let mut val: HashMap<UOp, (Val, Approx)> = HashMap::default();
+    // by arena index: a hash map here was a third of the float loop's `decide`
+    let mut val: Vec<Option<(Val, Approx)>> = vec![None; g.len()];
+    // the table's allowance of each (op, dtype) met, looked up once per graph
+    let mut allowances: Vec<(Ops, DType, Option<ulp::Allowance>)> = Vec::new();
     let mut nonfinite = false;
     for u in g.toposort(&[root]) {
         let n = g.node(u);
         let dt = n.dtype;
-        let srcs: Vec<(Val, Approx)> = n.src.iter().filter_map(|s| val.get(s).copied()).collect();
+        let srcs: Vec<(Val, Approx)> = n.src.iter().filter_map(|s| val[s.idx()]).collect();
         let unstable_in = srcs.iter().any(|(_, a)| a.unstable);
         let exact = |v: Val| -> Approx {
             let f = v.as_f64();
@@ -360,7 +362,14 @@ pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<Ap
         }
         let a = |i: usize| srcs[i].1;
         let allow = if dt.is_float() && ulp::OPS.contains(&n.op) {
-            ulp::table().allowance(n.op, dt, side.backend, side.decomposed)
+            match allowances.iter().find(|(o, d, _)| *o == n.op && *d == dt) {
+                Some((_, _, a)) => *a,
+                None => {
+                    let a = ulp::table().allowance(n.op, dt, side.backend, side.decomposed);
+                    allowances.push((n.op, dt, a));
+                    a
+                }
+            }
         } else {
             None
         };
@@ -445,9 +454,9 @@ pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<Ap
             Some(x) => tolerance::widen(approx, dt, x.ulps, x.sub_ulps),
             None => approx,
         };
-        val.insert(u, (v, approx));
+        val[u.idx()] = Some((v, approx));
     }
-    let (_, root_a) = *val.get(&root)?;
+    let (_, root_a) = val[root.idx()]?;
     Some(ApproxResult {
         root: root_a,
         nonfinite,
