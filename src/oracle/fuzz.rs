@@ -710,7 +710,8 @@ impl Workers {
 /// Rule hits, and the directed targets drawn from them: the least-fired reachable rules.
 pub struct Coverage<'r> {
     rules: &'r [Arc<Rule>],
-    hits: HashMap<&'static str, u64>,
+    /// Fx: counted at every step of every trace (the summary's `rule_hits` is ordered anyway).
+    hits: rustc_hash::FxHashMap<&'static str, u64>,
 }
 
 impl<'r> Coverage<'r> {
@@ -720,7 +721,7 @@ impl<'r> Coverage<'r> {
     pub fn new(rules: &'r [Arc<Rule>]) -> Coverage<'r> {
         Coverage {
             rules,
-            hits: HashMap::new(),
+            hits: Default::default(),
         }
     }
 
@@ -733,10 +734,19 @@ impl<'r> Coverage<'r> {
         n: u64,
         directed_per_mille: u32,
     ) -> Vec<(u64, Option<&'r Rule>)> {
-        let mut by_hits: Vec<&Arc<Rule>> =
-            self.rules.iter().filter(|r| !unreachable(r.name)).collect();
-        by_hits.sort_by_key(|r| (self.hits.get(r.name).copied().unwrap_or(0), r.name));
-        let cold: Vec<&Arc<Rule>> = by_hits.into_iter().take(Self::COLD).collect();
+        // keys looked up once, not per comparison
+        let mut by_hits: Vec<(u64, &'static str, &Arc<Rule>)> = self
+            .rules
+            .iter()
+            .filter(|r| !unreachable(r.name))
+            .map(|r| (self.hits.get(r.name).copied().unwrap_or(0), r.name, r))
+            .collect();
+        by_hits.sort_by_key(|(n, name, _)| (*n, *name));
+        let cold: Vec<&Arc<Rule>> = by_hits
+            .into_iter()
+            .take(Self::COLD)
+            .map(|(_, _, r)| r)
+            .collect();
         (first..first + n)
             .map(|k| {
                 let s = iter_seed(base_seed, k);
