@@ -60,10 +60,13 @@ impl Buffer {
     }
     /// A buffer holding `vals`, each stored through `dtype`.
     pub fn from_vals(dtype: DType, vals: &[Val]) -> Result<Buffer, AluError> {
-        let data = vals
-            .iter()
-            .map(|v| truncate_val(dtype, *v))
-            .collect::<Result<_, _>>()?;
+        Buffer::from_vec(dtype, vals.to_vec())
+    }
+    /// [`Buffer::from_vals`] stored in place.
+    pub fn from_vec(dtype: DType, mut data: Vec<Val>) -> Result<Buffer, AluError> {
+        for v in &mut data {
+            *v = truncate_val(dtype, *v)?;
+        }
         Ok(Buffer { dtype, data })
     }
 }

@@ -265,7 +265,7 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
                     .map(|_| random_elem(&mut rng, b.dtype, edges))
                     .collect()
             };
-            match Buffer::from_vals(b.dtype, &data) {
+            match Buffer::from_vec(b.dtype, data) {
                 Ok(buf) => {
                     while env.buffers.len() < b.slot as usize {
                         env.buffers.push(Buffer::zeros(DType::Int32, 0));
