@@ -44,6 +44,25 @@ pub fn blame_on(
             &observed
         }
     };
+    // one complete rewrite, each fuel's graph replayed from it in the same arena
+    // (`Rewriter::prefixes`); without that, a fresh copy rewritten with each fuel
+    let mut g = case.graph.clone();
+    if let Some(px) = pipe.prefixes(&mut g, case.root) {
+        for k in 1..=steps {
+            let root = px.root(&mut g, k);
+            let Some(n) = observe_on(b, &g, root, env) else {
+                continue;
+            };
+            if bad(decide(&g, case.root, root, env, o, &n, policy)) {
+                first_bad_graph = Some(k - 1);
+                break;
+            }
+        }
+        let last = first_bad_graph?;
+        let trace = &px.full().trace;
+        let upto = trace.get(..=last).unwrap_or(trace);
+        return Some(first_wrong_step_on(b, &g, upto, env, policy).unwrap_or(last));
+    }
     for k in 1..=steps {
         let mut g = case.graph.clone();
         let rw = pipe.rewrite_fuel(&mut g, case.root, k).ok()?;
@@ -56,7 +75,6 @@ pub fn blame_on(
         }
     }
     let last = first_bad_graph?;
-    let mut g = case.graph.clone();
     let full = pipe
         .rewrite(&mut g, case.root, &mut RewriteMemo::default())
         .ok()?;
@@ -109,4 +127,93 @@ fn step_wrong_on(b: &dyn Backend, g: &Graph, s: &Step, env: &Env, policy: FloatP
         decide(g, s.before, s.after, env, &o, &n, policy),
         PointVerdict::Differ | PointVerdict::LessDefined
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::generate::{self, Family, GenConfig, directed};
+    use crate::ir::text::write_graph;
+    use crate::oracle::fuzz::choose_rules;
+    use crate::oracle::inject;
+    use crate::rewrite::analysis::Cache;
+    use crate::rewrite::engine::Stop;
+
+    /// `Pipeline::replay` (blame's prefixes) gives, for every fuel, the same graph as
+    /// `Pipeline::rewrite` with that fuel on a fresh copy: generated cases of every family,
+    /// graph and pattern-directed, under the pipelines and every injection.
+    #[test]
+    fn replayed_prefixes_are_the_fuel_rewrites() {
+        let seeds: u64 = std::env::var("REPLAY_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(300);
+        let mut configs: Vec<(String, Option<&str>)> = vec![
+            ("pipeline".into(), None),
+            ("pipeline_fast_idiv".into(), None),
+            ("symbolic".into(), None),
+        ];
+        for i in inject::all() {
+            configs.push(("pipeline".into(), Some(i.name)));
+        }
+        let fams: Vec<Option<Family>> = std::iter::once(None)
+            .chain(Family::ALL.into_iter().map(Some))
+            .collect();
+        let (mut cases, mut prefixes) = (0usize, 0usize);
+        for (rules, inj) in &configs {
+            let choice = choose_rules(rules, *inj).unwrap();
+            let pipe = choice.pipeline();
+            let target = choice
+                .stages
+                .iter()
+                .flat_map(|s| s.rules.iter())
+                .find(|r| r.source.starts_with("injected"))
+                .cloned();
+            for fam in &fams {
+                let cfg = fam.map_or_else(GenConfig::default, GenConfig::family);
+                for seed in 0..seeds {
+                    let directed = target
+                        .as_ref()
+                        .filter(|_| seed % 2 == 1)
+                        .and_then(|r| directed::generate_for_pattern_seeded(seed, &r.pat, &cfg));
+                    let case = directed
+                        .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
+                        .case;
+                    let mut g = case.graph.clone();
+                    let rec = pipe.rewrite_recorded(&mut g, case.root);
+                    let mut again = case.graph.clone();
+                    let plain = pipe.rewrite(&mut again, &mut Cache::default(), case.root, None);
+                    assert_eq!(rec.full.trace, plain.trace, "seed {seed}");
+                    if rec.full.stop != Stop::Done {
+                        assert!(pipe.replay(&mut g, &rec, 1).is_none());
+                        continue;
+                    }
+                    cases += 1;
+                    for k in 1..=rec.full.trace.len() + 1 {
+                        let mut f = case.graph.clone();
+                        let want = pipe.rewrite(&mut f, &mut Cache::default(), case.root, Some(k));
+                        let got = pipe.replay(&mut g, &rec, k).unwrap();
+                        let (a, b) = (
+                            write_graph(&f, &[want.root], &["r"]),
+                            write_graph(&g, &[got.root], &["r"]),
+                        );
+                        assert_eq!(
+                            a, b,
+                            "{rules} {inj:?} {fam:?} seed {seed} fuel {k}: replay differs"
+                        );
+                        assert_eq!(want.stop, got.stop, "{rules} {inj:?} seed {seed} fuel {k}");
+                        assert_eq!(
+                            want.trace, got.trace,
+                            "{rules} {inj:?} seed {seed} fuel {k}"
+                        );
+                        prefixes += 1;
+                    }
+                }
+            }
+        }
+        eprintln!("{cases} cases, {prefixes} prefixes compared");
+        assert!(
+            cases > 1000 && prefixes > cases,
+            "{cases} cases, {prefixes} prefixes"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::RuleMemo;
-use crate::rewrite::pipeline::{Pipeline, Rewritten};
+use crate::rewrite::pipeline::{Pipeline, Recorded, Rewritten};
 
 /// State a rewriter may keep between the calls on one graph (the port's analysis cache and
 /// rule memos, which make the idempotence re-rewrite cheap); other rewriters ignore it.
@@ -71,6 +71,41 @@ pub trait Rewriter: Sync {
         root: UOp,
         fuel: usize,
     ) -> Result<Rewritten, RewriterError>;
+    /// Blame's fuel scan without asking the rules again: the complete rewrite of `root` in `g`
+    /// (from a fresh state, as [`Rewriter::rewrite_fuel`]), from which [`Prefixes::root`] gives
+    /// each fuel's result in `g`. `None` (the default) where the rewriter has no such thing:
+    /// blame then rewrites a fresh copy with each fuel.
+    fn prefixes(&self, _g: &mut Graph, _root: UOp) -> Option<Box<dyn Prefixes + '_>> {
+        None
+    }
+}
+
+/// The results of [`Rewriter::rewrite_fuel`] for every fuel, from one complete rewrite
+/// ([`Rewriter::prefixes`]).
+pub trait Prefixes {
+    /// The complete rewrite, in the graph it ran in.
+    fn full(&self) -> &Rewritten;
+    /// The root `rewrite_fuel(fuel)` gives on a fresh copy of the graph, built in `g` (the graph
+    /// the complete rewrite ran in): the same graph, its node handles aside.
+    fn root(&self, g: &mut Graph, fuel: usize) -> UOp;
+}
+
+/// [`Prefixes`] of a [`Pipeline`]: [`Pipeline::replay`] of its recorded rewrite.
+struct Replayed<'p, 'a> {
+    pipe: &'p Pipeline<'a>,
+    rec: Recorded,
+}
+
+impl Prefixes for Replayed<'_, '_> {
+    fn full(&self) -> &Rewritten {
+        &self.rec.full
+    }
+    fn root(&self, g: &mut Graph, fuel: usize) -> UOp {
+        match self.pipe.replay(g, &self.rec, fuel) {
+            Some(rw) => rw.root,
+            None => unreachable!("a Replayed is only made of a rewrite that stopped Done"),
+        }
+    }
 }
 
 impl Rewriter for Pipeline<'_> {
@@ -98,5 +133,10 @@ impl Rewriter for Pipeline<'_> {
             root,
             Some(fuel),
         ))
+    }
+    fn prefixes(&self, g: &mut Graph, root: UOp) -> Option<Box<dyn Prefixes + '_>> {
+        let rec = self.rewrite_recorded(g, root);
+        (rec.full.stop == crate::rewrite::engine::Stop::Done)
+            .then(|| Box::new(Replayed { pipe: self, rec }) as Box<dyn Prefixes + '_>)
     }
 }

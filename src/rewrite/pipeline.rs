@@ -2,7 +2,9 @@
 //! tinygrad's codegen chains its matchers. The oracle, triage and the benchmarks all rewrite
 //! through this.
 use super::analysis::Cache;
-use super::engine::{Limits, Rule, RuleMemo, RuleSet, Step, Stop, graph_rewrite_memo};
+use super::engine::{
+    Limits, Rule, RuleMemo, RuleSet, Step, Stop, graph_replay, graph_rewrite_memo,
+};
 use crate::ir::{Graph, UOp};
 
 /// A rewrite pipeline: rule sets applied one after the other, as tinygrad's codegen runs
@@ -11,6 +13,14 @@ use crate::ir::{Graph, UOp};
 pub struct Pipeline<'a> {
     pub name: String,
     pub stages: Vec<&'a RuleSet>,
+}
+
+/// A complete rewrite with where each stage began ([`Pipeline::rewrite_recorded`]).
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub full: Rewritten,
+    /// Per stage run: the trace length and the root it started from.
+    pub stages: Vec<(usize, UOp)>,
 }
 
 #[derive(Clone, Debug)]
@@ -34,7 +44,7 @@ impl Pipeline<'_> {
         memos: &mut Vec<RuleMemo>,
     ) -> Rewritten {
         memos.resize_with(self.stages.len(), RuleMemo::default);
-        self.run(g, cache, root, None, memos)
+        self.run(g, cache, root, None, memos, None)
     }
 
     /// Runs every stage; stops at the first abnormal stop.
@@ -48,10 +58,83 @@ impl Pipeline<'_> {
         let mut memos: Vec<RuleMemo> = (0..self.stages.len())
             .map(|_| RuleMemo::default())
             .collect();
-        self.run(g, cache, root, fuel, &mut memos)
+        self.run(g, cache, root, fuel, &mut memos, None)
     }
 
-    /// `memos`: one per stage.
+    /// [`Pipeline::rewrite`] to the end from a fresh analysis cache, also recording where each
+    /// stage began: what [`Pipeline::replay`] needs to give every fuel's result from it.
+    pub fn rewrite_recorded(&self, g: &mut Graph, root: UOp) -> Recorded {
+        let mut memos: Vec<RuleMemo> = (0..self.stages.len())
+            .map(|_| RuleMemo::default())
+            .collect();
+        let mut stages = Vec::new();
+        let full = self.run(
+            g,
+            &mut Cache::default(),
+            root,
+            None,
+            &mut memos,
+            Some(&mut stages),
+        );
+        Recorded { full, stages }
+    }
+
+    /// What [`Pipeline::rewrite`] with `Some(fuel)` and a fresh analysis cache gives on the root
+    /// of `rec` in a copy of the graph it ran in (the same graph, nodes aside: compare
+    /// structure, not handles), by replaying `rec`'s trace in `g` without asking the rules
+    /// (`engine::graph_replay`). `None` unless `rec` stopped `Done` (a rule error or a bounds
+    /// problem a prefix would stop at is not in a trace).
+    ///
+    /// Why it is the same: fuel only stops the steps, so a run with fuel `k` makes exactly the
+    /// first `k` steps of the full run, in the same order and from the same states, then finishes
+    /// each stage's walk structurally. Stage by stage: a stage the fuel reaches the end of ends
+    /// at the full run's result (with `left` fuel for its `n` steps, it makes them all: `Done`
+    /// when `left > n`; at `left == n` the walk goes on without asking the rules, which the full
+    /// run found answered nothing more, and `Pipeline::run` stops with that root at the next
+    /// stage's `left == 0`); the stage the fuel runs out in is [`graph_replay`] of its steps
+    /// with the fuel left, from that stage's root.
+    pub fn replay(&self, g: &mut Graph, rec: &Recorded, fuel: usize) -> Option<Rewritten> {
+        if rec.full.stop != Stop::Done || rec.stages.len() != self.stages.len() {
+            return None;
+        }
+        let mut trace = Vec::new();
+        for (s, rules) in self.stages.iter().enumerate() {
+            let (start, cur) = rec.stages[s];
+            let end = rec.stages.get(s + 1).map_or(rec.full.trace.len(), |x| x.0);
+            let left = fuel.saturating_sub(start);
+            if left == 0 {
+                trace.extend_from_slice(&rec.full.trace[..start]);
+                return Some(Rewritten {
+                    root: cur,
+                    stop: Stop::FuelExhausted,
+                    trace,
+                });
+            }
+            if left > end - start {
+                continue;
+            }
+            let limits = Limits {
+                fuel: Some(left),
+                ..Limits::default()
+            };
+            let out = graph_replay(g, cur, rules, &limits, &rec.full.trace[start..end]);
+            if out.stop == Stop::Done {
+                // all `n` steps and nothing more asked: the full run's stage, as `run` goes on
+                continue;
+            }
+            trace.extend_from_slice(&rec.full.trace[..start]);
+            trace.extend(out.trace);
+            return Some(Rewritten {
+                root: out.root,
+                stop: out.stop,
+                trace,
+            });
+        }
+        Some(rec.full.clone())
+    }
+
+    /// `memos`: one per stage. `stages` records each stage run: the trace length and the root
+    /// it started from.
     fn run(
         &self,
         g: &mut Graph,
@@ -59,10 +142,14 @@ impl Pipeline<'_> {
         root: UOp,
         fuel: Option<usize>,
         memos: &mut [RuleMemo],
+        mut stages: Option<&mut Vec<(usize, UOp)>>,
     ) -> Rewritten {
         let mut cur = root;
         let mut trace = Vec::new();
         for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
+            if let Some(st) = stages.as_deref_mut() {
+                st.push((trace.len(), cur));
+            }
             let left = fuel.map(|f| f.saturating_sub(trace.len()));
             if left == Some(0) {
                 return Rewritten {
