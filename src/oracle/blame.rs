@@ -55,7 +55,7 @@ pub fn blame_on(
         let mut judged: FxHashSet<UOp> = FxHashSet::default();
         // (batches only where one tape can run them: a kernel, or another backend, goes one by one)
         let shared = b.name() == backend::reference().name() && g.dtype(case.root) != DType::Void;
-        let (mut k, mut batch) = (1, if shared { 4 } else { 1 });
+        let (mut k, mut batch) = (1, if shared { 2 } else { 1 });
         'scan: while k <= steps {
             let hi = (k + batch - 1).min(steps);
             let roots: Vec<UOp> = (k..=hi).map(|j| px.root(&mut g, j)).collect();
@@ -80,7 +80,7 @@ pub fn blame_on(
             }
             k = hi + 1;
             if shared {
-                batch = (batch * 2).min(32);
+                batch = (batch * 2).min(8);
             }
         }
         let last = first_bad_graph?;
