@@ -10,6 +10,7 @@ use crate::exec::interp_backend::observe_roots_shared;
 use crate::generate::Case;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::Step;
+use crate::rewrite::pipeline::Rewritten;
 use rustc_hash::FxHashSet;
 
 /// The first rule application that is wrong at this point, with every graph run on `b` (a
@@ -25,7 +26,9 @@ use rustc_hash::FxHashSet;
 /// first one whose own `before` and `after` differ at this point is blamed.
 ///
 /// `original`: the original graph already observed on `b` at `env` (the check's `expected`),
-/// so a kernel is not run again for it.
+/// so a kernel is not run again for it. `kept`: the check's complete rewrite of the case
+/// (`pipe.rewrite` from a fresh memo) and the graph it ran in, so it is not rewritten again.
+#[allow(clippy::too_many_arguments)]
 pub fn blame_on(
     b: &dyn Backend,
     case: &Case,
@@ -34,6 +37,7 @@ pub fn blame_on(
     policy: FloatPolicy,
     steps: usize,
     original: Option<&Observed>,
+    kept: Option<(&Graph, &Rewritten)>,
 ) -> Option<usize> {
     let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
     let mut first_bad_graph = None;
@@ -48,8 +52,8 @@ pub fn blame_on(
     };
     // one complete rewrite, each fuel's graph replayed from it in the same arena
     // (`Rewriter::prefixes`); without that, a fresh copy rewritten with each fuel
-    let mut g = case.graph.clone();
-    if let Some(px) = pipe.prefixes(&mut g, case.root) {
+    let mut g = kept.map_or_else(|| case.graph.clone(), |(kg, _)| kg.clone());
+    if let Some(px) = pipe.prefixes(&mut g, case.root, kept.map(|(_, rw)| rw)) {
         // in growing batches, observed together (`observe_many`); a graph already judged (a
         // fuel's graph that is an earlier fuel's, same handle in this arena) is not again
         let mut judged: FxHashSet<UOp> = FxHashSet::default();
@@ -100,6 +104,7 @@ pub fn blame_on(
         }
     }
     let last = first_bad_graph?;
+    let mut g = case.graph.clone();
     let full = pipe
         .rewrite(&mut g, case.root, &mut RewriteMemo::default())
         .ok()?;
@@ -223,16 +228,13 @@ mod tests {
                         .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
                         .case;
                     let mut g = case.graph.clone();
-                    let rec = pipe.rewrite_recorded(&mut g, case.root);
-                    let mut again = case.graph.clone();
-                    let plain = pipe.rewrite(&mut again, &mut Cache::default(), case.root, None);
-                    assert_eq!(rec.full.trace, plain.trace, "seed {seed}");
-                    if rec.full.stop != Stop::Done {
+                    let rec = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+                    if rec.stop != Stop::Done {
                         assert!(pipe.replay(&mut g, &rec, 1).is_none());
                         continue;
                     }
                     cases += 1;
-                    for k in 1..=rec.full.trace.len() + 1 {
+                    for k in 1..=rec.trace.len() + 1 {
                         let mut f = case.graph.clone();
                         let want = pipe.rewrite(&mut f, &mut Cache::default(), case.root, Some(k));
                         let got = pipe.replay(&mut g, &rec, k).unwrap();
@@ -309,7 +311,7 @@ mod tests {
     /// rewrite bugs the checks of generated cases find under every injection.
     #[test]
     fn blame_is_the_fuel_scans() {
-        use crate::oracle::check::{CheckOpts, check_case};
+        use crate::oracle::check::{CheckOpts, check_case_graph};
         use crate::oracle::tolerance::FloatPolicy;
         let seeds: u64 = std::env::var("REPLAY_SEEDS")
             .ok()
@@ -337,6 +339,7 @@ mod tests {
                     let case = directed
                         .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
                         .case;
+                    let b = crate::exec::backend::reference();
                     for policy in [FloatPolicy::FastMath, FloatPolicy::Strict] {
                         let opts = CheckOpts {
                             seed,
@@ -344,7 +347,7 @@ mod tests {
                             policy,
                             ..CheckOpts::default()
                         };
-                        let res = check_case(&case, &pipe, &opts);
+                        let (res, g) = check_case_graph(&case, &pipe, &opts, &[b]);
                         let Some(det) = res.detected.as_ref().filter(|_| res.blame_due) else {
                             continue;
                         };
@@ -352,8 +355,20 @@ mod tests {
                             continue;
                         };
                         let steps = res.rewritten.trace.len();
-                        let b = crate::exec::backend::reference();
-                        let got = super::blame_on(b, &case, &pipe, &p.env, policy, steps, Some(o));
+                        let (got, kept) = (
+                            super::blame_on(b, &case, &pipe, &p.env, policy, steps, Some(o), None),
+                            super::blame_on(
+                                b,
+                                &case,
+                                &pipe,
+                                &p.env,
+                                policy,
+                                steps,
+                                Some(o),
+                                Some((&g, &res.rewritten)),
+                            ),
+                        );
+                        assert_eq!(got, kept, "{inj:?} {fam:?} seed {seed} {policy:?}");
                         let want = blame_by_fuel(&case, &pipe, &p.env, policy, steps, o);
                         assert_eq!(got, want, "{inj:?} {fam:?} seed {seed} {policy:?}");
                         compared += 1;

@@ -940,7 +940,14 @@ pub fn run_with(
             .collect();
         let blamed_ok = workers.each(&mut due, |(_, r)| {
             if let Some(c) = r {
-                finish_blame(&c.case, pipe, &mut c.res, opts.policy, &backends);
+                finish_blame(
+                    &c.case,
+                    pipe,
+                    &mut c.res,
+                    opts.policy,
+                    &backends,
+                    Some(&c.graph),
+                );
             }
         });
         for (slot, ok) in due.into_iter().zip(blamed_ok) {
@@ -980,7 +987,7 @@ pub fn run_with(
                 _ => None,
             };
             if counted_on.is_none() && res.blame_due {
-                finish_blame(&case, pipe, &mut res, opts.policy, &backends);
+                finish_blame(&case, pipe, &mut res, opts.policy, &backends, Some(&graph));
             }
             let Some(det) = &res.detected else { continue };
             if let Some(sig) = counted_on {

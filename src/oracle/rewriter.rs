@@ -6,7 +6,7 @@ use crate::ir::text::ParseError;
 use crate::ir::{Graph, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::engine::RuleMemo;
-use crate::rewrite::pipeline::{Pipeline, Recorded, Rewritten};
+use crate::rewrite::pipeline::{Pipeline, Rewritten};
 
 /// State a rewriter may keep between the calls on one graph (the port's analysis cache and
 /// rule memos, which make the idempotence re-rewrite cheap); other rewriters ignore it.
@@ -71,11 +71,17 @@ pub trait Rewriter: Sync {
         root: UOp,
         fuel: usize,
     ) -> Result<Rewritten, RewriterError>;
-    /// Blame's fuel scan without asking the rules again: the complete rewrite of `root` in `g`
-    /// (from a fresh state, as [`Rewriter::rewrite_fuel`]), from which [`Prefixes::root`] gives
+    /// Blame's fuel scan without asking the rules again: from the complete rewrite of `root`
+    /// (`full`: this rewriter's [`Rewriter::rewrite`] of it from a fresh [`RewriteMemo`], in `g`
+    /// or the graph `g` is a copy of; `None`: one made here, in `g`), [`Prefixes::root`] gives
     /// each fuel's result in `g`. `None` (the default) where the rewriter has no such thing:
     /// blame then rewrites a fresh copy with each fuel.
-    fn prefixes(&self, _g: &mut Graph, _root: UOp) -> Option<Box<dyn Prefixes + '_>> {
+    fn prefixes(
+        &self,
+        _g: &mut Graph,
+        _root: UOp,
+        _full: Option<&Rewritten>,
+    ) -> Option<Box<dyn Prefixes + '_>> {
         None
     }
 }
@@ -90,18 +96,18 @@ pub trait Prefixes {
     fn root(&self, g: &mut Graph, fuel: usize) -> UOp;
 }
 
-/// [`Prefixes`] of a [`Pipeline`]: [`Pipeline::replay`] of its recorded rewrite.
+/// [`Prefixes`] of a [`Pipeline`]: [`Pipeline::replay`] of its complete rewrite.
 struct Replayed<'p, 'a> {
     pipe: &'p Pipeline<'a>,
-    rec: Recorded,
+    full: Rewritten,
 }
 
 impl Prefixes for Replayed<'_, '_> {
     fn full(&self) -> &Rewritten {
-        &self.rec.full
+        &self.full
     }
     fn root(&self, g: &mut Graph, fuel: usize) -> UOp {
-        match self.pipe.replay(g, &self.rec, fuel) {
+        match self.pipe.replay(g, &self.full, fuel) {
             Some(rw) => rw.root,
             None => unreachable!("a Replayed is only made of a rewrite that stopped Done"),
         }
@@ -134,9 +140,17 @@ impl Rewriter for Pipeline<'_> {
             Some(fuel),
         ))
     }
-    fn prefixes(&self, g: &mut Graph, root: UOp) -> Option<Box<dyn Prefixes + '_>> {
-        let rec = self.rewrite_recorded(g, root);
-        (rec.full.stop == crate::rewrite::engine::Stop::Done)
-            .then(|| Box::new(Replayed { pipe: self, rec }) as Box<dyn Prefixes + '_>)
+    fn prefixes(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        full: Option<&Rewritten>,
+    ) -> Option<Box<dyn Prefixes + '_>> {
+        let full = match full {
+            Some(f) => f.clone(),
+            None => Pipeline::rewrite(self, g, &mut Cache::default(), root, None),
+        };
+        (full.stop == crate::rewrite::engine::Stop::Done && full.stages.len() == self.stages.len())
+            .then(|| Box::new(Replayed { pipe: self, full }) as Box<dyn Prefixes + '_>)
     }
 }

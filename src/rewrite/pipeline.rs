@@ -15,19 +15,14 @@ pub struct Pipeline<'a> {
     pub stages: Vec<&'a RuleSet>,
 }
 
-/// A complete rewrite with where each stage began ([`Pipeline::rewrite_recorded`]).
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub full: Rewritten,
-    /// Per stage run: the trace length and the root it started from.
-    pub stages: Vec<(usize, UOp)>,
-}
-
 #[derive(Clone, Debug)]
 pub struct Rewritten {
     pub root: UOp,
     pub stop: Stop,
     pub trace: Vec<Step>,
+    /// Per stage run: the trace length and the root it started from (what
+    /// [`Pipeline::replay`] needs; empty where another rewriter made this).
+    pub stages: Vec<(usize, UOp)>,
 }
 
 impl Pipeline<'_> {
@@ -44,7 +39,7 @@ impl Pipeline<'_> {
         memos: &mut Vec<RuleMemo>,
     ) -> Rewritten {
         memos.resize_with(self.stages.len(), RuleMemo::default);
-        self.run(g, cache, root, None, memos, None)
+        self.run(g, cache, root, None, memos)
     }
 
     /// Runs every stage; stops at the first abnormal stop.
@@ -58,31 +53,14 @@ impl Pipeline<'_> {
         let mut memos: Vec<RuleMemo> = (0..self.stages.len())
             .map(|_| RuleMemo::default())
             .collect();
-        self.run(g, cache, root, fuel, &mut memos, None)
+        self.run(g, cache, root, fuel, &mut memos)
     }
 
-    /// [`Pipeline::rewrite`] to the end from a fresh analysis cache, also recording where each
-    /// stage began: what [`Pipeline::replay`] needs to give every fuel's result from it.
-    pub fn rewrite_recorded(&self, g: &mut Graph, root: UOp) -> Recorded {
-        let mut memos: Vec<RuleMemo> = (0..self.stages.len())
-            .map(|_| RuleMemo::default())
-            .collect();
-        let mut stages = Vec::new();
-        let full = self.run(
-            g,
-            &mut Cache::default(),
-            root,
-            None,
-            &mut memos,
-            Some(&mut stages),
-        );
-        Recorded { full, stages }
-    }
-
-    /// What [`Pipeline::rewrite`] with `Some(fuel)` and a fresh analysis cache gives on the root
-    /// of `rec` in a copy of the graph it ran in (the same graph, nodes aside: compare
-    /// structure, not handles), by replaying `rec`'s trace in `g` without asking the rules
-    /// (`engine::graph_replay`). `None` unless `rec` stopped `Done` (a rule error or a bounds
+    /// What [`Pipeline::rewrite`] with `Some(fuel)` and a fresh analysis cache gives on `root` in a
+    /// copy of the graph `full` ran in (the same graph, nodes aside: compare structure, not
+    /// handles), by replaying `full`'s trace in `g` without asking the rules
+    /// (`engine::graph_replay`). `full`: this pipeline's complete rewrite of `root`, in `g` or
+    /// in the graph `g` is a copy of. `None` unless it stopped `Done` (a rule error or a bounds
     /// problem a prefix would stop at is not in a trace).
     ///
     /// Why it is the same: fuel only stops the steps, so a run with fuel `k` makes exactly the
@@ -93,21 +71,23 @@ impl Pipeline<'_> {
     /// run found answered nothing more, and `Pipeline::run` stops with that root at the next
     /// stage's `left == 0`); the stage the fuel runs out in is [`graph_replay`] of its steps
     /// with the fuel left, from that stage's root.
-    pub fn replay(&self, g: &mut Graph, rec: &Recorded, fuel: usize) -> Option<Rewritten> {
-        if rec.full.stop != Stop::Done || rec.stages.len() != self.stages.len() {
+    pub fn replay(&self, g: &mut Graph, full: &Rewritten, fuel: usize) -> Option<Rewritten> {
+        if full.stop != Stop::Done || full.stages.len() != self.stages.len() {
             return None;
         }
+        let stages = &full.stages;
         let mut trace = Vec::new();
         for (s, rules) in self.stages.iter().enumerate() {
-            let (start, cur) = rec.stages[s];
-            let end = rec.stages.get(s + 1).map_or(rec.full.trace.len(), |x| x.0);
+            let (start, cur) = stages[s];
+            let end = stages.get(s + 1).map_or(full.trace.len(), |x| x.0);
             let left = fuel.saturating_sub(start);
             if left == 0 {
-                trace.extend_from_slice(&rec.full.trace[..start]);
+                trace.extend_from_slice(&full.trace[..start]);
                 return Some(Rewritten {
                     root: cur,
                     stop: Stop::FuelExhausted,
                     trace,
+                    stages: stages[..s].to_vec(),
                 });
             }
             if left > end - start {
@@ -117,24 +97,24 @@ impl Pipeline<'_> {
                 fuel: Some(left),
                 ..Limits::default()
             };
-            let out = graph_replay(g, cur, rules, &limits, &rec.full.trace[start..end]);
+            let out = graph_replay(g, cur, rules, &limits, &full.trace[start..end]);
             if out.stop == Stop::Done {
                 // all `n` steps and nothing more asked: the full run's stage, as `run` goes on
                 continue;
             }
-            trace.extend_from_slice(&rec.full.trace[..start]);
+            trace.extend_from_slice(&full.trace[..start]);
             trace.extend(out.trace);
             return Some(Rewritten {
                 root: out.root,
                 stop: out.stop,
                 trace,
+                stages: stages[..=s].to_vec(),
             });
         }
-        Some(rec.full.clone())
+        Some(full.clone())
     }
 
-    /// `memos`: one per stage. `stages` records each stage run: the trace length and the root
-    /// it started from.
+    /// `memos`: one per stage.
     fn run(
         &self,
         g: &mut Graph,
@@ -142,22 +122,21 @@ impl Pipeline<'_> {
         root: UOp,
         fuel: Option<usize>,
         memos: &mut [RuleMemo],
-        mut stages: Option<&mut Vec<(usize, UOp)>>,
     ) -> Rewritten {
         let mut cur = root;
         let mut trace = Vec::new();
+        let mut stages = Vec::with_capacity(self.stages.len());
         for (s, memo) in self.stages.iter().zip(memos.iter_mut()) {
-            if let Some(st) = stages.as_deref_mut() {
-                st.push((trace.len(), cur));
-            }
             let left = fuel.map(|f| f.saturating_sub(trace.len()));
             if left == Some(0) {
                 return Rewritten {
                     root: cur,
                     stop: Stop::FuelExhausted,
                     trace,
+                    stages,
                 };
             }
+            stages.push((trace.len(), cur));
             let limits = Limits {
                 fuel: left,
                 ..Limits::default()
@@ -170,6 +149,7 @@ impl Pipeline<'_> {
                     root: cur,
                     stop: out.stop,
                     trace,
+                    stages,
                 };
             }
         }
@@ -177,6 +157,7 @@ impl Pipeline<'_> {
             root: cur,
             stop: Stop::Done,
             trace,
+            stages,
         }
     }
 }
