@@ -69,7 +69,7 @@ pub fn blame_on(
                     fresh.push(*r);
                 }
             }
-            let mut seen = observe_many(b, &g, &fresh, env).into_iter();
+            let mut seen = observe_many(b, &g, &fresh, env);
             for (j, r) in (k..=hi).zip(&roots) {
                 if !judged.insert(*r) {
                     continue;

@@ -1016,6 +1016,7 @@ pub fn graph_replay(
 
 /// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`; `BOTTOM_UP` is
 /// `limits.bottom_up` (a constant, so the top-down loop carries none of the bottom-up tests).
+#[allow(clippy::too_many_arguments)]
 fn rewrite_in<const BOTTOM_UP: bool>(
     g: &mut Graph,
     cache: &mut super::analysis::Cache,
