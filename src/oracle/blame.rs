@@ -25,6 +25,13 @@ use rustc_hash::FxHashSet;
 /// `replace` dict does the same). So the steps up to there are checked node by node too: the
 /// first one whose own `before` and `after` differ at this point is blamed.
 ///
+/// The partial graphs come from one complete rewrite where the rewriter can replay it
+/// ([`Rewriter::prefixes`]: the port's pipeline replays its trace without the rules,
+/// `Pipeline::replay`), else from a fresh copy rewritten with each fuel. On the reference a batch
+/// of them, and the steps' befores and afters, run on one shared tape (`observe_many`); a
+/// partial graph equal to an earlier one is not run again. The result is the plain scan's
+/// (`tests::blame_is_the_fuel_scans`).
+///
 /// `original`: the original graph already observed on `b` at `env` (the check's `expected`),
 /// so a kernel is not run again for it. `kept`: the check's complete rewrite of the case
 /// (`pipe.rewrite` from a fresh memo) and the graph it ran in, so it is not rewritten again.
