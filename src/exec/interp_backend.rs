@@ -169,6 +169,28 @@ pub fn observe_roots_kept(
     (seen, None)
 }
 
+/// `observe` of each of `roots` at `env`, identical results, from one tape of them all (the
+/// nodes they share evaluated once; a root whose tape raised at `env` runs on the interpreter);
+/// `None` where no such tape runs (a kernel or vector root, a node outside the tape's subset,
+/// a tape past the step budget): observe them one by one then.
+pub fn observe_roots_shared(g: &Graph, roots: &[UOp], env: &Env) -> Option<Vec<Observed>> {
+    let t = Tape::with_roots(g, roots)?;
+    let cols = t.run_columns(&[env])?;
+    roots
+        .iter()
+        .zip(t.roots_at(&cols))
+        .map(|(r, outs)| {
+            let runner = Runner {
+                root: *r,
+                tape: None,
+                plan: std::cell::OnceCell::new(),
+                slots: Vec::new(),
+            };
+            runner.observed_tape(g, outs, &[env]).pop()
+        })
+        .collect()
+}
+
 fn tape_observed(o: TapeOut) -> Observed {
     Observed {
         value: o.value,

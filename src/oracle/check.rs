@@ -186,6 +186,7 @@ fn check_case_in(
             root: case.root,
             stop: Stop::Done,
             trace: Vec::new(),
+            stages: Vec::new(),
         },
         detected: None,
         points_compared: 0,
@@ -403,6 +404,7 @@ fn check_reference(
                         opts.policy,
                         rw.trace.len(),
                         Some(&o),
+                        Some((g, rw)),
                     )
                 } else {
                     res.blame_due = true;
@@ -464,13 +466,15 @@ fn class_of(policy: FloatPolicy, rw: &Rewritten, blamed: Option<usize>) -> Class
 
 /// Blames the rewrite bug a check left unblamed (`CaseResult::blame_due`) on the backend that
 /// showed it, as the check itself would have (`CheckOpts::blame`): the same `blamed` and class.
-/// `backends` are the check's; the reference needs not be among them.
+/// `backends` are the check's; the reference needs not be among them. `graph`: the graph the
+/// check ran in ([`check_case_graph`]), which holds its rewrite.
 pub fn finish_blame(
     case: &Case,
     pipe: &dyn Rewriter,
     res: &mut CaseResult,
     policy: FloatPolicy,
     backends: &[&dyn Backend],
+    graph: Option<&Graph>,
 ) {
     if !std::mem::take(&mut res.blame_due) {
         return;
@@ -489,7 +493,17 @@ pub fn finish_blame(
         }
     };
     let steps = res.rewritten.trace.len();
-    det.blamed = blame_on(b, case, pipe, &p.env, policy, steps, det.expected.as_ref());
+    let kept = graph.map(|g| (g, &res.rewritten));
+    det.blamed = blame_on(
+        b,
+        case,
+        pipe,
+        &p.env,
+        policy,
+        steps,
+        det.expected.as_ref(),
+        kept,
+    );
     det.class = class_of(policy, &res.rewritten, det.blamed);
 }
 
@@ -743,7 +757,16 @@ fn check_backends(
                 return Some(found(Class::BackendUb, *b, s, None, ob, nb));
             }
             let blamed = if opts.blame {
-                blame_on(*b, case, pipe, &p.env, policy, rw.trace.len(), Some(ob))
+                blame_on(
+                    *b,
+                    case,
+                    pipe,
+                    &p.env,
+                    policy,
+                    rw.trace.len(),
+                    Some(ob),
+                    Some((g, rw)),
+                )
             } else {
                 res.blame_due = true;
                 None

@@ -85,8 +85,8 @@ pub fn idempotence_sampled(seed: u64, every: u64) -> bool {
     every != 0 && (seed >> 40).is_multiple_of(every)
 }
 
-/// [`FuzzOpts::blame_per_key`]'s default. Blame re-rewrites the graph once per trace step (fuel
-/// 1, 2, …) and runs each prefix (13 % of the `--family float` loop by a perf profile). With 2,
+/// [`FuzzOpts::blame_per_key`]'s default. Blame runs the graph after each trace step (fuel 1,
+/// 2, …; replayed from the check's rewrite, `oracle::blame`) at the failing point. With 2,
 /// `fuzz --iters 20000 --threads 1` leaves 45 of 639 rewrite bugs unblamed at `--seed 0` and 27
 /// of 632 at `--seed 1`, with the signatures of blaming all (three counts differ by up to 5);
 /// 1 would trust a single blame per key.
@@ -950,7 +950,14 @@ pub fn run_with(
             .collect();
         let blamed_ok = workers.each(&mut due, |(_, r)| {
             if let Some(c) = r {
-                finish_blame(&c.case, pipe, &mut c.res, opts.policy, &backends);
+                finish_blame(
+                    &c.case,
+                    pipe,
+                    &mut c.res,
+                    opts.policy,
+                    &backends,
+                    Some(&c.graph),
+                );
             }
         });
         for (slot, ok) in due.into_iter().zip(blamed_ok) {
@@ -990,7 +997,7 @@ pub fn run_with(
                 _ => None,
             };
             if counted_on.is_none() && res.blame_due {
-                finish_blame(&case, pipe, &mut res, opts.policy, &backends);
+                finish_blame(&case, pipe, &mut res, opts.policy, &backends, Some(&graph));
             }
             let Some(det) = &res.detected else { continue };
             if let Some(sig) = counted_on {

@@ -71,6 +71,47 @@ pub trait Rewriter: Sync {
         root: UOp,
         fuel: usize,
     ) -> Result<Rewritten, RewriterError>;
+    /// Blame's fuel scan without asking the rules again: from the complete rewrite of `root`
+    /// (`full`: this rewriter's [`Rewriter::rewrite`] of it from a fresh [`RewriteMemo`], in `g`
+    /// or the graph `g` is a copy of; `None`: one made here, in `g`), [`Prefixes::root`] gives
+    /// each fuel's result in `g`. `None` (the default) where the rewriter has no such thing:
+    /// blame then rewrites a fresh copy with each fuel.
+    fn prefixes(
+        &self,
+        _g: &mut Graph,
+        _root: UOp,
+        _full: Option<&Rewritten>,
+    ) -> Option<Box<dyn Prefixes + '_>> {
+        None
+    }
+}
+
+/// The results of [`Rewriter::rewrite_fuel`] for every fuel, from one complete rewrite
+/// ([`Rewriter::prefixes`]).
+pub trait Prefixes {
+    /// The complete rewrite, in the graph it ran in.
+    fn full(&self) -> &Rewritten;
+    /// The root `rewrite_fuel(fuel)` gives on a fresh copy of the graph, built in `g` (the graph
+    /// the complete rewrite ran in): the same graph, its node handles aside.
+    fn root(&self, g: &mut Graph, fuel: usize) -> UOp;
+}
+
+/// [`Prefixes`] of a [`Pipeline`]: [`Pipeline::replay`] of its complete rewrite.
+struct Replayed<'p, 'a> {
+    pipe: &'p Pipeline<'a>,
+    full: Rewritten,
+}
+
+impl Prefixes for Replayed<'_, '_> {
+    fn full(&self) -> &Rewritten {
+        &self.full
+    }
+    fn root(&self, g: &mut Graph, fuel: usize) -> UOp {
+        match self.pipe.replay(g, &self.full, fuel) {
+            Some(rw) => rw.root,
+            None => unreachable!("a Replayed is only made of a rewrite that stopped Done"),
+        }
+    }
 }
 
 impl Rewriter for Pipeline<'_> {
@@ -98,5 +139,18 @@ impl Rewriter for Pipeline<'_> {
             root,
             Some(fuel),
         ))
+    }
+    fn prefixes(
+        &self,
+        g: &mut Graph,
+        root: UOp,
+        full: Option<&Rewritten>,
+    ) -> Option<Box<dyn Prefixes + '_>> {
+        let full = match full {
+            Some(f) => f.clone(),
+            None => Pipeline::rewrite(self, g, &mut Cache::default(), root, None),
+        };
+        (full.stop == crate::rewrite::engine::Stop::Done && full.stages.len() == self.stages.len())
+            .then(|| Box::new(Replayed { pipe: self, full }) as Box<dyn Prefixes + '_>)
     }
 }

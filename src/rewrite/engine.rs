@@ -461,6 +461,9 @@ struct Rw<'a> {
     /// the loop): `stack_limit + 1` until such a stop is set (the only places that set one
     /// also set this), then 0.
     pop_cap: usize,
+    /// [`graph_replay`]: the steps of an earlier run of these rules from the same root, answered
+    /// in order instead of asking the rules (the memo stays empty, so every ask lands here).
+    replay: Option<&'a [Step]>,
 }
 
 impl Rw<'_> {
@@ -488,6 +491,7 @@ impl Rw<'_> {
         let (i, after) = match self.memo.get(u) {
             Some(Some(m)) => m,
             Some(None) => return None,
+            None if self.replay.is_some() => return self.replay_step(u),
             None => match self.rules.rewrite_with(cx, u, self.scratch) {
                 Ok(m) => {
                     let m = m.map(|(i, after)| (i as u32, after));
@@ -508,6 +512,20 @@ impl Rw<'_> {
             after,
         });
         Some(after)
+    }
+    /// [`Rw::apply_op`] in a replay: the recorded run's next step if it rewrote `u`, else none.
+    /// The rules are pure per node and asked once per node and call (a node they did not
+    /// rewrite stays so), so the recorded run's `i`-th ask that rewrote is the `i`-th step, and
+    /// every ask in between left its node alone.
+    #[cold]
+    #[inline(never)]
+    fn replay_step(&mut self, u: UOp) -> Option<UOp> {
+        let s = self.replay?.get(self.trace.len())?;
+        if s.before != u {
+            return None;
+        }
+        self.trace.push(s.clone());
+        Some(s.after)
     }
     /// The trace reached [`Rw::step_cap`]: fuel first, as the checks one by one would say.
     #[cold]
@@ -916,9 +934,9 @@ pub fn graph_rewrite(
     memo.clear();
     // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
     let out = if limits.bottom_up {
-        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo, &mut sc)
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo, &mut sc, None)
     } else {
-        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo, &mut sc)
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo, &mut sc, None)
     };
     sc.memo = memo;
     give_scratch(sc);
@@ -953,9 +971,9 @@ pub fn graph_rewrite_memo(
     let mut sc = take_scratch();
     // the top-down loop is compiled apart from the bottom-up one, without its per-pop tests
     let out = if limits.bottom_up {
-        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+        rewrite_in::<true>(g, cache, root, rules, limits, &mut memo.map, &mut sc, None)
     } else {
-        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo.map, &mut sc)
+        rewrite_in::<false>(g, cache, root, rules, limits, &mut memo.map, &mut sc, None)
     };
     give_scratch(sc);
     if out.stop != Stop::Done {
@@ -964,8 +982,41 @@ pub fn graph_rewrite_memo(
     out
 }
 
+/// [`graph_rewrite`] (top-down) with the rules' answers taken from `steps`, the trace of an earlier
+/// top-down call of `rules` on `root` in this graph's arena (fresh memo and analysis cache, no
+/// fuel, stopped `Done`), instead of asking them: under `limits.fuel` it is the graph that
+/// call would have given with that fuel, at the cost of the walk (no rule runs, so no bounds
+/// are read and no analysis cache is needed). Blame's fuel scan (`oracle::blame`).
+pub fn graph_replay(
+    g: &mut Graph,
+    root: UOp,
+    rules: &RuleSet,
+    limits: &Limits,
+    steps: &[Step],
+) -> Outcome {
+    debug_assert!(!limits.bottom_up);
+    let mut sc = take_scratch();
+    let mut memo = std::mem::take(&mut sc.memo);
+    memo.clear();
+    let mut cache = super::analysis::Cache::default();
+    let out = rewrite_in::<false>(
+        g,
+        &mut cache,
+        root,
+        rules,
+        limits,
+        &mut memo,
+        &mut sc,
+        Some(steps),
+    );
+    sc.memo = memo;
+    give_scratch(sc);
+    out
+}
+
 /// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`; `BOTTOM_UP` is
 /// `limits.bottom_up` (a constant, so the top-down loop carries none of the bottom-up tests).
+#[allow(clippy::too_many_arguments)]
 fn rewrite_in<const BOTTOM_UP: bool>(
     g: &mut Graph,
     cache: &mut super::analysis::Cache,
@@ -974,6 +1025,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
     limits: &Limits,
     memo: &mut MemoTable,
     sc: &mut Scratch,
+    replay: Option<&[Step]>,
 ) -> Outcome {
     // judged per call (a nested simplify inherits nothing), then handed back to the caller
     let outer_bounds_error = cache.bounds_error.take();
@@ -1000,6 +1052,7 @@ fn rewrite_in<const BOTTOM_UP: bool>(
         memo,
         step_cap: limits.fuel.unwrap_or(usize::MAX).min(limits.max_steps),
         pop_cap: limits.stack_limit.saturating_add(1),
+        replay,
     };
     stack.push((root, 0, root));
     nodes.slot_mut(root).on_stack = true;

@@ -109,6 +109,7 @@ impl TinygradRewriter {
                 root,
                 stop: Stop::Done,
                 trace: Vec::new(),
+                stages: Vec::new(),
             });
         }
         let mut req = serde_json::json!({
@@ -156,6 +157,7 @@ impl TinygradRewriter {
                             error: RuleError::Overflow(e.to_string()),
                         },
                         trace: Vec::new(),
+                        stages: Vec::new(),
                     });
                 }
                 Err(e) => return Err(RewriterError::Result(e)),
@@ -198,6 +200,7 @@ impl TinygradRewriter {
                     root: r,
                     stop,
                     trace,
+                    stages: Vec::new(),
                 });
             }
             Some(cls) => {
@@ -244,7 +247,12 @@ impl TinygradRewriter {
                 }
             }
         };
-        Ok(Rewritten { root, stop, trace })
+        Ok(Rewritten {
+            root,
+            stop,
+            trace,
+            stages: Vec::new(),
+        })
     }
 }
 
