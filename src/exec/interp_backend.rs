@@ -147,19 +147,7 @@ pub fn observe_roots_kept(
         && let Some(t) = Tape::with_roots(g, roots)
         && let Some(cols) = t.run_columns(envs)
     {
-        let seen = roots
-            .iter()
-            .zip(t.roots_at(&cols))
-            .map(|(r, outs)| {
-                let runner = Runner {
-                    root: *r,
-                    tape: None,
-                    plan: std::cell::OnceCell::new(),
-                    slots: Vec::new(),
-                };
-                runner.observed_tape(g, outs, envs)
-            })
-            .collect();
+        let seen = observed_roots(g, roots, &t, &cols, envs);
         return (seen, Some((t, cols)));
     }
     let seen = roots
@@ -176,9 +164,24 @@ pub fn observe_roots_kept(
 pub fn observe_roots_shared(g: &Graph, roots: &[UOp], env: &Env) -> Option<Vec<Observed>> {
     let t = Tape::with_roots(g, roots)?;
     let cols = t.run_columns(&[env])?;
+    observed_roots(g, roots, &t, &cols, &[env])
+        .into_iter()
+        .map(|mut o| o.pop())
+        .collect()
+}
+
+/// Each root's observations off tape `t`'s run `cols` at `envs` (a point where the tape
+/// raised for a root runs that root on the interpreter).
+fn observed_roots(
+    g: &Graph,
+    roots: &[UOp],
+    t: &Tape,
+    cols: &Columns,
+    envs: &[&Env],
+) -> Vec<Vec<Observed>> {
     roots
         .iter()
-        .zip(t.roots_at(&cols))
+        .zip(t.roots_at(cols))
         .map(|(r, outs)| {
             let runner = Runner {
                 root: *r,
@@ -186,7 +189,7 @@ pub fn observe_roots_shared(g: &Graph, roots: &[UOp], env: &Env) -> Option<Vec<O
                 plan: std::cell::OnceCell::new(),
                 slots: Vec::new(),
             };
-            runner.observed_tape(g, outs, &[env]).pop()
+            runner.observed_tape(g, outs, envs)
         })
         .collect()
 }
