@@ -193,75 +193,79 @@ mod tests {
     use crate::oracle::inject;
     use crate::rewrite::analysis::Cache;
     use crate::rewrite::engine::Stop;
+    use crate::rewrite::pipeline::Pipeline;
+
+    /// Each generated case of every family (`REPLAY_SEEDS` seeds, default 300) under `rules`
+    /// with injection `inj`, every odd seed aimed at the injected rule's pattern where one is
+    /// switched in: `f(pipeline, family, seed, case)`.
+    fn each_case(
+        rules: &str,
+        inj: Option<&str>,
+        mut f: impl FnMut(&Pipeline, Option<Family>, u64, &crate::generate::Case),
+    ) {
+        let seeds: u64 = std::env::var("REPLAY_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(300);
+        let choice = choose_rules(rules, inj).unwrap();
+        let pipe = choice.pipeline();
+        let target = choice
+            .stages
+            .iter()
+            .flat_map(|s| s.rules.iter())
+            .find(|r| r.source.starts_with("injected"))
+            .cloned();
+        for fam in std::iter::once(None).chain(Family::ALL.into_iter().map(Some)) {
+            let cfg = fam.map_or_else(GenConfig::default, GenConfig::family);
+            for seed in 0..seeds {
+                let directed = target
+                    .as_ref()
+                    .filter(|_| seed % 2 == 1)
+                    .and_then(|r| directed::generate_for_pattern_seeded(seed, &r.pat, &cfg));
+                let case = directed
+                    .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
+                    .case;
+                f(&pipe, fam, seed, &case);
+            }
+        }
+    }
 
     /// `Pipeline::replay` (blame's prefixes) gives, for every fuel, the same graph as
     /// `Pipeline::rewrite` with that fuel on a fresh copy: generated cases of every family,
     /// graph and pattern-directed, under the pipelines and every injection.
     #[test]
     fn replayed_prefixes_are_the_fuel_rewrites() {
-        let seeds: u64 = std::env::var("REPLAY_SEEDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(300);
-        let mut configs: Vec<(String, Option<&str>)> = vec![
-            ("pipeline".into(), None),
-            ("pipeline_fast_idiv".into(), None),
-            ("symbolic".into(), None),
+        let mut configs: Vec<(&str, Option<&str>)> = vec![
+            ("pipeline", None),
+            ("pipeline_fast_idiv", None),
+            ("symbolic", None),
         ];
-        for i in inject::all() {
-            configs.push(("pipeline".into(), Some(i.name)));
-        }
-        let fams: Vec<Option<Family>> = std::iter::once(None)
-            .chain(Family::ALL.into_iter().map(Some))
-            .collect();
+        configs.extend(inject::all().iter().map(|i| ("pipeline", Some(i.name))));
         let (mut cases, mut prefixes) = (0usize, 0usize);
-        for (rules, inj) in &configs {
-            let choice = choose_rules(rules, *inj).unwrap();
-            let pipe = choice.pipeline();
-            let target = choice
-                .stages
-                .iter()
-                .flat_map(|s| s.rules.iter())
-                .find(|r| r.source.starts_with("injected"))
-                .cloned();
-            for fam in &fams {
-                let cfg = fam.map_or_else(GenConfig::default, GenConfig::family);
-                for seed in 0..seeds {
-                    let directed = target
-                        .as_ref()
-                        .filter(|_| seed % 2 == 1)
-                        .and_then(|r| directed::generate_for_pattern_seeded(seed, &r.pat, &cfg));
-                    let case = directed
-                        .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
-                        .case;
-                    let mut g = case.graph.clone();
-                    let rec = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
-                    if rec.stop != Stop::Done {
-                        assert!(pipe.replay(&mut g, &rec, 1).is_none());
-                        continue;
-                    }
-                    cases += 1;
-                    for k in 1..=rec.trace.len() + 1 {
-                        let mut f = case.graph.clone();
-                        let want = pipe.rewrite(&mut f, &mut Cache::default(), case.root, Some(k));
-                        let got = pipe.replay(&mut g, &rec, k).unwrap();
-                        let (a, b) = (
-                            write_graph(&f, &[want.root], &["r"]),
-                            write_graph(&g, &[got.root], &["r"]),
-                        );
-                        assert_eq!(
-                            a, b,
-                            "{rules} {inj:?} {fam:?} seed {seed} fuel {k}: replay differs"
-                        );
-                        assert_eq!(want.stop, got.stop, "{rules} {inj:?} seed {seed} fuel {k}");
-                        assert_eq!(
-                            want.trace, got.trace,
-                            "{rules} {inj:?} seed {seed} fuel {k}"
-                        );
-                        prefixes += 1;
-                    }
+        for (rules, inj) in configs {
+            each_case(rules, inj, |pipe, fam, seed, case| {
+                let mut g = case.graph.clone();
+                let rec = pipe.rewrite(&mut g, &mut Cache::default(), case.root, None);
+                if rec.stop != Stop::Done {
+                    assert!(pipe.replay(&mut g, &rec, 1).is_none());
+                    return;
                 }
-            }
+                cases += 1;
+                for k in 1..=rec.trace.len() + 1 {
+                    let mut f = case.graph.clone();
+                    let want = pipe.rewrite(&mut f, &mut Cache::default(), case.root, Some(k));
+                    let got = pipe.replay(&mut g, &rec, k).unwrap();
+                    let at = format!("{rules} {inj:?} {fam:?} seed {seed} fuel {k}");
+                    assert_eq!(
+                        write_graph(&f, &[want.root], &["r"]),
+                        write_graph(&g, &[got.root], &["r"]),
+                        "{at}: replay differs"
+                    );
+                    assert_eq!(want.stop, got.stop, "{at}");
+                    assert_eq!(want.trace, got.trace, "{at}");
+                    prefixes += 1;
+                }
+            });
         }
         eprintln!("{cases} cases, {prefixes} prefixes compared");
         assert!(
@@ -320,68 +324,37 @@ mod tests {
     fn blame_is_the_fuel_scans() {
         use crate::oracle::check::{CheckOpts, check_case_graph};
         use crate::oracle::tolerance::FloatPolicy;
-        let seeds: u64 = std::env::var("REPLAY_SEEDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(300);
+        let b = crate::exec::backend::reference();
         let mut compared = 0;
         let mut configs: Vec<Option<&str>> = vec![None];
         configs.extend(inject::all().iter().map(|i| Some(i.name)));
         for inj in configs {
-            let choice = choose_rules("pipeline", inj).unwrap();
-            let pipe = choice.pipeline();
-            let target = choice
-                .stages
-                .iter()
-                .flat_map(|s| s.rules.iter())
-                .find(|r| r.source.starts_with("injected"))
-                .cloned();
-            for fam in std::iter::once(None).chain(Family::ALL.into_iter().map(Some)) {
-                let cfg = fam.map_or_else(GenConfig::default, GenConfig::family);
-                for seed in 0..seeds {
-                    let directed = target
-                        .as_ref()
-                        .filter(|_| seed % 2 == 1)
-                        .and_then(|r| directed::generate_for_pattern_seeded(seed, &r.pat, &cfg));
-                    let case = directed
-                        .unwrap_or_else(|| generate::generate_seeded(seed, &cfg))
-                        .case;
-                    let b = crate::exec::backend::reference();
-                    for policy in [FloatPolicy::FastMath, FloatPolicy::Strict] {
-                        let opts = CheckOpts {
-                            seed,
-                            blame: false,
-                            policy,
-                            ..CheckOpts::default()
-                        };
-                        let (res, g) = check_case_graph(&case, &pipe, &opts, &[b]);
-                        let Some(det) = res.detected.as_ref().filter(|_| res.blame_due) else {
-                            continue;
-                        };
-                        let (Some(p), Some(o)) = (&det.point, &det.expected) else {
-                            continue;
-                        };
-                        let steps = res.rewritten.trace.len();
-                        let (got, kept) = (
-                            super::blame_on(b, &case, &pipe, &p.env, policy, steps, Some(o), None),
-                            super::blame_on(
-                                b,
-                                &case,
-                                &pipe,
-                                &p.env,
-                                policy,
-                                steps,
-                                Some(o),
-                                Some((&g, &res.rewritten)),
-                            ),
-                        );
-                        assert_eq!(got, kept, "{inj:?} {fam:?} seed {seed} {policy:?}");
-                        let want = blame_by_fuel(&case, &pipe, &p.env, policy, steps, o);
-                        assert_eq!(got, want, "{inj:?} {fam:?} seed {seed} {policy:?}");
-                        compared += 1;
-                    }
+            each_case("pipeline", inj, |pipe, fam, seed, case| {
+                for policy in [FloatPolicy::FastMath, FloatPolicy::Strict] {
+                    let opts = CheckOpts {
+                        seed,
+                        blame: false,
+                        policy,
+                        ..CheckOpts::default()
+                    };
+                    let (res, g) = check_case_graph(case, pipe, &opts, &[b]);
+                    let Some(det) = res.detected.as_ref().filter(|_| res.blame_due) else {
+                        continue;
+                    };
+                    let (Some(p), Some(o)) = (&det.point, &det.expected) else {
+                        continue;
+                    };
+                    let steps = res.rewritten.trace.len();
+                    let blame =
+                        |kept| super::blame_on(b, case, pipe, &p.env, policy, steps, Some(o), kept);
+                    let at = format!("{inj:?} {fam:?} seed {seed} {policy:?}");
+                    let got = blame(None);
+                    assert_eq!(got, blame(Some((&g, &res.rewritten))), "{at}");
+                    let want = blame_by_fuel(case, pipe, &p.env, policy, steps, o);
+                    assert_eq!(got, want, "{at}");
+                    compared += 1;
                 }
-            }
+            });
         }
         eprintln!("{compared} blames compared");
         assert!(compared > 100, "{compared} blames compared");
