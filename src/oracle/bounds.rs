@@ -122,13 +122,13 @@ fn value(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
 }
 
 /// Every node under `roots` whose value at `env` lies outside its vmin/vmax, in topological
-/// order (lowest first). Nodes without a value at `env` are skipped.
+/// order (lowest first). Nodes without a value at `env` are skipped, and so are nodes whose
+/// bounds are not tinygrad's (saturated in i128, raising in Python, past the port's weakint).
 pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
     violations(g, roots, env, false)
 }
 
-/// `check`, stopping at the first violation when `first` (which is an origin: no node before
-/// it in topological order is bad).
+/// `check`, stopping at the first origin (no operand of it is bad) when `first`.
 fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation> {
     let mut cache = Cache::default();
     let mut out: Vec<Violation> = Vec::new();
@@ -164,6 +164,15 @@ fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation
         }
         let origin = !g.src(u).iter().any(|s| bad.contains(s));
         bad.push(u);
+        // a bound tinygrad does not compute as the port does is no verdict: an i128 operation
+        // saturated where Python's ints do not (`inexact`, unless both ends collapsed to one
+        // side: still truthful, Python's lie beyond it), or a `_min_max` that raises in Python.
+        // It stays bad, so a node above it is no origin either.
+        if (cache.inexact.contains(&u) && !cache.collapsed.contains(&u))
+            || cache.raises.contains_key(&u)
+        {
+            continue;
+        }
         let show =
             |c: ConstVal| Val::from_const(c).map_or_else(|| format!("{c:?}"), |v| v.py_repr());
         out.push(Violation {
@@ -177,7 +186,7 @@ fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation
             vmax: show(hi),
             origin,
         });
-        if first {
+        if first && origin {
             break;
         }
     }
@@ -566,6 +575,42 @@ mod tests {
         let s = g.mk(Ops::ADD, DType::WeakInt, &[m, c], Arg::None);
         assert_eq!(value(&g, s, &env), Some(Val::Int(5)));
         assert!(check(&g, &[s], &env).is_empty());
+    }
+
+    /// `(v0*(v0*v0) + v0) // -1` on long: the port's bounds of the product saturate i128 and
+    /// the FLOORDIV by -1 of them is not Python's (which holds every value), so the value outside
+    /// them is no verdict, nor is anything above it; a wrapping char ADD is one.
+    #[test]
+    fn no_verdict_on_bounds_the_port_computes_past_i128() {
+        let mut g = Graph::new();
+        let l = DType::Int64;
+        let v = g.variable("v0", i64::MIN as i128, i64::MAX as i128, l);
+        let sq = g.mk(Ops::MUL, l, &[v, v], Arg::None);
+        let cube = g.mk(Ops::MUL, l, &[v, sq], Arg::None);
+        let add = g.mk(Ops::ADD, l, &[cube, v], Arg::None);
+        let m1 = g.cint(l, -1);
+        let div = g.mk(Ops::FLOORDIV, l, &[add, m1], Arg::None);
+        let env = Env::new().var("v0", Val::Int(2097152));
+        let mut cache = Cache::default();
+        let (lo, hi) = min_max(&g, &mut cache, div);
+        let x = value(&g, div, &env).expect("a value");
+        assert_eq!(
+            within(&x, lo, hi),
+            Some(false),
+            "the port's saturated bound is violated"
+        );
+        assert!(cache.inexact.contains(&div) && !cache.collapsed.contains(&div));
+        assert!(check(&g, &[div], &env).is_empty());
+        let z = g.cint(l, 0);
+        let above = g.mk(Ops::ADD, l, &[div, z], Arg::None);
+        assert_eq!(first_origin(&g, &[above], &env), None);
+        let c = DType::Int8;
+        let x = g.variable("v1", 100, 127, c);
+        let k = g.cint(c, 100);
+        let wrap = g.mk(Ops::ADD, c, &[x, k], Arg::None);
+        let env = env.var("v1", Val::Int(120));
+        let o = first_origin(&g, &[wrap, div], &env).expect("a wrapping ADD is a cause");
+        assert_eq!(o.op, Ops::ADD);
     }
 
     #[test]

@@ -470,8 +470,8 @@ pub fn python_repro(g: &Graph, root: UOp, env: &Env, rules: &str, class: Class) 
     });
     let (extra, pms) = stages_py(rules)?;
     // an unsound bound the original shows needs no rewrite: the script only evaluates
-    let direct =
-        class == Class::UnsoundBounds && super::rootcause::sound_origin(g, &[root], env).is_some();
+    let direct = class == Class::UnsoundBounds
+        && crate::oracle::bounds::first_origin(g, &[root], env).is_some();
     let order = g.toposort(&[root]);
     let mut uses: HashMap<UOp, usize> = HashMap::new();
     for u in &order {

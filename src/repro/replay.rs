@@ -421,7 +421,7 @@ fn replay_inner(
     if r.meta.signature.class == Class::UnsoundBounds {
         // the lowest node outside its vmin/vmax, in the original or the rewritten graph
         let roots = [r.root, out.root];
-        match super::rootcause::sound_origin(&g, &roots, &env) {
+        match crate::oracle::bounds::first_origin(&g, &roots, &env) {
             Some(v) => res.detail = v.describe(),
             None => {
                 res.status = Status::DoesNotReproduce;

@@ -458,33 +458,10 @@ pub fn bounds_key(g: &Graph, v: &bounds::Violation, env: &Env) -> RootCause {
     }
 }
 
-/// `bounds::first_origin` among the bounds tinygrad computes as the port does: a node whose
-/// port bounds are `inexact` but not collapsed (an i128 operation saturated where Python's ints
-/// do not, e.g. a FLOORDIV by -1 of a saturated product) or whose `_min_max` raises in Python is no unsound
-/// `_min_max` case of tinygrad's, so the first origin among the others is the cause.
-pub fn sound_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<bounds::Violation> {
-    let mut cache = Cache::default();
-    let mut sound = |v: &bounds::Violation| {
-        crate::rewrite::analysis::min_max(g, &mut cache, v.node);
-        // a collapsed bound (both saturated to one side) is truthful: Python's lie beyond it
-        (!cache.inexact.contains(&v.node) || cache.collapsed.contains(&v.node))
-            && !cache.raises.contains_key(&v.node)
-    };
-    let first = bounds::first_origin(g, roots, env)?;
-    if sound(&first) {
-        return Some(first);
-    }
-    // rare: every violation, as the cheap first-origin search stops at the port's own
-    bounds::check(g, roots, env)
-        .into_iter()
-        .filter(|v| v.origin)
-        .find(|v| sound(v))
-}
-
 /// The cause of an unsound bound under `roots` of `g` at `env`: the lowest node outside its
 /// vmin/vmax.
 fn bounds_cause(g: &Graph, roots: &[UOp], env: &Env, mut cause: Cause) -> Option<Cause> {
-    let v = sound_origin(g, roots, env)?;
+    let v = bounds::first_origin(g, roots, env)?;
     cause.key = bounds_key(g, &v, env);
     cause.rule_source = Some(v.source.to_string());
     cause.expected = Some(format!("a value in [{}, {}]", v.vmin, v.vmax));
@@ -755,7 +732,7 @@ pub fn analyze_as(
     );
     let wrong_range = at_iterations
         .filter_map(|e| {
-            let v = sound_origin(&gfull, &[step.before], &e)?;
+            let v = bounds::first_origin(&gfull, &[step.before], &e)?;
             (v.node != step.before).then_some((v, e))
         })
         .next();
@@ -773,35 +750,6 @@ pub fn analyze_as(
 mod tests {
     use super::*;
 
-    /// `(v0*(v0*v0) + v0) // -1` on long: the port's bounds of the product saturate i128 and
-    /// the FLOORDIV by -1 of them is not Python's (which holds every value), so the violation
-    /// the bounds oracle sees is no cause; a wrapping char ADD is one.
-    #[test]
-    fn bounds_the_port_computes_past_i128_are_no_cause() {
-        use crate::ir::Arg;
-        let mut g = Graph::new();
-        let l = DType::Int64;
-        let v = g.variable("v0", i64::MIN as i128, i64::MAX as i128, l);
-        let sq = g.mk(Ops::MUL, l, &[v, v], Arg::None);
-        let cube = g.mk(Ops::MUL, l, &[v, sq], Arg::None);
-        let add = g.mk(Ops::ADD, l, &[cube, v], Arg::None);
-        let m1 = g.cint(l, -1);
-        let div = g.mk(Ops::FLOORDIV, l, &[add, m1], Arg::None);
-        let mut env = Env::default();
-        env.vars.insert("v0".into(), Val::Int(2097152));
-        assert!(
-            bounds::first_origin(&g, &[div], &env).is_some_and(|v| v.op == Ops::FLOORDIV),
-            "the port's saturated bound is violated"
-        );
-        assert_eq!(sound_origin(&g, &[div], &env), None);
-        let c = DType::Int8;
-        let x = g.variable("v0", 100, 127, c);
-        let k = g.cint(c, 100);
-        let wrap = g.mk(Ops::ADD, c, &[x, k], Arg::None);
-        env.vars.insert("v0".into(), Val::Int(120));
-        let o = sound_origin(&g, &[wrap], &env).expect("a wrapping ADD is a cause");
-        assert_eq!(o.op, Ops::ADD);
-    }
     #[test]
     fn errors_normalize_to_type_and_masked_message() {
         assert_eq!(
