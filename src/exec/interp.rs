@@ -1627,13 +1627,12 @@ impl<'a> Interp<'a> {
         })
     }
 
-    /// ALU op `o` of node `i` on evaluated operands, lane by lane: an Invalid operand of a
-    /// binary op gives Invalid, else each lane is flagged (`ub_reason` in `udt`, the operands'
-    /// dtype) and run with `exec_runtime` in `dt`.
+    /// ALU op `o` of node `i` on evaluated operands, lane by lane: a lane with an Invalid
+    /// operand is Invalid, every other lane is flagged (`ub_reason` in `udt`, the operands'
+    /// dtype) and run with `exec_runtime` in `dt`. `exec_alu` (uop/ops.py:1297-1301) splits
+    /// tuple operands into lanes before it looks for Invalid, so a scalar Invalid beside a
+    /// vector gives a vector of Invalid lanes, not one Invalid.
     fn alu(&mut self, i: usize, o: Ops, udt: DType, dt: DType, vals: &[V]) -> Result<V, ExecError> {
-        if o.is_binary() && vals.iter().any(|v| matches!(v, V::Invalid)) {
-            return Ok(V::Invalid); // exec_alu: Binary with Invalid → Invalid
-        }
         let u = self.p.nodes[i];
         self.lanes(i, vals, &mut |it, v| {
             if let Some(k) = ub_reason(o, udt, v) {
@@ -2734,5 +2733,31 @@ mod tests {
                 Err(ExecError::Malformed { .. })
             ));
         }
+    }
+
+    /// `exec_alu` splits tuple operands into lanes before it looks for Invalid (uop/ops.py:
+    /// 1297-1301): `OR((1, 2), Invalid)` is `(Invalid, Invalid)`, a 2-lane value that stacks
+    /// and permutes like any other (a scalar Invalid there made the STACK below irregular and
+    /// its PERMUTE malformed: a false `mop_cleanup/stack_of_index` finding).
+    #[test]
+    fn an_invalid_beside_a_vector_is_invalid_per_lane() {
+        let mut g = Graph::new();
+        let e = Env::new();
+        let (c1, c2) = (g.cint(WeakInt, 1), g.cint(WeakInt, 2));
+        let v = mk(&mut g, Ops::STACK, WeakInt, &[c1, c2]);
+        let inv = g.cnst(WeakInt, ConstVal::Invalid);
+        let or = mk(&mut g, Ops::OR, WeakInt, &[v, inv]);
+        let o = eval(&g, or, &e).unwrap();
+        assert_eq!(o.elems, Some(vec![None, None]), "{o:?}");
+        assert!(!o.invalid);
+        let m = mk(&mut g, Ops::STACK, WeakInt, &[v, or]);
+        let t = g.mk(Ops::PERMUTE, WeakInt, &[m], Arg::Perm(vec![1, 0]));
+        let c0 = g.cint(WeakInt, 0);
+        // t[1][0] = m[0][1] = 2
+        let rd = mk(&mut g, Ops::INDEX, WeakInt, &[t, c1, c0]);
+        assert_eq!(eval(&g, rd, &e).unwrap().value, Some(Val::Int(2)));
+        // all scalars: still one Invalid
+        let s = mk(&mut g, Ops::OR, WeakInt, &[c1, inv]);
+        assert!(eval(&g, s, &e).unwrap().invalid);
     }
 }
