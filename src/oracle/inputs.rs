@@ -258,14 +258,15 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         }
         for (b, edges) in case.buffers.iter().zip(&buffer_edges) {
             let size = b.size.clamp(0, 1 << 16) as usize;
-            let data: Vec<Val> = if b.output {
-                vec![zero_of(b.dtype); size]
+            let buf = if b.output {
+                zeros_of(b.dtype, size)
             } else {
-                (0..size)
+                let data: Vec<Val> = (0..size)
                     .map(|_| random_elem(&mut rng, b.dtype, edges))
-                    .collect()
+                    .collect();
+                Buffer::from_vec(b.dtype, data)
             };
-            match Buffer::from_vec(b.dtype, data) {
+            match buf {
                 Ok(buf) => {
                     while env.buffers.len() < b.slot as usize {
                         env.buffers.push(Buffer::zeros(DType::Int32, 0));
@@ -355,6 +356,20 @@ fn zero_of(dt: DType) -> Val {
     } else {
         Val::Int(0)
     }
+}
+
+/// `Buffer::from_vec(dt, vec![zero_of(dt); n])`, the one value truncated once instead of at
+/// every element (the same result, or the same error where there is an element).
+fn zeros_of(dt: DType, n: usize) -> Result<Buffer, crate::ir::alu::AluError> {
+    let z = if n == 0 {
+        zero_of(dt)
+    } else {
+        crate::ir::alu::truncate_val(dt, zero_of(dt))?
+    };
+    Ok(Buffer {
+        dtype: dt,
+        data: vec![z; n],
+    })
 }
 
 /// Edge values of a buffer element of `dt`.
