@@ -104,7 +104,10 @@ impl Dec {
         Dec {
             op: p.op[i],
             dt,
-            udt: p.srcs[i].first().filter(|_| p.cmp[i]).map_or(dt, |s| p.dt[*s]),
+            udt: p.srcs[i]
+                .first()
+                .filter(|_| p.cmp[i])
+                .map_or(dt, |s| p.dt[*s]),
             kd: kind(p, i),
         }
     }
