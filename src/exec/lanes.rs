@@ -37,7 +37,15 @@ impl Col {
     }
     /// Lanes of one Python type stored typed; `Any` otherwise.
     pub fn from_vals(vals: Vec<Option<Val>>) -> Col {
-        match vals.first() {
+        Col::typed(&vals).unwrap_or(Col::Any(vals))
+    }
+    /// [`Col::from_vals`] of a copy of `vals` (the caller keeps its buffer).
+    pub fn from_slice(vals: &[Option<Val>]) -> Col {
+        Col::typed(vals).unwrap_or_else(|| Col::Any(vals.to_vec()))
+    }
+    /// `vals` stored typed where they are all of one Python type.
+    fn typed(vals: &[Option<Val>]) -> Option<Col> {
+        Some(match vals.first() {
             Some(Some(Val::Int(_))) if vals.iter().all(|v| matches!(v, Some(Val::Int(_)))) => {
                 Col::Int(
                     vals.iter()
@@ -51,8 +59,8 @@ impl Col {
             Some(Some(Val::Bool(_))) if vals.iter().all(|v| matches!(v, Some(Val::Bool(_)))) => {
                 Col::Bool(vals.iter().map(|v| v.is_some_and(|x| x.truthy())).collect())
             }
-            _ => Col::Any(vals),
-        }
+            _ => return None,
+        })
     }
     /// One value at every lane.
     pub fn splat(v: Option<Val>, n: usize) -> Col {

@@ -87,6 +87,32 @@ enum Kind {
     Unsupported,
 }
 
+/// Node `i` decoded once per schedule: what `step` reads of it at every one of its events (a
+/// loop body's nodes are taken once per iteration).
+#[derive(Clone, Copy, Debug)]
+struct Dec {
+    op: Ops,
+    dt: DType,
+    /// The dtype its UB verdict is judged in: a comparison's operands' (`scalar_alu`).
+    udt: DType,
+    kd: Kind,
+}
+
+impl Dec {
+    fn of(p: &Plan, i: usize) -> Dec {
+        let dt = p.dt[i];
+        Dec {
+            op: p.op[i],
+            dt,
+            udt: p.srcs[i]
+                .first()
+                .filter(|_| p.cmp[i])
+                .map_or(dt, |s| p.dt[*s]),
+            kd: kind(p, i),
+        }
+    }
+}
+
 fn kind(p: &Plan, i: usize) -> Kind {
     let n = p.srcs[i].len();
     match p.op[i] {
@@ -125,9 +151,9 @@ pub(crate) fn replay_lanes(
     envs: &[&Env],
 ) -> Vec<Option<Outcome>> {
     let nn = plan.nodes.len();
-    let kinds: Vec<Kind> = (0..nn).map(|i| kind(plan, i)).collect();
+    let dec: Vec<Dec> = (0..nn).map(|i| Dec::of(plan, i)).collect();
     let covered = trace.iter().all(|ev| match ev {
-        Ev::Node(i) => kinds[*i as usize] != Kind::Unsupported,
+        Ev::Node(i) => dec[*i as usize].kd != Kind::Unsupported,
         _ => true,
     });
     if !covered || envs.is_empty() {
@@ -139,7 +165,7 @@ pub(crate) fn replay_lanes(
     let mut cols = vec![Fv::Void; nn * nl];
     let mut uni = vec![false; nn];
     for ev in trace {
-        step(plan, &kinds, ev, &mut its, &mut st, &mut cols, &mut uni);
+        step(plan, &dec, ev, &mut its, &mut st, &mut cols, &mut uni);
         if !st.contains(&Lane::Live) {
             break;
         }
@@ -226,7 +252,7 @@ fn uniform(op: Ops, dt: DType, kd: Kind, xs: &[Fv]) -> Option<Val> {
 /// (a broadcast, or a formula of such columns), so a formula of such columns runs once.
 fn step(
     p: &Plan,
-    kinds: &[Kind],
+    dec: &[Dec],
     ev: &Ev,
     its: &mut [Interp],
     st: &mut [Lane],
@@ -237,12 +263,9 @@ fn step(
     match *ev {
         Ev::Node(i) => {
             let i = i as usize;
-            let (op, dt) = (p.op[i], p.dt[i]);
+            let Dec { op, dt, udt, kd } = dec[i];
             let src: &[usize] = &p.srcs[i];
             let at = |s: usize, k: usize| s * nl + k;
-            let kd = kinds[i];
-            // a comparison's UB verdict is in its operands' dtype (`scalar_alu`)
-            let udt = src.first().filter(|_| p.cmp[i]).map_or(dt, |s| p.dt[*s]);
             let Some(k0) = st.iter().position(|s| *s == Lane::Live) else {
                 return;
             };

@@ -199,9 +199,16 @@ impl Tape {
                 return None;
             }
             slots.push(*slot);
+            // the nodes `r` reaches (`g.toposort(&[r])`'s): `nodes` is in topological order,
+            // so walking it backwards marks a node's sources after the node itself
             let mut cone = vec![false; steps.len()];
-            for u in g.toposort(&[*r]) {
-                cone[*step_of.get(&u)?] = true;
+            cone[*step_of.get(r)?] = true;
+            for k in (0..nodes.len()).rev() {
+                if cone[k] {
+                    for s in g.src(nodes[k]) {
+                        cone[*step_of.get(s)?] = true;
+                    }
+                }
             }
             cones.push(cone);
         }
@@ -727,11 +734,15 @@ impl Tape {
         // lanes the current step raised at (or the lane-by-lane fallback)
         let mut dead = vec![false; n];
         let mut hit = vec![false; n];
+        // the current step's new columns (one per lane of a vector step)
+        let mut new: Vec<Col> = Vec::new();
+        // a per-lane step's values, before they are stored typed
+        let mut vals: Vec<Option<Val>> = Vec::with_capacity(n);
         for (si, st) in self.steps.iter().enumerate() {
             let si = si as u32;
             // per lane: `f(k)` is `Some(value)` or `None` (raised), `Flags` its UB
             let mut per_lane = |f: &mut dyn FnMut(usize, &mut Flags) -> Option<Option<Val>>| {
-                let mut vals = Vec::with_capacity(n);
+                vals.clear();
                 for (k, d) in dead.iter_mut().enumerate() {
                     let mut fl = Flags::default();
                     let v = f(k, &mut fl);
@@ -752,30 +763,30 @@ impl Tape {
                         }
                     }
                 }
-                Col::from_vals(vals)
+                Col::from_slice(&vals)
             };
             let col_of = |s: u32| -> usize { slot_col[s as usize] as usize };
-            let new: Vec<Col> = match st {
-                Step::Const(v) => vec![Col::splat(Some(*v), n)],
-                Step::Invalid | Step::Unit => vec![Col::splat(
+            match st {
+                Step::Const(v) => new.push(Col::splat(Some(*v), n)),
+                Step::Invalid | Step::Unit => new.push(Col::splat(
                     matches!(st, Step::Unit).then_some(Val::Int(0)),
                     n,
-                )],
+                )),
                 Step::Var {
                     name,
                     dt,
                     vmin_vmax,
-                } => vec![per_lane(&mut |k, _| {
+                } => new.push(per_lane(&mut |k, _| {
                     Some(Some(
                         check_var(name, *dt, *vmin_vmax, *envs[k].vars.get(name)?).ok()?,
                     ))
-                })],
-                Step::Range(axis) => vec![per_lane(&mut |k, _| {
+                })),
+                Step::Range(axis) => new.push(per_lane(&mut |k, _| {
                     Some(Some(Val::Int(*envs[k].ranges.get(axis)?)))
-                })],
-                Step::Special(name) => vec![per_lane(&mut |k, _| {
+                })),
+                Step::Special(name) => new.push(per_lane(&mut |k, _| {
                     Some(Some(Val::Int(*envs[k].specials.get(name)?)))
-                })],
+                })),
                 Step::Alu {
                     op,
                     dt,
@@ -785,21 +796,21 @@ impl Tape {
                     lanes,
                 } => {
                     let arity = *arity as usize;
-                    let mut out = Vec::with_capacity((*lanes).max(1) as usize);
                     for j in 0..(*lanes).max(1) {
                         let c = src.map(|s| col_of(s + j));
-                        let xs: Vec<&Col> = c[..arity].iter().map(|c| &cols[*c]).collect();
-                        if let Some(col) = lanes::alu(*op, *dt, &xs, &mut hit) {
+                        let xa = c.map(|c| &cols[c]);
+                        let xs = &xa[..arity];
+                        if let Some(col) = lanes::alu(*op, *dt, xs, &mut hit) {
                             for (k, d) in hit.iter_mut().enumerate() {
                                 if std::mem::take(d) {
                                     raised.push((si, k as u32));
                                 }
                             }
-                            out.push(col);
+                            new.push(col);
                             continue;
                         }
                         let scalar_where = *op == Ops::WHERE && arity == 3 && *lanes == 0;
-                        out.push(per_lane(&mut |k, fl| {
+                        new.push(per_lane(&mut |k, fl| {
                             let a = [0, 1, 2].map(|i| (i < arity).then(|| xs[i].get(k)).flatten());
                             // as `run`: a scalar WHERE with an Invalid part picks an arm
                             if scalar_where && a.iter().any(Option::is_none) {
@@ -809,7 +820,6 @@ impl Tape {
                             fl.alu(*op, *dt, *udt, &a[..arity])
                         }));
                     }
-                    out
                 }
                 Step::Cast {
                     from,
@@ -818,18 +828,16 @@ impl Tape {
                     lanes,
                     bitcast,
                 } => {
-                    let mut out = Vec::with_capacity((*lanes).max(1) as usize);
                     for j in 0..(*lanes).max(1) {
                         let x = &cols[col_of(src + j)];
                         if !*bitcast && let Some(col) = lanes::cast(*dt, x) {
-                            out.push(col);
+                            new.push(col);
                             continue;
                         }
-                        out.push(per_lane(&mut |k, fl| {
+                        new.push(per_lane(&mut |k, fl| {
                             fl.cast(*bitcast, *from, *dt, x.get(k))
                         }));
                     }
-                    out
                 }
                 Step::Gather(from) => {
                     for f in from.iter() {
@@ -838,7 +846,7 @@ impl Tape {
                     continue;
                 }
                 Step::Index { base, dims, idx } => {
-                    vec![per_lane(&mut |k, _| {
+                    new.push(per_lane(&mut |k, _| {
                         // as `run`
                         let mut off = 0usize;
                         for (d, i) in dims.iter().zip(idx.iter()) {
@@ -852,15 +860,15 @@ impl Tape {
                             off = off * *d as usize + x as usize;
                         }
                         Some(cols[col_of(base + off as u32)].get(k))
-                    })]
+                    }))
                 }
-            };
+            }
             for (k, d) in dead.iter_mut().enumerate() {
                 if std::mem::take(d) {
                     raised.push((si, k as u32));
                 }
             }
-            for c in new {
+            for c in new.drain(..) {
                 slot_col.push(cols.len() as u32);
                 cols.push(c);
             }

@@ -689,7 +689,16 @@ impl Graph {
 
     /// Post-order toposort of everything reachable from `roots` (srcs before users, each once).
     pub fn toposort(&self, roots: &[UOp]) -> Vec<UOp> {
-        let mut seen = vec![false; self.nodes.len()];
+        thread_local! {
+            /// The visited marks, all false between calls: a rewritten arena's worth allocated
+            /// and zeroed per call cost more than a small cone's walk. Taken out while in use,
+            /// so a panic mid-walk drops it instead of leaving marks behind.
+            static SEEN: std::cell::Cell<Vec<bool>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut seen = SEEN.take();
+        if seen.len() < self.nodes.len() {
+            seen.resize(self.nodes.len(), false);
+        }
         // room for a small slice up front: growing from empty is a reallocation per doubling
         let mut out = Vec::with_capacity(64);
         let mut stack: Vec<(UOp, bool)> = Vec::with_capacity(64 + roots.len());
@@ -710,6 +719,11 @@ impl Graph {
                 }
             }
         }
+        // every node marked was pushed expanded, so it is in `out`
+        for u in &out {
+            seen[u.idx()] = false;
+        }
+        SEEN.set(seen);
         out
     }
     /// Copies the subgraph under `roots` into a fresh graph (dropping dead nodes); returns the new roots.

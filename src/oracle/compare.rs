@@ -223,6 +223,8 @@ fn decide_with(
         return PointVerdict::Differ;
     }
     let mut rounding = false;
+    // the kernel's per-op allowance: the same for every element, summed once
+    let mut per_op_sum: Option<f64> = None;
     for (bo, bn) in o.buffers.iter().zip(&n.buffers) {
         for (x, y) in bo.data.iter().zip(&bn.data) {
             if same_val(*x, *y) {
@@ -236,12 +238,13 @@ fn decide_with(
                     // no per-element error analysis through loops: per float op of the
                     // kernel its measured allowance on either side, at least 2 ulps, scaled by
                     // the magnitude (documented in tolerance.rs)
-                    let per_op: f64 = g
-                        .toposort(&[orig])
-                        .iter()
-                        .filter(|u| g.op(**u).is_alu())
-                        .map(|u| kernel_op_ulps(g.op(*u), g.dtype(*u), sides))
-                        .sum();
+                    let per_op: f64 = *per_op_sum.get_or_insert_with(|| {
+                        g.toposort(&[orig])
+                            .iter()
+                            .filter(|u| g.op(**u).is_alu())
+                            .map(|u| kernel_op_ulps(g.op(*u), g.dtype(*u), sides))
+                            .sum()
+                    });
                     let budget = (tolerance::BACKEND_SLACK_ULPS + per_op)
                         * tolerance::ulp(bo.dtype, a.abs().max(b.abs()));
                     if (a - b).abs() <= budget {
@@ -307,15 +310,26 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 
 /// [`approx_eval`] with each op allowed its measured error on `side`'s backend.
 pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<ApproxResult> {
-    // by arena index: a hash map here was a third of the float loop's `decide`
-    let mut val: Vec<Option<(Val, Approx)>> = vec![None; g.len()];
+    // by position in the order, found by arena index: a hash map here was a third of the float
+    // loop's `decide`, and a value slot per arena node zeroed a large arena's worth each time
+    let order = g.toposort(&[root]);
+    let mut at: Vec<u32> = vec![u32::MAX; g.len()];
+    for (k, u) in order.iter().enumerate() {
+        at[u.idx()] = k as u32;
+    }
+    let mut val: Vec<Option<(Val, Approx)>> = vec![None; order.len()];
     // the table's allowance of each (op, dtype) met, looked up once per graph
     let mut allowances: Vec<(Ops, DType, Option<ulp::Allowance>)> = Vec::new();
     let mut nonfinite = false;
-    for u in g.toposort(&[root]) {
+    for (k, &u) in order.iter().enumerate() {
         let n = g.node(u);
         let dt = n.dtype;
-        let srcs: Vec<(Val, Approx)> = n.src.iter().filter_map(|s| val[s.idx()]).collect();
+        // every source is in `order` (it is the root's whole cone)
+        let srcs: Vec<(Val, Approx)> = n
+            .src
+            .iter()
+            .filter_map(|s| val[at[s.idx()] as usize])
+            .collect();
         let unstable_in = srcs.iter().any(|(_, a)| a.unstable);
         let exact = |v: Val| -> Approx {
             let f = v.as_f64();
@@ -454,9 +468,9 @@ pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<Ap
             Some(x) => tolerance::widen(approx, dt, x.ulps, x.sub_ulps),
             None => approx,
         };
-        val[u.idx()] = Some((v, approx));
+        val[k] = Some((v, approx));
     }
-    let (_, root_a) = val[root.idx()]?;
+    let (_, root_a) = val[at[root.idx()] as usize]?;
     Some(ApproxResult {
         root: root_a,
         nonfinite,

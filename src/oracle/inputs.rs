@@ -41,6 +41,26 @@ pub fn int_boundaries(lo: i128, hi: i128) -> Vec<i128> {
     v
 }
 
+/// [`int_boundaries`] of `[lo, hi]`, listed once per range and thread while at most 256 ranges
+/// are kept (a variable's range recurs across graphs; its list is sorted each time otherwise).
+fn int_boundaries_of(lo: i128, hi: i128) -> std::rc::Rc<[i128]> {
+    type Lists = rustc_hash::FxHashMap<(i128, i128), std::rc::Rc<[i128]>>;
+    thread_local! {
+        static LISTS: std::cell::RefCell<Lists> = std::cell::RefCell::new(Lists::default());
+    }
+    LISTS.with_borrow_mut(|m| {
+        if let Some(l) = m.get(&(lo, hi)) {
+            return l.clone();
+        }
+        if m.len() >= 256 {
+            m.clear();
+        }
+        let l: std::rc::Rc<[i128]> = int_boundaries(lo, hi).into();
+        m.insert((lo, hi), l.clone());
+        l
+    })
+}
+
 /// Boundary values of a float dtype: ±0, ±1, ±0.5, the largest finite, the smallest normal and
 /// subnormal, ±inf and NaN (the latter three only when `non_finite`).
 pub fn float_boundaries(dt: DType, non_finite: bool) -> Vec<f64> {
@@ -216,8 +236,9 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
                 b
             } else {
                 let m = v.multiple_of.max(1) as i128;
-                int_boundaries(v.lo, v.hi)
-                    .into_iter()
+                int_boundaries_of(v.lo, v.hi)
+                    .iter()
+                    .copied()
                     .map(|x| if m > 1 { x - x.rem_euclid(m) } else { x })
                     .filter(|x| *x >= v.lo && *x <= v.hi)
                     .map(|x| {
@@ -234,7 +255,8 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
     // their ends are evaluated at every point: compile each once
     let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
     // each buffer element is an edge value with probability 0.3: list the edges once
-    let buffer_edges: Vec<Vec<Val>> = case.buffers.iter().map(|b| elem_edges(b.dtype)).collect();
+    let buffer_edges: Vec<std::rc::Rc<[Val]>> =
+        case.buffers.iter().map(|b| elem_edges(b.dtype)).collect();
     let mut points = Vec::with_capacity(n);
     for p in 0..n {
         let mut env = Env::new();
@@ -258,14 +280,15 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         }
         for (b, edges) in case.buffers.iter().zip(&buffer_edges) {
             let size = b.size.clamp(0, 1 << 16) as usize;
-            let data: Vec<Val> = if b.output {
-                vec![zero_of(b.dtype); size]
+            let buf = if b.output {
+                zeros_of(b.dtype, size)
             } else {
-                (0..size)
+                let data: Vec<Val> = (0..size)
                     .map(|_| random_elem(&mut rng, b.dtype, edges))
-                    .collect()
+                    .collect();
+                Buffer::from_vec(b.dtype, data)
             };
-            match Buffer::from_vec(b.dtype, data) {
+            match buf {
                 Ok(buf) => {
                     while env.buffers.len() < b.slot as usize {
                         env.buffers.push(Buffer::zeros(DType::Int32, 0));
@@ -357,8 +380,39 @@ fn zero_of(dt: DType) -> Val {
     }
 }
 
+/// `Buffer::from_vec(dt, vec![zero_of(dt); n])`, the one value truncated once instead of at
+/// every element (the same result, or the same error where there is an element).
+fn zeros_of(dt: DType, n: usize) -> Result<Buffer, crate::ir::alu::AluError> {
+    let z = if n == 0 {
+        zero_of(dt)
+    } else {
+        crate::ir::alu::truncate_val(dt, zero_of(dt))?
+    };
+    Ok(Buffer {
+        dtype: dt,
+        data: vec![z; n],
+    })
+}
+
+/// [`elem_edges_of`] `dt`, listed once per dtype and thread (a wide int's list is a few
+/// hundred values sorted, for every buffer of every graph).
+fn elem_edges(dt: DType) -> std::rc::Rc<[Val]> {
+    thread_local! {
+        static EDGES: std::cell::RefCell<Vec<(DType, std::rc::Rc<[Val]>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    EDGES.with_borrow_mut(|m| {
+        if let Some((_, e)) = m.iter().find(|(d, _)| *d == dt) {
+            return e.clone();
+        }
+        let e: std::rc::Rc<[Val]> = elem_edges_of(dt).into();
+        m.push((dt, e.clone()));
+        e
+    })
+}
+
 /// Edge values of a buffer element of `dt`.
-fn elem_edges(dt: DType) -> Vec<Val> {
+fn elem_edges_of(dt: DType) -> Vec<Val> {
     if dt.is_float() {
         float_boundaries(dt, false)
             .into_iter()

@@ -255,10 +255,8 @@ impl Table {
         decomposed: bool,
     ) -> Option<Allowance> {
         let mut out: Option<Allowance> = None;
-        // op and dtype first: string compares on every row were most of the float loop's
-        // `decide` (this runs once per float node of every approximated graph)
-        for r in self.rows.iter().filter(|r| r.op == op && r.dtype == dt) {
-            let Some(m) = &r.measured else { continue };
+        let mut visit = |r: &Row| {
+            let Some(m) = &r.measured else { return };
             let wanted = match backend {
                 Some(b) => r.backend == b || (decomposed && r.backend == DECOMP),
                 None => r.backend != DECOMP || decomposed,
@@ -267,6 +265,19 @@ impl Table {
                 let a = Allowance::of(m);
                 out = Some(out.map_or(a, |o| o.max(a)));
             }
+        };
+        // op and dtype first: string compares on every row were most of the float loop's
+        // `decide` (this runs once per float node of every approximated graph); the checked-in
+        // table's rows of a cell are listed once (`cells`), in file order as the scan takes them
+        if std::ptr::eq(self, table()) {
+            for &k in cells().get(&(op, dt)).into_iter().flatten() {
+                visit(&self.rows[k as usize]);
+            }
+        } else {
+            self.rows
+                .iter()
+                .filter(|r| r.op == op && r.dtype == dt)
+                .for_each(visit);
         }
         out
     }
@@ -320,6 +331,18 @@ pub fn table() -> &'static Table {
             eprintln!("uopfuzz: {e}: float tolerances fall back to the model's constants");
             Table::default()
         })
+    })
+}
+
+/// The indices of [`table`]'s rows of each (op, dtype), in file order.
+fn cells() -> &'static rustc_hash::FxHashMap<(Ops, DType), Vec<u32>> {
+    static C: OnceLock<rustc_hash::FxHashMap<(Ops, DType), Vec<u32>>> = OnceLock::new();
+    C.get_or_init(|| {
+        let mut m: rustc_hash::FxHashMap<(Ops, DType), Vec<u32>> = Default::default();
+        for (k, r) in table().rows.iter().enumerate() {
+            m.entry((r.op, r.dtype)).or_default().push(k as u32);
+        }
+        m
     })
 }
 
