@@ -146,10 +146,13 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     assert!(sizes[sizes.len() / 2] <= 6, "median {sizes:?}");
 }
 
-/// A lanes-and-Invalid case (tests/fixtures/bugs-lanes: `stack_of_invalid` folding a STACK of
-/// gated Invalids, which loses the shape a PERMUTE reads; 16 nodes as found) minimizes to at most
-/// 12 nodes only by reading a lane out of a STACK, dropping a lane and making an input a constant,
-/// with its key kept and its repro still showing the bug in tinygrad 0.14.0.
+/// A lanes-and-Invalid case (tests/fixtures/bugs-lanes, 16 nodes as found): `stack_of_invalid`
+/// folds a STACK of gated Invalids to one Invalid, which the MAX above it broadcasts back to two
+/// Invalid lanes (`exec_alu` splits tuples into lanes before it looks for Invalid); then
+/// `binary_of_invalid` folds that MAX to one Invalid, which loses the shape a PERMUTE reads. It
+/// minimizes to at most 12 nodes only by reading a lane out of a STACK, dropping a lane and
+/// making an input a constant, with its key kept and its repro still showing the bug in tinygrad
+/// 0.14.0.
 #[test]
 fn a_lane_case_minimizes_to_a_few_lanes_with_its_key() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bugs-lanes");
@@ -163,7 +166,7 @@ fn a_lane_case_minimizes_to_a_few_lanes_with_its_key() {
         .to_string();
     assert_eq!(
         key,
-        "rewrite-bug|pm_data_invalid/stack_of_invalid|STACK.bool|lane-loss"
+        "rewrite-bug|pm_data_invalid/binary_of_invalid|MAX.weakint|lane-loss"
     );
     let py = workers();
     let mut cache = Cache::default();
