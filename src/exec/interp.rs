@@ -2737,8 +2737,8 @@ mod tests {
 
     /// `exec_alu` splits tuple operands into lanes before it looks for Invalid (uop/ops.py:
     /// 1297-1301): `OR((1, 2), Invalid)` is `(Invalid, Invalid)`, a 2-lane value that stacks
-    /// and permutes like any other (a scalar Invalid there made the STACK below irregular and
-    /// its PERMUTE malformed: a false `mop_cleanup/stack_of_index` finding).
+    /// and permutes like any other (a scalar Invalid there would make the STACK below irregular
+    /// and its PERMUTE malformed where tinygrad's is not: a false `mop_cleanup/stack_of_index`).
     #[test]
     fn an_invalid_beside_a_vector_is_invalid_per_lane() {
         let mut g = Graph::new();
