@@ -19,6 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The farm writes every file whole (see the module doc); the writer is the finding writer's.
+pub use crate::repro::sink::{fsync_dir, write_atomic, write_entry};
+
 /// Why a farm directory cannot be used (start, state, report).
 #[derive(Debug, thiserror::Error)]
 pub enum FarmError {
@@ -62,52 +65,6 @@ pub fn is_disk_full(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull
         || e.kind() == std::io::ErrorKind::QuotaExceeded
         || matches!(e.raw_os_error(), Some(28) | Some(122))
-}
-
-fn fsync_dir(dir: &Path) {
-    // a directory fsync makes the rename durable across power loss; kill -9 does not need it,
-    // and some filesystems refuse it, so a failure is not an error
-    if let Ok(f) = std::fs::File::open(dir) {
-        let _ = f.sync_all();
-    }
-}
-
-/// Replaces `path` with `bytes` atomically (see the module doc).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, true)
-}
-
-/// `write_atomic` without the fsyncs, for the corpus: a worker writes an entry every few dozen
-/// graphs early in a run, a kill -9 needs no fsync (the page cache outlives the process), and a
-/// corpus entry lost to a power cut costs nothing but the coverage it would have replayed.
-pub fn write_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, false)
-}
-
-fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        if durable {
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res?;
-    if durable {
-        fsync_dir(dir);
-    }
-    Ok(())
 }
 
 /// Appends one line with a single `write` (O_APPEND), so concurrent appenders and crashes

@@ -35,27 +35,28 @@ pub type Running = Arc<Mutex<InFlight>>;
 
 /// Runs `exe triage --json DIR` with a deadline.
 pub fn triage_one(exe: &Path, dir: &Path, deadline: Duration, running: &Running) -> Outcome {
-    let mut child = match Command::new(exe)
-        .args(["triage", "--json", "--timeout-ms", "2000"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => return Outcome::Failed(format!("cannot start triage: {e}")),
-    };
-    let mut stdout = child.stdout.take();
-    {
+    // spawned under the lock, so `stop` either comes first (no child starts) or finds the child
+    // and ends it: none outlives the farm to write `triaged.json` after the last bug list
+    let mut stdout = {
         let mut g = running.lock().unwrap_or_else(|e| e.into_inner());
         if g.stopped {
-            let _ = child.kill();
-            let _ = child.wait();
             return Outcome::Failed("stopped with the farm".into());
         }
+        let mut child = match Command::new(exe)
+            .args(["triage", "--json", "--timeout-ms", "2000"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => return Outcome::Failed(format!("cannot start triage: {e}")),
+        };
+        let stdout = child.stdout.take();
         g.child = Some(child);
-    }
+        stdout
+    };
     // read stdout while it runs (a full pipe would stall the child)
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -277,5 +278,60 @@ mod tests {
         assert_eq!(super::fmt_time(0.0), "1970-01-01 00:00:00");
         assert_eq!(super::fmt_time(1_700_000_000.0), "2023-11-14 22:13:20");
         assert_eq!(super::fmt_time(951_782_400.0), "2000-02-29 00:00:00");
+    }
+
+    /// A triage child runs until its deadline or `stop`; after `stop` none starts. A script stands
+    /// in for `uopfuzz triage`: it leaves a mark when it runs and then outlives the test.
+    #[test]
+    fn stop_ends_the_child_and_no_later_one_starts() {
+        use super::*;
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("uopfuzz-triage-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let exe = d.join("fake-triage");
+        let mark = d.join("mark");
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\necho $$ >> '{}'\nexec sleep 30\n",
+                mark.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let running: Running = Default::default();
+        let r = running.clone();
+        let (e, dd) = (exe.clone(), d.clone());
+        let t0 = Instant::now();
+        let h = std::thread::spawn(move || triage_one(&e, &dd, Duration::from_secs(60), &r));
+        while !mark.exists() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the child never ran"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stop(&running);
+        assert!(matches!(h.join().unwrap(), Outcome::Failed(_)));
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "stop did not end the child"
+        );
+        let pid = std::fs::read_to_string(&mark).unwrap();
+        assert!(
+            !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+            "the child outlived stop"
+        );
+        assert!(matches!(
+            triage_one(&exe, &d, Duration::from_secs(60), &running),
+            Outcome::Failed(_)
+        ));
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            std::fs::read_to_string(&mark).unwrap().lines().count(),
+            1,
+            "a triage started after stop"
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -709,9 +709,7 @@ impl Cache {
     /// Writes the cache back (atomically: a temporary file renamed over it).
     pub fn save(&self) -> std::io::Result<()> {
         let Some(p) = &self.path else { return Ok(()) };
-        let tmp = p.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string(&self.data)?)?;
-        std::fs::rename(tmp, p)
+        super::sink::write_atomic(p, serde_json::to_string(&self.data)?.as_bytes())
     }
     fn verdict(&self, bug: &str, slot: &str) -> Option<String> {
         self.data.verdicts.get(bug)?.get(slot).cloned()

@@ -14,6 +14,7 @@ use super::file::{REWRITTEN, ROOT, Repro, write_repro};
 use crate::ir::text::write_graph;
 use crate::oracle::sink::{FindingSink, NewFinding, SinkError};
 use crate::oracle::verdict::{Finding, TraceStep};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes each finding into its own directory under `out`.
@@ -33,6 +34,54 @@ fn write(path: &Path, text: &str) -> Result<(), SinkError> {
         path: path.display().to_string(),
         source,
     })
+}
+
+pub fn fsync_dir(dir: &Path) {
+    // a directory fsync makes the rename durable across power loss; kill -9 does not need it,
+    // and some filesystems refuse it, so a failure is not an error
+    if let Ok(f) = std::fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
+/// Replaces `path` with `bytes` atomically: written under a temporary name, fsynced, renamed
+/// over the old one (rename is atomic on POSIX), then the directory fsynced. A process killed
+/// at any instant leaves the old file or the new one, never a torn one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replace(path, bytes, true)
+}
+
+/// `write_atomic` without the fsyncs, for the corpus: a worker writes an entry every few dozen
+/// graphs early in a run, a kill -9 needs no fsync (the page cache outlives the process), and a
+/// corpus entry lost to a power cut costs nothing but the coverage it would have replayed.
+pub fn write_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replace(path, bytes, false)
+}
+
+fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.unwrap_or_default(),
+        std::process::id()
+    ));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res?;
+    if durable {
+        fsync_dir(dir);
+    }
+    Ok(())
 }
 
 impl FindingSink for FindingDirs {

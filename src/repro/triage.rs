@@ -179,19 +179,22 @@ pub fn triage_dir(
         inject: l.inject.clone(),
         triage: &t,
     };
+    // whole files only: the farm kills a triage at its deadline or when it stops, and a torn
+    // `triaged.json` would read as "untriaged" beside a file that exists
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| TriageDirError::Write {
+        super::sink::write_atomic(&path, text.as_bytes()).map_err(|source| TriageDirError::Write {
             path: path.display().to_string(),
             source,
         })
     };
+    // `minimized.py` first: a `triaged.json` that names a minimized case has it beside it
+    if let Some(m) = &t.minimized {
+        write("minimized.py", &m.text)?;
+    }
     write(
         "triaged.json",
         &serde_json::to_string_pretty(&rec).unwrap_or_default(),
     )?;
-    if let Some(m) = &t.minimized {
-        write("minimized.py", &m.text)?;
-    }
     Ok(t)
 }
