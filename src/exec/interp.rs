@@ -483,7 +483,6 @@ enum EndState {
 pub struct Plan {
     pub(crate) root: usize,
     pub(crate) nodes: Vec<UOp>,
-    lid: HashMap<UOp, usize>,
     /// Local ids of each node's sources.
     srcs: Vec<Box<[usize]>>,
     /// Local ids of the RANGEs each node is inside (tinygrad `UOp.ranges`).
@@ -504,28 +503,44 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(g: &Graph, root: UOp) -> Plan {
+        thread_local! {
+            /// Local id + 1 by arena index (0: not in the plan), all 0 between calls: a map
+            /// lookup per edge cost more than the dense array. Taken out while in use, so a panic
+            /// drops it instead of leaving ids behind.
+            static LID: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+        }
         let nodes = g.toposort(&[root]);
-        let lid: HashMap<UOp, usize> = nodes.iter().enumerate().map(|(i, u)| (*u, i)).collect();
+        let mut lid = LID.take();
+        if lid.len() < g.len() {
+            lid.resize(g.len(), 0);
+        }
+        for (i, u) in nodes.iter().enumerate() {
+            lid[u.idx()] = i as u32 + 1;
+        }
+        let at = |lid: &[u32], u: UOp| lid[u.idx()] as usize - 1;
         let srcs = nodes
             .iter()
-            .map(|u| g.src(*u).iter().map(|s| lid[s]).collect())
+            .map(|u| g.src(*u).iter().map(|s| at(&lid, *s)).collect())
             .collect();
         let op: Vec<Ops> = nodes.iter().map(|u| g.op(*u)).collect();
         let mut p = Plan {
-            root: lid[&root],
+            root: at(&lid, root),
             ranges: Vec::with_capacity(nodes.len()),
             dt: nodes.iter().map(|u| g.dtype(*u)).collect(),
             alu: op.iter().map(|o| o.is_alu()).collect(),
             cmp: op.iter().map(|o| o.is_comparison()).collect(),
             op,
             nodes,
-            lid,
             srcs,
             max_steps: DEFAULT_MAX_STEPS,
             shares_local: false,
         };
         p.shares_local = (0..p.nodes.len()).any(|i| is_shared(g, p.nodes[i]));
-        p.compute_ranges(g);
+        p.compute_ranges(g, |u| at(&lid, u));
+        for u in &p.nodes {
+            lid[u.idx()] = 0;
+        }
+        LID.set(lid);
         p
     }
 
@@ -536,20 +551,26 @@ impl Plan {
     }
 
     /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
-    fn compute_ranges(&mut self, g: &Graph) {
+    fn compute_ranges(&mut self, g: &Graph, lid: impl Fn(UOp) -> usize) {
         for i in 0..self.nodes.len() {
             let u = self.nodes[i];
             let mut r: Vec<usize> = Vec::new();
-            for s in g.src(u) {
-                for x in &self.ranges[self.lid[s]] {
+            for s in self.srcs[i].iter() {
+                for x in &self.ranges[*s] {
                     if !r.contains(x) {
                         r.push(*x);
                     }
                 }
             }
-            let ended: Vec<UOp> = ended_ranges(g, u);
+            // only these ops end ranges (`ended_ranges`); the rest skip its allocation
+            let op = self.op[i];
+            let ended: Vec<UOp> = if range_start(op).is_some() || op == Ops::AFTER {
+                ended_ranges(g, u)
+            } else {
+                Vec::new()
+            };
             for er in ended {
-                let e = self.lid[&er];
+                let e = lid(er);
                 if g.op(er) == Ops::RANGE {
                     r.retain(|x| *x != e);
                 } else {
