@@ -95,8 +95,8 @@ fn measure_all(a: &Args) -> anyhow::Result<()> {
             rows.push(measure_decomp(*op, *dt, a.points, a.seed));
         }
     }
-    let table = Table {
-        comments: vec![
+    let table = Table::new(
+        vec![
             "ULP table (src/oracle/ulp.rs): error in ulps of the dtype against the high-precision reference (src/exec/hiprec.rs)".into(),
             format!(
                 "made by: WGPU_BACKEND=vulkan XDG_RUNTIME_DIR=/tmp uopfuzz measure-ulp --backend {} --points {} --seed {} --out {}",
@@ -111,7 +111,7 @@ fn measure_all(a: &Args) -> anyhow::Result<()> {
             ),
         ],
         rows,
-    };
+    );
     let text = table.render();
     let tmp = a.out.with_extension("tsv.tmp");
     std::fs::write(&tmp, &text).with_context(|| tmp.display().to_string())?;
@@ -123,7 +123,7 @@ fn measure_all(a: &Args) -> anyhow::Result<()> {
 /// The largest cells, one line each (the report's headline).
 fn print_headline(t: &Table) {
     let mut cells: Vec<(&Row, f64)> = t
-        .rows
+        .rows()
         .iter()
         .filter_map(|r| r.measured.as_ref().map(|m| (r, m.max_ulp)))
         .collect();

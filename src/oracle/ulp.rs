@@ -98,11 +98,16 @@ impl Allowance {
     }
 }
 
-/// The whole table: its comment lines and rows in file order.
+/// The whole table: its comment lines and rows in file order. The rows are fixed at
+/// construction ([`Table::new`], [`Table::parse`]), so the per-cell index cannot go stale.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Table {
     pub comments: Vec<String>,
-    pub rows: Vec<Row>,
+    rows: Vec<Row>,
+    /// The indices of each (op, dtype)'s rows, in file order: string compares on every row were
+    /// most of the float loop's `decide` (`allowance` runs once per float node of every
+    /// approximated graph).
+    cells: rustc_hash::FxHashMap<(Ops, DType), Vec<u32>>,
 }
 
 /// A line of the table that does not read, with the line number (1-based).
@@ -143,14 +148,40 @@ fn fmt_ulp(x: f64) -> String {
 }
 
 impl Table {
+    pub fn new(comments: Vec<String>, rows: Vec<Row>) -> Table {
+        let mut cells: rustc_hash::FxHashMap<(Ops, DType), Vec<u32>> = Default::default();
+        for (k, r) in rows.iter().enumerate() {
+            cells.entry((r.op, r.dtype)).or_default().push(k as u32);
+        }
+        Table {
+            comments,
+            rows,
+            cells,
+        }
+    }
+
+    /// The rows, in file order.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// The rows of `op` at `dt`, in file order.
+    fn cell(&self, op: Ops, dt: DType) -> impl Iterator<Item = &Row> {
+        self.cells
+            .get(&(op, dt))
+            .into_iter()
+            .flatten()
+            .map(|k| &self.rows[*k as usize])
+    }
+
     /// Reads the TSV; errors name the line.
     pub fn parse(text: &str) -> Result<Table, TableError> {
-        let mut t = Table::default();
+        let (mut comments, mut rows) = (Vec::<String>::new(), Vec::<Row>::new());
         let mut header_seen = false;
         for (i, line) in text.lines().enumerate() {
             let at = |what: String| TableError { line: i + 1, what };
             if let Some(c) = line.strip_prefix('#') {
-                t.comments.push(c.trim_start().to_string());
+                comments.push(c.trim_start().to_string());
                 continue;
             }
             if line.trim().is_empty() {
@@ -190,10 +221,13 @@ impl Table {
                 measured,
                 note: f[10].to_string(),
             };
-            if t.get(op, dtype, &row.backend).is_some() {
+            if rows
+                .iter()
+                .any(|r| r.op == op && r.dtype == dtype && r.backend == row.backend)
+            {
                 return Err(at(format!("a second row for {} {} {}", f[0], f[1], f[2])));
             }
-            t.rows.push(row);
+            rows.push(row);
         }
         if !header_seen {
             return Err(TableError {
@@ -201,7 +235,7 @@ impl Table {
                 what: "no header line".into(),
             });
         }
-        Ok(t)
+        Ok(Table::new(comments, rows))
     }
 
     /// The TSV text [`Table::parse`] reads back.
@@ -240,9 +274,7 @@ impl Table {
     }
 
     pub fn get(&self, op: Ops, dt: DType, backend: &str) -> Option<&Row> {
-        self.rows
-            .iter()
-            .find(|r| r.op == op && r.dtype == dt && r.backend == backend)
+        self.cell(op, dt).find(|r| r.backend == backend)
     }
 
     /// The allowance of `op` at `dt` on `backend` (`None`: every backend the table measured,
@@ -255,7 +287,7 @@ impl Table {
         decomposed: bool,
     ) -> Option<Allowance> {
         let mut out: Option<Allowance> = None;
-        let mut visit = |r: &Row| {
+        let visit = |r: &Row| {
             let Some(m) = &r.measured else { return };
             let wanted = match backend {
                 Some(b) => r.backend == b || (decomposed && r.backend == DECOMP),
@@ -266,19 +298,7 @@ impl Table {
                 out = Some(out.map_or(a, |o| o.max(a)));
             }
         };
-        // op and dtype first: string compares on every row were most of the float loop's
-        // `decide` (this runs once per float node of every approximated graph); the checked-in
-        // table's rows of a cell are listed once (`cells`), in file order as the scan takes them
-        if std::ptr::eq(self, table()) {
-            for &k in cells().get(&(op, dt)).into_iter().flatten() {
-                visit(&self.rows[k as usize]);
-            }
-        } else {
-            self.rows
-                .iter()
-                .filter(|r| r.op == op && r.dtype == dt)
-                .for_each(visit);
-        }
+        self.cell(op, dt).for_each(visit);
         out
     }
 
@@ -331,18 +351,6 @@ pub fn table() -> &'static Table {
             eprintln!("uopfuzz: {e}: float tolerances fall back to the model's constants");
             Table::default()
         })
-    })
-}
-
-/// The indices of [`table`]'s rows of each (op, dtype), in file order.
-fn cells() -> &'static rustc_hash::FxHashMap<(Ops, DType), Vec<u32>> {
-    static C: OnceLock<rustc_hash::FxHashMap<(Ops, DType), Vec<u32>>> = OnceLock::new();
-    C.get_or_init(|| {
-        let mut m: rustc_hash::FxHashMap<(Ops, DType), Vec<u32>> = Default::default();
-        for (k, r) in table().rows.iter().enumerate() {
-            m.entry((r.op, r.dtype)).or_default().push(k as u32);
-        }
-        m
     })
 }
 
@@ -427,15 +435,15 @@ mod tests {
             measured: ms,
             note: String::new(),
         };
-        let t = Table {
-            comments: vec![],
-            rows: vec![
+        let t = Table::new(
+            vec![],
+            vec![
                 row("interp", Some(m(0.5, 0.5))),
                 row("wgpu", Some(m(3.0, 1e7))),
                 row(DECOMP, Some(m(1.5, 0.5))),
                 row("cuda", None),
             ],
-        };
+        );
         let a = |b, d| t.allowance(Ops::SIN, DType::Float, b, d);
         assert_eq!(a(Some("interp"), false).map(|a| a.ulps), Some(1.0));
         assert_eq!(a(Some("interp"), true).map(|a| a.ulps), Some(3.0));
