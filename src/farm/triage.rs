@@ -281,7 +281,7 @@ mod tests {
     }
 
     /// A triage child runs until its deadline or `stop`; after `stop` none starts. A script stands
-    /// in for `uopfuzz triage`: it leaves a mark when it runs and then outlives the test.
+    /// in for `uopfuzz triage`: it leaves its pid as a mark, then sleeps past the test's waits.
     #[test]
     fn stop_ends_the_child_and_no_later_one_starts() {
         use super::*;

@@ -1,4 +1,6 @@
-//! The one writer of finding directories (`oracle::sink` says why the sink lives here).
+//! The one writer of finding directories (`oracle::sink` says why the sink lives here), and the
+//! one writer of a file that must never be seen half written ([`write_atomic`]): the farm's
+//! state, bug list and reports, triage's `triaged.json`, the bug list's cache.
 //!
 //! `DIR/<signature slug>-<seed>/`: `original.py` (root `root`), `rewritten.py` (root
 //! `rewritten`; only when the rewrite produced another graph), `finding.json` (serde of
@@ -36,6 +38,7 @@ fn write(path: &Path, text: &str) -> Result<(), SinkError> {
     })
 }
 
+/// Makes the renames into `dir` durable.
 pub fn fsync_dir(dir: &Path) {
     // a directory fsync makes the rename durable across power loss; kill -9 does not need it,
     // and some filesystems refuse it, so a failure is not an error
