@@ -286,7 +286,10 @@ mod tests {
     fn stop_ends_the_child_and_no_later_one_starts() {
         use super::*;
         use std::os::unix::fs::PermissionsExt;
-        let d = std::env::temp_dir().join(format!("uopfuzz-triage-stop-{}", std::process::id()));
+        // under the build's target directory, where cargo runs binaries: a temp dir may be noexec
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/tmp")
+            .join(format!("triage-stop-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         let exe = d.join("fake-triage");
         let mark = d.join("mark");
