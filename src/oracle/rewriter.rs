@@ -76,12 +76,12 @@ pub trait Rewriter: Sync {
     /// or the graph `g` is a copy of; `None`: one made here, in `g`), [`Prefixes::root`] gives
     /// each fuel's result in `g`. `None` (the default) where the rewriter has no such thing:
     /// blame then rewrites a fresh copy with each fuel.
-    fn prefixes(
-        &self,
+    fn prefixes<'s>(
+        &'s self,
         _g: &mut Graph,
         _root: UOp,
-        _full: Option<&Rewritten>,
-    ) -> Option<Box<dyn Prefixes + '_>> {
+        _full: Option<&'s Rewritten>,
+    ) -> Option<Box<dyn Prefixes + 's>> {
         None
     }
 }
@@ -99,7 +99,8 @@ pub trait Prefixes {
 /// [`Prefixes`] of a [`Pipeline`]: [`Pipeline::replay`] of its complete rewrite.
 struct Replayed<'p, 'a> {
     pipe: &'p Pipeline<'a>,
-    full: Rewritten,
+    /// The caller's complete rewrite where it has one (borrowed: it is not copied per blame).
+    full: std::borrow::Cow<'p, Rewritten>,
 }
 
 impl Prefixes for Replayed<'_, '_> {
@@ -140,17 +141,24 @@ impl Rewriter for Pipeline<'_> {
             Some(fuel),
         ))
     }
-    fn prefixes(
-        &self,
+    fn prefixes<'s>(
+        &'s self,
         g: &mut Graph,
         root: UOp,
-        full: Option<&Rewritten>,
-    ) -> Option<Box<dyn Prefixes + '_>> {
+        full: Option<&'s Rewritten>,
+    ) -> Option<Box<dyn Prefixes + 's>> {
+        use std::borrow::Cow;
         let full = match full {
-            Some(f) => f.clone(),
-            None => Pipeline::rewrite(self, g, &mut Cache::default(), root, None),
+            Some(f) => Cow::Borrowed(f),
+            None => Cow::Owned(Pipeline::rewrite(
+                self,
+                g,
+                &mut Cache::default(),
+                root,
+                None,
+            )),
         };
         (full.stop == crate::rewrite::engine::Stop::Done && full.stages.len() == self.stages.len())
-            .then(|| Box::new(Replayed { pipe: self, full }) as Box<dyn Prefixes + '_>)
+            .then(|| Box::new(Replayed { pipe: self, full }) as Box<dyn Prefixes + 's>)
     }
 }
