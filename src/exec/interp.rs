@@ -503,28 +503,17 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(g: &Graph, root: UOp) -> Plan {
-        thread_local! {
-            /// Local id + 1 by arena index (0: not in the plan), all 0 between calls: a map
-            /// lookup per edge cost more than the dense array. Taken out while in use, so a panic
-            /// drops it instead of leaving ids behind.
-            static LID: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
-        }
         let nodes = g.toposort(&[root]);
-        let mut lid = LID.take();
-        if lid.len() < g.len() {
-            lid.resize(g.len(), 0);
-        }
-        for (i, u) in nodes.iter().enumerate() {
-            lid[u.idx()] = i as u32 + 1;
-        }
-        let at = |lid: &[u32], u: UOp| lid[u.idx()] as usize - 1;
+        let at = g.positions(&nodes);
         let srcs = nodes
             .iter()
-            .map(|u| g.src(*u).iter().map(|s| at(&lid, *s)).collect())
+            .map(|u| g.src(*u).iter().map(|s| at.of(*s)).collect())
             .collect();
+        let root = at.of(root);
+        drop(at);
         let op: Vec<Ops> = nodes.iter().map(|u| g.op(*u)).collect();
         let mut p = Plan {
-            root: at(&lid, root),
+            root,
             ranges: Vec::with_capacity(nodes.len()),
             dt: nodes.iter().map(|u| g.dtype(*u)).collect(),
             alu: op.iter().map(|o| o.is_alu()).collect(),
@@ -536,11 +525,7 @@ impl Plan {
             shares_local: false,
         };
         p.shares_local = (0..p.nodes.len()).any(|i| is_shared(g, p.nodes[i]));
-        p.compute_ranges(g, |u| at(&lid, u));
-        for u in &p.nodes {
-            lid[u.idx()] = 0;
-        }
-        LID.set(lid);
+        p.compute_ranges();
         p
     }
 
@@ -551,9 +536,8 @@ impl Plan {
     }
 
     /// `UOp.ranges` (ops.py:481-506) for every node, in toposort order.
-    fn compute_ranges(&mut self, g: &Graph, lid: impl Fn(UOp) -> usize) {
+    fn compute_ranges(&mut self) {
         for i in 0..self.nodes.len() {
-            let u = self.nodes[i];
             let mut r: Vec<usize> = Vec::new();
             for s in self.srcs[i].iter() {
                 for x in &self.ranges[*s] {
@@ -562,28 +546,36 @@ impl Plan {
                     }
                 }
             }
-            // only these ops end ranges (`ended_ranges`); the rest skip its allocation
-            let op = self.op[i];
-            let ended: Vec<UOp> = if range_start(op).is_some() || op == Ops::AFTER {
-                ended_ranges(g, u)
-            } else {
-                Vec::new()
-            };
-            for er in ended {
-                let e = lid(er);
-                if g.op(er) == Ops::RANGE {
+            for e in self.ended_ranges(i) {
+                if self.op[e] == Ops::RANGE {
                     r.retain(|x| *x != e);
                 } else {
                     let rm = self.ranges[e].clone();
                     r.retain(|x| !rm.contains(x));
                 }
             }
-            if g.op(u) == Ops::RANGE && !r.contains(&i) {
+            if self.op[i] == Ops::RANGE && !r.contains(&i) {
                 r.push(i);
             }
             r.sort_unstable();
             self.ranges.push(r);
         }
+    }
+
+    /// The sources of node `i` that end ranges: an END's (REDUCE's, …) ranges from
+    /// `range_start` on, an AFTER's through its dependencies.
+    fn ended_ranges(&self, i: usize) -> Vec<usize> {
+        let src = &self.srcs[i];
+        if let Some(k) = range_start(self.op[i]) {
+            return src.get(k..).unwrap_or(&[]).to_vec();
+        }
+        if self.op[i] == Ops::AFTER {
+            return src[1..]
+                .iter()
+                .flat_map(|s| self.ended_ranges(*s))
+                .collect();
+        }
+        Vec::new()
     }
 }
 
@@ -599,20 +591,6 @@ fn is_shared(g: &Graph, u: UOp) -> bool {
             .is_some_and(|p| p.addrspace() == AddrSpace::Local),
         _ => false,
     }
-}
-
-fn ended_ranges(g: &Graph, u: UOp) -> Vec<UOp> {
-    let op = g.op(u);
-    if let Some(k) = range_start(op) {
-        return g.src(u).get(k..).unwrap_or(&[]).to_vec();
-    }
-    if op == Ops::AFTER {
-        return g.src(u)[1..]
-            .iter()
-            .flat_map(|s| ended_ranges(g, *s))
-            .collect();
-    }
-    Vec::new()
 }
 
 struct Interp<'a> {

@@ -689,16 +689,7 @@ impl Graph {
 
     /// Post-order toposort of everything reachable from `roots` (srcs before users, each once).
     pub fn toposort(&self, roots: &[UOp]) -> Vec<UOp> {
-        thread_local! {
-            /// The visited marks, all false between calls: a rewritten arena's worth allocated
-            /// and zeroed per call cost more than a small cone's walk. Taken out while in use,
-            /// so a panic mid-walk drops it instead of leaving marks behind.
-            static SEEN: std::cell::Cell<Vec<bool>> = const { std::cell::Cell::new(Vec::new()) };
-        }
-        let mut seen = SEEN.take();
-        if seen.len() < self.nodes.len() {
-            seen.resize(self.nodes.len(), false);
-        }
+        let mut seen = take_marks(self.nodes.len());
         // room for a small slice up front: growing from empty is a reallocation per doubling
         let mut out = Vec::with_capacity(64);
         let mut stack: Vec<(UOp, bool)> = Vec::with_capacity(64 + roots.len());
@@ -708,24 +699,35 @@ impl Graph {
                 out.push(u);
                 continue;
             }
-            if seen[u.idx()] {
+            if seen[u.idx()] != 0 {
                 continue;
             }
-            seen[u.idx()] = true;
+            seen[u.idx()] = 1;
             stack.push((u, true));
             for s in self.src(u).iter().rev() {
-                if !seen[s.idx()] {
+                if seen[s.idx()] == 0 {
                     stack.push((*s, false));
                 }
             }
         }
         // every node marked was pushed expanded, so it is in `out`
         for u in &out {
-            seen[u.idx()] = false;
+            seen[u.idx()] = 0;
         }
-        SEEN.set(seen);
+        MARKS.set(seen);
         out
     }
+
+    /// The position in `order` of each of its nodes ([`Positions::of`]), for a walk that keeps
+    /// per-node state in a `Vec` as long as `order`, not the arena.
+    pub fn positions<'a>(&self, order: &'a [UOp]) -> Positions<'a> {
+        let mut marks = take_marks(self.nodes.len());
+        for (k, u) in order.iter().enumerate() {
+            marks[u.idx()] = k as u32 + 1;
+        }
+        Positions { marks, order }
+    }
+
     /// Copies the subgraph under `roots` into a fresh graph (dropping dead nodes); returns the new roots.
     pub fn extract(&self, roots: &[UOp]) -> (Graph, Vec<UOp>) {
         let mut g = Graph::new();
@@ -766,9 +768,74 @@ pub fn py_int_of_float(f: f64) -> i128 {
     f.trunc() as i128
 }
 
+/// Positions of the nodes of an order ([`Graph::positions`]); dropping it clears them.
+pub struct Positions<'a> {
+    marks: Vec<u32>,
+    order: &'a [UOp],
+}
+
+impl Positions<'_> {
+    /// The position of `u`, a node of the order (panics for another).
+    #[inline]
+    pub fn of(&self, u: UOp) -> usize {
+        self.marks[u.idx()] as usize - 1
+    }
+}
+
+impl Drop for Positions<'_> {
+    fn drop(&mut self) {
+        for u in self.order {
+            self.marks[u.idx()] = 0;
+        }
+        MARKS.set(std::mem::take(&mut self.marks));
+    }
+}
+
+thread_local! {
+    /// A `u32` per arena node, all 0 between uses ([`take_marks`]).
+    static MARKS: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's marks, at least `n` long and all 0, to be put back all 0: an arena's worth
+/// allocated and zeroed per walk cost more than a small cone's walk. Taken out while in use, so
+/// a nested use gets a fresh array and a panic drops it instead of leaving marks behind.
+fn take_marks(n: usize) -> Vec<u32> {
+    let mut m = MARKS.take();
+    if m.len() < n {
+        m.resize(n, 0);
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `positions` and `toposort` share one per-thread array: a walk while positions are held gets
+    /// its own, and every mark is cleared after use (a stale one would hide a node from the next
+    /// walk, or give it a wrong position).
+    #[test]
+    fn positions_and_walks_leave_no_marks_behind() {
+        let mut g = Graph::new();
+        let x = g.variable("x", 0, 10, DType::WeakInt);
+        let y = g.variable("y", 0, 10, DType::WeakInt);
+        let s = g.alu(Ops::ADD, &[x, y]).unwrap();
+        let m = g.alu(Ops::MUL, &[s, x]).unwrap();
+        let (inner, all) = (g.toposort(&[s]), g.toposort(&[m]));
+        assert!(all.len() > inner.len());
+        {
+            let at = g.positions(&all);
+            assert!(all.iter().enumerate().all(|(k, u)| at.of(*u) == k));
+            assert_eq!(g.toposort(&[s]), inner);
+            let at_inner = g.positions(&inner);
+            assert!(inner.iter().enumerate().all(|(k, u)| at_inner.of(*u) == k));
+        }
+        assert_eq!(g.toposort(&[m]), all);
+        let rev: Vec<UOp> = all.iter().rev().copied().collect();
+        let at = g.positions(&rev);
+        assert!(rev.iter().enumerate().all(|(k, u)| at.of(*u) == k));
+    }
+
     #[test]
     fn hash_consing_is_identity() {
         let mut g = Graph::new();

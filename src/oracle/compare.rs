@@ -310,13 +310,10 @@ pub fn approx_eval(g: &Graph, root: UOp, env: &Env) -> Option<ApproxResult> {
 
 /// [`approx_eval`] with each op allowed its measured error on `side`'s backend.
 pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<ApproxResult> {
-    // by position in the order, found by arena index: a hash map here was a third of the float
-    // loop's `decide`, and a value slot per arena node zeroed a large arena's worth each time
+    // values by position in the order: a hash map here was a third of the float loop's
+    // `decide`, and a value slot per arena node zeroed a large arena's worth each time
     let order = g.toposort(&[root]);
-    let mut at: Vec<u32> = vec![u32::MAX; g.len()];
-    for (k, u) in order.iter().enumerate() {
-        at[u.idx()] = k as u32;
-    }
+    let at = g.positions(&order);
     let mut val: Vec<Option<(Val, Approx)>> = vec![None; order.len()];
     // the table's allowance of each (op, dtype) met, looked up once per graph
     let mut allowances: Vec<(Ops, DType, Option<ulp::Allowance>)> = Vec::new();
@@ -325,11 +322,7 @@ pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<Ap
         let n = g.node(u);
         let dt = n.dtype;
         // every source is in `order` (it is the root's whole cone)
-        let srcs: Vec<(Val, Approx)> = n
-            .src
-            .iter()
-            .filter_map(|s| val[at[s.idx()] as usize])
-            .collect();
+        let srcs: Vec<(Val, Approx)> = n.src.iter().filter_map(|s| val[at.of(*s)]).collect();
         let unstable_in = srcs.iter().any(|(_, a)| a.unstable);
         let exact = |v: Val| -> Approx {
             let f = v.as_f64();
@@ -470,7 +463,7 @@ pub fn approx_eval_for(g: &Graph, root: UOp, env: &Env, side: Side) -> Option<Ap
         };
         val[k] = Some((v, approx));
     }
-    let (_, root_a) = val[at[root.idx()] as usize]?;
+    let (_, root_a) = val[at.of(root)]?;
     Some(ApproxResult {
         root: root_a,
         nonfinite,
