@@ -2,7 +2,9 @@
 //! flags it runs a short default campaign (the README's main command). The last stdout line
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
-use crate::oracle::fuzz::{BLAME_PER_KEY, FuzzOpts, IDEMPOTENCE_EVERY, load_known, run_with};
+use crate::oracle::fuzz::{
+    BLAME_PER_KEY, FuzzOpts, IDEMPOTENCE_EVERY, KERNEL_POINTS, load_known, run_with,
+};
 use crate::oracle::inject;
 use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
@@ -68,6 +70,9 @@ pub struct Args {
     /// that (by default such a graph is checked at each of its inputs, once).
     #[arg(long)]
     pub no_adaptive_points: bool,
+    /// Input points per kernel (a graph with buffers): each is a whole run of its loop nest.
+    #[arg(long, default_value_t = KERNEL_POINTS, value_parser = super::count::<usize>())]
+    pub kernel_points: usize,
     /// Leave out the bounds screen (`unsound-bounds` findings), to measure what it costs
     /// (`bench loop`).
     #[arg(long, hide = true)]
@@ -141,6 +146,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         bounds_screen: !a.no_bounds_screen,
         idempotence_every: a.idempotence_every,
         adaptive_points: !a.no_adaptive_points,
+        kernel_points: a.kernel_points,
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {

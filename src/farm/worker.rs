@@ -118,6 +118,7 @@ pub fn check_opts() -> CheckOpts {
     CheckOpts {
         policy: FloatPolicy::FastMath,
         points: 24,
+        kernel_points: None,
         seed: 0,
         idempotence: true,
         blame: true,

@@ -35,8 +35,11 @@ use crate::rewrite::pipeline::Rewritten;
 #[derive(Clone, Debug)]
 pub struct CheckOpts {
     pub policy: FloatPolicy,
-    /// Input points per graph (kernels use a quarter).
+    /// Input points per graph without buffers.
     pub points: usize,
+    /// Input points per kernel (a graph with buffers); `None`: a quarter of `points`. The fuzz
+    /// loop's choice (`FuzzOpts::kernel_points`); other callers draw as they did.
+    pub kernel_points: Option<usize>,
     pub seed: u64,
     /// Also check that a second rewrite changes nothing (Halide's fuzzer does the same).
     pub idempotence: bool,
@@ -56,6 +59,7 @@ impl Default for CheckOpts {
         CheckOpts {
             policy: FloatPolicy::FastMath,
             points: 24,
+            kernel_points: None,
             seed: 0,
             idempotence: true,
             blame: true,

@@ -167,6 +167,35 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_takes_its_own_point_count() {
+        use crate::generate::{Family, GenConfig, generate_seeded};
+        let cfg = GenConfig::family(Family::Kernel);
+        let case = (0..50)
+            .map(|s| generate_seeded(s, &cfg).case)
+            .find(|c| !c.buffers.is_empty())
+            .expect("a kernel with buffers in 50 seeds");
+        let count = |kernel_points| {
+            let o = CheckOpts {
+                kernel_points,
+                ..CheckOpts::default()
+            };
+            make_points(&case, &o).len()
+        };
+        // the default keeps the quarter of `points` other callers (conformance, farm) rely on
+        assert_eq!(count(None), 6);
+        assert_eq!(count(Some(1)), 1);
+        assert_eq!(count(Some(3)), 3);
+        // each point carries every buffer
+        let o = CheckOpts {
+            kernel_points: Some(2),
+            ..CheckOpts::default()
+        };
+        for p in make_points(&case, &o) {
+            assert!(p.env.buffers.len() >= case.buffers.len());
+        }
+    }
+
+    #[test]
     fn float_boundaries_are_representable() {
         let h = float_boundaries(DType::Half, true);
         assert!(h.contains(&65504.0) && h.iter().any(|x| x.is_nan()));
@@ -197,7 +226,7 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
     let n = if case.buffers.is_empty() {
         opts.points
     } else {
-        opts.points.div_ceil(4)
+        opts.kernel_points.unwrap_or(opts.points.div_ceil(4))
     };
     let mut rng = point_rng(opts.seed);
     // free RANGE / SPECIAL leaves of scalar graphs take a value in [0, end)
