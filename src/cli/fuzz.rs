@@ -43,7 +43,7 @@ pub struct Args {
     pub out: PathBuf,
     #[arg(long, value_enum, default_value_t = FloatPolicy::FastMath)]
     pub float_policy: FloatPolicy,
-    /// Input points per graph.
+    /// Input points per graph without buffers (a kernel takes `--kernel-points`).
     #[arg(long, default_value_t = 24, value_parser = super::count::<usize>())]
     pub points: usize,
     /// Worker threads (default: all cores).
