@@ -113,9 +113,10 @@ pub fn make_case(
     Some(generate::generate_seeded(seed, &cfg))
 }
 
-/// The check options of every farm case: the fuzz loop's, drawn points included. One point per
-/// kernel (`KERNEL_POINTS`): `farm --time 60`, seeds 1–4, found 264, 302, 275, 273 signatures
-/// against 280, 284, 270, 263 with six, at 1.15× the execs/s.
+/// The check options of every farm case: the fuzz loop's, but at drawn points only (no
+/// `adaptive_points`). One point per kernel, as there (`KERNEL_POINTS`): `farm --time 60`, seeds
+/// 1–4, found 264, 302, 275, 273 signatures against 280, 284, 270, 263 with six, at 1.15× the
+/// execs/s.
 pub fn check_opts() -> CheckOpts {
     CheckOpts {
         policy: FloatPolicy::FastMath,

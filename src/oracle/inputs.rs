@@ -181,7 +181,7 @@ mod tests {
             };
             make_points(&case, &o).len()
         };
-        // the default keeps the quarter of `points` other callers (conformance, farm) rely on
+        // unset: the quarter of `points` other callers (conformance, repro import) draw
         assert_eq!(count(None), 6);
         assert_eq!(count(Some(1)), 1);
         assert_eq!(count(Some(3)), 3);
