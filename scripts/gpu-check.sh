@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The CUDA checks, for a machine with an NVIDIA GPU (CI has none, so these tests skip there):
 # the cuda device smoke tests, the cuda / cuda-strict conformance run against the interpreter,
-# and `uopfuzz bench backends` where this build has it. Prints each result and a closing
+# the cuda ULP rows, a cross-backend fuzz run with every finding replayed, the inject self-test
+# through cuda, and `uopfuzz bench backends` where this build has it (outputs under
+# $GPU_CHECK_OUT, default target/gpu-check). Prints each result and a closing
 # `gpu-check: N passed, N failed` line; exit 1 when anything failed.
 #
 # Two ways to run it:
@@ -23,12 +25,14 @@ step() { # step NAME CMD...: run, print, count
   local name=$1
   shift
   echo "== $name: $*"
-  if "$@"; then
+  "$@"
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
     echo "-- $name: ok"
   else
     fail=$((fail + 1))
-    echo "-- $name: FAILED (exit $?)"
+    echo "-- $name: FAILED (exit $rc)"
   fi
 }
 
@@ -58,6 +62,33 @@ fi
 for be in cuda cuda-strict; do
   step "conformance $be" "$UOPFUZZ_BIN" conformance --backend "$be" --graphs 420 --points 8
 done
+# the cuda rows of the ULP table (oracle::ulp): other backends' rows are kept from the checked-in
+# table; copy the result over corpus/ulp-table.tsv to check them in
+out="${GPU_CHECK_OUT:-$root/target/gpu-check}"
+mkdir -p "$out"
+cp "$root/corpus/ulp-table.tsv" "$out/ulp-table.tsv"
+step "measure-ulp cuda" "$UOPFUZZ_BIN" measure-ulp --backend cuda,cuda-strict --points 2000 --seed 0 --out "$out/ulp-table.tsv"
+# the cross-backend differential, then every finding replayed on its backend
+rm -rf "$out/findings"
+step "fuzz interp,cuda,cuda-strict" "$UOPFUZZ_BIN" fuzz --backend interp,cuda,cuda-strict --time 40 --out "$out/findings"
+replay_all() {
+  local n=0 r=0 d
+  for d in "$out"/findings/*/; do
+    [ -f "$d/finding.json" ] || continue
+    n=$((n + 1))
+    "$UOPFUZZ_BIN" replay "$d" >/dev/null 2>&1
+    [ $? -eq 1 ] && r=$((r + 1))
+  done
+  echo "replay: $r of $n finding dirs reproduce"
+  [ "$r" -eq "$n" ]
+}
+step "replay the findings" replay_all
+inject_caught() { # a finding blamed on the injected rule, signed by cuda
+  rm -rf "$out/inject"
+  "$UOPFUZZ_BIN" fuzz --backend cuda --inject floormod-as-cmod --time 20 --out "$out/inject" >/dev/null || return 1
+  cat "$out"/inject/*_injected-*/finding.json 2>/dev/null | grep -q '"backend": "cuda"'
+}
+step "inject caught through cuda" inject_caught
 if "$UOPFUZZ_BIN" bench --help 2>/dev/null | grep -q backends; then
   step "bench backends" "$UOPFUZZ_BIN" bench backends
 else
