@@ -96,8 +96,8 @@ pub const BLAME_PER_KEY: u64 = 2;
 
 /// [`FuzzOpts::kernel_points`]'s default. A kernel's point is a whole run of its loop nest (every
 /// iteration's index and loaded values), recorded by the node-by-node interpreter, where a
-/// scalar graph's point is one lane of a columnar tape: the quarter of `points` (6) the loop
-/// used to take made kernels ~60 % of the default loop's time. Distinct signatures found by
+/// scalar graph's point is one lane of a columnar tape: at a quarter of `points` (6) kernels were
+/// ~60 % of the default loop's time. Distinct signatures found by
 /// `fuzz --time 30 --threads 1` (default configuration, seeds 11–14): 186 on average with 6
 /// points per kernel, 196 with 2, 210 with 1 (rewrite-bug signatures 114.5, 119, 125), and
 /// kernel-signed signatures over the four seeds 66, 65, 65; in 120 s (seeds 21, 22) 316 and 311
