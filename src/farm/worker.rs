@@ -363,7 +363,10 @@ impl Worker {
         Ok(done)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one batch's counters, each added once"
+    )]
     fn account(
         &mut self,
         b: &Batch,
