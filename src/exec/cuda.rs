@@ -151,8 +151,8 @@ impl CudaDevice {
     /// Device `ordinal` with its default stream.
     pub fn acquire(ordinal: usize) -> Result<CudaDevice, Unavailable> {
         libraries_present()?;
-        let ctx = CudaContext::new(ordinal).map_err(|e| no_device(e))?;
-        let (maj, min) = ctx.compute_capability().map_err(|e| no_device(e))?;
+        let ctx = CudaContext::new(ordinal).map_err(no_device)?;
+        let (maj, min) = ctx.compute_capability().map_err(no_device)?;
         let (mut vmaj, mut vmin) = (0, 0);
         // SAFETY: libnvrtc is present (checked above); two out-pointers to locals.
         let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };

@@ -204,10 +204,6 @@ fn generic(it: &mut Interp, i: usize, cols: &[Fv], nl: usize, k: usize) -> Resul
 /// `exec_runtime`, written into `out`; `false` (`out` untouched) where it raises. Written in
 /// place: a value returned through a temporary stalled on its store forwarding.
 #[inline(always)]
-#[expect(
-    clippy::too_many_arguments,
-    reason = "inlined hot path: the operands stay in registers, not in a struct"
-)]
 fn alu_into(
     it: &mut Interp,
     i: usize,

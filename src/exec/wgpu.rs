@@ -92,7 +92,7 @@ impl WgpuDevice {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         }))
-        .map_err(|e| no_adapter(e))?;
+        .map_err(no_adapter)?;
         let info = adapter.get_info();
         let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
         // tinygrad asks for the adapter's own limits (ops_webgpu.py:120-122).

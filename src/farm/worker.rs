@@ -363,10 +363,6 @@ impl Worker {
         Ok(done)
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one batch's counters, each added once"
-    )]
     fn account(
         &mut self,
         b: &Batch,

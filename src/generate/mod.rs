@@ -17,7 +17,6 @@ mod case;
 mod config;
 pub(crate) use case::finish;
 pub use case::{BufInfo, Case, Generated, VarInfo};
-pub(crate) use config::WEAKINT_CONST_LIMIT;
 pub use config::{Family, GenConfig};
 pub mod bounds;
 mod builder;
@@ -32,7 +31,7 @@ pub use directed::generate_for_pattern;
 pub use source::Source;
 pub use swarm::{KernelShape, Swarm};
 
-use crate::ir::{Arg, DType, Graph, Ops, UOp};
+use crate::ir::{Arg, DType, Graph, UOp};
 use arbitrary::Unstructured;
 use builder::Builder;
 use rand::SeedableRng;
@@ -107,7 +106,7 @@ pub fn dump(g: &Graph, root: UOp) -> String {
 #[cfg(test)]
 mod case_tests {
     use super::*;
-    use crate::ir::ParamArg;
+    use crate::ir::{Ops, ParamArg};
 
     #[test]
     fn a_param_size_behind_a_cast_is_read() {

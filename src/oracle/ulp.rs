@@ -396,7 +396,7 @@ mod tests {
             (row.replace("float", "int"), "not a float dtype"),
             (row.replace("1.5", "-1"), "not a number of ulps"),
             (row.replace("measured", "guessed"), "status"),
-            (row.replace("\t0\t", "\t"), "fields"),
+            (row.replace("\t0\t", "\t"), "columns"),
         ] {
             let e = Table::parse(&format!("{ok}{bad}\n"))
                 .expect_err(&bad)

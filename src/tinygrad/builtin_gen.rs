@@ -656,6 +656,7 @@ mod tests {
                 Family::FixedInt => assert!(dt.is_fixed_int(), "{dt}"),
                 Family::Float => assert!(dt.is_float(), "{dt}"),
                 Family::Bool => assert_eq!(dt, DType::Bool),
+                Family::Kernel => panic!("graph {i}: the builtin generator drew a kernel"),
             }
             assert!(
                 x.graph.len() <= 400,

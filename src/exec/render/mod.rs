@@ -547,7 +547,7 @@ pub fn render_lines<R: CStyleLanguage + ?Sized>(
                         _ => *s,
                     })
                     .and_then(|s| g.const_val(s))
-                    .map(py_str)
+                    .map(|c| c.py_repr())
                     .unwrap_or_default()
             };
             let nm = format!("data{}_{shape}", p.slot);
