@@ -2,7 +2,7 @@
 //! bent) show each verdict class a backend can produce, and that "unsupported" and a crash are
 //! values of one case, never the end of a run.
 use uopfuzz::exec::backend::{
-    self, Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported,
+    Backend, Capabilities, ExecError, Observed, Prepared, Support, Unsupported,
 };
 use uopfuzz::exec::interp::Env;
 use uopfuzz::exec::interp_backend::Interp;
@@ -156,7 +156,7 @@ fn the_reference_alone_finds_nothing_and_an_honest_backend_agrees() {
     assert!(alone.detected.is_none());
     assert!(alone.points_compared > 0);
     let honest = Fake::new("honest", Bend::Honest);
-    let r = check(&[backend::reference(), &honest]);
+    let r = check(&[uopfuzz::exec::reference(), &honest]);
     assert!(r.detected.is_none(), "{:?}", r.detected);
     assert!(r.unsupported.is_empty());
 }
@@ -165,7 +165,7 @@ fn the_reference_alone_finds_nothing_and_an_honest_backend_agrees() {
 fn disagreeing_on_the_original_is_a_backend_bug_with_groups() {
     let bad = Fake::new("bad", Bend::OffByOne(None));
     let honest = Fake::new("honest", Bend::Honest);
-    let r = check(&[backend::reference(), &honest, &bad]);
+    let r = check(&[uopfuzz::exec::reference(), &honest, &bad]);
     assert_eq!(
         class_and_backend(&r),
         Some((Class::BackendBug, "bad".into()))
@@ -189,10 +189,10 @@ fn a_ub_backend_whose_strict_twin_agrees_is_backend_ub() {
     let mut ub = Fake::new("ub", Bend::OffByOne(None));
     ub.twin = Some("ub-strict");
     let strict = Fake::new("ub-strict", Bend::Honest);
-    let r = check(&[backend::reference(), &ub, &strict]);
+    let r = check(&[uopfuzz::exec::reference(), &ub, &strict]);
     assert_eq!(class_and_backend(&r), Some((Class::BackendUb, "ub".into())));
     // without its twin in the run it is a plain backend bug
-    let r = check(&[backend::reference(), &ub]);
+    let r = check(&[uopfuzz::exec::reference(), &ub]);
     assert_eq!(
         class_and_backend(&r),
         Some((Class::BackendBug, "ub".into()))
@@ -202,7 +202,7 @@ fn a_ub_backend_whose_strict_twin_agrees_is_backend_ub() {
 #[test]
 fn a_rewrite_bug_only_a_backend_shows_keeps_its_class_and_names_the_backend() {
     let bent = Fake::new("bent", Bend::OffByOne(Some(case().root)));
-    let r = check(&[backend::reference(), &bent]);
+    let r = check(&[uopfuzz::exec::reference(), &bent]);
     assert_eq!(
         class_and_backend(&r),
         Some((Class::RewriteBug, "bent".into()))
@@ -217,12 +217,12 @@ fn crashes_and_panics_are_backend_crash_verdicts_and_the_next_case_runs() {
     let crash = Fake::new("crash", Bend::Crash);
     let panics = Fake::new("panics", Bend::Panic);
     for _ in 0..2 {
-        let r = check(&[backend::reference(), &crash]);
+        let r = check(&[uopfuzz::exec::reference(), &crash]);
         assert_eq!(
             class_and_backend(&r),
             Some((Class::BackendCrash, "crash".into()))
         );
-        let r = check(&[backend::reference(), &panics]);
+        let r = check(&[uopfuzz::exec::reference(), &panics]);
         assert_eq!(
             class_and_backend(&r),
             Some((Class::BackendCrash, "panics".into()))
@@ -237,7 +237,7 @@ fn an_unsupported_graph_is_a_value_and_the_backend_is_skipped() {
     let mut picky = Fake::new("picky", Bend::OffByOne(None));
     picky.caps =
         Capabilities::all(Support::Runs).with(&[Ops::MUL], &[DType::Int32], Support::Unsupported);
-    let r = check(&[backend::reference(), &picky]);
+    let r = check(&[uopfuzz::exec::reference(), &picky]);
     assert!(r.detected.is_none(), "{:?}", r.detected);
     assert_eq!(r.unsupported, vec!["picky"]);
     let c = case();

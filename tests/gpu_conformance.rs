@@ -2,7 +2,7 @@
 //! CI, where a missing adapter fails instead of skipping), and the `cuda` backend where libcuda
 //! is present.
 use uopfuzz::ci::skip_or_fail;
-use uopfuzz::exec::backend::{Backend, build};
+use uopfuzz::exec::{Backend, build};
 use uopfuzz::oracle::conformance;
 
 /// Graphs per family: 5 families × 420 = 2,100 graphs.

@@ -108,7 +108,7 @@ fn faithful_rules_have_no_rewrite_bug_on_index_math() {
 #[test]
 fn injection_is_caught_through_c_wgpu_and_cuda() {
     use uopfuzz::ci::skip_or_fail;
-    use uopfuzz::exec::backend::build;
+    use uopfuzz::exec::build;
     // every backend is tried and reported before the test fails, so a broken `c` (a `$CC` that
     // is not clang, say) cannot hide what `cuda` does
     let mut missed = Vec::new();

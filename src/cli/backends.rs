@@ -1,6 +1,6 @@
 //! `uopfuzz backends`: every backend `--backend` knows, whether it can run on this machine,
 //! and its op × dtype table (`exec::backend::Capabilities`), as text or `--json`.
-use crate::exec::backend::{self, Support, TABLE_OPS};
+use crate::exec::backend::{Support, TABLE_OPS};
 use crate::ir::DType;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -24,9 +24,9 @@ struct Entry {
 }
 
 fn entries() -> Vec<Entry> {
-    backend::NAMES
+    crate::exec::NAMES
         .iter()
-        .filter_map(|n| backend::build(n).ok())
+        .filter_map(|n| crate::exec::build(n).ok())
         .map(|b| {
             let caps = b.capabilities();
             let table = TABLE_OPS
@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn every_backend_has_a_full_table() {
         let all = entries();
-        assert_eq!(all.len(), backend::NAMES.len());
+        assert_eq!(all.len(), crate::exec::NAMES.len());
         for e in &all {
             assert_eq!(e.table.len(), TABLE_OPS.len(), "{}", e.name);
             assert!(e.table.values().all(|r| r.len() == DType::ALL.len()));

@@ -2,7 +2,7 @@
 //! graphs of every family on backend B and on the interpreter (`oracle::conformance`). Exit 0
 //! when B agrees everywhere it runs, 1 on a mismatch or a backend failure, 2 when B cannot run
 //! here (no device) or is unknown.
-use crate::exec::backend::build;
+use crate::exec::build;
 use crate::oracle::conformance;
 use std::process::ExitCode;
 

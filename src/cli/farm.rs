@@ -1,6 +1,5 @@
 //! `uopfuzz farm --dir DIR ...`: the overnight farm (`crate::farm`); `uopfuzz farm report DIR`:
 //! the morning report. `uopfuzz farm-worker` (hidden) is one of the farm's worker processes.
-use crate::exec::backend;
 use crate::farm::supervisor::{Ended, FarmOpts, run};
 use crate::farm::worker::{RewriterSel, WorkerSetup};
 use std::path::PathBuf;
@@ -151,7 +150,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         }
     };
     for b in &a.backend {
-        let built = match backend::build(b) {
+        let built = match crate::exec::build(b) {
             Ok(x) => x,
             Err(e) => return fail(format!("--backend {b}: {e}")),
         };

@@ -118,7 +118,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
     }
     let mut backends = Vec::new();
     for name in &a.backend {
-        match crate::exec::backend::build(name) {
+        match crate::exec::build(name) {
             Err(e) => {
                 eprintln!("uopfuzz fuzz: --backend: {e}");
                 return ExitCode::from(2);
@@ -260,7 +260,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
             f.dtype,
             f.path,
             if f.known { "  (known)" } else { "" },
-            if f.backend == crate::exec::backend::reference().name() {
+            if f.backend == crate::exec::reference().name() {
                 String::new()
             } else {
                 format!("  on {}", f.backend)

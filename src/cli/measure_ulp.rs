@@ -4,7 +4,7 @@
 //! command that made it in its header. A backend that cannot run here keeps its measured rows
 //! from the existing file, or gets `unmeasured` rows saying why. Exit 2 (one line on stderr) on
 //! an unknown backend or a file that cannot be read or written.
-use crate::exec::backend::{self, NAMES};
+use crate::exec::NAMES;
 use crate::oracle::ulp::{self, DECOMP, DTYPES, OPS, Row, Table};
 use crate::oracle::ulp_measure::{measure, measure_decomp};
 use anyhow::Context;
@@ -37,14 +37,14 @@ pub fn run(a: Args) -> ExitCode {
 }
 
 fn measure_all(a: &Args) -> anyhow::Result<()> {
-    let mut names: Vec<&str> = vec![backend::reference().name()];
+    let mut names: Vec<&str> = vec![crate::exec::reference().name()];
     for n in a
         .backend
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        backend::build(n)?;
+        crate::exec::build(n)?;
         if !names.contains(&n) {
             names.push(n);
         }
@@ -58,7 +58,7 @@ fn measure_all(a: &Args) -> anyhow::Result<()> {
     // every backend `--backend` knows gets a row per cell, measured, kept from the old table or
     // marked unmeasured with why: a machine whose backend runs more cells still finds them
     for name in NAMES {
-        let b = backend::build(name)?;
+        let b = crate::exec::build(name)?;
         let avail = b.available();
         let asked = names.contains(name) && avail.is_ok();
         if asked {

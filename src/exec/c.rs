@@ -801,7 +801,7 @@ mod tests {
             return;
         }
         for be in [C::ub_exploiting(), C::strict()] {
-            crate::exec::backend::smoke_test(&be);
+            crate::exec::smoke_test(&be);
         }
     }
 

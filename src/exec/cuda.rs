@@ -601,7 +601,7 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
                 crate::ci::skip_or_fail("cuda backend smoke", &why.to_string(), false);
                 return;
             }
-            crate::exec::backend::smoke_test(&be);
+            crate::exec::smoke_test(&be);
         }
     }
 

@@ -44,73 +44,10 @@ mod replay;
 pub(crate) use replay::replay_lanes;
 
 /// A kernel buffer: values as stored in `dtype` (ints wrapped, floats rounded).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Buffer {
-    pub dtype: DType,
-    pub data: Vec<Val>,
-}
-
-impl Buffer {
-    /// A zero-filled buffer (what `bytearray` allocation gives ops_python).
-    pub fn zeros(dtype: DType, n: usize) -> Buffer {
-        Buffer {
-            dtype,
-            data: vec![zero(dtype); n],
-        }
-    }
-    /// A buffer holding `vals`, each stored through `dtype`.
-    pub fn from_vals(dtype: DType, vals: &[Val]) -> Result<Buffer, AluError> {
-        Buffer::from_vec(dtype, vals.to_vec())
-    }
-    /// [`Buffer::from_vals`] stored in place.
-    pub fn from_vec(dtype: DType, mut data: Vec<Val>) -> Result<Buffer, AluError> {
-        for v in &mut data {
-            *v = truncate_val(dtype, *v)?;
-        }
-        Ok(Buffer { dtype, data })
-    }
-}
-
-fn zero(dt: DType) -> Val {
-    if dt.is_float() {
-        Val::Float(0.0)
-    } else if dt == DType::Bool {
-        Val::Bool(false)
-    } else {
-        Val::Int(0)
-    }
-}
-
 /// Default step budget: node evaluations plus loop iterations.
 pub const DEFAULT_MAX_STEPS: u64 = 1 << 24;
 
 /// Inputs of a run.
-#[derive(Clone, Debug, Default)]
-pub struct Env {
-    /// Variable values (`UOp.variable`: BUFFER/PARAM in the ALU addrspace), by name.
-    pub vars: HashMap<String, Val>,
-    /// Kernel buffers, indexed by PARAM slot.
-    pub buffers: Vec<Buffer>,
-    /// Values of RANGEs that no END/loop binds (free RANGEs of scalar graphs), by axis id.
-    pub ranges: HashMap<i64, i128>,
-    /// Values of SPECIALs, by name; a kernel (void root) iterates the unbound ones like a launch grid.
-    pub specials: HashMap<String, i128>,
-}
-
-impl Env {
-    pub fn new() -> Env {
-        Env::default()
-    }
-    pub fn var(mut self, name: &str, v: Val) -> Env {
-        self.vars.insert(name.to_string(), v);
-        self
-    }
-    pub fn buffer(mut self, b: Buffer) -> Env {
-        self.buffers.push(b);
-        self
-    }
-}
-
 /// Result of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
@@ -159,7 +96,8 @@ impl UbKind {
     }
 }
 
-pub use super::backend::ExecError;
+use super::data::zero;
+pub use super::data::{Buffer, Env, ExecError};
 
 /// Runs `root` of `g` on `env`.
 pub fn eval(g: &Graph, root: UOp, env: &Env) -> Result<Outcome, ExecError> {

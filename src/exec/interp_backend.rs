@@ -266,7 +266,7 @@ mod tests {
     /// End to end through the trait: a scalar graph (tape path) and a kernel (plan path).
     #[test]
     fn smoke() {
-        crate::exec::backend::smoke_test(&Interp);
+        crate::exec::smoke_test(&Interp);
         let mut g = Graph::new();
         let a = g.variable("a", -10, 10, DType::Int32);
         let b = g.variable("b", -10, 10, DType::Int32);

@@ -740,7 +740,7 @@ mod tests {
         if acquire_or_skip("wgpu backend smoke").is_none() {
             return;
         }
-        crate::exec::backend::smoke_test(&Wgpu);
+        crate::exec::smoke_test(&Wgpu);
         let mut g = Graph::new();
         let a = g.variable("a", -100, 100, DType::Int32);
         let b = g.variable("b", -100, 100, DType::Int32);

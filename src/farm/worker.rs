@@ -14,7 +14,7 @@
 use super::corpus;
 use super::sched::ArmSpec;
 use super::store::{self, FarmMeta, Layout};
-use crate::exec::backend::{self, Backend};
+use crate::exec::backend::Backend;
 use crate::generate::{self, GenConfig, Generated, directed};
 use crate::ir::Graph;
 use crate::oracle::check::{CaseResult, CheckOpts, check_case_graph, dtype_family};
@@ -202,7 +202,7 @@ enum ArmError {
     #[error("--rewriter tinygrad: {0}")]
     Tinygrad(#[from] BridgeError),
     #[error(transparent)]
-    UnknownBackend(#[from] backend::UnknownBackend),
+    UnknownBackend(#[from] crate::exec::UnknownBackend),
     #[error("--backend {backend}: {why}")]
     Unavailable { backend: String, why: String },
 }
@@ -226,8 +226,10 @@ impl Worker {
             let t = TinygradRewriter::new(&arm.rules, path.clone())?;
             self.tinygrad.insert(arm.rules.clone(), t);
         }
-        if arm.backend != backend::reference().name() && !self.backends.contains_key(&arm.backend) {
-            let b = backend::build(&arm.backend)?;
+        if arm.backend != crate::exec::reference().name()
+            && !self.backends.contains_key(&arm.backend)
+        {
+            let b = crate::exec::build(&arm.backend)?;
             b.available().map_err(|why| ArmError::Unavailable {
                 backend: arm.backend.clone(),
                 why: why.0,
@@ -323,7 +325,7 @@ impl Worker {
                 Some(t) => t,
                 None => &port,
             };
-            let mut on: Vec<&dyn Backend> = vec![backend::reference()];
+            let mut on: Vec<&dyn Backend> = vec![crate::exec::reference()];
             if let Some(x) = self.backends.get(&b.arm.backend) {
                 on.push(&**x);
             }

@@ -136,7 +136,7 @@ pub struct BackendRow {
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    UnknownBackend(#[from] crate::exec::backend::UnknownBackend),
+    UnknownBackend(#[from] crate::exec::UnknownBackend),
     #[error("{backend}: {why}")]
     Unavailable { backend: String, why: String },
 }
@@ -151,7 +151,7 @@ pub fn bench_backends(
     seed: u64,
     points: usize,
 ) -> Result<Vec<BackendRow>, BenchError> {
-    use crate::exec::backend::build;
+    use crate::exec::build;
     use crate::generate::generate_seeded;
     use crate::oracle::inputs::make_points;
     let backends: Vec<Box<dyn crate::exec::Backend>> =

@@ -4,7 +4,7 @@ use super::compare::{PointVerdict, decide};
 use super::rewriter::{RewriteMemo, Rewriter};
 use super::tolerance::FloatPolicy;
 use crate::exec::Observed;
-use crate::exec::backend::{self, Backend};
+use crate::exec::backend::Backend;
 use crate::exec::interp::Env;
 use crate::exec::interp_backend::observe_roots_shared;
 use crate::generate::Case;
@@ -68,7 +68,8 @@ pub fn blame_on(
         // fuel's graph that is an earlier fuel's, same handle in this arena) is not again
         let mut judged: FxHashSet<UOp> = FxHashSet::default();
         // (batches only where one tape can run them: a kernel, or another backend, goes one by one)
-        let shared = b.name() == backend::reference().name() && g.dtype(case.root) != DType::Void;
+        let shared =
+            b.name() == crate::exec::reference().name() && g.dtype(case.root) != DType::Void;
         let (mut k, mut batch) = (1, if shared { 2 } else { 1 });
         'scan: while k <= steps {
             let hi = (k + batch - 1).min(steps);
@@ -131,7 +132,7 @@ fn observe_many<'a>(
     env: &'a Env,
 ) -> Box<dyn Iterator<Item = Option<Observed>> + 'a> {
     if roots.len() > 1
-        && b.name() == backend::reference().name()
+        && b.name() == crate::exec::reference().name()
         && let Some(all) = observe_roots_shared(g, roots, env)
     {
         return Box::new(all.into_iter().map(Some));
@@ -154,7 +155,7 @@ pub fn first_wrong_step(
     env: &Env,
     policy: FloatPolicy,
 ) -> Option<usize> {
-    first_wrong_step_on(backend::reference(), g, steps, env, policy)
+    first_wrong_step_on(crate::exec::reference(), g, steps, env, policy)
 }
 
 /// [`first_wrong_step`] on `b`.
@@ -288,7 +289,7 @@ mod tests {
         o: &super::Observed,
     ) -> Option<usize> {
         use super::*;
-        let b = backend::reference();
+        let b = crate::exec::reference();
         let bad = |v: PointVerdict| matches!(v, PointVerdict::Differ | PointVerdict::LessDefined);
         let mut first = None;
         for k in 1..=steps {
@@ -327,7 +328,7 @@ mod tests {
     fn blame_is_the_fuel_scans() {
         use crate::oracle::check::{CheckOpts, check_case_graph};
         use crate::oracle::tolerance::FloatPolicy;
-        let b = crate::exec::backend::reference();
+        let b = crate::exec::reference();
         let mut compared = 0;
         let mut configs: Vec<Option<&str>> = vec![None];
         configs.extend(inject::all().iter().map(|i| Some(i.name)));

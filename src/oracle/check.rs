@@ -112,7 +112,7 @@ pub struct CaseResult {
 
 /// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Case, pipe: &dyn Rewriter, opts: &CheckOpts) -> CaseResult {
-    check_case_on(case, pipe, opts, &[backend::reference()])
+    check_case_on(case, pipe, opts, &[crate::exec::reference()])
 }
 
 /// Checks one generated graph under a pipeline on `backends`. The reference interpreter always
@@ -152,7 +152,7 @@ fn check_case_in(
     let others: Vec<&dyn Backend> = backends
         .iter()
         .copied()
-        .filter(|b| b.name() != backend::reference().name())
+        .filter(|b| b.name() != crate::exec::reference().name())
         .collect();
     let mut memo = RewriteMemo::default();
     let mut res = CaseResult {
@@ -196,7 +196,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: backend::reference().name().into(),
+                backend: crate::exec::reference().name().into(),
                 groups: Vec::new(),
                 bounds: None,
             });
@@ -210,7 +210,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: backend::reference().name().into(),
+                backend: crate::exec::reference().name().into(),
                 groups: Vec::new(),
                 bounds: None,
             });
@@ -227,7 +227,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: backend::reference().name().into(),
+                backend: crate::exec::reference().name().into(),
                 groups: Vec::new(),
                 bounds: None,
             });
@@ -250,7 +250,7 @@ fn check_case_in(
                 point: None,
                 expected: None,
                 actual: None,
-                backend: backend::reference().name().into(),
+                backend: crate::exec::reference().name().into(),
                 groups: Vec::new(),
                 bounds: None,
             });
@@ -267,7 +267,7 @@ fn check_case_in(
     // points count), so a rewrite bug shows in a signature naming that backend
     let reference_asked = backends
         .iter()
-        .any(|b| b.name() == backend::reference().name());
+        .any(|b| b.name() == crate::exec::reference().name());
     // the reference's tape, which the bounds screen reads its nodes from
     let mut tape = None;
     if rw.root != case.root
@@ -329,7 +329,7 @@ fn check_bounds(
             point: Some(points[k].clone()),
             expected: None,
             actual: None,
-            backend: backend::reference().name().into(),
+            backend: crate::exec::reference().name().into(),
             groups: Vec::new(),
             bounds: Some(v),
         });
@@ -377,7 +377,7 @@ fn check_reference(
                 res.points_compared += 1;
                 let blamed = if opts.blame {
                     blame_on(
-                        backend::reference(),
+                        crate::exec::reference(),
                         case,
                         pipe,
                         &p.env,
@@ -422,7 +422,7 @@ fn check_reference(
                     point: Some(p.clone()),
                     expected: Some(o),
                     actual: Some(n),
-                    backend: backend::reference().name().into(),
+                    backend: crate::exec::reference().name().into(),
                     groups: Vec::new(),
                     bounds: None,
                 });
@@ -465,7 +465,7 @@ pub fn finish_blame(
         return;
     };
     let Some(p) = &det.point else { return };
-    let reference = backend::reference();
+    let reference = crate::exec::reference();
     let b = if det.backend == reference.name() {
         reference
     } else {
@@ -589,7 +589,7 @@ fn check_backends(
         vec![case.root]
     };
     let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    let reference = run_guarded(backend::reference(), g, &roots, &envs).ok()?;
+    let reference = run_guarded(crate::exec::reference(), g, &roots, &envs).ok()?;
     let mut runs: Vec<(&dyn Backend, Vec<Vec<Observed>>)> = Vec::new();
     for b in others {
         match run_guarded(*b, g, &roots, &envs) {
@@ -610,7 +610,7 @@ fn check_backends(
             let mut obs: Vec<(String, &Observed)> = Vec::new();
             for (k, root) in roots.iter().enumerate() {
                 let suffix = if *root == case.root { "" } else { "/rewritten" };
-                let name = backend::reference().name();
+                let name = crate::exec::reference().name();
                 obs.push((format!("{name}{suffix}"), &reference[i][k]));
                 for (b, rows) in &runs {
                     obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
@@ -643,7 +643,7 @@ fn check_backends(
                 }
                 _ => {}
             }
-            let names = [backend::reference().name(), b.name()];
+            let names = [crate::exec::reference().name(), b.name()];
             if !is_bad(decide_between(
                 g, case.root, case.root, &p.env, o_ref, ob, policy, names,
             )) || b.by_design(o_ref, ob).is_some()
@@ -676,7 +676,7 @@ fn check_backends(
             let s = format!(
                 "{} computes the original graph differently from {}: expected {} got {}",
                 b.name(),
-                backend::reference().name(),
+                crate::exec::reference().name(),
                 result_key(o_ref),
                 result_key(ob)
             );

@@ -83,7 +83,7 @@ pub fn decide(
     n: &Observed,
     policy: FloatPolicy,
 ) -> PointVerdict {
-    let r = Some(crate::exec::backend::reference().name());
+    let r = Some(crate::exec::reference().name());
     decide_with(
         g,
         orig,

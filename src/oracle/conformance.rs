@@ -445,10 +445,7 @@ fn triage(
     // where the lowered kernel is undefined in C here: its defined reading, the strict twin's
     let twin = match &lowered {
         Some((_, true)) => backend.strict_twin().and_then(|twin| {
-            let mut p = crate::exec::backend::build(twin)
-                .ok()?
-                .prepare(g, &[root])
-                .ok()?;
+            let mut p = crate::exec::build(twin).ok()?.prepare(g, &[root]).ok()?;
             let o = p.run(&[env]).first()?.first()?.clone();
             o.error.is_none().then_some((twin, o))
         }),
@@ -737,7 +734,7 @@ pub fn run_showing(
                         &r,
                         b,
                         super::tolerance::FloatPolicy::FastMath,
-                        [crate::exec::backend::reference().name(), backend.name()],
+                        [crate::exec::reference().name(), backend.name()],
                     ) {
                         V::Skip => {
                             rep.points_skipped += 1;

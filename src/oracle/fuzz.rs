@@ -14,7 +14,7 @@ use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
 use super::verdict::{Class, Finding, Signature, TraceStep};
 use crate::corpus::{self, ListError};
-use crate::exec::backend::{self, Backend};
+use crate::exec::backend::Backend;
 use crate::generate::{self, Family, GenConfig, Generated, directed};
 use crate::ir::alu::Val;
 use crate::ir::text::write_graph;
@@ -112,7 +112,7 @@ impl Default for FuzzOpts {
             progress: false,
             known: builtin_known(),
             stop_on_new: false,
-            backends: vec![backend::reference().name().into()],
+            backends: vec![crate::exec::reference().name().into()],
             check_idempotence: false,
             blame_per_key: BLAME_PER_KEY,
             bounds_screen: true,
@@ -173,7 +173,7 @@ pub enum FuzzError {
     #[error(transparent)]
     Sink(#[from] SinkError),
     #[error("--backend: {0}")]
-    Backend(#[from] crate::exec::backend::UnknownBackend),
+    Backend(#[from] crate::exec::UnknownBackend),
 }
 
 /// The rule sets a run uses, owned (an injection makes a modified copy).
@@ -277,7 +277,7 @@ impl FindingRef {
 }
 
 fn is_reference(name: &str) -> bool {
-    name == backend::reference().name()
+    name == crate::exec::reference().name()
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -360,7 +360,14 @@ pub fn run_one(
     pipe: &dyn Rewriter,
     opts: &CheckOpts,
 ) -> (Generated, CaseResult) {
-    run_one_on(seed, family, target, pipe, opts, &[backend::reference()])
+    run_one_on(
+        seed,
+        family,
+        target,
+        pipe,
+        opts,
+        &[crate::exec::reference()],
+    )
 }
 
 /// [`run_one`] on `backends` (`check::check_case_on`).
@@ -889,7 +896,7 @@ pub fn run_with(
     let built: Vec<Box<dyn Backend>> = opts
         .backends
         .iter()
-        .map(|n| backend::build(n))
+        .map(|n| crate::exec::build(n))
         .collect::<Result<_, _>>()?;
     let backends: Vec<&dyn Backend> = built.iter().map(|b| &**b).collect();
     let check = CheckOpts {
@@ -1128,7 +1135,7 @@ pub fn fuzz_one(data: &[u8], sink: &mut dyn FindingSink) -> bool {
         seed: 0,
         ..CheckOpts::default()
     };
-    let (res, graph) = check_case_graph(&case, &pipe, &opts, &[backend::reference()]);
+    let (res, graph) = check_case_graph(&case, &pipe, &opts, &[crate::exec::reference()]);
     if let Some(det) = &res.detected {
         let mut f = to_finding(&case, &res, det, &choice.name, opts.policy, 0);
         if let Some((_, note)) = known.iter().find(|(k, _)| *k == f.signature) {

@@ -355,7 +355,7 @@ pub fn table() -> &'static Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::backend::{NAMES, build};
+    use crate::exec::{NAMES, build};
 
     #[test]
     fn checked_in_table_parses_and_covers_every_cell_a_backend_runs() {

@@ -116,7 +116,7 @@ impl Signature {
             self.rule.replace('/', "."),
             self.dtype
         );
-        if self.backend != crate::exec::backend::reference().name() {
+        if self.backend != crate::exec::reference().name() {
             raw = format!("{raw}-{}", self.backend);
         }
         raw.chars()

@@ -147,7 +147,7 @@ fn run_or_refused(
     env: &Env,
 ) -> Result<Result<Vec<Observed>, crate::exec::Unsupported>, ReplayError> {
     let usage = |m: String| ReplayError::Usage(format!("{file}: {m}"));
-    let be = crate::exec::backend::build(name).map_err(|e| usage(e.to_string()))?;
+    let be = crate::exec::build(name).map_err(|e| usage(e.to_string()))?;
     be.available()
         .map_err(|e| usage(format!("backend {name} cannot run here: {e}")))?;
     let mut p = match be.prepare(g, roots) {
@@ -206,7 +206,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
                     &reference,
                     o,
                     policy,
-                    [crate::exec::backend::reference().name(), name],
+                    [crate::exec::reference().name(), name],
                 ),
                 PointVerdict::Differ | PointVerdict::LessDefined
             )
@@ -244,9 +244,7 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
         show(&reference)
     );
     if r.meta.signature.class == Class::BackendUb {
-        let twin = crate::exec::backend::build(name)
-            .ok()
-            .and_then(|b| b.strict_twin());
+        let twin = crate::exec::build(name).ok().and_then(|b| b.strict_twin());
         if let Some(t) = twin {
             let tw = run_on(t, file, &r.graph, &roots, &env)?.remove(k);
             if differs(k, &tw) {
@@ -436,7 +434,7 @@ fn replay_inner(
     let (mut c, mut o, mut n) = compare(&g, r.root, out.root, &env, policy);
     // a rewrite bug a backend showed: original and rewritten on that backend
     let on = r.meta.signature.backend.as_str();
-    if on != crate::exec::backend::reference().name() && o.error.is_none() {
+    if on != crate::exec::reference().name() && o.error.is_none() {
         let rows = run_on(on, file, &g, &[r.root, out.root], &env)?;
         let (bo, bn) = (rows[0].clone(), rows[1].clone());
         // judged as the fuzz loop judged it: each side allowed this backend's measured error
