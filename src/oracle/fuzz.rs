@@ -550,8 +550,11 @@ pub fn signature_of(
     (sig, source)
 }
 
+/// Buffer contents by slot as [`Finding::buffers`] records them (Python reprs).
+pub type RecordedBuffers = Vec<(i64, Vec<String>)>;
+
 /// A point as a finding records it: `(inputs, buffers)` of [`Finding`].
-pub fn point_record(p: &Point) -> (Vec<(String, String)>, Vec<(i64, Vec<String>)>) {
+pub fn point_record(p: &Point) -> (Vec<(String, String)>, RecordedBuffers) {
     let mut vars: Vec<_> = p.env.vars.iter().collect();
     vars.sort_by(|a, b| a.0.cmp(b.0));
     let mut inputs: Vec<(String, String)> = vars
