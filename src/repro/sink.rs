@@ -140,11 +140,21 @@ impl FindingSink for FindingDirs {
                 source,
             })
         });
-        if built.is_err() {
-            let _ = std::fs::remove_dir_all(&tmp);
+        match built {
+            Ok(()) => Ok(dir.display().to_string()),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                // the error names the file where it was to land, not the temporary name
+                let (t, d) = (tmp.display().to_string(), dir.display().to_string());
+                Err(match e {
+                    SinkError::Io { path, source } => SinkError::Io {
+                        path: path.replacen(&t, &d, 1),
+                        source,
+                    },
+                    e => e,
+                })
+            }
         }
-        built?;
-        Ok(dir.display().to_string())
     }
 }
 
