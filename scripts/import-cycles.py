@@ -5,7 +5,7 @@ the same stage) uses A. A module is one source file (`ir/alu.rs` is `ir::alu`, `
 written inline) or a bare path into a child module, resolved to the deepest module it names, through the `pub use` re-exports of
 a `mod.rs`. Test code (`#[cfg(test)]` modules and files) is left out: a test may use anything.
 
-    usage: scripts/import-cycles.py [STAGE ...]   (default: ir rewrite)
+    usage: scripts/import-cycles.py [STAGE ...]   (default: every folder of src/)
 Prints each loop (strongly connected set of modules) with one path per edge as evidence.
 Exit status: 0 no loop, 1 some loop.
 A method call (`cx.alu(..)`) names no module, so a loop made only of those is not seen.
@@ -111,7 +111,7 @@ def expand_use(tree):
 
 
 def main():
-    stages = sys.argv[1:] or ["ir", "rewrite"]
+    stages = sys.argv[1:] or sorted(d for d in os.listdir(ROOT) if os.path.isdir(os.path.join(ROOT, d)))
     mods = module_files()
     texts, test_only = {}, set()
     for mod, path in mods.items():

@@ -105,8 +105,7 @@ fn fuzz_writes_complete_finding_dirs_and_replay_judges_good_and_bad_files() {
         for f in ["original.py", "finding.json", "repro.py"] {
             assert!(dir.join(f).is_file(), "{} lacks {f}", dir.display());
         }
-        // repro.py is what the directory's own record converts to (the CLI used to write it
-        // that way, after the run)
+        // repro.py is what the directory's own record converts to
         let file = dir.join("repro.py");
         let loaded = uopfuzz::repro::load_path(dir).unwrap();
         let want = uopfuzz::repro::file::write_repro(&loaded.repro, s(&file));

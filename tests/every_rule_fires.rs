@@ -1,4 +1,4 @@
-//! Issue #3 acceptance: every ported rule fires at least once. For each rule of
+//! Every ported rule fires at least once. For each rule of
 //! `rules::all_rules()`, pattern-directed generation (`generate::directed`) builds graphs whose root
 //! matches the rule's pattern, over a fixed range of seeds, and each graph is rewritten with every
 //! rule set that contains the rule, top-down and bottom-up; a rule counts as fired when it appears

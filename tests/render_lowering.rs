@@ -13,7 +13,7 @@ fn lowered(text: &str) -> Result<lower::Kernel, String> {
 /// STACK of Invalids, uop/symbolic.py:75) reaches no gate, so `pm_remove_invalid` cannot turn
 /// it into 0. Given the port's lowered form, tinygrad's renderer raises `'<' not supported
 /// between instances of 'InvalidType' and 'int'` in `linearize`'s sort
-/// (codegen/late/linearizer.py:36): the kernel backend-bug #17 could not confirm. The port
+/// (codegen/late/linearizer.py:36), so a backend-bug on it cannot be confirmed there. The port
 /// reports such a kernel as one no backend can run, not as source with a made-up value.
 #[test]
 fn an_invalid_no_gate_took_is_not_rendered() {

@@ -40,16 +40,16 @@ pub struct Args {
     /// Rule set (rewrite): symbolic_simple, symbolic or sym.
     #[arg(long, default_value = "symbolic")]
     pub rules: String,
-    #[arg(long, default_value_t = 2000, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 2000, value_parser = super::args::count::<usize>())]
     pub graphs: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Input points per graph (loop).
-    #[arg(long, default_value_t = 24, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 24, value_parser = super::args::count::<usize>())]
     pub points: usize,
     #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
     pub generator: GenKind,
-    /// Only this generator family (rewrite; builtin: index, int, float, bool).
+    /// Only this generator family (rewrite; builtin: index, fixedint, float, bool).
     #[arg(long)]
     pub family: Option<String>,
     /// Graphs rewritten untimed first on each side (rewrite).
@@ -69,16 +69,16 @@ pub struct Args {
     #[arg(long)]
     pub against: Option<std::path::PathBuf>,
     /// Seconds of each graphs/s run (loop).
-    #[arg(long, default_value_t = 5.0, value_parser = super::seconds)]
+    #[arg(long, default_value_t = 5.0, value_parser = super::args::seconds)]
     pub rate_secs: f64,
     /// graphs/s runs per configuration and binary; the median counts (loop).
-    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 3, value_parser = super::args::count::<usize>())]
     pub reps: usize,
     /// Seeds per injected rule for the time-to-find medians (loop).
-    #[arg(long, default_value_t = 5, value_parser = super::count::<u64>())]
+    #[arg(long, default_value_t = 5, value_parser = super::args::count::<u64>())]
     pub seeds: u64,
     /// Seconds a time-to-find run may take before it counts as `>cap` (loop).
-    #[arg(long, default_value_t = 60.0, value_parser = super::seconds)]
+    #[arg(long, default_value_t = 60.0, value_parser = super::args::seconds)]
     pub cap: f64,
     /// Injections to time, comma-separated (loop; default: all of `fuzz --list-injections`).
     #[arg(long, value_delimiter = ',')]

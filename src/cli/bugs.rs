@@ -43,7 +43,7 @@ pub struct Args {
     #[arg(long)]
     pub no_cache: bool,
     /// Most minimization candidates per representative.
-    #[arg(long, default_value_t = crate::repro::bugs::MAX_TRIES, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = crate::repro::bugs::MAX_TRIES, value_parser = super::args::count::<usize>())]
     pub max_tries: usize,
     /// JSON instead of markdown.
     #[arg(long)]

@@ -17,10 +17,10 @@ pub struct Args {
     /// Seconds to run (default: until stopped). A farm stopped before its time was up (killed,
     /// or a full disk) and started again with the same --time runs only what is left of it;
     /// another --time, or a farm whose time was up, starts a new budget.
-    #[arg(long, value_parser = super::seconds)]
+    #[arg(long, value_parser = super::args::seconds)]
     pub time: Option<f64>,
     /// Worker processes.
-    #[arg(long, default_value_t = 2, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 2, value_parser = super::args::count::<usize>())]
     pub workers: usize,
     /// Backends to schedule over (comma-separated or repeated). Every graph runs on the reference
     /// interpreter; an arm on another backend also runs it there and compares.
@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     pub sync: Option<PathBuf>,
     /// Seconds between exchanges with `--sync`.
-    #[arg(long, default_value_t = 30.0, value_parser = super::seconds)]
+    #[arg(long, default_value_t = 30.0, value_parser = super::args::seconds)]
     pub sync_secs: f64,
     /// Print status as JSON lines on stdout (for logs) instead of the terminal display.
     #[arg(long)]
@@ -62,13 +62,13 @@ pub struct Args {
     #[arg(long, value_parser = ["idempotence"])]
     pub check: Vec<String>,
     /// A worker silent this long on one case is killed and its case filed as harness-crash.
-    #[arg(long, default_value_t = 30.0, value_parser = super::seconds)]
+    #[arg(long, default_value_t = 30.0, value_parser = super::args::seconds)]
     pub hang_secs: f64,
     /// Seconds between status lines (and `stats.jsonl` samples).
-    #[arg(long, default_value_t = 10.0, value_parser = super::seconds)]
+    #[arg(long, default_value_t = 10.0, value_parser = super::args::seconds)]
     pub stats_secs: f64,
     /// Seconds between state checkpoints (what a kill -9 can lose of the counters).
-    #[arg(long, default_value_t = 2.0, value_parser = super::seconds, hide = true)]
+    #[arg(long, default_value_t = 2.0, value_parser = super::args::seconds, hide = true)]
     pub checkpoint_secs: f64,
 }
 

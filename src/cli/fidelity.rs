@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, default_value = "symbolic")]
     pub rules: String,
     /// Number of graphs.
-    #[arg(long, default_value_t = 1000, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 1000, value_parser = super::args::count::<usize>())]
     pub graphs: usize,
     /// Run seed; graph i depends only on (seed, i).
     #[arg(long, default_value_t = 0)]
@@ -34,7 +34,7 @@ pub struct Args {
     /// Graph generator.
     #[arg(long = "gen", value_enum, default_value_t = GenKind::Grammar)]
     pub generator: GenKind,
-    /// Only this generator family (builtin: index, int, float, bool).
+    /// Only this generator family (builtin: index, fixedint, float, bool).
     #[arg(long)]
     pub family: Option<String>,
     /// Print one final JSON line instead of the human summary.

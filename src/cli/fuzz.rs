@@ -19,10 +19,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Stop after this many seconds (default 20 when --iters is not given).
-    #[arg(long, value_parser = super::seconds)]
+    #[arg(long, value_parser = super::args::seconds)]
     pub time: Option<f64>,
     /// Stop after this many graphs.
-    #[arg(long, value_parser = super::count::<u64>())]
+    #[arg(long, value_parser = super::args::count::<u64>())]
     pub iters: Option<u64>,
     /// Only this generator family: index, fixedint, float, bool, kernel.
     #[arg(long, value_parser = parse_family)]
@@ -44,10 +44,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = FloatPolicy::FastMath)]
     pub float_policy: FloatPolicy,
     /// Input points per graph without buffers (a kernel takes `--kernel-points`).
-    #[arg(long, default_value_t = 24, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 24, value_parser = super::args::count::<usize>())]
     pub points: usize,
     /// Worker threads (default: all cores).
-    #[arg(long, value_parser = super::count::<usize>())]
+    #[arg(long, value_parser = super::args::count::<usize>())]
     pub threads: Option<usize>,
     /// Known-findings list (default: the built-in corpus/known-findings.tsv).
     #[arg(long)]
@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long)]
     pub no_adaptive_points: bool,
     /// Input points per kernel (a graph with buffers): each is a whole run of its loop nest.
-    #[arg(long, default_value_t = KERNEL_POINTS, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = KERNEL_POINTS, value_parser = super::args::count::<usize>())]
     pub kernel_points: usize,
     /// Leave out the bounds screen (`unsound-bounds` findings), to measure what it costs
     /// (`bench loop`).

@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, default_value = "interp,c,c-strict,wgpu,cuda,cuda-strict")]
     pub backend: String,
     /// Input points per op × dtype cell.
-    #[arg(long, default_value_t = 4000, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 4000, value_parser = super::args::count::<usize>())]
     pub points: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

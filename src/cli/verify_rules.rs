@@ -29,7 +29,7 @@ pub struct Args {
     /// Fast-math float policy (finite inputs, ±0 equal) instead of strict IEEE.
     #[arg(long)]
     pub fast_math: bool,
-    #[arg(long, value_parser = super::count::<usize>())]
+    #[arg(long, value_parser = super::args::count::<usize>())]
     pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,

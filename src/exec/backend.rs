@@ -16,7 +16,7 @@
 //! run produced, a failure included (crash, timeout, compile error), is an [`Observed`] per
 //! point and root, so a crashing backend is a verdict and never the end of a run.
 //!
-//! Where this differs from the brief's sketch (issue #17): `prepare` borrows the graph for the
+//! Where this differs from wasmtime's `DiffEngine`: `prepare` borrows the graph for the
 //! lifetime of the [`Prepared`] (`'g`), so the interpreter runs on the caller's arena without
 //! a copy per case (a compiled backend owns its library and borrows nothing); `run` takes
 //! `&[&Env]` so a caller holding points in its own records builds the slice without cloning
@@ -352,6 +352,64 @@ pub fn build(name: &str) -> Result<Box<dyn Backend>, UnknownBackend> {
 /// The reference every other backend is compared with: the interpreter.
 pub fn reference() -> &'static dyn Backend {
     &super::interp_backend::Interp
+}
+
+/// The one smoke test every backend runs (each backend file calls it from its own test): a
+/// graph of int and float ops, every root at two points where the reference defines it, equal
+/// to the reference's values exactly. Panics with the backend's name and the difference.
+#[cfg(test)]
+pub fn smoke_test(be: &dyn Backend) {
+    let mut g = Graph::new();
+    let a = g.variable("a", -100, 100, DType::Int32);
+    let b = g.variable("b", 1, 100, DType::Int32);
+    let x = g.variable("x", 0, 4, DType::Float);
+    let alu = |g: &mut Graph, op: Ops, s: &[UOp]| g.alu(op, s).expect("a well-typed ALU");
+    let sum = alu(&mut g, Ops::ADD, &[a, b]);
+    let max = alu(&mut g, Ops::MAX, &[sum, a]);
+    let q = alu(&mut g, Ops::CDIV, &[a, b]);
+    let r = alu(&mut g, Ops::CMOD, &[a, b]);
+    let s = alu(&mut g, Ops::SQRT, &[x]);
+    let lt = alu(&mut g, Ops::CMPLT, &[a, b]);
+    let roots = [sum, max, q, r, s, lt];
+    let points = [
+        Env::new()
+            .var("a", Val::Int(-7))
+            .var("b", Val::Int(2))
+            .var("x", Val::Float(2.25)),
+        Env::new()
+            .var("a", Val::Int(50))
+            .var("b", Val::Int(9))
+            .var("x", Val::Float(0.0)),
+    ];
+    let envs: Vec<&Env> = points.iter().collect();
+    let want = reference()
+        .prepare(&g, &roots)
+        .unwrap_or_else(|u| panic!("the reference runs the smoke graph: {u}"))
+        .run(&envs);
+    let vals = |rows: &[Vec<Observed>]| -> Vec<Vec<Option<Val>>> {
+        rows.iter()
+            .map(|r| r.iter().map(|o| o.value).collect())
+            .collect()
+    };
+    assert_eq!(
+        vals(&want)[0],
+        [-5, -5, -3, -1]
+            .map(|i| Some(Val::Int(i)))
+            .into_iter()
+            .chain([Some(Val::Float(1.5)), Some(Val::Bool(true))])
+            .collect::<Vec<_>>(),
+        "the reference's smoke values"
+    );
+    let got = be
+        .prepare(&g, &roots)
+        .unwrap_or_else(|u| panic!("{} cannot run the smoke graph: {u}", be.name()))
+        .run(&envs);
+    assert_eq!(
+        vals(&got),
+        vals(&want),
+        "{} against the reference",
+        be.name()
+    );
 }
 
 #[cfg(test)]

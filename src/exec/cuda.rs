@@ -9,14 +9,9 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStrea
 use cudarc::driver::{DriverError, PushKernelArg};
 use std::sync::Arc;
 
-/// Why no CUDA device is here: a value, so a caller can skip.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "no CUDA device: {}", self.0)
-    }
+/// Why this backend cannot run here: the one [`Unavailable`], its message saying what is missing.
+fn no_device(why: impl std::fmt::Display) -> Unavailable {
+    Unavailable(format!("no CUDA device: {why}"))
 }
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -144,10 +139,10 @@ pub struct CudaDevice {
 pub fn libraries_present() -> Result<(), Unavailable> {
     // SAFETY: these only try to dlopen the library.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Unavailable("libcuda.so not found".into()));
+        return Err(no_device("libcuda.so not found"));
     }
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Unavailable("libnvrtc.so not found".into()));
+        return Err(no_device("libnvrtc.so not found"));
     }
     Ok(())
 }
@@ -156,15 +151,13 @@ impl CudaDevice {
     /// Device `ordinal` with its default stream.
     pub fn acquire(ordinal: usize) -> Result<CudaDevice, Unavailable> {
         libraries_present()?;
-        let ctx = CudaContext::new(ordinal).map_err(|e| Unavailable(e.to_string()))?;
-        let (maj, min) = ctx
-            .compute_capability()
-            .map_err(|e| Unavailable(e.to_string()))?;
+        let ctx = CudaContext::new(ordinal).map_err(no_device)?;
+        let (maj, min) = ctx.compute_capability().map_err(no_device)?;
         let (mut vmaj, mut vmin) = (0, 0);
         // SAFETY: libnvrtc is present (checked above); two out-pointers to locals.
         let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut vmaj, &mut vmin) };
         if rc != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-            return Err(Unavailable(format!("nvrtcVersion: {rc:?}")));
+            return Err(no_device(format!("nvrtcVersion: {rc:?}")));
         }
         let arch = format!("sm_{maj}{min}");
         let name = ctx.name().unwrap_or_else(|_| "?".into());
@@ -301,13 +294,13 @@ impl CudaDevice {
     }
 }
 
-/// `CudaDevice::acquire(0)`, or `None` after printing why the caller skips. CUDA is never
+/// `CudaDevice::acquire(0)`, or `None` after reporting why the caller skips. CUDA is never
 /// required: CI has no GPU.
 pub fn acquire_or_skip(what: &str) -> Option<CudaDevice> {
     match CudaDevice::acquire(0) {
         Ok(d) => Some(d),
         Err(e) => {
-            eprintln!("{what}: skipped: {e}");
+            crate::ci::skip_or_fail(what, &e.to_string(), false);
             None
         }
     }
@@ -316,7 +309,8 @@ pub fn acquire_or_skip(what: &str) -> Option<CudaDevice> {
 // ---- the `cuda` and `cuda-strict` backends ------------------------------------------------
 
 use super::backend::{
-    Backend, Capabilities, ExecError, Observed, Prepared, Support, TABLE_OPS, Unsupported,
+    Backend, Capabilities, ExecError, Observed, Prepared, Support, TABLE_OPS, Unavailable,
+    Unsupported,
 };
 use super::interp::Env;
 use super::kernel_io::{self, RenderedKernel, SlotTable};
@@ -392,11 +386,8 @@ impl Backend for Cuda {
                 .with(TABLE_OPS, &no, Support::Unsupported)
         })
     }
-    fn available(&self) -> Result<(), super::backend::Unavailable> {
-        device()
-            .as_ref()
-            .map(|_| ())
-            .map_err(|e| super::backend::Unavailable(e.to_string()))
+    fn available(&self) -> Result<(), Unavailable> {
+        device().as_ref().map(|_| ()).map_err(Clone::clone)
     }
     fn strict_twin(&self) -> Option<&'static str> {
         (!self.strict).then_some("cuda-strict")
@@ -605,31 +596,12 @@ extern "C" __global__ void __launch_bounds__(1) fma_probe(float* out, float* a) 
 
     #[test]
     fn backend_smoke() {
-        use crate::ir::Ops;
-        use crate::ir::alu::Val;
-        let mut g = Graph::new();
-        let a = g.variable("a", -100, 100, DType::Int32);
-        let b = g.variable("b", -100, 100, DType::Int32);
-        let x = g.variable("x", -4, 4, DType::Float);
-        let q = g.alu(Ops::CDIV, &[a, b]).unwrap();
-        let s = g.alu(Ops::SQRT, &[x]).unwrap();
-        let lt = g.alu(Ops::CMPLT, &[a, b]).unwrap();
         for be in [Cuda { strict: false }, Cuda { strict: true }] {
             if let Err(why) = be.available() {
-                eprintln!("cuda backend smoke: skipped: {why}");
+                crate::ci::skip_or_fail("cuda backend smoke", &why.to_string(), false);
                 return;
             }
-            let mut p = be
-                .prepare(&g, &[q, s, lt])
-                .unwrap_or_else(|u| panic!("{u}"));
-            let e1 = Env::new()
-                .var("a", Val::Int(-7))
-                .var("b", Val::Int(2))
-                .var("x", Val::Float(2.25));
-            let rows = p.run(&[&e1]);
-            assert_eq!(rows[0][0].value, Some(Val::Int(-3)), "{:?}", rows[0][0]);
-            assert_eq!(rows[0][1].value, Some(Val::Float(1.5)));
-            assert_eq!(rows[0][2].value, Some(Val::Bool(true)));
+            crate::exec::backend::smoke_test(&be);
         }
     }
 

@@ -78,7 +78,10 @@ fn scale(x: f64, k: i32) -> f64 {
 
 // The arithmetic returns `Option` (None where double-double cannot hold the result and the
 // caller falls back to tinygrad's f64 rule), which `std::ops` cannot express.
-#[allow(clippy::should_implement_trait)]
+#[expect(
+    clippy::should_implement_trait,
+    reason = "the arithmetic returns Option, which std::ops cannot express"
+)]
 impl DD {
     pub const ZERO: DD = DD { hi: 0.0, lo: 0.0 };
     pub const ONE: DD = DD { hi: 1.0, lo: 0.0 };

@@ -22,8 +22,7 @@ impl Backend for Interp {
         "interp"
     }
     /// Runs every op at every dtype: the interpreter is the spec. Graphs it cannot evaluate
-    /// (an op outside its model) raise `ExecError::Unsupported` per point, as before the seam,
-    /// so its verdicts on them stay the oracle's "original raises: skip".
+    /// (an op outside its model) raise `ExecError::Unsupported` per point, so its verdicts on them stay the oracle's "original raises: skip".
     fn capabilities(&self) -> &Capabilities {
         static CAPS: OnceLock<Capabilities> = OnceLock::new();
         CAPS.get_or_init(|| Capabilities::all(Support::Runs))
@@ -267,6 +266,7 @@ mod tests {
     /// End to end through the trait: a scalar graph (tape path) and a kernel (plan path).
     #[test]
     fn smoke() {
+        crate::exec::backend::smoke_test(&Interp);
         let mut g = Graph::new();
         let a = g.variable("a", -10, 10, DType::Int32);
         let b = g.variable("b", -10, 10, DType::Int32);

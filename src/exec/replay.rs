@@ -12,7 +12,7 @@
 //! whose value is the graph's alone (CONST, SINK…) is computed at one lane and broadcast. A
 //! lane where a node's value is a vector, or an
 //! operand is one `compute` would not read from the operands alone, runs the whole schedule
-//! again on `Replay` (lane by lane, the previous code); a schedule with a node of any other op
+//! again on `Replay` (lane by lane); a schedule with a node of any other op
 //! runs on `Replay` at every lane.
 use super::{
     BufRef, Env, Ev, Interp, Outcome, Plan, Replay, UbKind, V, exec_runtime, outcome, put,
@@ -204,7 +204,6 @@ fn generic(it: &mut Interp, i: usize, cols: &[Fv], nl: usize, k: usize) -> Resul
 /// `exec_runtime`, written into `out`; `false` (`out` untouched) where it raises. Written in
 /// place: a value returned through a temporary stalled on its store forwarding.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn alu_into(
     it: &mut Interp,
     i: usize,

@@ -18,8 +18,7 @@
 //!   with ranges, accumulates that per iteration from the identity (`reduce_ranges_to_acc`,
 //!   :209-219, `inp = r.src[0].reduce(arg=r.arg)`).
 //!
-//! The interpreter reaches these only where its scalar/vector paths give up, so graphs it ran
-//! before run as before.
+//! The interpreter reaches these only where its scalar/vector paths give up.
 use super::{BufRef, Interp, LaneFn, UbKind, V, zero};
 use crate::exec::backend::ExecError;
 use crate::ir::{DType, Ops};

@@ -16,14 +16,9 @@ use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Why no WebGPU device is here (no Vulkan driver, no adapter): a value, so a caller can skip.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "no WebGPU adapter: {}", self.0)
-    }
+/// Why this backend cannot run here: the one [`Unavailable`], its message saying what is missing.
+fn no_adapter(why: impl std::fmt::Display) -> Unavailable {
+    Unavailable(format!("no WebGPU adapter: {why}"))
 }
 
 /// What went wrong on a device that exists.
@@ -88,8 +83,8 @@ impl WgpuDevice {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         desc.backends &= wgpu::Backends::VULKAN;
         if desc.backends.is_empty() {
-            return Err(Unavailable(
-                "WGPU_BACKEND names no backend this build has (only vulkan)".into(),
+            return Err(no_adapter(
+                "WGPU_BACKEND names no backend this build has (only vulkan)",
             ));
         }
         let instance = wgpu::Instance::new(desc);
@@ -97,7 +92,7 @@ impl WgpuDevice {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         }))
-        .map_err(|e| Unavailable(e.to_string()))?;
+        .map_err(no_adapter)?;
         let info = adapter.get_info();
         let has_f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
         // tinygrad asks for the adapter's own limits (ops_webgpu.py:120-122).
@@ -111,7 +106,7 @@ impl WgpuDevice {
             required_limits: adapter.limits(),
             ..Default::default()
         }))
-        .map_err(|e| Unavailable(format!("request_device: {e}")))?;
+        .map_err(|e| no_adapter(format!("request_device: {e}")))?;
         // wgpu's default handler panics on an error outside a scope: keep it as a value.
         let uncaptured = Arc::new(Mutex::new(None));
         let sink = uncaptured.clone();
@@ -417,18 +412,20 @@ pub unsafe fn xdg_runtime_fallback() {
     }
 }
 
-/// `WgpuDevice::acquire`, or why the caller must skip. In CI (`CI` set) a missing adapter
-/// is a setup failure, never a skip: lavapipe is installed there by scripts/setup.sh.
+/// `WgpuDevice::acquire`, or why the caller must skip ([`crate::ci::skip_or_fail`]: under CI a
+/// missing adapter is a setup failure, never a skip: lavapipe is installed there by
+/// scripts/setup.sh).
 pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
     match WgpuDevice::acquire() {
         Ok(d) => Some(d),
-        Err(e) if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") => {
-            panic!(
-                "{what}: CI is set but {e} (scripts/setup.sh installs mesa-vulkan-drivers; run with WGPU_BACKEND=vulkan)"
-            )
-        }
         Err(e) => {
-            eprintln!("{what}: skipped: {e}");
+            crate::ci::skip_or_fail(
+                what,
+                &format!(
+                    "{e} (scripts/setup.sh installs mesa-vulkan-drivers; run with WGPU_BACKEND=vulkan)"
+                ),
+                true,
+            );
             None
         }
     }
@@ -436,7 +433,9 @@ pub fn acquire_or_skip(what: &str) -> Option<WgpuDevice> {
 
 // ---- the `wgpu` backend -------------------------------------------------------------------
 
-use super::backend::{Backend, Capabilities, Observed, Prepared, Support, TABLE_OPS, Unsupported};
+use super::backend::{
+    Backend, Capabilities, Observed, Prepared, Support, TABLE_OPS, Unavailable, Unsupported,
+};
 use super::interp::Env;
 use super::kernel_io::{self, RenderedKernel, SlotTable};
 use super::render::CStyleLanguage;
@@ -502,11 +501,8 @@ impl Backend for Wgpu {
                 .with(TABLE_OPS, LONG, Support::LoweredFirst)
         })
     }
-    fn available(&self) -> Result<(), super::backend::Unavailable> {
-        device()
-            .as_ref()
-            .map(|_| ())
-            .map_err(|e| super::backend::Unavailable(e.to_string()))
+    fn available(&self) -> Result<(), Unavailable> {
+        device().as_ref().map(|_| ()).map_err(Clone::clone)
     }
     fn prepare<'g>(
         &self,
@@ -744,6 +740,7 @@ mod tests {
         if acquire_or_skip("wgpu backend smoke").is_none() {
             return;
         }
+        crate::exec::backend::smoke_test(&Wgpu);
         let mut g = Graph::new();
         let a = g.variable("a", -100, 100, DType::Int32);
         let b = g.variable("b", -100, 100, DType::Int32);
@@ -823,7 +820,12 @@ mod tests {
             return;
         };
         if !dev.has_f16 {
-            eprintln!("skipped: the adapter has no shader-f16");
+            // lavapipe, CI's adapter, has shader-f16
+            crate::ci::skip_or_fail(
+                "wgpu naga f16 bitcast",
+                "the adapter has no shader-f16",
+                true,
+            );
             return;
         }
         let shader = |expr: &str| {

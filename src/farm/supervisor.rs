@@ -158,7 +158,10 @@ fn last_words(l: &Layout, k: usize) -> String {
 }
 
 /// Files the case a worker died on as a `harness-crash` finding (one directory per crash).
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the supervisor's state, borrowed piecewise"
+)]
 fn file_crash(
     l: &Layout,
     st: &State,
@@ -853,7 +856,10 @@ fn status_note(s: &Status, msg: &str) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the supervisor's state, borrowed piecewise"
+)]
 fn stat_line(
     o: &FarmOpts,
     l: &Layout,

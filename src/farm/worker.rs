@@ -363,7 +363,6 @@ impl Worker {
         Ok(done)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn account(
         &mut self,
         b: &Batch,

@@ -5,8 +5,8 @@
 //! rules of `spec_shared`, uop/spec.py:49-63): operands equal the result dtype, WHERE's condition
 //! is bool, comparisons give bool, shifts/bitwise/div/mod stay off floats, transcendentals and
 //! POW stay on floats.
-use super::Family;
 use super::bounds::{self, Iv};
+use super::config::{Family, WEAKINT_CONST_LIMIT};
 use super::source::{Source, pick, weighted, weighted_by};
 use super::swarm::Swarm;
 use crate::ir::{AddrSpace, Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
@@ -1091,7 +1091,7 @@ impl<'a> Builder<'a> {
         }
         let (lo, hi) = match dt.int_bounds() {
             Some(b) if dt.is_fixed_int() => b,
-            _ => (-super::WEAKINT_CONST_LIMIT, super::WEAKINT_CONST_LIMIT),
+            _ => (-WEAKINT_CONST_LIMIT, WEAKINT_CONST_LIMIT),
         };
         let v = if edge {
             let bits = if dt.is_fixed_int() {

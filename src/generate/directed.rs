@@ -9,9 +9,10 @@
 //! be completed type-correctly is undone and another is tried (bounded search); `None` when no
 //! choice works.
 use super::builder::Builder;
+use super::case::{Generated, finish};
+use super::config::{Family, GenConfig, WEAKINT_CONST_LIMIT};
 use super::source::{Source, pick};
 use super::swarm::Swarm;
-use super::{Family, GenConfig, Generated, finish};
 use crate::ir::{Arg, AxisType, ConstVal, DType, Ops, UOp};
 use crate::rewrite::upat::{ArgPat, SrcPat, UPat};
 
@@ -654,7 +655,7 @@ impl Dir<'_, '_> {
         }
         let (lo, hi) = match dt.int_bounds() {
             Some(b) if dt.is_fixed_int() => b,
-            _ => (-super::WEAKINT_CONST_LIMIT, super::WEAKINT_CONST_LIMIT),
+            _ => (-WEAKINT_CONST_LIMIT, WEAKINT_CONST_LIMIT),
         };
         let v = match role {
             Role::Shift(w) => self.b.s.int_in(0, w - 1),

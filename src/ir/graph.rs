@@ -130,7 +130,10 @@ pub struct Srcs {
     n: u32,
     inline: [UOp; Srcs::INLINE],
     // boxed on purpose: a thin pointer (8 bytes, where a `Vec` takes 24) keeps `Node` at 64
-    #[allow(clippy::box_collection)]
+    #[expect(
+        clippy::box_collection,
+        reason = "a thin pointer keeps Node at 64 bytes"
+    )]
     heap: Option<Box<Vec<UOp>>>,
 }
 
@@ -530,7 +533,10 @@ impl Graph {
     /// Appends a node that [`Graph::probe`] did not find, into its free table slot `i`. Always
     /// inlined: as a call, `mk` (the arena's hottest path) cost ~0.9 % more instructions.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the arena's hottest path, inlined: a node's fields passed as they are"
+    )]
     fn push_new(
         &mut self,
         i: usize,

@@ -7,6 +7,7 @@ pub mod graph;
 pub mod infix;
 pub mod num;
 pub mod ops;
+pub mod pylex;
 pub mod spec;
 pub mod text;
 pub mod truncate;

@@ -1,6 +1,6 @@
 //! `Ops` of tinygrad 0.14.0 (`tinygrad/uop/__init__.py`): same names, same numbering. The
 //! numbering drives tinygrad's toposort and the `commutative` canonical order, so it must match.
-#![allow(non_camel_case_types, clippy::upper_case_acronyms)]
+#![expect(non_camel_case_types, reason = "tinygrad's op names, verbatim")]
 
 macro_rules! ops {
     ($($name:ident = $v:literal),* $(,)?) => {

@@ -37,6 +37,7 @@ use super::dtype::DType;
 use super::graph::{Graph, UOp};
 use super::num::py_float_repr;
 use super::ops::Ops;
+use super::pylex;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -65,8 +66,7 @@ pub const MAX_LINE_LEN: usize = 1 << 18;
 pub const MAX_SRCS: usize = 1 << 14;
 /// Deepest nesting of calls, tuples and unary minus in one line.
 pub const MAX_DEPTH: usize = 16;
-/// Longest string literal (bytes after unescaping) and identifier.
-pub const MAX_STR_LEN: usize = 4096;
+pub use super::pylex::MAX_STR_LEN;
 
 /// Names a binding may not take: the imported names (rebinding them would break a repro tail),
 /// Python keywords, and the `nK` node names.
@@ -387,7 +387,7 @@ fn col_of(line: &str, off: usize) -> usize {
 }
 
 /// Errors inside a line: (byte offset, message).
-type LErr = (usize, String);
+type LErr = pylex::LexErr;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -425,7 +425,7 @@ fn lex(line: &str) -> Result<Vec<(Tok, usize)>, LErr> {
             b'-' => Tok::Minus,
             b'.' if !b.get(i + 1).is_some_and(|d| d.is_ascii_digit()) => Tok::Dot,
             b'\'' | b'"' => {
-                let (s, end) = lex_str(line, i)?;
+                let (s, end) = pylex::string(line, i)?;
                 i = end;
                 out.push((Tok::Str(s), start));
                 continue;
@@ -444,8 +444,12 @@ fn lex(line: &str) -> Result<Vec<(Tok, usize)>, LErr> {
                 continue;
             }
             c if c.is_ascii_digit() || c == b'.' => {
-                let (t, end) = lex_num(b, i)?;
+                let (t, end) = pylex::number(b, i)?;
                 i = end;
+                let t = match t {
+                    pylex::Num::Int(v) => Tok::Int(v),
+                    pylex::Num::Float(f) => Tok::Float(f),
+                };
                 out.push((t, start));
                 continue;
             }
@@ -459,171 +463,6 @@ fn lex(line: &str) -> Result<Vec<(Tok, usize)>, LErr> {
     }
     out.push((Tok::End, b.len()));
     Ok(out)
-}
-
-/// A Python number literal: decimal/hex/octal/binary ints and decimal floats, `_` between digits.
-fn lex_num(b: &[u8], start: usize) -> Result<(Tok, usize), LErr> {
-    let mut i = start;
-    let mut is_float = false;
-    let prefixed = b[start] == b'0'
-        && matches!(
-            b.get(start + 1),
-            Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
-        );
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' {
-            if c == b'.' {
-                is_float = true;
-            }
-            // the sign of a decimal exponent
-            if (c == b'e' || c == b'E') && !prefixed {
-                is_float = true;
-                if b.get(i + 1).is_some_and(|x| *x == b'+' || *x == b'-') {
-                    i += 1;
-                }
-            }
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    let raw = std::str::from_utf8(&b[start..i]).unwrap_or("");
-    let bad = || (start, format!("invalid number literal {raw:?}"));
-    let bytes = raw.as_bytes();
-    for (k, &c) in bytes.iter().enumerate() {
-        if c == b'_'
-            && !(k > 0
-                && bytes[k - 1].is_ascii_alphanumeric()
-                && bytes.get(k + 1).is_some_and(|x| x.is_ascii_alphanumeric()))
-        {
-            return Err(bad());
-        }
-    }
-    let clean: String = raw.chars().filter(|c| *c != '_').collect();
-    if raw.len() > MAX_STR_LEN {
-        return Err((start, "number literal too long".into()));
-    }
-    let lower = clean.to_ascii_lowercase();
-    let radix = if lower.starts_with("0x") {
-        16
-    } else if lower.starts_with("0o") {
-        8
-    } else if lower.starts_with("0b") {
-        2
-    } else {
-        10
-    };
-    if radix != 10 {
-        let digits = &lower[2..];
-        if digits.is_empty() {
-            return Err(bad());
-        }
-        return match u128::from_str_radix(digits, radix) {
-            Ok(v) => Ok((Tok::Int(Some(v)), i)),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok((Tok::Int(None), i)),
-            Err(_) => Err(bad()),
-        };
-    }
-    if is_float {
-        // digits [. digits] [e [+-] digits], at least one digit in the mantissa
-        let (mant, exp) = match lower.split_once('e') {
-            Some((m, e)) => (m, Some(e)),
-            None => (lower.as_str(), None),
-        };
-        let mant_ok = mant.bytes().filter(|c| *c == b'.').count() <= 1
-            && mant.bytes().all(|c| c.is_ascii_digit() || c == b'.')
-            && mant.bytes().any(|c| c.is_ascii_digit());
-        let exp_ok = exp.is_none_or(|e| {
-            let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-            !e.is_empty() && e.bytes().all(|c| c.is_ascii_digit())
-        });
-        if !mant_ok || !exp_ok {
-            return Err(bad());
-        }
-        return lower
-            .parse::<f64>()
-            .map(|f| (Tok::Float(f), i))
-            .map_err(|_| bad());
-    }
-    if !clean.bytes().all(|c| c.is_ascii_digit()) {
-        return Err(bad());
-    }
-    if clean.len() > 1 && clean.starts_with('0') && clean.bytes().any(|c| c != b'0') {
-        return Err((start, "leading zeros in an int literal".into()));
-    }
-    match clean.parse::<u128>() {
-        Ok(v) => Ok((Tok::Int(Some(v)), i)),
-        Err(_) => Ok((Tok::Int(None), i)),
-    }
-}
-
-/// A single-line Python string literal with the common escapes.
-fn lex_str(line: &str, start: usize) -> Result<(String, usize), LErr> {
-    let b = line.as_bytes();
-    let q = b[start];
-    if b.get(start + 1) == Some(&q) && b.get(start + 2) == Some(&q) {
-        return Err((start, "triple-quoted strings are not supported".into()));
-    }
-    let mut out = String::new();
-    let mut chars = line[start + 1..].char_indices();
-    while let Some((k, c)) = chars.next() {
-        let pos = start + 1 + k;
-        if out.len() > MAX_STR_LEN {
-            return Err((start, "string literal too long".into()));
-        }
-        match c {
-            c if c as u32 == q as u32 => return Ok((out, pos + 1)),
-            '\\' => {
-                let Some((_, e)) = chars.next() else { break };
-                let mut hex = |n: usize| -> Result<char, LErr> {
-                    let mut v = 0u32;
-                    for _ in 0..n {
-                        let d = chars
-                            .next()
-                            .and_then(|(_, h)| h.to_digit(16))
-                            .ok_or((pos, "truncated escape".to_string()))?;
-                        v = v * 16 + d;
-                    }
-                    char::from_u32(v).ok_or((pos, "invalid code point".to_string()))
-                };
-                let ch = match e {
-                    '\\' => '\\',
-                    '\'' => '\'',
-                    '"' => '"',
-                    'a' => '\x07',
-                    'b' => '\x08',
-                    'f' => '\x0c',
-                    'n' => '\n',
-                    'r' => '\r',
-                    't' => '\t',
-                    'v' => '\x0b',
-                    'x' => hex(2)?,
-                    'u' => hex(4)?,
-                    'U' => hex(8)?,
-                    '0'..='7' => {
-                        // up to three octal digits
-                        let mut v = e as u32 - '0' as u32;
-                        for _ in 0..2 {
-                            let rest = chars.as_str();
-                            match rest.chars().next() {
-                                Some(d @ '0'..='7') => {
-                                    v = v * 8 + (d as u32 - '0' as u32);
-                                    chars.next();
-                                }
-                                _ => break,
-                            }
-                        }
-                        char::from_u32(v).ok_or((pos, "invalid code point".to_string()))?
-                    }
-                    _ => return Err((pos, format!("unsupported escape \\{e}"))),
-                };
-                out.push(ch);
-            }
-            c => out.push(c),
-        }
-    }
-    Err((start, "unterminated string literal".into()))
 }
 
 /// A parsed Python expression (the literal subset the text form uses).

@@ -35,7 +35,10 @@ use rustc_hash::FxHashSet;
 /// `original`: the original graph already observed on `b` at `env` (the check's `expected`),
 /// so a kernel is not run again for it. `kept`: the check's complete rewrite of the case
 /// (`pipe.rewrite` from a fresh memo) and the graph it ran in, so it is not rewritten again.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the check's state it reuses instead of recomputing"
+)]
 pub fn blame_on(
     b: &dyn Backend,
     case: &Case,

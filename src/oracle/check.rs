@@ -31,6 +31,7 @@ use crate::ir::alu::Val;
 use crate::ir::{DType, Graph, UOp};
 use crate::rewrite::engine::{RuleError, Stop};
 use crate::rewrite::pipeline::Rewritten;
+use crate::rewrite::rules;
 
 #[derive(Clone, Debug)]
 pub struct CheckOpts {
@@ -108,37 +109,6 @@ pub struct CaseResult {
     /// under the strict policy, its class wait for [`finish_blame`].
     pub blame_due: bool,
 }
-
-/// `fast-math` rewrites tinygrad makes on purpose (uop/symbolic.py:158-164: `x/x -> 1`, `x*0 -> 0`;
-/// the constant reassociations of `symbolic`): under `--float-policy
-/// strict` their IEEE differences are `fast-math-unsound`, not `rewrite-bug`.
-pub const FAST_MATH_RULES: &[&str] = &[
-    "symbolic_simple/mul_zero",
-    "symbolic_simple/div_self_float",
-    "symbolic_simple/mul_div_cancel",
-    "symbolic_simple/zero_div_zero",
-    "symbolic_simple/mul_zero_div_zero",
-    "symbolic/assoc_fold_ADD",
-    "symbolic/assoc_fold_MUL",
-    "symbolic/add_const_to_end",
-    "symbolic/mul_const_to_end",
-    "symbolic/combine_mul_consts",
-    "symbolic/combine_mul_consts_y",
-    "symbolic/combine_x_xc",
-    "symbolic/combine_y_x_xc",
-    "symbolic/combine_y_xc_x",
-    "symbolic/x_plus_x",
-    "symbolic/y_x_plus_x",
-    "symbolic/div_div",
-    "symbolic/neg_add_const",
-    "symbolic/const_mul_add_const",
-    "sym/x_div_1_plus_x",
-    "sym/x_div_1_plus_x_mul",
-    "sym/x_div_1_plus_x_add",
-    "sym/recip_mul_const",
-    "sym/recip_square",
-    "sym/recip_cube",
-];
 
 /// Checks one generated graph under a pipeline on the reference interpreter.
 pub fn check_case(case: &Case, pipe: &dyn Rewriter, opts: &CheckOpts) -> CaseResult {
@@ -323,7 +293,10 @@ fn check_case_in(
 /// `_min_max` case of its op and dtype. The nodes' values come from `tape` (the reference's
 /// run of both roots at `points`) or a tape of the checked nodes run here; `Screen` where no
 /// tape computes them. Their bounds come from the rewrite's analysis cache (`memo`).
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the check's state, borrowed piecewise"
+)]
 fn check_bounds(
     g: &Graph,
     case: &Case,
@@ -365,7 +338,10 @@ fn check_bounds(
 
 /// The reference's comparison of original and rewritten; `true` when it detected something.
 /// `tape` receives the tape both ran on, when they ran on one.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the check's state, borrowed piecewise"
+)]
 fn check_reference(
     g: &Graph,
     case: &Case,
@@ -461,7 +437,9 @@ fn check_reference(
 /// makes it `fast-math-unsound`.
 fn class_of(policy: FloatPolicy, rw: &Rewritten, blamed: Option<usize>) -> Class {
     match blamed {
-        Some(k) if policy == FloatPolicy::Strict && FAST_MATH_RULES.contains(&rw.trace[k].rule) => {
+        Some(k)
+            if policy == FloatPolicy::Strict && rules::FAST_MATH.contains(&rw.trace[k].rule) =>
+        {
             Class::FastMathUnsound
         }
         _ => Class::RewriteBug,
@@ -590,7 +568,10 @@ fn agreeing_groups(obs: &[(String, &Observed)]) -> Vec<Vec<String>> {
 
 /// The other backends against the reference, point by point: first the original graph across
 /// backends, then original vs rewritten on each backend.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the check's state, borrowed piecewise"
+)]
 fn check_backends(
     g: &Graph,
     case: &Case,

@@ -125,7 +125,10 @@ pub fn decide_on(
 
 /// [`decide_on`] knowing which backend observed which side (`o` on `names[0]`, `n` on
 /// `names[1]`): each side's ops are allowed that backend's measured error.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the comparison's inputs, each read once"
+)]
 pub fn decide_between(
     g: &Graph,
     orig: UOp,
@@ -140,7 +143,10 @@ pub fn decide_between(
     decide_with(g, orig, new, env, o, n, policy, true, s)
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the comparison's inputs, each read once"
+)]
 fn decide_with(
     g: &Graph,
     orig: UOp,

@@ -586,7 +586,7 @@ impl Report {
 }
 
 impl Report {
-    /// The conformance line of issues #17 and #19: at least `min_graphs` graphs, every family in
+    /// The conformance line: at least `min_graphs` graphs, every family in
     /// `families` ran some, no failure, no mismatch nothing explains, UB points only where the
     /// backend exploits UB (it has a strict twin), and compile failures (the source tinygrad's
     /// renderer makes that the compiler rejects, e.g. `--x` for NEG(NEG(x))) at most

@@ -71,15 +71,11 @@ pub struct FuzzOpts {
     pub kernel_points: usize,
 }
 
-/// [`FuzzOpts::idempotence_every`]'s default. The second rewrite of every changed graph was
-/// 7.6 % of the default loop's profile for a statistic nothing acts on; sampled 1 in 16 it
-/// costs under 0.5 % and a 20 s default run still samples ~2,000 graphs, enough to name the
-/// rules that leave a graph short of a fixpoint. A sampled graph found not idempotent is not
-/// bounds-screened (the screen runs where nothing else was detected), as when all were; the
-/// others are. That screen finds more (`fuzz --iters 20000 --threads 1`: +316 and +334
-/// `unsound-bounds` at seeds 0 and 1, one new signature each) and costs more than the second
-/// rewrite saved where many graphs are not idempotent (27 % of `--family float`: 0.75–0.9× its
-/// graphs/s against 1 here, the `first_origin` walk of each violation).
+/// [`FuzzOpts::idempotence_every`]'s default: the second rewrite is a health statistic nothing
+/// acts on, and a sample of 1 in 16 names the rules that leave a graph short of a fixpoint at a
+/// small share of the loop's time. A sampled graph found not idempotent is not bounds-screened
+/// (the screen runs where nothing else was detected); the others are. Figures:
+/// docs/benchmarks.md.
 pub const IDEMPOTENCE_EVERY: u64 = 16;
 
 /// Whether iteration seed `seed` gets the idempotence re-rewrite (`every` as
@@ -89,21 +85,16 @@ pub fn idempotence_sampled(seed: u64, every: u64) -> bool {
 }
 
 /// [`FuzzOpts::blame_per_key`]'s default. Blame runs the graph after each trace step (fuel 1,
-/// 2, …; replayed from the check's rewrite, `oracle::blame`) at the failing point. With 2,
-/// `fuzz --iters 20000 --threads 1` leaves 45 of 639 rewrite bugs unblamed at `--seed 0` and 27
-/// of 632 at `--seed 1`, with the signatures of blaming all (three counts differ by up to 5);
-/// 1 would trust a single blame per key.
+/// 2, …; replayed from the check's rewrite, `oracle::blame`) at the failing point. Two blames
+/// per key give the signatures of blaming all; one would trust a single blame per key.
+/// Figures: docs/benchmarks.md.
 pub const BLAME_PER_KEY: u64 = 2;
 
 /// [`FuzzOpts::kernel_points`]'s default. A kernel's point is a whole run of its loop nest (every
 /// iteration's index and loaded values), recorded by the node-by-node interpreter, where a
-/// scalar graph's point is one lane of a columnar tape: at a quarter of `points` (6) kernels were
-/// ~60 % of the default loop's time. Distinct signatures found by
-/// `fuzz --time 30 --threads 1` (default configuration, seeds 11–14): 186 on average with 6
-/// points per kernel, 196 with 2, 210 with 1 (rewrite-bug signatures 114.5, 119, 125), and
-/// kernel-signed signatures over the four seeds 66, 65, 65; in 120 s (seeds 21, 22) 316 and 311
-/// with 1 point against 278 and 275 with 6, kernel-signed 76 against 75 over both seeds. New
-/// kernels find more than new buffer contents for the same kernel.
+/// scalar graph's point is one lane of a columnar tape, so kernels dominate the loop's time at
+/// more points; new kernels find more than new buffer contents for the same kernel, with as
+/// many kernel signatures. Figures: docs/benchmarks.md.
 pub const KERNEL_POINTS: usize = 1;
 
 impl Default for FuzzOpts {

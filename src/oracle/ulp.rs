@@ -176,28 +176,26 @@ impl Table {
 
     /// Reads the TSV; errors name the line.
     pub fn parse(text: &str) -> Result<Table, TableError> {
-        let (mut comments, mut rows) = (Vec::<String>::new(), Vec::<Row>::new());
+        let comments: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|c| c.trim_start().to_string())
+            .collect();
+        let mut rows = Vec::<Row>::new();
         let mut header_seen = false;
-        for (i, line) in text.lines().enumerate() {
-            let at = |what: String| TableError { line: i + 1, what };
-            if let Some(c) = line.strip_prefix('#') {
-                comments.push(c.trim_start().to_string());
-                continue;
-            }
-            if line.trim().is_empty() {
-                continue;
-            }
+        for r in crate::corpus::rows(text) {
+            let i = r.line - 1;
+            let at = |what: String| TableError { line: r.line, what };
             if !header_seen {
-                if line != HEADER {
+                if r.fields != HEADER {
                     return Err(at(format!("expected the header {HEADER:?}")));
                 }
                 header_seen = true;
                 continue;
             }
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() != 11 {
-                return Err(at(format!("{} fields, expected 11", f.len())));
-            }
+            let f = r
+                .columns("ulp table", 11, &HEADER.replace('\t', " "))
+                .map_err(|e| at(e.msg))?;
             let op = Ops::from_name(f[0]).ok_or_else(|| at(format!("unknown op {:?}", f[0])))?;
             let dtype = DType::from_py_name(f[1])
                 .filter(|d| d.is_float())
@@ -398,7 +396,7 @@ mod tests {
             (row.replace("float", "int"), "not a float dtype"),
             (row.replace("1.5", "-1"), "not a number of ulps"),
             (row.replace("measured", "guessed"), "status"),
-            (row.replace("\t0\t", "\t"), "fields"),
+            (row.replace("\t0\t", "\t"), "columns"),
         ] {
             let e = Table::parse(&format!("{ok}{bad}\n"))
                 .expect_err(&bad)

@@ -21,6 +21,7 @@ use crate::oracle::fuzz::RulesError;
 use crate::oracle::fuzz::choose_rules;
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
+use crate::rewrite::rules;
 use crate::smt::triage::reduce::{Keep, reduce, zero_divisor};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -33,34 +34,10 @@ pub const BUILTIN_KNOWN_BUGS: &str = include_str!("../../corpus/known-bugs.tsv")
 
 /// The keys of a known-bugs list: `bug_key<TAB>note` per line, `#` comments.
 pub fn parse_known_bugs(text: &str) -> Vec<String> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.split('\t').next().unwrap_or("").trim().to_string())
+    crate::corpus::rows(text)
+        .map(|r| r.fields.split('\t').next().unwrap_or("").trim().to_string())
         .collect()
 }
-
-/// Rules tinygrad 0.14.0 has off by default (`DISABLE_FAST_IDIV=1`, codegen/decomp/op.py).
-pub const OFF_BY_DEFAULT: &[&str] = &["late/fast_idiv", "late/cmod_to_cdiv"];
-
-/// Float rules that regroup or cancel on purpose (tinygrad's float rules assume fast-math:
-/// reassociation, `x/x → 1`, `x*(1/y)`), so a float difference they make is intended.
-pub const FAST_MATH_RULES: &[&str] = &[
-    "symbolic/assoc_fold_ADD",
-    "symbolic/assoc_fold_MUL",
-    "symbolic/add_const_to_end",
-    "symbolic/mul_const_to_end",
-    "symbolic/y_x_plus_x",
-    "symbolic/x_plus_x",
-    "symbolic/combine_x_xc",
-    "symbolic/combine_y_x_xc",
-    "symbolic/combine_y_xc_x",
-    "symbolic/div_div",
-    "symbolic/fold_where_closure",
-    "sym/x_div_1_plus_x_mul",
-    "sym/recip_mul_const",
-    "symbolic_simple/mul_div_cancel",
-    "symbolic_simple/div_self_float",
-];
 
 /// Most candidates the minimizer checks per representative.
 pub const MAX_TRIES: usize = 1500;
@@ -320,7 +297,7 @@ pub fn minimize_loaded(
 pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
     let float = DType::from_py_name(&key.dtype).is_some_and(|d| d.is_float());
     match key.class {
-        Class::RewriteBug if float && FAST_MATH_RULES.contains(&key.blamed.as_str()) => Some(
+        Class::RewriteBug if float && rules::FAST_MATH.contains(&key.blamed.as_str()) => Some(
             "fast-math: the rule regroups or cancels float operations on purpose (tinygrad's float rules assume fast-math)".into(),
         ),
         Class::RewriteBug if float && key.symptom == "precision" => Some(
@@ -1043,7 +1020,7 @@ pub fn build(
         };
         let python =
             python.unwrap_or_else(|| super::file::write_repro(&minimal_repro(l, m), &l.label));
-        let off = OFF_BY_DEFAULT.iter().any(|r| {
+        let off = rules::late::FAST_IDIV_RULES.iter().any(|r| {
             key.blamed == *r
                 || c.rule.as_deref() == Some(*r)
                 || key.blamed.split('+').any(|b| b == *r)

@@ -1,14 +1,14 @@
 //! Stage 7: repro files, replay, dedup and bug reports.
 //!
 //! * [`file`]: the repro file (metadata header, graph section, inputs, Python tail) — writer and
-//!   versioned, panic-free reader;
+//!   versioned, panic-free reader; [`pylit`] its Python literals;
 //! * [`replay`]: re-run a repro on the rewrite engine + reference interpreter;
 //! * [`dedup`]: bucket findings by signature, keep the smallest;
 //! * [`report`]: markdown / JSON reports of a findings directory;
 //! * [`sink`]: the one writer of finding directories, [`read_finding_dir`] the one reader;
 //! * [`triage`]: `uopfuzz triage DIR` (Z3 triage of a finding directory);
-//! * [`rootcause`], [`reduce`], [`bugs`]: root-cause keys, cause-preserving minimization and the
-//!   ranked bug list of a findings directory;
+//! * [`rootcause`], [`bugs`]: root-cause keys and the ranked bug list of a findings directory,
+//!   minimized by `smt::triage::reduce`;
 //! * [`load_path`]: a repro file or a fuzz-loop finding directory (`finding.json`, `original.py`,
 //!   `rewritten.py`) as a [`file::Repro`].
 pub mod bugs;

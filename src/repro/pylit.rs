@@ -3,6 +3,7 @@
 //! `nan`/`inf` the repro imports from `math`), `True`/`False`/`None`, strings, lists, tuples and
 //! dicts. Strict, bounded ([`MAX_DEPTH`], [`MAX_ITEMS`]) and panic-free: a repro is untrusted input.
 use crate::ir::alu::Val;
+use crate::ir::pylex;
 
 /// Deepest nesting of brackets and unary signs.
 pub const MAX_DEPTH: usize = 16;
@@ -50,6 +51,7 @@ pub type LitErr = (usize, String);
 /// allowed).
 pub fn parse(s: &str) -> Result<Lit, LitErr> {
     let mut p = P {
+        t: s,
         s: s.as_bytes(),
         i: 0,
     };
@@ -67,6 +69,7 @@ pub fn val_repr(v: &Val) -> String {
 }
 
 struct P<'a> {
+    t: &'a str,
     s: &'a [u8],
     i: usize,
 }
@@ -133,7 +136,7 @@ impl P<'_> {
                     }
                 }
             }
-            Some(q @ (b'\'' | b'"')) => self.string(q),
+            Some(b'\'' | b'"') => self.string(),
             Some(sign @ (b'-' | b'+')) => {
                 self.i += 1;
                 let at = self.i;
@@ -179,89 +182,29 @@ impl P<'_> {
 
     fn number(&mut self, neg: bool) -> Result<Lit, LitErr> {
         let st = self.i;
-        let mut is_float = false;
-        while self.i < self.s.len() {
-            let c = self.s[self.i];
-            if c.is_ascii_digit() {
-                self.i += 1;
-            } else if c == b'.' {
-                is_float = true;
-                self.i += 1;
-            } else if (c == b'e' || c == b'E') && self.i > st {
-                is_float = true;
-                self.i += 1;
-                if matches!(self.s.get(self.i), Some(b'+' | b'-')) {
-                    self.i += 1;
-                }
-            } else {
-                break;
+        let (n, end) = pylex::number(self.s, st)?;
+        self.i = end;
+        match n {
+            pylex::Num::Float(f) => Ok(Lit::Float(if neg { -f } else { f })),
+            pylex::Num::Int(m) => {
+                // a magnitude with its sign, so i128::MIN reads
+                let v = m.and_then(|m| {
+                    if neg {
+                        0i128.checked_sub_unsigned(m)
+                    } else {
+                        i128::try_from(m).ok()
+                    }
+                });
+                v.map(Lit::Int)
+                    .ok_or((st, "int literal beyond the i128 range".into()))
             }
-        }
-        let digits = std::str::from_utf8(&self.s[st..self.i]).unwrap_or("");
-        let text = if neg {
-            format!("-{digits}")
-        } else {
-            digits.to_string()
-        };
-        if is_float {
-            // Rust's parse is correctly rounded, as Python's float() is
-            text.parse::<f64>()
-                .map(Lit::Float)
-                .map_err(|_| (st, format!("bad float literal {text:?}")))
-        } else {
-            if digits.len() > 1 && digits.starts_with('0') {
-                return Err((st, "leading zeros in an int literal".into()));
-            }
-            text.parse::<i128>()
-                .map(Lit::Int)
-                .map_err(|_| (st, format!("int literal {text:?} beyond the i128 range")))
         }
     }
 
-    fn string(&mut self, q: u8) -> Result<Lit, LitErr> {
-        let st = self.i;
-        self.i += 1;
-        let mut out = String::new();
-        let text = std::str::from_utf8(&self.s[self.i..])
-            .map_err(|_| (st, "non-UTF-8 string".to_string()))?;
-        let mut chars = text.char_indices();
-        while let Some((k, c)) = chars.next() {
-            if out.len() > 1 << 16 {
-                return Err((st, "string literal too long".into()));
-            }
-            match c {
-                c if c as u32 == q as u32 => {
-                    self.i += k + 1;
-                    return Ok(Lit::Str(out));
-                }
-                '\\' => {
-                    let Some((_, e)) = chars.next() else { break };
-                    let hex = |chars: &mut std::str::CharIndices, n: usize| -> Option<char> {
-                        let mut v = 0u32;
-                        for _ in 0..n {
-                            v = v * 16 + chars.next()?.1.to_digit(16)?;
-                        }
-                        char::from_u32(v)
-                    };
-                    let ch = match e {
-                        '\\' => Some('\\'),
-                        '\'' => Some('\''),
-                        '"' => Some('"'),
-                        'n' => Some('\n'),
-                        't' => Some('\t'),
-                        'r' => Some('\r'),
-                        '0' => Some('\0'),
-                        'x' => hex(&mut chars, 2),
-                        'u' => hex(&mut chars, 4),
-                        'U' => hex(&mut chars, 8),
-                        _ => None,
-                    };
-                    out.push(ch.ok_or((st + 1 + k, "bad escape in a string".to_string()))?);
-                }
-                c => out.push(c),
-            }
-        }
-        Err((st, "unterminated string".into()))
+    fn string(&mut self) -> Result<Lit, LitErr> {
+        let (s, end) = pylex::string(self.t, self.i)?;
+        self.i = end;
+        Ok(Lit::Str(s))
     }
 }
 

@@ -302,7 +302,10 @@ impl RuleSet {
     }
     /// Runs rule `i` on `u` for each match; the first rewrite (or error) ends the search.
     #[inline(always)]
-    #[allow(clippy::type_complexity)]
+    #[expect(
+        clippy::type_complexity,
+        reason = "the rule function's signature, spelled where it is called"
+    )]
     fn try_rule(
         &self,
         cx: &mut Cx,
@@ -343,7 +346,11 @@ impl RuleSet {
 /// Runs rule `i` (fn `f`) on `u` with a [`Direct`] binding: `root` names `u`, `names` its srcs `src`
 /// (`u` passed the check of that order).
 #[inline(always)]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+#[expect(
+    clippy::type_complexity,
+    clippy::too_many_arguments,
+    reason = "inlined hot path: the candidate loop's state passed as it is"
+)]
 fn try_direct(
     cx: &mut Cx,
     u: UOp,
@@ -907,7 +914,7 @@ thread_local! {
     /// Free [`Scratch`]es: a call takes one and gives it back, so nested calls (a rule's
     /// `simplify`) each have their own and nothing is allocated once the pool is warm.
     /// Boxed: a call moves one pointer in and out, not the whole set of buffers.
-    #[allow(clippy::vec_box)]
+    #[expect(clippy::vec_box, reason = "a call moves one pointer in and out, not the set of buffers")]
     static POOL: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -1016,7 +1023,10 @@ pub fn graph_replay(
 
 /// [`graph_rewrite_memo`] with the rule memo `memo` and the buffers `sc`; `BOTTOM_UP` is
 /// `limits.bottom_up` (a constant, so the top-down loop carries none of the bottom-up tests).
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the rewrite loop's buffers, borrowed piecewise"
+)]
 fn rewrite_in<const BOTTOM_UP: bool>(
     g: &mut Graph,
     cache: &mut super::analysis::Cache,

@@ -114,7 +114,10 @@ impl std::ops::Index<&str> for Bindings {
 }
 
 // `add`/`mul`/`shl`/`shr` mirror UPat's Python operator sugar by name; UPat is not a number.
-#[allow(clippy::should_implement_trait)]
+#[expect(
+    clippy::should_implement_trait,
+    reason = "UPat's Python operator sugar by name; a pattern is not a number"
+)]
 impl UPat {
     fn blank() -> UPat {
         UPat {
@@ -1027,7 +1030,10 @@ impl Seq<'_> {
 /// The ways of `v` (each a leaf or [`UPat::is_flat`]; swapped: `v[1], v[0]`) on `srcs` from
 /// `i`, with `b` bound so far: appends each complete binding to `out`/`ends` in the order
 /// `match_seq` would pass them to its continuation. `b` is restored on return.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the matcher's recursion state, borrowed piecewise on a hot path"
+)]
 fn nest(
     g: &Graph,
     srcs: &[UOp],

@@ -5,7 +5,7 @@
 //! sides run one after the other, never concurrently, so they do not compete for cores. Each side
 //! makes `passes` timed passes over the whole batch (each from freshly built nodes) and counts, per
 //! graph, its fastest pass: one pass of ~10 µs graphs moves by a third with whatever else the
-//! machine does (measured: 14-18 ms for one pass of seed 2's port side, 11.5 ms fastest of 2-5).
+//! machine does.
 //! The port's passes are split around tinygrad's run (the first half before it, the rest after):
 //! all of them take ~30 ms while tinygrad's take seconds, so back to back a single slow stretch
 //! of a shared machine could cover every port pass (with back-to-back passes one binary's ratio

@@ -1,5 +1,5 @@
 //! A compact built-in graph generator for `fidelity` and `bench` (`--gen builtin`; the default is
-//! the grammar generator `crate::gen`): small, fuzz_symbolic-shaped graphs whose values stay far
+//! the grammar generator `crate::generate`): small, fuzz_symbolic-shaped graphs whose values stay far
 //! inside i128, so a disagreement on them is a rule difference rather than a range limit. Graphs
 //! are built with the port's operator sugar, i.e. the nodes tinygrad's Python operators build.
 //!
@@ -7,7 +7,7 @@
 //! * `index`: weakint index math shaped like tinygrad's `test/external/fuzz_symbolic.py`
 //!   (`random_int_expr`: 3 variables with random bounds, `+k, *k, //k, %k, max, min`, binary
 //!   `+ * max min`, `where(cmp)`), depth 1..=6.
-//! * `int`: fixed-width int expressions (one dtype per graph, narrow or full-range variables),
+//! * `fixedint`: fixed-width int expressions (one dtype per graph, narrow or full-range variables),
 //!   casts between widths and signedness, bitwise ops and shifts by constants.
 //!   Also RANGE leaves, index idioms (`x//c*c + x%c`, `(x*a+b)//c`, `(x+k)%m`), division by an
 //!   expression, and (at the root) `cond.where(e, Invalid)` gating.
@@ -18,6 +18,7 @@
 //!
 //! Graph `i` of a run seeded `s` depends only on `(s, i)` ([`graph_seed`]), so a disagreement is
 //! regenerated alone from its index.
+pub use crate::generate::Family;
 use crate::ir::{Arg, AxisType, DType, Graph, Ops, UOp};
 use crate::rewrite::analysis::Cache;
 use crate::rewrite::sugar::Py;
@@ -25,28 +26,8 @@ use crate::rewrite::{Cx, RuleError};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Family {
-    Index,
-    Int,
-    Float,
-    Bool,
-}
-
-impl Family {
-    pub const ALL: [Family; 4] = [Family::Index, Family::Int, Family::Float, Family::Bool];
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Index => "index",
-            Family::Int => "int",
-            Family::Float => "float",
-            Family::Bool => "bool",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<Family> {
-        Family::ALL.into_iter().find(|f| f.name() == s)
-    }
-}
+/// The families this generator builds: the grammar generator's, less `kernel`.
+pub const FAMILIES: [Family; 4] = [Family::Index, Family::FixedInt, Family::Float, Family::Bool];
 
 /// One generated graph: `root` in `graph`, which holds only what `root` reaches.
 #[derive(Debug)]
@@ -72,7 +53,7 @@ pub fn generate(seed: u64, i: u64, family: Option<Family>) -> Generated {
     let mut rng = StdRng::seed_from_u64(graph_seed(seed, i));
     let family = family.unwrap_or_else(|| match rng.random_range(0..20u32) {
         0..=7 => Family::Index,
-        8..=12 => Family::Int,
+        8..=12 => Family::FixedInt,
         13..=16 => Family::Float,
         _ => Family::Bool,
     });
@@ -89,9 +70,10 @@ pub fn generate(seed: u64, i: u64, family: Option<Family>) -> Generated {
         };
         match family {
             Family::Index => b.index_graph(),
-            Family::Int => b.int_graph(),
+            Family::FixedInt => b.int_graph(),
             Family::Float => b.float_graph(),
             Family::Bool => b.bool_graph(),
+            Family::Kernel => unreachable!("callers take the family from FAMILIES"),
         }
     };
     let (graph, roots) = g.extract(&[root]);
@@ -671,9 +653,10 @@ mod tests {
             let dt = x.graph.dtype(x.root);
             match x.family {
                 Family::Index => assert_eq!(dt, DType::WeakInt),
-                Family::Int => assert!(dt.is_fixed_int(), "{dt}"),
+                Family::FixedInt => assert!(dt.is_fixed_int(), "{dt}"),
                 Family::Float => assert!(dt.is_float(), "{dt}"),
                 Family::Bool => assert_eq!(dt, DType::Bool),
+                Family::Kernel => panic!("graph {i}: the builtin generator drew a kernel"),
             }
             assert!(
                 x.graph.len() <= 400,

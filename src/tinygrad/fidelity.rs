@@ -464,11 +464,15 @@ pub fn generate_batch(
         GenKind::Builtin => {
             let fam = match family {
                 None => None,
-                Some(f) => Some(Family::from_name(f).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "unknown family {f:?} (builtin generator: index, int, float, bool)"
-                    )
-                })?),
+                Some(f) => Some(
+                    Family::from_name(f)
+                        .filter(|f| builtin_gen::FAMILIES.contains(f))
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "unknown family {f:?} (builtin generator: index, fixedint, float, bool)"
+                            )
+                        })?,
+                ),
             };
             Ok((0..n)
                 .map(|i| {

@@ -113,26 +113,18 @@ pub fn tinygrad_python() -> Result<PathBuf, BridgeError> {
 }
 
 /// For a test that compares against real tinygrad: `Some(python)` to run it. Without a usable
-/// tinygrad [`TINYGRAD_VERSION`] it panics under `CI=true` (CI must run every such test), and
-/// elsewhere reports a skip and returns `None`: a `SKIP` line on stderr and one line in the file
-/// `$UOPFUZZ_SKIP_LOG`, which `scripts/test.sh` counts as skipped in its closing line.
+/// tinygrad [`TINYGRAD_VERSION`] it panics under CI (CI must run every such test), and
+/// elsewhere reports a skip ([`crate::ci::skip_or_fail`]) and returns `None`.
 pub fn python_for_test(test: &str) -> Option<PathBuf> {
     let why = match tinygrad_python() {
         Ok(p) => return Some(p),
         Err(e) => e.to_string(),
     };
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{test} needs tinygrad {TINYGRAD_VERSION} and CI=true does not skip: {why}");
-    }
-    eprintln!("SKIP {test}: {why}");
-    if let Some(log) = std::env::var_os("UOPFUZZ_SKIP_LOG") {
-        let line = format!("{test}\t{why}\n");
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-    }
+    crate::ci::skip_or_fail(
+        test,
+        &format!("needs tinygrad {TINYGRAD_VERSION}: {why}"),
+        true,
+    );
     None
 }
 

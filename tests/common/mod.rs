@@ -3,7 +3,10 @@
 //! (so one port bug does not hide the next), and optionally records each line with the graphs the
 //! Rust side built, so `replay_tinygrad_symbolic.py` can re-run the same lines in tinygrad and
 //! verify both the expectations and the Rust front end.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the shared helpers"
+)]
 pub mod pyexpr;
 
 use pyexpr::{Interp, R, Val, py_eq, py_num_lt, rule_set, ser, show};

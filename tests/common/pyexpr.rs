@@ -11,7 +11,7 @@
 //! `Ops.X`, `math.inf` and the UOp methods/attributes listed in `Interp::method`/`attr`.
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use uopfuzz::ir::{Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp};
+use uopfuzz::ir::{Arg, AxisType, ConstVal, DType, Graph, Ops, ParamArg, UOp, pylex};
 use uopfuzz::rewrite::analysis::Cache;
 use uopfuzz::rewrite::sugar::Py;
 use uopfuzz::rewrite::{Cx, Limits, RuleSet, Stop, graph_rewrite, rules};
@@ -185,21 +185,15 @@ fn lex(s: &str) -> R<Vec<Tok>> {
             continue;
         }
         if c.is_ascii_digit() {
-            let st = i;
-            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                i += 1;
-            }
-            if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                let f: f64 = s[st..i].parse().map_err(|e| format!("{e}"))?;
-                out.push(Tok::Float(f));
-            } else {
-                let t = s[st..i].replace('_', "");
-                out.push(Tok::Int(t.parse().map_err(|e| format!("{t}: {e}"))?));
-            }
+            let (n, end) = pylex::number(b, i).map_err(|(at, e)| format!("{e} at {at} in {s}"))?;
+            i = end;
+            out.push(match n {
+                pylex::Num::Int(v) => Tok::Int(
+                    v.and_then(|v| i128::try_from(v).ok())
+                        .ok_or_else(|| format!("int literal beyond i128 in {s}"))?,
+                ),
+                pylex::Num::Float(f) => Tok::Float(f),
+            });
             continue;
         }
         if c.is_ascii_alphabetic() || c == '_' {
@@ -211,16 +205,9 @@ fn lex(s: &str) -> R<Vec<Tok>> {
             continue;
         }
         if c == '"' || c == '\'' {
-            let st = i + 1;
-            i += 1;
-            while i < b.len() && b[i] as char != c {
-                i += 1;
-            }
-            if i >= b.len() {
-                return Err(format!("unterminated string in {s}"));
-            }
-            out.push(Tok::Str(s[st..i].to_string()));
-            i += 1;
+            let (t, end) = pylex::string(s, i).map_err(|(at, e)| format!("{e} at {at} in {s}"))?;
+            out.push(Tok::Str(t));
+            i = end;
             continue;
         }
         for op in OPS {

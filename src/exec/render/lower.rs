@@ -384,7 +384,7 @@ pub fn late_for(ops: &[Ops]) -> RuleSet {
         "late/not_and_not" => has(Ops::OR),   // op.py:95
         "late/mul_pow2_shl" => has(Ops::SHL), // op.py:98
         "late/uint_cdiv_pow2_shr" | "late/int_cdiv_pow2_shr" => has(Ops::SHR), // op.py:99-106
-        "late/fast_idiv" | "late/cmod_to_cdiv" => false, // op.py:107
+        n if rules::late::FAST_IDIV_RULES.contains(&n) => false, // op.py:107
         "late/neg" => has(Ops::NEG),          // op.py:115-116
         "late/sub" => has(Ops::NEG) && has(Ops::SUB), // op.py:117
         "late/not_lt_const" | "late/not_const_lt" | "late/neg_lt_mul" | "late/neg_lt_const"

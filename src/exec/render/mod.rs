@@ -313,16 +313,6 @@ pub fn cstyle_code_for_op(op: Ops, s: &[String], _dtype: DType) -> Option<String
     })
 }
 
-/// `str(c.val)` of a CONST's (weak, mathematical) value: Python's `repr` of an int, float or bool.
-pub fn py_str(c: ConstVal) -> String {
-    match c {
-        ConstVal::Bool(b) => if b { "True" } else { "False" }.into(),
-        ConstVal::Int(i) => i.to_string(),
-        ConstVal::Float(f) => crate::ir::num::py_float_repr(f),
-        ConstVal::Invalid => "Invalid".into(),
-    }
-}
-
 /// `base_rewrite` (cstyle.py:10-74): the first pattern that matches and answers wins, in order.
 pub fn base_rewrite<R: CStyleLanguage + ?Sized>(ren: &R, cx: &Ctx, u: UOp) -> Option<String> {
     let g = cx.g;
@@ -448,7 +438,7 @@ fn render_const<R: CStyleLanguage + ?Sized>(
         };
         return format!("({})", ren.render_cast(g, x, &s));
     }
-    let v = py_str(c);
+    let v = c.py_repr();
     let trunc = || crate::ir::truncate::wrap_int(dt, c.as_i128().unwrap_or(0)).to_string();
     match dt {
         DType::Float => format!("{v}f"),                          // :25
@@ -557,7 +547,7 @@ pub fn render_lines<R: CStyleLanguage + ?Sized>(
                         _ => *s,
                     })
                     .and_then(|s| g.const_val(s))
-                    .map(py_str)
+                    .map(|c| c.py_repr())
                     .unwrap_or_default()
             };
             let nm = format!("data{}_{shape}", p.slot);

@@ -134,6 +134,41 @@ pub fn by_name(name: &str) -> Option<&'static RuleSet> {
     })
 }
 
+/// Float rules that change a value on purpose: tinygrad's float rules assume fast-math, so an IEEE
+/// difference one of them makes is by design (`fast-math-unsound` under `--float-policy strict`,
+/// a by-design entry in `uopfuzz bugs`), not a rewrite bug. One list, read by the oracle and by
+/// the bug list; `every_fast_math_rule_exists` keeps its names real.
+pub const FAST_MATH: &[&str] = &[
+    // symbolic.py:158-165: "can be wrong if x or x2 is 0", "this can be wrong for loaded NaN"
+    "symbolic_simple/mul_zero",
+    "symbolic_simple/div_self_float",
+    "symbolic_simple/mul_div_cancel",
+    "symbolic_simple/zero_div_zero",
+    "symbolic_simple/mul_zero_div_zero",
+    // symbolic.py:233-242 (combine terms), 281-282 and the folds of assoc_fold: regrouping
+    "symbolic/assoc_fold_ADD",
+    "symbolic/assoc_fold_MUL",
+    "symbolic/add_const_to_end",
+    "symbolic/mul_const_to_end",
+    "symbolic/combine_mul_consts",
+    "symbolic/combine_mul_consts_y",
+    "symbolic/combine_x_xc",
+    "symbolic/combine_y_x_xc",
+    "symbolic/combine_y_xc_x",
+    "symbolic/x_plus_x",
+    "symbolic/y_x_plus_x",
+    "symbolic/div_div",
+    "symbolic/neg_add_const",
+    "symbolic/const_mul_add_const",
+    // symbolic.py:461-466: reciprocal algebra
+    "sym/x_div_1_plus_x",
+    "sym/x_div_1_plus_x_mul",
+    "sym/x_div_1_plus_x_add",
+    "sym/recip_mul_const",
+    "sym/recip_square",
+    "sym/recip_cube",
+];
+
 /// Every distinct ported rule (for coverage and verify-rules), deduplicated by name.
 pub fn all_rules() -> Vec<std::sync::Arc<super::engine::Rule>> {
     let mut out: Vec<std::sync::Arc<super::engine::Rule>> = Vec::new();
@@ -145,4 +180,18 @@ pub fn all_rules() -> Vec<std::sync::Arc<super::engine::Rule>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod fast_math_tests {
+    #[test]
+    fn every_fast_math_rule_exists() {
+        let names: Vec<&str> = super::all_rules().iter().map(|r| r.name).collect();
+        for r in super::FAST_MATH {
+            assert!(
+                names.contains(r),
+                "FAST_MATH names {r}, which no rule set has"
+            );
+        }
+    }
 }

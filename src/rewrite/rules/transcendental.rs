@@ -8,7 +8,11 @@
 //! float32, and SQRT → `xpow(d, 0.5)`. That is 7 rules (Clang, which lacks EXP2/LOG2/SIN but has
 //! SQRT, would get the first 6).
 // the constants are tinygrad's literals, kept verbatim so a reviewer can diff them
-#![allow(clippy::excessive_precision, clippy::approx_constant)]
+#![expect(
+    clippy::excessive_precision,
+    clippy::approx_constant,
+    reason = "tinygrad's literals, verbatim"
+)]
 use crate::ir::{DType, Ops, UOp};
 use crate::rewrite::engine::{Cx, RuleError, RuleSet};
 use crate::rewrite::sugar::Py;
