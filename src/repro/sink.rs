@@ -141,7 +141,7 @@ impl FindingSink for FindingDirs {
             })
         });
         match built {
-            Ok(()) => Ok(dir.display().to_string()),
+            Ok(_) => Ok(dir.display().to_string()),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&tmp);
                 // the error names the file where it was to land, not the temporary name
