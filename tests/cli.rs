@@ -271,6 +271,16 @@ fn a_closed_stdout_ends_the_command_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
     }
+    // a closed stderr (`... 2>&1 | head`) alike: the error line of a missing file
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(env!("CARGO_BIN_EXE_uopfuzz"))
+        .args(["replay", "/nonexistent/repro.py"])
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(13), "{status:?}");
 }
 
 #[test]

@@ -68,7 +68,7 @@ pub enum Cmd {
 }
 
 pub fn main() -> ExitCode {
-    end_quietly_on_closed_stdout();
+    end_quietly_on_a_closed_stream();
     match Cli::parse().cmd {
         Cmd::Semantics(a) => semantics::run(a),
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
@@ -96,12 +96,13 @@ unsafe extern "C" {
 const SIGPIPE: std::ffi::c_int = 13;
 const SIG_DFL: usize = 0;
 
-/// A closed stdout (`uopfuzz report | head`) ends the command as it ends `ls`: killed by
-/// SIGPIPE, with nothing on stderr. Rust starts with SIGPIPE ignored, so that a write to a
-/// child's closed pipe (tinygrad workers, compiler workers, farm workers) is an error the caller
-/// handles; `print!` turns the same error on stdout into a panic, which this hook turns back
-/// into the signal. Every other panic goes to the default hook.
-fn end_quietly_on_closed_stdout() {
+/// A closed stdout or stderr (`uopfuzz report | head`, `uopfuzz farm ... 2>&1 | head`) ends
+/// the command as it ends `ls`: killed by SIGPIPE, with nothing said. Rust starts with SIGPIPE
+/// ignored, so that a write to a child's closed pipe (tinygrad workers, compiler workers, farm
+/// workers) is an error the caller handles; `print!` and `eprint!` turn the same error on their
+/// stream into a panic, which this hook turns back into the signal. Every other panic goes to
+/// the default hook.
+fn end_quietly_on_a_closed_stream() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let p = info.payload();
@@ -110,7 +111,7 @@ fn end_quietly_on_closed_stdout() {
             .map(String::as_str)
             .or_else(|| p.downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
             // SAFETY: restores the default action of a signal and raises it; the process ends
             unsafe {
                 signal(SIGPIPE, SIG_DFL);
