@@ -24,6 +24,8 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
 fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== fuzz/Cargo.lock up to date (cargo fuzz would rewrite a stale one)"
+cargo metadata --manifest-path fuzz/Cargo.toml --locked --format-version 1 >/dev/null
 echo "== cargo clippy"
 cargo clippy --all-targets --profile suite -- -D warnings
 echo "== cargo test"

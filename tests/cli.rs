@@ -224,3 +224,252 @@ fn bench_loop_measures_two_binaries_and_the_time_to_find() {
     assert!(f["median_secs"][0].as_f64().unwrap() < 30.0, "{f}");
     assert!(v["tinygrad_anchor"].is_null());
 }
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Runs the binary with stdout a pipe whose reader is already gone (`uopfuzz ... | head` once
+/// head has exited): the status and stderr.
+fn with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_uopfuzz"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the uopfuzz binary runs");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let repros = fixture("bugs-repro");
+    for args in [
+        &["fuzz", "--list-injections"][..],
+        &["report", s(&repros)],
+        &["bugs", s(&repros), "--no-python", "--no-cache"],
+        &[
+            "verify-rules",
+            "--filter",
+            "symbolic_simple/mul_zero",
+            "--threads",
+            "1",
+        ],
+        &["replay", s(&repros)],
+    ] {
+        let (status, err) = with_closed_stdout(args);
+        // as `ls | head`: ended by SIGPIPE, nothing said
+        assert_eq!(status.signal(), Some(13), "{args:?}: {status:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+    // a closed stderr (`... 2>&1 | head`) alike: the error line of a missing file
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(env!("CARGO_BIN_EXE_uopfuzz"))
+        .args(["replay", "/nonexistent/repro.py"])
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(13), "{status:?}");
+}
+
+#[test]
+fn bad_input_that_would_check_nothing_is_a_one_line_error() {
+    let d = tmpdir("nothing");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    std::fs::write(empty.join("notes.txt"), "no findings\n").unwrap();
+    let repros = fixture("bugs-repro");
+    for (args, want) in [
+        (
+            vec!["verify-rules", "--filter", "nosuchrule"],
+            "uopfuzz verify-rules: --filter \"nosuchrule\": no rule name contains it".to_string(),
+        ),
+        (
+            vec!["report", s(&empty)],
+            format!("{}:1:1: no findings here", empty.display()),
+        ),
+        (
+            vec!["bugs", s(&empty), "--no-python"],
+            format!("{}:1:1: no findings here", empty.display()),
+        ),
+        (
+            vec!["replay", s(&empty)],
+            format!("{}:1:1: no findings here", empty.display()),
+        ),
+        (
+            vec!["bugs", s(&repros), "--no-python", "--tinygrad", s(&d)],
+            format!("{}:1:1: --tinygrad: not a tinygrad checkout", d.display()),
+        ),
+    ] {
+        let (code, out, err) = uopfuzz(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+    }
+    assert!(
+        !empty.join("bugs-cache.json").exists(),
+        "bugs wrote its cache into a directory without findings"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn fuzz_out_has_whole_finding_dirs_or_none_and_a_write_error_stops_it() {
+    let d = tmpdir("fsize");
+    // a path under a regular file: no directory can be made there, root or not
+    std::fs::write(d.join("file"), "").unwrap();
+    let under_file = d.join("file/findings");
+    let (code, _, err) = uopfuzz(&[
+        "fuzz",
+        "--iters",
+        "64",
+        "--seed",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        s(&under_file),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("uopfuzz fuzz: cannot save: "), "{err}");
+    // files limited to 2 KiB (RLIMIT_FSIZE binds root too; SIGXFSZ ignored, so a write past it
+    // fails with EFBIG as on a full disk): every repro.py is larger, so no finding fits
+    let out = d.join("findings");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 4 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_uopfuzz"))
+        .args([
+            "fuzz",
+            "--iters",
+            "64",
+            "--seed",
+            "0",
+            "--threads",
+            "1",
+            "--out",
+            s(&out),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("cannot save") && err.contains("the run stopped"),
+        "{err}"
+    );
+    // whole or not at all: no directory, hidden or not, is left behind
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_repro_file_cut_short_is_bad_input() {
+    let d = tmpdir("cut");
+    let src = fixture("bugs-repro")
+        .join("rewrite-bug-symbolic_simple.const_pow-float-6642648478742885070/repro.py");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let whole = d.join("whole.py");
+    std::fs::write(&whole, &text).unwrap();
+    let (code, out, err) = uopfuzz(&["replay", s(&whole)]);
+    assert_eq!(code, 1, "{out}{err}");
+    // cut after the BUFFERS line, and in the middle of the tail
+    let buffers = text.find("\nBUFFERS = ").unwrap();
+    let eol = buffers + 1 + text[buffers + 1..].find('\n').unwrap();
+    // the line an error names: the last that is not blank
+    let lines_to = |at: usize| {
+        text[..at]
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .last()
+            .unwrap()
+            .0
+            + 1
+    };
+    for (name, at, want) in [
+        ("data.py", eol + 1, "the file ends before the Python tail"),
+        ("tail.py", text.len() - 200, "the Python tail is cut short"),
+    ] {
+        let cut = d.join(name);
+        std::fs::write(&cut, &text[..at]).unwrap();
+        let (code, out, err) = uopfuzz(&["replay", s(&cut)]);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let line = lines_to(at);
+        assert!(
+            err.starts_with(&format!("{}:{line}:1: {want}", cut.display())),
+            "{name}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn replay_of_a_directory_of_findings_replays_each() {
+    let repros = fixture("bugs-repro");
+    let (code, out, err) = uopfuzz(&["replay", s(&repros)]);
+    assert_eq!(code, 1, "{out}{err}");
+    // each of the three, by its own path
+    assert_eq!(out.lines().count(), 3, "{out}");
+    for l in out.lines() {
+        assert!(l.starts_with(&format!("{}/", repros.display())), "{l}");
+        assert!(
+            l.contains(": reproduces:") || l.contains(": does not reproduce:"),
+            "{l}"
+        );
+    }
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn report_counts_each_signature_as_counts_json_does() {
+    let d = tmpdir("counts");
+    let name = "rewrite-bug-symbolic.floordiv_floordiv-int-1505511778383389284";
+    let dir = d.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(fixture("bugs").join(name))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("finding.json")).unwrap()).unwrap();
+    let g = &f["signature"];
+    let sig = format!(
+        "{}|{}|{}|{}",
+        g["class"].as_str().unwrap(),
+        g["rule"].as_str().unwrap(),
+        g["dtype"].as_str().unwrap(),
+        g["backend"].as_str().unwrap()
+    );
+    std::fs::write(d.join("counts.json"), format!("{{\"{sig}\": 17}}")).unwrap();
+    let (code, out, err) = uopfuzz(&["report", s(&d)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("# uopfuzz findings: 17 finding(s) in 1 bucket(s)"),
+        "{out}"
+    );
+    assert!(out.contains("| 17 |"), "{out}");
+    assert!(
+        out.contains("- **Findings with this signature**: 17 "),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -43,6 +43,19 @@ fn run(mut c: Command) -> Output {
     o
 }
 
+/// `uopfuzz replay PATHS`: exit status and stdout.
+fn replay(paths: &[&Path]) -> (i32, String) {
+    let o = run({
+        let mut c = Command::new(EXE);
+        c.arg("replay").args(paths);
+        c
+    });
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
 fn state(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).unwrap()).unwrap()
 }
@@ -127,7 +140,14 @@ fn worker_faults_and_kill9_of_the_farm_lose_nothing() {
                 "{fj}"
             );
         }
+        // the record keeps the case's inputs and replays: an injected fault is not in the case
+        let (code, out) = replay(&[&d.join("findings").join(name)]);
+        assert_eq!(code, 0, "{kind}: {out}");
+        assert!(out.contains("runs to the end without a crash"), "{out}");
     }
+    // the whole farm replays (findings reproduce: 1), no record is bad input (2)
+    let (code, out) = replay(&[&d.join("findings")]);
+    assert_eq!(code, 1, "{out}");
     assert!(f1.len() > 5, "the farm filed findings besides the crashes");
     let c1 = corpus(&d);
     assert!(!c1.is_empty());
@@ -207,6 +227,108 @@ fn worker_faults_and_kill9_of_the_farm_lose_nothing() {
         c
     });
     assert!(String::from_utf8_lossy(&r.stdout).starts_with("0 new"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The farm's worker processes (children of `farm`).
+fn workers_of(farm: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{farm}/task/{farm}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("farm-worker"))
+        })
+        .collect()
+}
+
+fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_killed_worker_is_filed_replayably_and_a_resumed_farm_finishes_its_time() {
+    let d = tmpdir("resume");
+    let cmd = || {
+        farm(
+            &d,
+            &[
+                "--time",
+                "10",
+                "--no-triage",
+                "--family",
+                "index,fixedint,bool",
+            ],
+        )
+    };
+    let mut child = cmd().stdout(Stdio::null()).spawn().unwrap();
+    let mut worker = Vec::new();
+    wait_for("no farm worker started", 30, || {
+        worker = workers_of(child.id());
+        !worker.is_empty() && d.join("state.json").exists()
+    });
+    // kill -9 of a worker: filed as harness-crash on the case it was on
+    Command::new("kill")
+        .args(["-9", &worker[0].to_string()])
+        .status()
+        .unwrap();
+    let crash = || {
+        findings(&d)
+            .into_keys()
+            .find(|n| n.starts_with("harness-crash-killed-"))
+    };
+    wait_for("no harness-crash record of the kill", 30, || {
+        crash().is_some()
+    });
+    // kill -9 of the farm with some of its 10 s run
+    wait_for("the farm made no progress", 30, || {
+        state(&d)["elapsed"].as_f64().unwrap() >= 4.0
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = state(&d)["elapsed"].as_f64().unwrap();
+    assert_eq!(state(&d)["unfinished"]["time"], 10.0);
+    // the same command runs what is left of the 10 s
+    let t0 = Instant::now();
+    let o = run(cmd());
+    assert!(o.status.success(), "{o:?}");
+    let ran = t0.elapsed().as_secs_f64();
+    let st = state(&d);
+    let total = st["elapsed"].as_f64().unwrap();
+    assert!(
+        ran < 10.0 - before + 4.0 && total < 10.0 + 1.5,
+        "the resumed farm ran {ran:.1}s after {before:.1}s; {total:.1}s in all"
+    );
+    assert!(total >= 10.0, "{total}");
+    assert!(st["unfinished"].is_null(), "{st}");
+    assert_eq!(st["resumes"].as_array().unwrap().len(), 1, "{st}");
+    // the record replays: the killed case runs to the end
+    let name = crash().unwrap();
+    let rec = d.join("findings").join(&name);
+    for p in [rec.clone(), rec.join("repro.py")] {
+        let (code, out) = replay(&[&p]);
+        assert_eq!(code, 0, "{}: {out}", p.display());
+        assert!(out.contains("runs to the end without a crash"), "{out}");
+    }
+    // the report marks the restart on its time axis
+    let r = run({
+        let mut c = Command::new(EXE);
+        c.args(["farm", "report"]).arg(&d);
+        c
+    });
+    assert!(r.status.success());
+    let html = std::fs::read_to_string(d.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("farm restarted").count(),
+        2,
+        "a mark on both plots"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -593,7 +593,7 @@ fn report_buckets_a_directory() {
     std::fs::write(d.join("notes.txt"), "not a repro").unwrap();
     let (found, errs) = uopfuzz::repro::report::collect(&d);
     assert!(errs.is_empty(), "{errs:?}");
-    let rep = uopfuzz::repro::report::build(found);
+    let rep = uopfuzz::repro::report::build(found, &Default::default());
     assert_eq!(rep.total, 7);
     assert_eq!(rep.buckets.len(), 3);
     let counts: Vec<(String, usize)> = rep
@@ -711,7 +711,7 @@ fn fuzz_loop_findings_replay_and_report() {
     }
     let (found, errs) = uopfuzz::repro::report::collect(&d);
     assert!(errs.is_empty(), "{errs:?}");
-    let rep = uopfuzz::repro::report::build(found);
+    let rep = uopfuzz::repro::report::build(found, &Default::default());
     assert_eq!(rep.buckets.len(), dirs.len());
 }
 

@@ -1,7 +1,8 @@
 //! `uopfuzz bugs DIR [--tinygrad PATH] [--json]`: the distinct bugs behind a findings directory,
 //! ranked, each with a minimized tinygrad Python repro (`repro::bugs`), checked in tinygrad
 //! through the one Python bridge (`tinygrad::worker`'s long-lived workers). Exit 0; 2 when DIR
-//! is unreadable or some entry failed to load (the report of the others is still written).
+//! is unreadable, holds no findings, `--tinygrad` is no tinygrad checkout, or some entry failed
+//! to load (the report of the others is still written).
 use crate::repro::bugs::{Cache, Opts, ReproCheck, build, check_repros, markdown, read_counts};
 use crate::repro::report::collect;
 use crate::tinygrad::worker::{WorkerConfig, WorkerPool};
@@ -58,14 +59,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(2);
     }
     if let Some(t) = &args.tinygrad
-        && !t.is_dir()
+        && !t.join("tinygrad").join("__init__.py").is_file()
     {
-        eprintln!("{}:1:1: --tinygrad: not a directory", t.display());
+        eprintln!(
+            "{}:1:1: --tinygrad: not a tinygrad checkout (no tinygrad/__init__.py in it)",
+            t.display()
+        );
         return Ok(2);
     }
     let (found, errs) = collect(&args.dir);
     for e in &errs {
         eprintln!("{e}");
+    }
+    // before the cache: a directory without findings gets no bugs-cache.json
+    if found.is_empty() {
+        if errs.is_empty() {
+            eprintln!("{}", crate::repro::report::no_findings(&args.dir));
+        }
+        return Ok(2);
     }
     let opts = Opts {
         check_idempotence: args.check.iter().any(|c| c == "idempotence"),

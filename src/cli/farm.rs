@@ -13,7 +13,9 @@ pub struct Args {
     /// The farm directory (created; a farm killed in it resumes with the same command).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Seconds to run (default: until stopped).
+    /// Seconds to run (default: until stopped). A farm stopped before its time was up (killed,
+    /// or a full disk) and started again with the same --time runs only what is left of it;
+    /// another --time, or a farm whose time was up, starts a new budget.
     #[arg(long, value_parser = super::args::seconds)]
     pub time: Option<f64>,
     /// Worker processes.
@@ -236,7 +238,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
             eprintln!(
                 "uopfuzz farm: {m}; the farm stopped (everything filed before is intact; free the space and run the same command to resume)"
             );
-            ExitCode::from(3)
+            ExitCode::from(super::fuzz::EXIT_STORE_ERROR)
         }
         Err(e) => fail(e.to_string()),
     }

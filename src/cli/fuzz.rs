@@ -3,12 +3,12 @@
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
 use crate::oracle::fuzz::{
-    BLAME_PER_KEY, FuzzOpts, IDEMPOTENCE_EVERY, KERNEL_POINTS, load_known, run_with,
+    BLAME_PER_KEY, FuzzError, FuzzOpts, IDEMPOTENCE_EVERY, KERNEL_POINTS, load_known, run_with,
 };
 use crate::oracle::inject;
 use crate::oracle::rewriter::Rewriter;
 use crate::oracle::tolerance::FloatPolicy;
-use crate::repro::sink::FindingDirs;
+use crate::repro::sink::{FindingDirs, write_atomic};
 use crate::tinygrad::rewriter::TinygradRewriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +38,7 @@ pub struct Args {
     /// List the injected bad rules and exit.
     #[arg(long)]
     pub list_injections: bool,
-    /// Where finding directories go.
+    /// Where finding directories go (each appears whole; a write error ends the run with exit 3).
     #[arg(long, default_value = "findings")]
     pub out: PathBuf,
     #[arg(long, value_enum, default_value_t = FloatPolicy::FastMath)]
@@ -108,6 +108,19 @@ fn parse_family(s: &str) -> anyhow::Result<Family> {
         anyhow::anyhow!("unknown family {s:?} (index, fixedint, float, bool, kernel)")
     })
 }
+
+/// A finding or `counts.json` could not be written (a full disk, a path that is no directory):
+/// the run ends with the farm's exit status for a store error. Every finding directory is
+/// renamed into place whole, so what is there is complete.
+fn store_error(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!(
+        "uopfuzz fuzz: cannot save: {e}; the run stopped (the findings saved before it are whole)"
+    );
+    ExitCode::from(EXIT_STORE_ERROR)
+}
+
+/// The exit status of a run a store error stopped: `farm`'s for a full disk.
+pub const EXIT_STORE_ERROR: u8 = 3;
 
 pub fn run_cmd(a: Args) -> ExitCode {
     if a.list_injections {
@@ -193,11 +206,29 @@ pub fn run_cmd(a: Args) -> ExitCode {
     let rewriter = tg.as_ref().map(|t| t as &dyn Rewriter);
     let s = match run_with(&opts, rewriter, &mut FindingDirs::new(&a.out)) {
         Ok(s) => s,
+        Err(FuzzError::Sink(e)) => return store_error(&e),
         Err(e) => {
             eprintln!("uopfuzz fuzz: {e}");
             return ExitCode::from(2);
         }
     };
+    // raw findings per signature, for `report` and `bugs` (one directory is saved per
+    // signature); written before anything is printed, which a closed stdout would end
+    if !s.findings.is_empty() {
+        // runs into the same directory add up
+        let file = a.out.join("counts.json");
+        let mut counts: std::collections::BTreeMap<String, u64> = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        for f in &s.findings {
+            *counts.entry(f.signature().to_string()).or_insert(0) += f.count;
+        }
+        let json = serde_json::to_string_pretty(&counts).unwrap_or_default();
+        if let Err(e) = write_atomic(&file, json.as_bytes()) {
+            return store_error(&format!("{}: {e}", file.display()));
+        }
+    }
     println!(
         "{} graphs in {:.1}s ({:.0} graphs/s), {} points compared ({} within float rounding)",
         s.execs, s.secs, s.graphs_per_sec, s.points_compared, s.float_rounding_points
@@ -232,25 +263,6 @@ pub fn run_cmd(a: Args) -> ExitCode {
             "not idempotent (a health statistic; findings with --check idempotence): {n} graphs{sampled}, by first rule of the second rewrite: {:?}",
             s.not_idempotent
         );
-    }
-    // raw findings per signature, for `uopfuzz bugs` (one directory is saved per signature)
-    if !s.findings.is_empty() {
-        let out = &a.out;
-        // runs into the same directory add up
-        let file = out.join("counts.json");
-        let mut counts: std::collections::BTreeMap<String, u64> = std::fs::read_to_string(&file)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-        for f in &s.findings {
-            *counts.entry(f.signature().to_string()).or_insert(0) += f.count;
-        }
-        if let Err(e) = std::fs::write(
-            &file,
-            serde_json::to_string_pretty(&counts).unwrap_or_default(),
-        ) {
-            eprintln!("uopfuzz fuzz: {}: {e}", file.display());
-        }
     }
     for f in &s.findings {
         println!(

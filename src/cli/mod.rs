@@ -51,7 +51,8 @@ pub enum Cmd {
     Bugs(bugs::Args),
     /// Turn cargo-fuzz artifacts of the `rewrites` target into repro files.
     ImportArtifact(import_artifact::Args),
-    /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a mismatch.
+    /// Run generated graphs of every family on one backend and on the interpreter; exit 1 on a
+    /// mismatch or a compile or run failure tinygrad's own renderer does not explain.
     Conformance(conformance::Args),
     /// The backends `--backend` knows, each with its op × dtype table (runs / lowered first /
     /// unsupported) and whether it can run here.
@@ -67,6 +68,7 @@ pub enum Cmd {
 }
 
 pub fn main() -> ExitCode {
+    end_quietly_on_a_closed_stream();
     match Cli::parse().cmd {
         Cmd::Semantics(a) => semantics::run(a),
         Cmd::Fuzz(a) => fuzz::run_cmd(a),
@@ -84,6 +86,40 @@ pub fn main() -> ExitCode {
         Cmd::FarmWorker(a) => farm::worker_cmd(a),
         Cmd::MeasureUlp(a) => measure_ulp::run(a),
     }
+}
+
+unsafe extern "C" {
+    fn signal(sig: std::ffi::c_int, handler: usize) -> usize;
+    fn raise(sig: std::ffi::c_int) -> std::ffi::c_int;
+}
+/// signal.h on Linux.
+const SIGPIPE: std::ffi::c_int = 13;
+const SIG_DFL: usize = 0;
+
+/// A closed stdout or stderr (`uopfuzz report | head`, `uopfuzz farm ... 2>&1 | head`) ends
+/// the command as it ends `ls`: killed by SIGPIPE, with nothing said. Rust starts with SIGPIPE
+/// ignored, so that a write to a child's closed pipe (tinygrad workers, compiler workers, farm
+/// workers) is an error the caller handles; `print!` and `eprint!` turn the same error on their
+/// stream into a panic, which this hook turns back into the signal. Every other panic goes to
+/// the default hook.
+fn end_quietly_on_a_closed_stream() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            // SAFETY: restores the default action of a signal and raises it; the process ends
+            unsafe {
+                signal(SIGPIPE, SIG_DFL);
+                raise(SIGPIPE);
+            }
+        }
+        default(info)
+    }));
 }
 
 fn code(r: anyhow::Result<i32>) -> ExitCode {

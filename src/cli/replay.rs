@@ -1,8 +1,9 @@
 //! `uopfuzz replay FILE... [--inject NAME] [--rules SET] [--json]`: re-run findings.
 //! Exit 1 when any still reproduces, 0 when none does (fix verification), 2 on bad input
 //! (`file:line:col: message` on stderr; the other files are still replayed).
-use crate::repro::load_path;
 use crate::repro::replay::{ReplayError, ReplayOptions, Status, replay, replay_with};
+use crate::repro::report::{collect, no_findings};
+use crate::repro::{Loaded, load_path};
 use crate::tinygrad::rewriter::TinygradRewriter;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -10,7 +11,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Repro files, or finding directories (holding finding.json) of the fuzz loop.
+    /// Repro files, finding directories (holding finding.json), or directories of them (each
+    /// finding under it is replayed).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Switch in one of the oracle's injected bad rules (`none`: drop the one the repro recorded).
@@ -106,9 +108,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut results = Vec::new();
     // one tinygrad worker pool per rule set, shared by the files that need it
     let mut tinygrad: HashMap<String, TinygradRewriter> = HashMap::new();
+    // a directory of findings (`fuzz --out`, a farm's `findings/`) stands for each one in it
+    let mut inputs: Vec<(String, Result<Loaded, ReplayError>)> = Vec::new();
     for f in &args.files {
         let label = f.display().to_string();
-        let loaded = load_path(f).map_err(ReplayError::from);
+        if !f.is_dir() || f.join("finding.json").exists() {
+            inputs.push((label, load_path(f).map_err(ReplayError::from)));
+            continue;
+        }
+        let (found, errs) = collect(f);
+        if found.is_empty() && errs.is_empty() {
+            inputs.push((label, Err(no_findings(f).into())));
+        }
+        inputs.extend(found.into_iter().map(|l| (l.label.clone(), Ok(l))));
+        inputs.extend(errs.into_iter().map(|e| (e.file.clone(), Err(e.into()))));
+    }
+    for (label, loaded) in inputs {
         let r = loaded.as_ref().map_err(Clone::clone).and_then(|l| {
             let Some(rules) = tinygrad_rules(&l.repro, &opts) else {
                 return replay(&l.repro, &l.label, &opts);

@@ -1,7 +1,7 @@
 //! `uopfuzz report DIR [--json] [-o FILE]`: bucket a findings directory (finding directories
 //! and/or repro files) by signature and write one issue-ready markdown section per bucket.
-//! Exit 0; 2 when DIR is unreadable or some entry failed to load (the report of the others is
-//! still written; the errors go to stderr as `file:line:col: message`).
+//! Exit 0; 2 when DIR is unreadable, holds no findings, or some entry failed to load (the
+//! report of the others is still written; the errors go to stderr as `file:line:col: message`).
 use crate::repro::report::{build, collect, markdown};
 use std::path::PathBuf;
 
@@ -26,7 +26,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for e in &errs {
         eprintln!("{e}");
     }
-    let report = build(found);
+    if found.is_empty() {
+        if errs.is_empty() {
+            eprintln!("{}", crate::repro::report::no_findings(&args.dir));
+        }
+        return Ok(2);
+    }
+    let counts = crate::repro::bugs::read_counts(&args.dir);
+    let report = build(found, &counts);
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

@@ -36,6 +36,17 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> ExitCode {
+    // a filter that matches nothing would check nothing and report a clean run
+    if let Some(f) = &a.filter
+        && !crate::rewrite::rules::all_rules()
+            .iter()
+            .any(|r| r.name.contains(f.as_str()))
+    {
+        eprintln!(
+            "uopfuzz verify-rules: --filter {f:?}: no rule name contains it (names look like `symbolic/lt_folding`)"
+        );
+        return ExitCode::from(2);
+    }
     let opts = VerifyOpts {
         filter: a.filter,
         timeout_ms: a.timeout_ms,

@@ -30,8 +30,15 @@ fn esc(s: &str) -> String {
 /// One named, coloured line of (hours, value) points.
 type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
 
-/// Lines as one SVG chart.
-fn line_chart(title: &str, y_label: &str, series: &[Series]) -> String {
+/// Lines as one SVG chart; `resumed`: hours at which the farm was started again (a grey
+/// vertical line each); `counts`: the y values are whole numbers (labelled without decimals).
+fn line_chart(
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    resumed: &[f64],
+    counts: bool,
+) -> String {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();
@@ -54,11 +61,29 @@ fn line_chart(title: &str, y_label: &str, series: &[Series]) -> String {
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..xmax, 0.0..ymax);
         if let Ok(mut chart) = chart {
-            let _ = chart
-                .configure_mesh()
-                .x_desc("farm hours")
-                .y_desc(y_label)
-                .draw();
+            let whole = |v: &f64| format!("{v:.0}");
+            let mut mesh = chart.configure_mesh();
+            mesh.x_desc("farm hours").y_desc(y_label);
+            if counts {
+                // at most one label per unit, so no two read the same
+                mesh.y_labels((ymax as usize + 1).clamp(2, 10));
+            }
+            if counts || ymax >= 10.0 {
+                mesh.y_label_formatter(&whole);
+            }
+            let _ = mesh.draw();
+            let grey = RGBColor(150, 150, 150);
+            for (i, x) in resumed.iter().enumerate() {
+                if let Ok(s) = chart.draw_series(LineSeries::new(
+                    [(*x, 0.0), (*x, ymax)],
+                    grey.stroke_width(1),
+                )) && i == 0
+                {
+                    s.label("farm restarted").legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(1))
+                    });
+                }
+            }
             for (name, color, pts) in series {
                 let c = *color;
                 if let Ok(s) =
@@ -254,6 +279,7 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
         .collect();
     let bug_pts: Vec<(f64, f64)> = stats.iter().map(|s| (hours(s), s.bugs as f64)).collect();
     let rate_pts: Vec<(f64, f64)> = stats.iter().map(|s| (hours(s), s.execs_per_sec)).collect();
+    let resumed: Vec<f64> = st.resumes.iter().map(|e| e / 3600.0).collect();
     let svg_bugs = line_chart(
         "signatures and bugs over time",
         "count",
@@ -261,11 +287,15 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
             ("signatures", RGBColor(31, 119, 180), sig_pts),
             ("bugs (triage-confirmed)", RGBColor(214, 39, 40), bug_pts),
         ],
+        &resumed,
+        true,
     );
     let svg_rate = line_chart(
         "throughput",
         "execs/s",
         &[("execs/s", RGBColor(44, 160, 44), rate_pts)],
+        &resumed,
+        false,
     );
     let svg_heat = heatmap(&st);
     let count = |c: &str| st.by_class.get(c).copied().unwrap_or(0);

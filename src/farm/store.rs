@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The farm writes every file whole (see the module doc); the writer is the finding writer's.
-pub use crate::repro::sink::{fsync_dir, write_atomic, write_entry};
+pub use crate::repro::sink::{fsync_dir, publish_dir, write_atomic, write_entry};
 
 /// Why a farm directory cannot be used (start, state, report).
 #[derive(Debug, thiserror::Error)]
@@ -86,44 +86,6 @@ pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
-}
-
-/// Moves the finished directory `tmp` to `dest` in one rename, after syncing its files.
-/// `Ok(false)` when `dest` already exists (another worker or farm filed it first): `tmp` is
-/// removed.
-pub fn publish_dir(tmp: &Path, dest: &Path) -> std::io::Result<bool> {
-    if let Ok(rd) = std::fs::read_dir(tmp) {
-        for e in rd.flatten() {
-            if let Ok(f) = std::fs::File::open(e.path()) {
-                f.sync_all()?;
-            }
-        }
-    }
-    fsync_dir(tmp);
-    if dest.exists() {
-        let _ = std::fs::remove_dir_all(tmp);
-        return Ok(false);
-    }
-    match std::fs::rename(tmp, dest) {
-        Ok(()) => {
-            if let Some(p) = dest.parent() {
-                fsync_dir(p);
-            }
-            Ok(true)
-        }
-        // rename(2) onto a non-empty directory: ENOTEMPTY (39) or EEXIST (17)
-        Err(e)
-            if matches!(e.raw_os_error(), Some(39) | Some(17))
-                || e.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
-        {
-            let _ = std::fs::remove_dir_all(tmp);
-            Ok(false)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(tmp);
-            Err(e)
-        }
-    }
 }
 
 /// Paths of a farm directory.
@@ -243,6 +205,20 @@ pub struct State {
     pub triage_failed: BTreeSet<String>,
     /// Finding and corpus names already exchanged through `--sync` (`farm/kind/name`).
     pub synced: BTreeSet<String>,
+    /// The `--time` of a run that stopped before it was up (killed, or a store error): the same
+    /// command resumes it and runs only what is left.
+    pub unfinished: Option<Budget>,
+    /// `elapsed` at the start of each resumed run (the report marks them on its time axis).
+    pub resumes: Vec<f64>,
+}
+
+/// A run's `--time` and where it began.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Seconds (`--time`).
+    pub time: f64,
+    /// `elapsed` when the run that was given it began.
+    pub from: f64,
 }
 
 impl State {

@@ -2,8 +2,12 @@
 //! them (a worker that panics, hangs past `hang_secs` or is killed is restarted, and the case
 //! it died on is filed as `harness-crash`), checkpoints `state.json`, appends `stats.jsonl`,
 //! feeds the triage worker, exchanges with `--sync` and shows the live status.
+//!
+//! `--time` is a budget of farm seconds: a run stopped before it was up (`kill -9`, a full
+//! disk) leaves it in `state.json` (`State::unfinished`), and the same command finishes it;
+//! the status and `time_left` count that budget, `stats.jsonl`'s `elapsed` every run's.
 use super::sched::{ArmSpec, Scheduler, arms};
-use super::store::{self, FarmError, FarmMeta, Layout, StatLine, State};
+use super::store::{self, Budget, FarmError, FarmMeta, Layout, StatLine, State};
 use super::worker::{self, Batch, Done, EXIT_STORE};
 use super::{sync, triage};
 use crate::ir::text::write_graph;
@@ -210,6 +214,23 @@ fn file_crash(
         "worker {k} {why} on case {pos} (seed {seed}, arm {}, directed target {target}, corpus entry {entry})",
         arm.name()
     );
+    // the case's first point as the worker drew it (which of its points it died on is not
+    // recorded), so that `replay` runs the case again
+    let (inputs, buffers) = built
+        .as_ref()
+        .and_then(|c| {
+            let opts = crate::oracle::check::CheckOpts {
+                seed,
+                ..worker::check_opts()
+            };
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::oracle::inputs::make_points(c, &opts)
+            }))
+            .ok()?
+            .first()
+            .map(crate::oracle::fuzz::point_record)
+        })
+        .unwrap_or_default();
     let f = Finding {
         signature: sig,
         summary,
@@ -220,8 +241,8 @@ fn file_crash(
             .as_ref()
             .map(|c| c.family.name().to_string())
             .unwrap_or_else(|| "-".into()),
-        inputs: Vec::new(),
-        buffers: Vec::new(),
+        inputs,
+        buffers,
         expected: None,
         actual: None,
         ub_original: false,
@@ -303,16 +324,19 @@ struct Status {
 }
 
 impl Status {
-    fn new(o: &FarmOpts) -> Status {
+    /// `done`: seconds of the budget an earlier run already ran.
+    fn new(o: &FarmOpts, done: f64) -> Status {
         let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let bar = (!o.json && tty).then(|| {
             let b = match o.time {
                 Some(t) => indicatif::ProgressBar::new(t.ceil() as u64),
                 None => indicatif::ProgressBar::new_spinner(),
             };
+            b.set_position(done as u64);
+            b.reset_eta();
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{spinner} farm {elapsed_precise} [{bar:24}] {eta} left\n{msg}",
+                    "{spinner} farm {pos}s [{bar:24}] {eta} left\n{msg}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
                 .progress_chars("=> "),
@@ -390,6 +414,28 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
     if st.positions.len() < o.workers {
         st.positions.resize(o.workers, 0);
     }
+    // the same --time as a run that stopped before it was up resumes that run's budget
+    let budget_from = match (st.unfinished, o.time) {
+        (Some(b), Some(t)) if b.time == t => b.from,
+        _ => st.elapsed,
+    };
+    st.unfinished = o.time.map(|time| Budget {
+        time,
+        from: budget_from,
+    });
+    if st.elapsed > 0.0 {
+        st.resumes.push(st.elapsed);
+    }
+    if let Some(t) = o.time
+        && budget_from < st.elapsed
+        && !o.json
+    {
+        eprintln!(
+            "farm: resuming a --time {t} run stopped after {:.0}s: {:.0}s left",
+            st.elapsed - budget_from,
+            (t - (st.elapsed - budget_from)).max(0.0)
+        );
+    }
     let (rules_total, rule_names) = rules_total(&o.rules);
     let mut sched = Scheduler::new(
         arms(&o.rules, &o.backends, &o.families, o.corpus_arms),
@@ -419,7 +465,9 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
         .collect();
     let start = Instant::now();
     let base_elapsed = st.elapsed;
-    let status = Status::new(o);
+    // seconds of this run's budget: what an earlier run of the same budget ran, and this one
+    let budget_secs = || base_elapsed - budget_from + start.elapsed().as_secs_f64();
+    let status = Status::new(o, budget_secs());
     let mut last_checkpoint = Instant::now();
     let mut last_stats = Instant::now();
     let mut last_sync: Option<Instant> = None;
@@ -462,9 +510,11 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
         }
     };
 
+    let mut time_up = false;
     loop {
-        let run_secs = start.elapsed().as_secs_f64();
+        let run_secs = budget_secs();
         if !stopping && (o.time.is_some_and(|t| run_secs >= t) || fatal.is_some()) {
+            time_up = fatal.is_none();
             stopping = true;
             stop_started = Some(Instant::now());
             for s in slots.iter_mut() {
@@ -728,7 +778,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
                 &st,
                 &slots,
                 rate,
-                start.elapsed().as_secs_f64(),
+                budget_secs(),
                 elapsed,
                 rules_total,
                 &rule_names,
@@ -743,7 +793,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
             if o.json {
                 println!("{}", serde_json::to_string(&line).unwrap_or_default());
             }
-            status.show(o, &line, start.elapsed().as_secs_f64());
+            status.show(o, &line, budget_secs());
         }
     }
     status.finish();
@@ -753,6 +803,9 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
     // final checkpoint (best effort when the disk is full) and sync
     st.elapsed = base_elapsed + start.elapsed().as_secs_f64();
     st.arms = sched.stats.clone();
+    if time_up && fatal.is_none() {
+        st.unfinished = None;
+    }
     if fatal.is_none()
         && let Some(sd) = &o.sync
         && let Err(e) = sync::exchange(&l, sd, &mut st)
@@ -766,15 +819,17 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
     for k in 0..slots.len() {
         let _ = std::fs::remove_file(worker::case_file(&l, k));
     }
+    // over the same window as the lines before it: this run's whole time under the last
+    // window's execs drew a false drop at the end of every run
     let rate =
-        st.execs.saturating_sub(window[0].1) as f64 / start.elapsed().as_secs_f64().max(1e-9);
+        st.execs.saturating_sub(window[0].1) as f64 / window[0].0.elapsed().as_secs_f64().max(1e-9);
     let line = stat_line(
         o,
         &l,
         &st,
         &slots,
         rate,
-        start.elapsed().as_secs_f64(),
+        budget_secs(),
         st.elapsed,
         rules_total,
         &rule_names,

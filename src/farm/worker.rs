@@ -442,8 +442,9 @@ impl Worker {
             return Ok(());
         }
         let tmp = self.layout.tmp().join(format!("w{}-{k}", self.slot));
-        crate::repro::sink::write_dir(
+        crate::repro::sink::build_dir(
             &tmp,
+            &dest,
             &crate::oracle::sink::NewFinding {
                 finding: &finding,
                 graph: kept.graph,
@@ -465,7 +466,6 @@ impl Worker {
             tmp.join("farm.json"),
             serde_json::to_string_pretty(&meta).unwrap_or_default(),
         )?;
-        write_repro(&tmp, &dest)?;
         if store::publish_dir(&tmp, &dest)? {
             done.filed.push(sig.to_string());
         }

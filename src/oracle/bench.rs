@@ -445,7 +445,8 @@ fn time_to_find(
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.contains("_injected-"))
+                    // not one still being written (`.NAME.tmpPID`, renamed when whole)
+                    .filter(|n| !n.starts_with('.') && n.contains("_injected-"))
                     .collect()
             })
             .unwrap_or_default();

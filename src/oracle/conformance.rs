@@ -121,15 +121,7 @@ pub fn explained(
     // `Ops.NEG: lambda x,dtype: f"-{x}"` (cstyle.py:137) inlines a NEG of a NEG of a variable as
     // `--val1`: C and C++ decrement the variable (by 1.0 for a float, half or nv_bfloat16)
     // instead of negating twice
-    let source = || match backend {
-        "c" | "c-strict" => crate::exec::c::lower_and_render(g, &[root])
-            .ok()
-            .map(|(_, k)| k.source),
-        "cuda" | "cuda-strict" => crate::exec::cuda::Cuda::render(g, &[root])
-            .ok()
-            .map(|k| k.src),
-        _ => None,
-    };
+    let source = || c_source(backend, g, root);
     if cstyle(backend) && source().is_some_and(|s| crate::exec::render::neg_neg_predecrement(&s)) {
         return Some(if cuda {
             "cuda: NEG of a NEG rendered --x (cstyle.py:137), a pre-decrement in C++"
@@ -479,6 +471,35 @@ fn triage(
     named.map(Cause::Explained)
 }
 
+/// The C or CUDA source the backend compiles for `g` (`None` for other backends).
+fn c_source(backend: &str, g: &crate::ir::Graph, root: crate::ir::UOp) -> Option<String> {
+    match backend {
+        "c" | "c-strict" => crate::exec::c::lower_and_render(g, &[root])
+            .ok()
+            .map(|(_, k)| k.source),
+        "cuda" | "cuda-strict" => crate::exec::cuda::Cuda::render(g, &[root])
+            .ok()
+            .map(|k| k.src),
+        _ => None,
+    }
+}
+
+/// Why the backend's compiler rejecting the source of `g` is tinygrad's own rendering (the
+/// port renders tinygrad's text, `fidelity --renderer clang|cuda`): the run counts such
+/// compile failures apart, as [`explained`] mismatches.
+pub fn explained_compile_failure(
+    backend: &str,
+    g: &crate::ir::Graph,
+    root: crate::ir::UOp,
+) -> Option<&'static str> {
+    // `-{x}` for NEG and `({a}-{b})` for SUB (cstyle.py:137,139) put two minus signs together
+    // before a negative operand (`--(x/5)`, `(a--b)`, `(a--1)`): C and C++ read a decrement,
+    // which does not compile on anything but a variable
+    c_source(backend, g, root)
+        .is_some_and(|s| s.contains("--"))
+        .then_some("NEG or SUB of a negative operand rendered `--` (cstyle.py:137,139), read as a decrement")
+}
+
 /// The outcome of a conformance run.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Report {
@@ -502,9 +523,12 @@ pub struct Report {
     /// Differing points where the rendered C has UB that the strict twin does not exploit
     /// (`backend-ub`): excused for a UB-exploiting backend only.
     pub ub: usize,
-    /// The backend's compiler rejected the rendered source (a renderer finding when tinygrad
-    /// renders the same text, e.g. `a--b` for `a - (-b)`), by graph.
+    /// The backend's compiler rejected the rendered source for a reason nothing explains, by
+    /// graph.
     pub compile_failures: usize,
+    /// Compile failures of source tinygrad's own renderer writes the same way
+    /// ([`explained_compile_failure`], e.g. `a--b` for `a - (-b)`), by cause.
+    pub compile_explained: BTreeMap<String, usize>,
     /// The backend crashed or failed otherwise on a graph it accepted.
     pub failures: usize,
     /// The first few mismatches and failures, with the graph and the point.
@@ -526,7 +550,7 @@ impl Report {
             .map(|(f, n)| format!("{f} {}/{n}", self.ran.get(f).copied().unwrap_or(0)))
             .collect();
         let mut s = format!(
-            "conformance {}: {} graphs, {} ran ({}), {} points compared: {} agree, {} rounding, {} explained, {} ub (strict twin agrees), {} mismatches; {} compile failures, {} other failures; {} points skipped (reference undefined or non-finite)\n",
+            "conformance {}: {} graphs, {} ran ({}), {} points compared: {} agree, {} rounding, {} explained, {} ub (strict twin agrees), {} mismatches; {} compile failures ({} more explained), {} other failures; {} points skipped (reference undefined or non-finite)\n",
             self.backend,
             self.total_graphs(),
             self.total_ran(),
@@ -538,11 +562,15 @@ impl Report {
             self.ub,
             self.mismatches,
             self.compile_failures,
+            self.compile_explained.values().sum::<usize>(),
             self.failures,
             self.points_skipped
         );
         for (r, n) in &self.explained {
             s += &format!("  explained   {n:5}  {r}\n");
+        }
+        for (r, n) in &self.compile_explained {
+            s += &format!("  explained   {n:5}  compile failure: {r}\n");
         }
         for (r, n) in &self.unsupported {
             s += &format!("  unsupported {n:5}  {r}\n");
@@ -700,7 +728,18 @@ pub fn run_showing(
                         continue;
                     }
                     if !failed {
-                        if matches!(e, crate::exec::ExecError::Compile { .. }) {
+                        let compile = matches!(e, crate::exec::ExecError::Compile { .. });
+                        let why = compile
+                            .then(|| {
+                                explained_compile_failure(backend.name(), &case.graph, case.root)
+                            })
+                            .flatten();
+                        if let Some(why) = why {
+                            *rep.compile_explained.entry(why.into()).or_default() += 1;
+                            failed = true;
+                            continue;
+                        }
+                        if compile {
                             rep.compile_failures += 1;
                         } else {
                             rep.failures += 1;

@@ -9,6 +9,7 @@ use super::check::{
     CaseResult, CheckOpts, Detected, check_case_graph, check_case_on, dtype_family, finish_blame,
 };
 use super::inject;
+use super::inputs::Point;
 use super::rewriter::Rewriter;
 use super::sink::{FindingSink, NewFinding, SinkError};
 use super::tolerance::FloatPolicy;
@@ -547,6 +548,39 @@ pub fn signature_of(
     (sig, source)
 }
 
+/// Buffer contents by slot as [`Finding::buffers`] records them (Python reprs).
+pub type RecordedBuffers = Vec<(i64, Vec<String>)>;
+
+/// A point as a finding records it: `(inputs, buffers)` of [`Finding`].
+pub fn point_record(p: &Point) -> (Vec<(String, String)>, RecordedBuffers) {
+    let mut vars: Vec<_> = p.env.vars.iter().collect();
+    vars.sort_by(|a, b| a.0.cmp(b.0));
+    let mut inputs: Vec<(String, String)> = vars
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.py_repr()))
+        .collect();
+    let mut r: Vec<_> = p.env.ranges.iter().collect();
+    r.sort();
+    inputs.extend(
+        r.into_iter()
+            .map(|(a, v)| (format!("range{a}"), v.to_string())),
+    );
+    let mut s: Vec<_> = p.env.specials.iter().collect();
+    s.sort();
+    inputs.extend(
+        s.into_iter()
+            .map(|(n, v)| (format!("special:{n}"), v.to_string())),
+    );
+    let buffers = p
+        .env
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (i as i64, b.data.iter().map(Val::py_repr).collect()))
+        .collect();
+    (inputs, buffers)
+}
+
 /// Builds the verdict record of a detection.
 pub fn to_finding(
     case: &Generated,
@@ -577,35 +611,7 @@ pub fn to_finding(
             ),
         })
     };
-    let mut inputs: Vec<(String, String)> = Vec::new();
-    let mut buffers = Vec::new();
-    if let Some(p) = &det.point {
-        let mut vars: Vec<_> = p.env.vars.iter().collect();
-        vars.sort_by(|a, b| a.0.cmp(b.0));
-        inputs = vars
-            .into_iter()
-            .map(|(k, v)| (k.clone(), v.py_repr()))
-            .collect();
-        let mut r: Vec<_> = p.env.ranges.iter().collect();
-        r.sort();
-        inputs.extend(
-            r.into_iter()
-                .map(|(a, v)| (format!("range{a}"), v.to_string())),
-        );
-        let mut s: Vec<_> = p.env.specials.iter().collect();
-        s.sort();
-        inputs.extend(
-            s.into_iter()
-                .map(|(n, v)| (format!("special:{n}"), v.to_string())),
-        );
-        buffers = p
-            .env
-            .buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (i as i64, b.data.iter().map(Val::py_repr).collect()))
-            .collect();
-    }
+    let (inputs, buffers) = det.point.as_ref().map(point_record).unwrap_or_default();
     Finding {
         signature: sig,
         summary,

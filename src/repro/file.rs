@@ -28,7 +28,8 @@
 //! ```
 //!
 //! uopfuzz reads `RULES`, `INPUTS` and `BUFFERS` from the data lines and ignores the others
-//! (they are for the tail); everything after the tail marker is Python only.
+//! (they are for the tail); everything after the tail marker is Python only, but must be there:
+//! a file without the marker, or not ending with the tail's last line, was cut short.
 //!
 //! `INPUTS` keys are variable names (`UOp.variable`), `range:<axis>` for a RANGE no END binds and
 //! `special:<name>` for a SPECIAL; `BUFFERS` maps a PARAM slot to its initial contents. The data
@@ -604,9 +605,11 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
     let mut rules: Option<String> = None;
     let mut inputs: Option<Vec<(String, Val)>> = None;
     let mut buffers: Vec<(i64, Vec<Val>)> = Vec::new();
+    let mut tail = None;
     for (i, line) in lines.iter().enumerate().skip(end + 1) {
         let lineno = i + 1;
         if line.trim_end() == TAIL_MARKER {
+            tail = Some(i);
             break;
         }
         let Some((name, rest)) = line.split_once(" = ") else {
@@ -694,6 +697,32 @@ pub fn read_repro(src: &str, file: &str) -> Result<Repro, ParseError> {
                 locs.buffers = lineno;
             }
         }
+    }
+    // a file cut short (a full disk, a partial copy) is no finding: Python would not run it
+    let last = lines.len().max(1);
+    if tail.is_none() {
+        return Err(perr(
+            file,
+            last,
+            1,
+            format!("the file ends before the Python tail (`{TAIL_MARKER}`): cut short?"),
+        ));
+    }
+    let tail_end = TAIL.trim_end().lines().last().unwrap_or_default();
+    let file_end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    if lines[file_end].trim_end() != tail_end {
+        return Err(perr(
+            file,
+            file_end + 1,
+            1,
+            format!(
+                "the Python tail is cut short (a repro file ends with `{}`)",
+                tail_end.trim()
+            ),
+        ));
     }
     let after = end + 2;
     let rules = rules.ok_or_else(|| {

@@ -259,7 +259,9 @@ fn replay_backend(r: &Repro, file: &str) -> Result<Replayed, ReplayError> {
 }
 
 /// Replays `r` (read from `file`, which labels errors). A panic inside the rewrite engine or
-/// the interpreter (a uopfuzz bug, whatever the file says) is caught and returned as an error.
+/// the interpreter (a uopfuzz bug, whatever the file says) is caught and returned as an error,
+/// except for a `harness-crash` record (a farm worker that died on this case): there a panic
+/// reproduces it, and a run to the end does not.
 pub fn replay(r: &Repro, file: &str, opts: &ReplayOptions) -> Result<Replayed, ReplayError> {
     replay_with(r, file, opts, None)
 }
@@ -272,8 +274,15 @@ pub fn replay_with(
     opts: &ReplayOptions,
     rewriter: Option<&dyn Rewriter>,
 ) -> Result<Replayed, ReplayError> {
+    let crash = r.meta.signature.class == Class::HarnessCrash;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        replay_inner(r, file, opts, rewriter)
+        replay_inner(r, file, opts, rewriter).map(|mut res| {
+            if crash {
+                res.status = Status::DoesNotReproduce;
+                res.detail = format!("the case runs to the end without a crash: {}", res.detail);
+            }
+            res
+        })
     }))
     .unwrap_or_else(|p| {
         let msg = p
@@ -281,6 +290,19 @@ pub fn replay_with(
             .cloned()
             .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "panic".into());
+        if crash {
+            return Ok(Replayed {
+                status: Status::Reproduces,
+                detail: format!("uopfuzz panics on the case again: {msg}"),
+                rules: r.meta.rules.clone(),
+                inject: r.meta.inject.clone(),
+                float_policy: r.meta.float_policy.clone(),
+                expected: None,
+                actual: None,
+                same_as_recorded: None,
+                applied: Vec::new(),
+            });
+        }
         Err(ReplayError::Usage(format!(
             "{file}: uopfuzz panicked while replaying (a uopfuzz bug, not a verdict): {msg}"
         )))

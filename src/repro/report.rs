@@ -4,6 +4,7 @@ use super::dedup::Dedup;
 use super::{Loaded, file, load_path};
 use crate::ir::text::ParseError;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -11,13 +12,24 @@ use std::path::{Path, PathBuf};
 pub const MAX_DEPTH: usize = 4;
 
 /// Every finding under `dir`: sub-directories holding `finding.json`, and files whose first line
-/// is the repro magic; other files are skipped. Sorted by path. Entries that fail to load are
-/// returned as errors next to the good ones.
+/// is the repro magic; other files and hidden entries are skipped. Sorted by path. Entries that
+/// fail to load are returned as errors next to the good ones.
 pub fn collect(dir: &Path) -> (Vec<Loaded>, Vec<ParseError>) {
     let mut found = Vec::new();
     let mut errs = Vec::new();
     walk(dir, 0, &mut found, &mut errs);
     (found, errs)
+}
+
+/// What `report` and `bugs` say of a directory [`collect`] finds nothing in (a typo'd path, a
+/// clean run's `--out`): a report of nothing would read as a clean bill.
+pub fn no_findings(dir: &Path) -> ParseError {
+    ParseError {
+        file: dir.display().to_string(),
+        line: 1,
+        col: 1,
+        msg: "no findings here (no finding directory or repro file under it)".into(),
+    }
 }
 
 fn is_repro_file(p: &Path) -> bool {
@@ -49,6 +61,12 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<Loaded>, errs: &mut Vec<ParseE
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
+        // a finding directory or file being written (`.NAME.tmpPID`, renamed when whole)
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            continue;
+        }
         if p.is_dir() {
             if p.join("finding.json").is_file() {
                 match load_path(&p) {
@@ -76,7 +94,8 @@ pub struct Entry {
     pub rule_source: Option<String>,
     pub dtype: String,
     pub backend: String,
-    /// Findings in the bucket.
+    /// Findings with this signature: its count in `DIR/counts.json` (every occurrence the fuzz
+    /// runs into the directory saw), else the finding directories and files in the bucket.
     pub count: usize,
     /// Node count of the kept (smallest) repro's original graph.
     pub nodes: usize,
@@ -96,12 +115,14 @@ pub struct Entry {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The buckets' counts added up.
     pub total: usize,
     pub buckets: Vec<Entry>,
 }
 
-/// Buckets `found` by signature, keeping the smallest repro of each.
-pub fn build(found: Vec<Loaded>) -> Report {
+/// Buckets `found` by signature, keeping the smallest repro of each; `counts` (signature →
+/// occurrences, `bugs::read_counts`) gives each bucket's count where it has one.
+pub fn build(found: Vec<Loaded>, counts: &HashMap<String, u64>) -> Report {
     let mut d: Dedup<Loaded> = Dedup::new();
     for l in found {
         let sig = l.repro.meta.signature.clone();
@@ -109,12 +130,14 @@ pub fn build(found: Vec<Loaded>) -> Report {
         let label = l.label.clone();
         d.add(sig, n, &label, l);
     }
-    let total = d.total();
-    let buckets = d
+    let buckets: Vec<Entry> = d
         .into_buckets()
         .into_iter()
         .map(|b| {
             let m = &b.best.repro.meta;
+            let count = counts
+                .get(&b.signature.to_string())
+                .map_or(b.count, |n| *n as usize);
             Entry {
                 signature: b.signature.to_string(),
                 class: b.signature.class.name().into(),
@@ -125,7 +148,7 @@ pub fn build(found: Vec<Loaded>) -> Report {
                     .or_else(|| super::rule_source(&b.signature.rule).map(str::to_string)),
                 dtype: b.signature.dtype.clone(),
                 backend: b.signature.backend.clone(),
-                count: b.count,
+                count,
                 nodes: b.best_nodes,
                 repro: b.best_label.clone(),
                 rules: m.rules.clone(),
@@ -139,6 +162,7 @@ pub fn build(found: Vec<Loaded>) -> Report {
             }
         })
         .collect();
+    let total = buckets.iter().map(|b| b.count).sum();
     Report { total, buckets }
 }
 

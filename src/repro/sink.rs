@@ -1,6 +1,7 @@
-//! The one writer of finding directories (`oracle::sink` says why the sink lives here), and the
-//! one writer of a file that must never be seen half written ([`write_atomic`]): the farm's
-//! state, bug list and reports, triage's `triaged.json`, the bug list's cache.
+//! The one writer of finding directories (`oracle::sink` says why the sink lives here), each
+//! built under a temporary name and renamed into place whole ([`publish_dir`]), and the one
+//! writer of a file that must never be seen half written ([`write_atomic`]): the farm's state,
+//! bug list and reports, triage's `triaged.json`, the bug list's cache, `counts.json`.
 //!
 //! `DIR/<signature slug>-<seed>/`: `original.py` (root `root`), `rewritten.py` (root
 //! `rewritten`; only when the rewrite produced another graph), `finding.json` (serde of
@@ -87,18 +88,85 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()
     Ok(())
 }
 
-impl FindingSink for FindingDirs {
-    fn save(&mut self, f: &NewFinding<'_>) -> Result<String, SinkError> {
-        let dir = self
-            .out
-            .join(format!("{}-{}", f.finding.signature.slug(), f.seed));
-        write_dir(&dir, f)?;
-        Ok(dir.display().to_string())
+/// Moves the finished directory `tmp` to `dest` in one rename, after syncing its files.
+/// `Ok(false)` when `dest` already exists (another worker or farm filed it first, or an earlier
+/// run with the same seed): `tmp` is removed.
+pub fn publish_dir(tmp: &Path, dest: &Path) -> std::io::Result<bool> {
+    if let Ok(rd) = std::fs::read_dir(tmp) {
+        for e in rd.flatten() {
+            if let Ok(f) = std::fs::File::open(e.path()) {
+                f.sync_all()?;
+            }
+        }
+    }
+    fsync_dir(tmp);
+    if dest.exists() {
+        let _ = std::fs::remove_dir_all(tmp);
+        return Ok(false);
+    }
+    match std::fs::rename(tmp, dest) {
+        Ok(()) => {
+            if let Some(p) = dest.parent() {
+                fsync_dir(p);
+            }
+            Ok(true)
+        }
+        // rename(2) onto a non-empty directory: ENOTEMPTY (39) or EEXIST (17)
+        Err(e)
+            if matches!(e.raw_os_error(), Some(39) | Some(17))
+                || e.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
+        {
+            let _ = std::fs::remove_dir_all(tmp);
+            Ok(false)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(tmp);
+            Err(e)
+        }
     }
 }
 
-/// Writes one finding directory at `dir` (the farm names its own directories).
+impl FindingSink for FindingDirs {
+    /// Builds the directory beside its place, under a hidden name, and renames it there: a
+    /// full disk or a kill leaves no half-written finding among the whole ones.
+    fn save(&mut self, f: &NewFinding<'_>) -> Result<String, SinkError> {
+        let name = format!("{}-{}", f.finding.signature.slug(), f.seed);
+        let dir = self.out.join(&name);
+        let tmp = self.out.join(format!(".{name}.tmp{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let built = build_dir(&tmp, &dir, f).and_then(|()| {
+            publish_dir(&tmp, &dir).map_err(|source| SinkError::Io {
+                path: dir.display().to_string(),
+                source,
+            })
+        });
+        match built {
+            Ok(_) => Ok(dir.display().to_string()),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                // the error names the file where it was to land, not the temporary name
+                let (t, d) = (tmp.display().to_string(), dir.display().to_string());
+                Err(match e {
+                    SinkError::Io { path, source } => SinkError::Io {
+                        path: path.replacen(&t, &d, 1),
+                        source,
+                    },
+                    e => e,
+                })
+            }
+        }
+    }
+}
+
+/// Writes one finding directory at `dir`, in place.
 pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
+    build_dir(dir, dir, f)
+}
+
+/// Writes the files of a finding directory into `tmp`, which is then renamed to `dest` (its
+/// `repro.py` names `dest`); the farm and [`FindingDirs`] build theirs so.
+pub fn build_dir(tmp: &Path, dest: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
+    let dir = tmp;
     {
         std::fs::create_dir_all(dir).map_err(|source| SinkError::Io {
             path: dir.display().to_string(),
@@ -120,7 +188,7 @@ pub fn write_dir(dir: &Path, f: &NewFinding<'_>) -> Result<(), SinkError> {
             &serde_json::to_string_pretty(capped.as_ref().unwrap_or(f.finding)).unwrap_or_default(),
         )?;
         let file = dir.join("repro.py");
-        let label = file.display().to_string();
+        let label = dest.join("repro.py").display().to_string();
         let repro =
             Repro::from_finding(f.finding, f.graph.clone(), f.root, f.rewritten).map_err(|e| {
                 SinkError::Record {

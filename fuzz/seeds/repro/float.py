@@ -41,3 +41,5 @@ SUMMARY = ''
 EXPECTED = 'nan'
 ACTUAL = '0.0'
 # --- uopfuzz tail ---
+if __name__ == "__main__":
+  raise SystemExit(_uopfuzz_tail(globals()))

@@ -46,3 +46,5 @@ SUMMARY = ''
 EXPECTED = '0'
 ACTUAL = '-1'
 # --- uopfuzz tail ---
+if __name__ == "__main__":
+  raise SystemExit(_uopfuzz_tail(globals()))

@@ -56,3 +56,5 @@ SUMMARY = ''
 EXPECTED = None
 ACTUAL = None
 # --- uopfuzz tail ---
+if __name__ == "__main__":
+  raise SystemExit(_uopfuzz_tail(globals()))

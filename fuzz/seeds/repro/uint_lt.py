@@ -45,3 +45,5 @@ SUMMARY = ''
 EXPECTED = 'True'
 ACTUAL = 'False'
 # --- uopfuzz tail ---
+if __name__ == "__main__":
+  raise SystemExit(_uopfuzz_tail(globals()))
