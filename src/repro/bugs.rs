@@ -12,7 +12,7 @@
 //! assumes away), rewrites of programs that are undefined anyway (a constant zero divisor),
 //! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
 use super::Loaded;
-use super::rootcause::{Cause, Judge, RootCause, analyze, analyze_as};
+use super::rootcause::{Cause, Fix, Judge, RootCause, analyze, analyze_as};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::py_str_repr;
@@ -144,6 +144,9 @@ pub struct Bug {
     pub raw_findings: u64,
     /// Why it is intended behaviour (`None`: a real defect).
     pub by_design: Option<String>,
+    /// The counterfactual fix every finding of this entry was checked to pass with (`None`:
+    /// the cause is not isolated, the key is the blamed rule or case).
+    pub fix: Option<Fix>,
     pub off_by_default: bool,
     /// Listed in `corpus/known-bugs.tsv`.
     pub known: bool,
@@ -370,6 +373,14 @@ pub fn title(key: &RootCause, dtypes: &[String]) -> String {
             "`{}` rewrites {} wrongly on {on} ({})",
             key.blamed, key.op, key.symptom
         ),
+        _ if key.is_cycle()
+            && (key.class == Class::Nontermination || key.symptom == "a rewrite cycle") =>
+        {
+            format!(
+                "graph_rewrite cycles through `{}` (never ends, or raises KeyError when a node comes to depend on itself)",
+                key.blamed
+            )
+        }
         Class::RewriteError if key.op == "KeyError" => format!(
             "graph_rewrite raises KeyError (a node depends on itself) after `{}`",
             key.blamed
@@ -967,10 +978,23 @@ pub fn build(
         };
         cache.data.minimal.insert(k.to_string(), entry);
     }
-    // keys → bugs (the same key but the exact dtype)
+    // each key's verified fix: the first of its findings that has one
+    let fixes: Vec<Option<Fix>> = reps
+        .iter()
+        .map(|(k, _)| {
+            by_key[k]
+                .iter()
+                .find_map(|i| analyzed[*i].0.cause.as_ref().and_then(|c| c.fix.clone()))
+        })
+        .collect();
+    // keys → bugs: one entry per fix (the same key but the exact dtype, a cycle whatever rule
+    // fired last)
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (j, (k, _)) in reps.iter().enumerate() {
-        groups.entry(k.bug_key()).or_default().push(j);
+        groups
+            .entry(k.entry_key(fixes[j].as_ref()))
+            .or_default()
+            .push(j);
     }
     let known = parse_known_bugs(BUILTIN_KNOWN_BUGS);
     let mut bugs: Vec<Bug> = Vec::new();
@@ -1022,6 +1046,9 @@ pub fn build(
         trusted_by.dedup();
         let c = &m.cause;
         let source = match (&c.bounds, &c.rule_source) {
+            _ if fixes[best].is_some() => fixes[best]
+                .as_ref()
+                .map_or_else(String::new, |f| f.source.clone()),
             (Some(b), _) => b.source.to_string(),
             (None, Some(s)) => s.clone(),
             _ => "-".into(),
@@ -1062,6 +1089,7 @@ pub fn build(
             finding_dirs: dirs,
             raw_findings: raw,
             by_design: by_design(key, &m.graph, m.root),
+            fix: fixes[best].clone(),
             off_by_default: off,
             representative: l.label.clone(),
             nodes_before: m.nodes_before,
@@ -1142,6 +1170,16 @@ fn bug_md(o: &mut String, n: usize, b: &Bug) {
         "- **Root cause**: `{}` — `{}` (tinygrad 0.14.0)",
         b.blamed, b.source
     );
+    match &b.fix {
+        Some(f) => {
+            let _ = writeln!(
+                o,
+                "- **Removed by**: {} (`{}`) — all {} finding dir(s) of this entry pass with it",
+                f.text, f.source, b.finding_dirs
+            );
+        }
+        None => o.push_str("- **Cause not isolated**: no single fix of the port removes it; the key is the blamed rule or case\n"),
+    }
     if let Some(v) = &b.bounds {
         let _ = writeln!(
             o,
