@@ -242,7 +242,17 @@ pub fn first_origin_sound(
 pub fn unsound_cases(g: &Graph, roots: &[UOp]) -> Vec<(SoundCase, UOp)> {
     let mut cache = Cache::default();
     let mut out: Vec<(SoundCase, UOp)> = Vec::new();
-    for u in g.toposort(roots) {
+    // lowest: by height over the leaves (the roots may be two graphs: a node of the rewritten
+    // one is not above every node of the original)
+    let order = g.toposort(roots);
+    let mut height: std::collections::HashMap<UOp, usize> = Default::default();
+    for u in &order {
+        let h = g.src(*u).iter().map(|s| height.get(s).map_or(0, |x| x + 1)).max().unwrap_or(0);
+        height.insert(*u, h);
+    }
+    let mut by_height = order.clone();
+    by_height.sort_by_key(|u| height[u]);
+    for u in by_height {
         let op = g.op(u);
         if !(checked(op) || op == Ops::CONST) || !g.dtype(u).is_fixed_int() {
             continue;

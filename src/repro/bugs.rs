@@ -147,6 +147,8 @@ pub struct Bug {
     /// The counterfactual fix every finding of this entry was checked to pass with (`None`:
     /// the cause is not isolated, the key is the blamed rule or case).
     pub fix: Option<Fix>,
+    /// Finding dirs checked to pass with `fix` alone.
+    pub fix_verified: usize,
     pub off_by_default: bool,
     /// Listed in `corpus/known-bugs.tsv`.
     pub known: bool,
@@ -319,6 +321,39 @@ pub fn minimize_loaded(
     })
 }
 
+/// The rules of a cycle's fix (`disable:a+b`).
+fn fix_rules(f: &Fix) -> Option<std::collections::BTreeSet<&str>> {
+    Some(f.what.strip_prefix("disable:")?.split('+').collect())
+}
+
+/// Each cycle key's fix replaced by the smallest other cycle fix whose rules are a subset of its
+/// own (every rule of that set ends this cycle too: it is in this key's set); the rest as given.
+fn merge_cycle_fixes(reps: &[(RootCause, usize)], fixes: Vec<Option<Fix>>) -> Vec<Option<Fix>> {
+    let sets: Vec<Option<std::collections::BTreeSet<&str>>> = reps
+        .iter()
+        .zip(&fixes)
+        .map(|((k, _), f)| f.as_ref().filter(|_| k.is_cycle()).and_then(fix_rules))
+        .collect();
+    let mut out = fixes.clone();
+    for (j, s) in sets.iter().enumerate() {
+        let Some(s) = s else { continue };
+        let core = sets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| Some((i, o.as_ref()?)))
+            .filter(|(_, o)| o.is_subset(s))
+            .min_by_key(|(i, o)| (o.len(), fixes[*i].as_ref().map(|f| f.what.clone())));
+        if let Some((i, _)) = core {
+            out[j] = fixes[i].clone();
+        }
+    }
+    out
+}
+
+/// Rules whose own tinygrad comment promises the value a NaN/inf finding breaks: not fast-math
+/// (transcendental.py:264, "x ** 0 = 1, including 0 ** 0 and inf ** 0").
+const PROMISED: &[&str] = &["symbolic_simple/const_pow"];
+
 /// Why a key is intended behaviour, if it is.
 pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
     let float = DType::from_py_name(&key.dtype).is_some_and(|d| d.is_float());
@@ -329,7 +364,10 @@ pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
         Class::RewriteBug if float && key.symptom == "precision" => Some(
             "fast-math: a float regrouping or approximation within rounding (tinygrad's float rules assume fast-math)".into(),
         ),
-        Class::RewriteBug if float && key.symptom == "nan-inf" && !key.blamed.starts_with("transcendental/") => Some(
+        Class::RewriteBug if key.symptom == "masked-ub" => Some(
+            "masked UB: the undefined operation is only in a WHERE arm the point does not select, and the value is right (tinygrad's decompositions compute both arms of a select)".into(),
+        ),
+        Class::RewriteBug if float && key.symptom == "nan-inf" && !key.blamed.starts_with("transcendental/") && !PROMISED.contains(&key.blamed.as_str()) => Some(
             "fast-math: the difference is a NaN or infinity, which fast-math assumes away".into(),
         ),
         Class::RewriteError
@@ -987,6 +1025,9 @@ pub fn build(
                 .find_map(|i| analyzed[*i].0.cause.as_ref().and_then(|c| c.fix.clone()))
         })
         .collect();
+    // a cycle whose fix set holds another cycle's is that cycle reached through more context
+    // (removing a rule that built its input also ends it): the smaller set's rules end both
+    let fixes = merge_cycle_fixes(&reps, fixes);
     // keys → bugs: one entry per fix (the same key but the exact dtype, a cycle whatever rule
     // fired last)
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -1027,9 +1068,19 @@ pub fn build(
         let mut signatures: Vec<String> = Vec::new();
         let mut trusted_by: Vec<String> = Vec::new();
         let (mut dirs, mut raw) = (0usize, 0u64);
+        let entry_fix = js.iter().find_map(|j| fixes[*j].clone());
+        let mut verified = 0usize;
         for j in &js {
             for i in &by_key[&reps[*j].0] {
                 let a = &analyzed[*i].0;
+                let own = a.cause.as_ref().and_then(|c| c.fix.as_ref());
+                if let (Some(e), Some(o)) = (&entry_fix, own) {
+                    let within = match (fix_rules(e), fix_rules(o)) {
+                        (Some(es), Some(os)) => es.is_subset(&os),
+                        _ => e.what == o.what,
+                    };
+                    verified += usize::from(within);
+                }
                 signatures.push(a.signature.clone());
                 dirs += 1;
                 raw += a.raw;
@@ -1089,7 +1140,8 @@ pub fn build(
             finding_dirs: dirs,
             raw_findings: raw,
             by_design: by_design(key, &m.graph, m.root),
-            fix: fixes[best].clone(),
+            fix: entry_fix,
+            fix_verified: verified,
             off_by_default: off,
             representative: l.label.clone(),
             nodes_before: m.nodes_before,
@@ -1174,8 +1226,8 @@ fn bug_md(o: &mut String, n: usize, b: &Bug) {
         Some(f) => {
             let _ = writeln!(
                 o,
-                "- **Removed by**: {} (`{}`) — all {} finding dir(s) of this entry pass with it",
-                f.text, f.source, b.finding_dirs
+                "- **Removed by**: {} (`{}`) — {} of the {} finding dir(s) of this entry checked to pass with it alone",
+                f.text, f.source, b.fix_verified, b.finding_dirs
             );
         }
         None => o.push_str("- **Cause not isolated**: no single fix of the port removes it; the key is the blamed rule or case\n"),

@@ -46,6 +46,10 @@ pub enum Symptom {
     /// The rewritten side is undefined (division by zero, out-of-range float→int, ...) where the
     /// original is defined.
     UbIntroduced,
+    /// As `UbIntroduced`, but the undefined operation lies only in a WHERE arm the point does
+    /// not select and the value is the original's: tinygrad's decompositions compute both arms
+    /// of a select on purpose.
+    MaskedUb,
     /// One side is NaN or ±inf.
     NanInf,
     /// A vector's lanes or a shape are lost (lane count differs).
@@ -60,6 +64,7 @@ impl Symptom {
         match self {
             Symptom::Wraparound => "wraparound",
             Symptom::UbIntroduced => "ub-introduced",
+            Symptom::MaskedUb => "masked-ub",
             Symptom::NanInf => "nan-inf",
             Symptom::LaneLoss => "lane-loss",
             Symptom::Precision => "precision",
@@ -400,13 +405,13 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
     let Some((o, n)) = found else {
         return Symptom::WrongValue;
     };
-    let s = symptom_of(g, before, env, &o, &n);
+    let s = symptom_of(g, before, after, env, &o, &n);
     // inside a loop, "precision" is a claim about every iteration: one that differs by more
     // than rounding is the symptom (it is what the kernel's stored values show, and what the
     // step taken out of the loop shows at that iteration)
     if s == Symptom::Precision && pair(env).is_none() {
         for (o, n) in iterations() {
-            let t = symptom_of(g, before, env, &o, &n);
+            let t = symptom_of(g, before, after, env, &o, &n);
             if t != Symptom::Precision {
                 return t;
             }
@@ -415,8 +420,18 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
     s
 }
 
-fn symptom_of(g: &Graph, before: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Symptom {
+fn symptom_of(
+    g: &Graph,
+    before: UOp,
+    after: UOp,
+    env: &Env,
+    o: &Outcome,
+    n: &Outcome,
+) -> Symptom {
     if n.hard_ub && !o.hard_ub {
+        if same_value(o, n) && ub_unselected(g, after, env, n) {
+            return Symptom::MaskedUb;
+        }
         return Symptom::UbIntroduced;
     }
     if lanes(o) != lanes(n) {
@@ -435,6 +450,40 @@ fn symptom_of(g: &Graph, before: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Sy
         _ if wraps(o) || wraps(n) || unsigned_wrap(g, before, env) => Symptom::Wraparound,
         _ => Symptom::WrongValue,
     }
+}
+
+/// Whether two outcomes hold the same value (floats to a relative 2^-20: a decomposition's
+/// approximation, not a wrong value).
+fn same_value(o: &Outcome, n: &Outcome) -> bool {
+    match (o.value, n.value) {
+        (Some(Val::Float(a)), Some(Val::Float(b))) => {
+            a == b || (a.is_finite() && (a - b).abs() <= a.abs().max(b.abs()) / 1048576.0)
+        }
+        (Some(a), Some(b)) => a.same(&b),
+        _ => false,
+    }
+}
+
+/// Whether the undefined operation of `n` (the outcome of `after` at `env`) lies under the arm of
+/// a WHERE that the point does not select, and not under the selected one.
+fn ub_unselected(g: &Graph, after: UOp, env: &Env, n: &Outcome) -> bool {
+    let Some((u, kind)) = n.ub_at else {
+        return false;
+    };
+    if !kind.is_hard() {
+        return false;
+    }
+    g.toposort(&[after]).into_iter().any(|w| {
+        if g.op(w) != Ops::WHERE {
+            return false;
+        }
+        let s = g.src(w);
+        let Some(Val::Bool(c)) = outcome(g, s[0], env).and_then(|o| o.value) else {
+            return false;
+        };
+        let (sel, unsel) = if c { (s[1], s[2]) } else { (s[2], s[1]) };
+        g.toposort(&[unsel]).contains(&u) && !g.toposort(&[sel]).contains(&u)
+    })
 }
 
 /// An unsigned ADD/SUB/MUL/SHL under `u` whose exact result leaves its dtype (C defines the
@@ -820,6 +869,10 @@ pub fn analyze_as(
             cause.rule = Some(rule.to_string());
             cause.rule_source = Some(source.to_string());
             cause.error = Some(text);
+            let raising: BTreeSet<String> = std::iter::once(rule.to_string()).collect();
+            if !rule_fixes(pipe, g, root, env, policy, judge, &raising).is_empty() {
+                cause.fix = Some(rule_fix(&raising, &rule_sources(pipe), "the raise"));
+            }
             return Some(cause);
         }
         Stop::Unresolved => {
