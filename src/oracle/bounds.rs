@@ -247,14 +247,20 @@ pub fn unsound_cases(g: &Graph, roots: &[UOp]) -> Vec<(SoundCase, UOp)> {
     let order = g.toposort(roots);
     let mut height: std::collections::HashMap<UOp, usize> = Default::default();
     for u in &order {
-        let h = g.src(*u).iter().map(|s| height.get(s).map_or(0, |x| x + 1)).max().unwrap_or(0);
+        let h = g
+            .src(*u)
+            .iter()
+            .map(|s| height.get(s).map_or(0, |x| x + 1))
+            .max()
+            .unwrap_or(0);
         height.insert(*u, h);
     }
     let mut by_height = order.clone();
     by_height.sort_by_key(|u| height[u]);
     for u in by_height {
         let op = g.op(u);
-        if !(checked(op) || op == Ops::CONST) || !g.dtype(u).is_fixed_int() {
+        let dt = g.dtype(u);
+        if !(checked(op) || op == Ops::CONST) || !(dt.is_fixed_int() || dt == DType::Bool) {
             continue;
         }
         let case = SoundCase::of(g, u);

@@ -420,14 +420,7 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
     s
 }
 
-fn symptom_of(
-    g: &Graph,
-    before: UOp,
-    after: UOp,
-    env: &Env,
-    o: &Outcome,
-    n: &Outcome,
-) -> Symptom {
+fn symptom_of(g: &Graph, before: UOp, after: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Symptom {
     if n.hard_ub && !o.hard_ub {
         if same_value(o, n) && ub_unselected(g, after, env, n) {
             return Symptom::MaskedUb;

@@ -81,6 +81,13 @@ impl SoundCase {
         src: Option<(ConstVal, ConstVal)>,
     ) -> Option<(ConstVal, ConstVal)> {
         let dt = self.dtype;
+        if dt == DType::Bool {
+            // an int range on a bool (`True + True` is [2, 2], ops.py:1054): the bool's range
+            return match v {
+                (I(a), I(b)) if a < 0 || b > 1 => Some((B(false), B(true))),
+                _ => None,
+            };
+        }
         let (dlo, dhi) = dt.int_bounds().filter(|_| dt.is_fixed_int())?;
         let (lo, hi) = match (op, src) {
             (Ops::CAST, Some((I(a), I(b)))) if self.from.is_some_and(|f| f.is_int()) => (a, b),
