@@ -335,13 +335,21 @@ fn merge_cycle_fixes(reps: &[(RootCause, usize)], fixes: Vec<Option<Fix>>) -> Ve
         .map(|((k, _), f)| f.as_ref().filter(|_| k.is_cycle()).and_then(fix_rules))
         .collect();
     let mut out = fixes.clone();
-    for (j, s) in sets.iter().enumerate() {
-        let Some(s) = s else { continue };
+    for (j, (k, _)) in reps.iter().enumerate() {
+        if !k.is_cycle() {
+            continue;
+        }
+        // a cycle no single removal ended is held to the rules blamed for it (those whose
+        // result contains the node they replaced)
+        let own: std::collections::BTreeSet<&str> = match &sets[j] {
+            Some(s) => s.clone(),
+            None => k.blamed.split('+').collect(),
+        };
         let core = sets
             .iter()
             .enumerate()
             .filter_map(|(i, o)| Some((i, o.as_ref()?)))
-            .filter(|(_, o)| o.is_subset(s))
+            .filter(|(_, o)| o.is_subset(&own))
             .min_by_key(|(i, o)| (o.len(), fixes[*i].as_ref().map(|f| f.what.clone())));
         if let Some((i, _)) = core {
             out[j] = fixes[i].clone();
