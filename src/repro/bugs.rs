@@ -1063,7 +1063,9 @@ pub fn build(
                 .as_ref()
                 .map(|m| m.nodes_after)
                 .unwrap_or(usize::MAX);
-            (m, reps[**j].0.dtype.clone())
+            // a representative Python can show first (introduced UB is undefined only in C)
+            let ub = reps[**j].0.symptom == "ub-introduced";
+            (ub, m, reps[**j].0.dtype.clone())
         }) else {
             continue;
         };

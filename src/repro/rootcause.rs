@@ -120,12 +120,12 @@ impl RootCause {
             ),
         }
     }
-    /// The symptom as it tells defects apart: a wrong int value is one whether or not an
-    /// operation wrapped on the way, or lanes were lost (one fix removes them all); float
-    /// precision and NaN/inf decide the class, and introduced UB what a repro can show.
+    /// The symptom as it tells defects apart: a wrong value is one whether an operation wrapped
+    /// on the way, lanes were lost or the rewrite introduced UB (one fix of the rule removes
+    /// them all); float precision, NaN/inf and masked UB decide the class.
     pub fn symptom_group(&self) -> &str {
         match self.symptom.as_str() {
-            "wraparound" | "wrong-value" | "lane-loss" => "wrong-value",
+            "wraparound" | "wrong-value" | "lane-loss" | "ub-introduced" => "wrong-value",
             s => s,
         }
     }
