@@ -605,7 +605,10 @@ const MAX_CASES: usize = 12;
 
 /// Whether the pipeline's rewrite of `root` under `cache` finishes and is right at `env`, with no
 /// node outside its (counterfactual) bounds when `bounds_too`.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
 fn passes(
     pipe: &Pipeline,
     g: &Graph,
@@ -1024,7 +1027,10 @@ fn rule_sources(pipe: &Pipeline) -> HashMap<String, String> {
 
 /// Keys a cycle (a nontermination, or a rewrite that raised after making a node depend on
 /// itself) by the rules among `cands` whose removal alone ends it, whatever rule fired last.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
 fn cycle_key(
     pipe: &Pipeline,
     g: &Graph,
@@ -1052,7 +1058,10 @@ fn cycle_key(
 
 /// Re-keys the bounds cause `c` (found in `gw` under `roots`) on the lowest `_min_max` case whose
 /// sound range alone removes the finding; `c` is left as it is when none does.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
 fn sound_bounds_key(
     pipe: &Pipeline,
     g: &Graph,

@@ -210,7 +210,7 @@ fn outside(value: &Term, dt: DType, lo: ConstVal, hi: ConstVal) -> Option<Bool> 
             (!parts.is_empty()).then(|| z3x::or_all(&parts))
         }
         (Term::Int(v), ConstVal::Int(a), ConstVal::Int(b)) => {
-            Some(v.lt(&Int::from_i64(a as i64)) | v.gt(&Int::from_i64(b as i64)))
+            Some(v.lt(Int::from_i64(a as i64)) | v.gt(Int::from_i64(b as i64)))
         }
         _ => None,
     }
