@@ -82,9 +82,16 @@ fn fixture_findings_become_minimized_bugs_that_reproduce_in_tinygrad() {
     assert!(!idiv.python.contains("UOp.const(0,"), "{}", idiv.python);
     let self_dep = all
         .iter()
-        .find(|b| b.key.contains("KeyError"))
-        .expect("the self-dependency");
-    assert_eq!(self_dep.blamed, "symbolic_simple/simplify_pow");
+        .find(|b| b.key == "cycle|disable:symbolic_simple/simplify_pow")
+        .expect("the self-dependency, keyed by the rule whose removal ends it");
+    assert!(
+        self_dep
+            .keys
+            .iter()
+            .all(|k| k.contains("|symbolic_simple/simplify_pow|")),
+        "{:?}",
+        self_dep.keys
+    );
     assert_eq!(self_dep.signatures.len(), 2, "{:?}", self_dep.signatures);
     let mul = by_key("unsound-bounds|bounds:MUL").expect("MUL's bounds");
     // the rules that trusted the wrong range are named on the bounds bug, not bugs of their own
@@ -290,7 +297,7 @@ fn reduce_views_and_rewrites_that_raise_reproduce_and_a_saturated_bound_is_none(
     let keys: Vec<&str> = all.iter().map(|b| b.key.as_str()).collect();
     assert_eq!(keys.len(), 2, "{keys:?}\n{}", markdown(&r));
     for k in [
-        "rewrite-bug|sym/reduce_mul_chain|wraparound",
+        "rewrite-bug|sym/reduce_mul_chain|wrong-value",
         "rewrite-bug|symbolic_simple/const_pow|nan-inf",
     ] {
         let b = all
@@ -312,4 +319,54 @@ fn reduce_views_and_rewrites_that_raise_reproduce_and_a_saturated_bound_is_none(
         .find(|b| b.key.contains("const_pow"))
         .expect("const_pow");
     assert!(pow.python_lines <= 15, "{}", pow.python);
+}
+
+/// The answer key (tests/fixtures/bugs-key.tsv): 23 finding dirs of one 120 s default run whose
+/// causes were each established in real tinygrad 0.14.0 by the one fix that alone makes the
+/// repro pass (`harness/counterfactual.py`). `uopfuzz bugs` gives one entry per cause, with the
+/// key's class and the key's fix, and no entry holds two causes: a wrong range is blamed where it
+/// first becomes unsound (CDIV and FLOORDIV values escaping a wrapped ADD's range are ADD's; a
+/// WHERE over an unwrapped constant is CONST's), a cycle is one entry whichever rule fired last,
+/// and UB only in the unselected arm of a WHERE is by design.
+#[test]
+fn the_answer_key_fixture_gives_one_entry_per_cause() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let key = std::fs::read_to_string(root.join("bugs-key.tsv")).unwrap();
+    // finding dir → (expected entry fix, by design)
+    let mut want: HashMap<String, (String, bool)> = HashMap::new();
+    for line in key.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split('\t').collect();
+        want.insert(f[2].to_string(), (f[3].to_string(), f[1] == "by-design"));
+    }
+    let (found, errs) = collect(&root.join("bugs-key"));
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(found.len(), want.len());
+    let sig_dir: HashMap<String, String> = found
+        .iter()
+        .map(|l| {
+            let name = Path::new(&l.label).file_name().unwrap().to_string_lossy();
+            (l.repro.meta.signature.to_string(), name.into_owned())
+        })
+        .collect();
+    let mut cache = Cache::default();
+    let r = build(found, &HashMap::new(), &Opts::default(), &mut cache);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let causes: std::collections::BTreeSet<&String> = want.values().map(|(f, _)| f).collect();
+    let entries: Vec<(&uopfuzz::repro::bugs::Bug, bool)> = r
+        .bugs
+        .iter()
+        .map(|b| (b, false))
+        .chain(r.by_design.iter().map(|b| (b, true)))
+        .collect();
+    assert_eq!(entries.len(), causes.len(), "{}", markdown(&r));
+    for (b, design) in entries {
+        let fix = b.fix.as_ref().map(|f| f.what.clone()).unwrap_or_default();
+        for s in &b.signatures {
+            let dir = &sig_dir[s];
+            let (f, d) = &want[dir];
+            assert_eq!(&fix, f, "{dir} is in the entry of {fix}, its cause is {f}");
+            assert_eq!(design, *d, "{dir}: by design {design}, the key says {d}");
+        }
+        assert_eq!(b.fix_verified, b.finding_dirs, "{}", b.key);
+    }
 }

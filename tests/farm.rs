@@ -221,6 +221,20 @@ fn worker_faults_and_kill9_of_the_farm_lose_nothing() {
     );
     // both crashes lead the report (there are no triaged bugs: the triage is off)
     assert!(md.contains("## New bugs and harness crashes since the last report (2)"));
+    // the headline's bug count is `uopfuzz bugs`'s on the same findings
+    let b = run({
+        let mut c = Command::new(EXE);
+        c.args(["bugs", "--no-python", "--no-cache", "--json"])
+            .arg(d.join("findings"));
+        c
+    });
+    let list: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap_or_default();
+    let n = list["bugs"].as_array().map_or(0, Vec::len);
+    let sigs = list["signatures"].as_u64().unwrap_or(0);
+    assert!(
+        md.contains(&format!("{n} bugs ({sigs} signatures;")),
+        "{md}"
+    );
     let r = run({
         let mut c = Command::new(EXE);
         c.args(["farm", "report"]).arg(&d);

@@ -252,6 +252,19 @@ fn rank(f: &Filed) -> u8 {
 
 /// Writes the report; `mark`: remember this report's time, so the next one lists only what is
 /// new after it.
+/// The bug list of the farm's findings: `uopfuzz bugs` without the Python checks (reusing the
+/// cache a `uopfuzz bugs` run left there; nothing is written among the findings).
+fn bug_list(l: &Layout) -> crate::repro::bugs::Report {
+    use crate::repro::bugs::{Cache, Opts, build, read_counts};
+    let dir = l.findings();
+    let (found, _) = crate::repro::report::collect(&dir);
+    if found.is_empty() {
+        return crate::repro::bugs::Report::default();
+    }
+    let mut cache = Cache::load(&dir);
+    build(found, &read_counts(&dir), &Opts::default(), &mut cache)
+}
+
 pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
     let st = State::load(l)?.ok_or_else(|| FarmError::NoFarm {
         dir: l.root.clone(),
@@ -342,9 +355,10 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
         ),
         ("worker restarts", st.restarts, ""),
     ];
-    let bugs = all.iter().filter(|f| standing(f) == "bug").count();
+    // the bug list is `uopfuzz bugs`'s, so the two never disagree
+    let list = bug_list(l);
     let headline = format!(
-        "{} execs in {:.1} farm hours ({:.0} execs/s over the run), {} signatures filed, {} bugs, {} new since the last report{}",
+        "{} execs in {:.1} farm hours ({:.0} execs/s over the run), {} signatures filed, {} bugs ({} signatures; `uopfuzz bugs {}`), {} by design, {} new since the last report{}",
         st.execs,
         st.elapsed / 3600.0,
         // the mean, not the last sample: that one is often taken while the farm shuts down
@@ -354,7 +368,10 @@ pub fn write(l: &Layout, mark: bool) -> Result<Written, FarmError> {
             0.0
         },
         all.len(),
-        bugs,
+        list.bugs.len(),
+        list.signatures,
+        l.findings().display(),
+        list.by_design.len(),
         new_all.len(),
         if last_t > 0.0 {
             format!(" ({})", fmt_time(last_t))

@@ -19,7 +19,7 @@ use crate::ir::alu::{Val, cast_val};
 use crate::ir::dtype::{WEAKINT_MAX, WEAKINT_MIN};
 use crate::ir::graph::dtype_const;
 use crate::ir::{Arg, ConstVal, DType, Graph, Ops, UOp};
-use crate::rewrite::analysis::{Cache, min_max};
+use crate::rewrite::analysis::{Cache, SoundCase, min_max};
 use serde::Serialize;
 
 /// One node whose value lies outside its computed bounds.
@@ -65,6 +65,7 @@ pub fn case_source(op: Ops, dt: DType) -> &'static str {
         Ops::AND if dt == DType::Bool => "tinygrad/uop/ops.py:1088",
         Ops::WHERE if dt.is_int() => "tinygrad/uop/ops.py:1090",
         Ops::CAST => "tinygrad/uop/ops.py:1098",
+        Ops::CONST => "tinygrad/uop/ops.py:1096",
         _ => "tinygrad/uop/ops.py:1105",
     }
 }
@@ -125,12 +126,18 @@ fn value(g: &Graph, u: UOp, env: &Env) -> Option<Val> {
 /// order (lowest first). Nodes without a value at `env` are skipped, and so are nodes whose
 /// bounds are not tinygrad's (saturated in i128, raising in Python, past the port's weakint).
 pub fn check(g: &Graph, roots: &[UOp], env: &Env) -> Vec<Violation> {
-    violations(g, roots, env, false)
+    violations(g, roots, env, false, Cache::default())
 }
 
-/// `check`, stopping at the first origin (no operand of it is bad) when `first`.
-fn violations(g: &Graph, roots: &[UOp], env: &Env, first: bool) -> Vec<Violation> {
-    let mut cache = Cache::default();
+/// `check`, stopping at the first origin (no operand of it is bad) when `first`; bounds from
+/// `cache` (a counterfactual one, [`Cache::with_sound`]).
+fn violations(
+    g: &Graph,
+    roots: &[UOp],
+    env: &Env,
+    first: bool,
+    mut cache: Cache,
+) -> Vec<Violation> {
     let mut out: Vec<Violation> = Vec::new();
     let mut bad: Vec<UOp> = Vec::new();
     // weakint nodes holding a value past the port's ±2^120 (`WEAKINT_MIN`/`MAX`), and every node
@@ -212,9 +219,66 @@ fn spans_dtype(dt: DType, lo: ConstVal, hi: ConstVal) -> bool {
 /// The first violation whose operands are all within bounds: the `_min_max` case at fault. The
 /// first violation in topological order is one (no operand of it can be bad yet).
 pub fn first_origin(g: &Graph, roots: &[UOp], env: &Env) -> Option<Violation> {
-    violations(g, roots, env, true)
+    violations(g, roots, env, true, Cache::default())
         .into_iter()
         .find(|v| v.origin)
+}
+
+/// [`first_origin`] with case `sound` given its sound range ([`SoundCase::correct`]).
+pub fn first_origin_sound(
+    g: &Graph,
+    roots: &[UOp],
+    env: &Env,
+    sound: SoundCase,
+) -> Option<Violation> {
+    violations(g, roots, env, true, Cache::with_sound(sound))
+        .into_iter()
+        .find(|v| v.origin)
+}
+
+/// The `_min_max` cases under `roots` whose range is unsound on its face ([`SoundCase::correct`]
+/// changes it: a fixed-width int range leaving its dtype, an unwrapped constant, a narrowing
+/// CAST), each with its lowest node, lowest first: the candidates for the cause of a wrong range.
+pub fn unsound_cases(g: &Graph, roots: &[UOp]) -> Vec<(SoundCase, UOp)> {
+    let mut cache = Cache::default();
+    let mut out: Vec<(SoundCase, UOp)> = Vec::new();
+    // lowest: by height over the leaves (the roots may be two graphs: a node of the rewritten
+    // one is not above every node of the original)
+    let order = g.toposort(roots);
+    let mut height: std::collections::HashMap<UOp, usize> = Default::default();
+    for u in &order {
+        let h = g
+            .src(*u)
+            .iter()
+            .map(|s| height.get(s).map_or(0, |x| x + 1))
+            .max()
+            .unwrap_or(0);
+        height.insert(*u, h);
+    }
+    let mut by_height = order.clone();
+    by_height.sort_by_key(|u| height[u]);
+    for u in by_height {
+        let op = g.op(u);
+        let dt = g.dtype(u);
+        if !(checked(op) || op == Ops::CONST) || !(dt.is_fixed_int() || dt == DType::Bool) {
+            continue;
+        }
+        let case = SoundCase::of(g, u);
+        if out.iter().any(|(c, _)| *c == case) {
+            continue;
+        }
+        let v = min_max(g, &mut cache, u);
+        if cache.inexact.contains(&u) || cache.raises.contains_key(&u) {
+            continue;
+        }
+        let src = (op == Ops::CAST)
+            .then(|| g.src(u).first().map(|s| min_max(g, &mut cache, *s)))
+            .flatten();
+        if case.correct(op, v, src).is_some() {
+            out.push((case, u));
+        }
+    }
+    out
 }
 
 impl Violation {

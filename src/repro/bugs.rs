@@ -12,7 +12,7 @@
 //! assumes away), rewrites of programs that are undefined anyway (a constant zero divisor),
 //! and `not-idempotent` (tinygrad does not promise a fixpoint in one call; counted per rule).
 use super::Loaded;
-use super::rootcause::{Cause, Judge, RootCause, analyze, analyze_as};
+use super::rootcause::{Cause, Fix, Judge, RootCause, analyze, analyze_as};
 use crate::exec::interp::Env;
 use crate::ir::alu::Val;
 use crate::ir::text::py_str_repr;
@@ -121,6 +121,11 @@ pub struct Bug {
     pub raw_findings: u64,
     /// Why it is intended behaviour (`None`: a real defect).
     pub by_design: Option<String>,
+    /// The counterfactual fix every finding of this entry was checked to pass with (`None`:
+    /// the cause is not isolated, the key is the blamed rule or case).
+    pub fix: Option<Fix>,
+    /// Finding dirs checked to pass with `fix` alone.
+    pub fix_verified: usize,
     pub off_by_default: bool,
     /// Listed in `corpus/known-bugs.tsv`.
     pub known: bool,
@@ -293,6 +298,47 @@ pub fn minimize_loaded(
     })
 }
 
+/// The rules of a cycle's fix (`disable:a+b`).
+fn fix_rules(f: &Fix) -> Option<std::collections::BTreeSet<&str>> {
+    Some(f.what.strip_prefix("disable:")?.split('+').collect())
+}
+
+/// Each cycle key's fix replaced by the smallest other cycle fix whose rules are a subset of its
+/// own (every rule of that set ends this cycle too: it is in this key's set); the rest as given.
+fn merge_cycle_fixes(reps: &[(RootCause, usize)], fixes: Vec<Option<Fix>>) -> Vec<Option<Fix>> {
+    let sets: Vec<Option<std::collections::BTreeSet<&str>>> = reps
+        .iter()
+        .zip(&fixes)
+        .map(|((k, _), f)| f.as_ref().filter(|_| k.is_cycle()).and_then(fix_rules))
+        .collect();
+    let mut out = fixes.clone();
+    for (j, (k, _)) in reps.iter().enumerate() {
+        if !k.is_cycle() {
+            continue;
+        }
+        // a cycle no single removal ended is held to the rules blamed for it (those whose
+        // result contains the node they replaced)
+        let own: std::collections::BTreeSet<&str> = match &sets[j] {
+            Some(s) => s.clone(),
+            None => k.blamed.split('+').collect(),
+        };
+        let core = sets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| Some((i, o.as_ref()?)))
+            .filter(|(_, o)| o.is_subset(&own))
+            .min_by_key(|(i, o)| (o.len(), fixes[*i].as_ref().map(|f| f.what.clone())));
+        if let Some((i, _)) = core {
+            out[j] = fixes[i].clone();
+        }
+    }
+    out
+}
+
+/// Rules whose own tinygrad comment promises the value a NaN/inf finding breaks: not fast-math
+/// (transcendental.py:264, "x ** 0 = 1, including 0 ** 0 and inf ** 0").
+const PROMISED: &[&str] = &["symbolic_simple/const_pow"];
+
 /// Why a key is intended behaviour, if it is.
 pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
     let float = DType::from_py_name(&key.dtype).is_some_and(|d| d.is_float());
@@ -303,7 +349,10 @@ pub fn by_design(key: &RootCause, g: &Graph, root: UOp) -> Option<String> {
         Class::RewriteBug if float && key.symptom == "precision" => Some(
             "fast-math: a float regrouping or approximation within rounding (tinygrad's float rules assume fast-math)".into(),
         ),
-        Class::RewriteBug if float && key.symptom == "nan-inf" && !key.blamed.starts_with("transcendental/") => Some(
+        Class::RewriteBug if key.symptom == "masked-ub" => Some(
+            "masked UB: the undefined operation is only in a WHERE arm the point does not select, and the value is right (tinygrad's decompositions compute both arms of a select)".into(),
+        ),
+        Class::RewriteBug if float && key.symptom == "nan-inf" && !key.blamed.starts_with("transcendental/") && !PROMISED.contains(&key.blamed.as_str()) => Some(
             "fast-math: the difference is a NaN or infinity, which fast-math assumes away".into(),
         ),
         Class::RewriteError
@@ -347,6 +396,14 @@ pub fn title(key: &RootCause, dtypes: &[String]) -> String {
             "`{}` rewrites {} wrongly on {on} ({})",
             key.blamed, key.op, key.symptom
         ),
+        _ if key.is_cycle()
+            && (key.class == Class::Nontermination || key.symptom == "a rewrite cycle") =>
+        {
+            format!(
+                "graph_rewrite cycles through `{}` (never ends, or raises KeyError when a node comes to depend on itself)",
+                key.blamed
+            )
+        }
         Class::RewriteError if key.op == "KeyError" => format!(
             "graph_rewrite raises KeyError (a node depends on itself) after `{}`",
             key.blamed
@@ -944,10 +1001,26 @@ pub fn build(
         };
         cache.data.minimal.insert(k.to_string(), entry);
     }
-    // keys → bugs (the same key but the exact dtype)
+    // each key's verified fix: the first of its findings that has one
+    let fixes: Vec<Option<Fix>> = reps
+        .iter()
+        .map(|(k, _)| {
+            by_key[k]
+                .iter()
+                .find_map(|i| analyzed[*i].0.cause.as_ref().and_then(|c| c.fix.clone()))
+        })
+        .collect();
+    // a cycle whose fix set holds another cycle's is that cycle reached through more context
+    // (removing a rule that built its input also ends it): the smaller set's rules end both
+    let fixes = merge_cycle_fixes(&reps, fixes);
+    // keys → bugs: one entry per fix (the same key but the exact dtype, a cycle whatever rule
+    // fired last)
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (j, (k, _)) in reps.iter().enumerate() {
-        groups.entry(k.bug_key()).or_default().push(j);
+        groups
+            .entry(k.entry_key(fixes[j].as_ref()))
+            .or_default()
+            .push(j);
     }
     let known = parse_known_bugs(BUILTIN_KNOWN_BUGS);
     let mut bugs: Vec<Bug> = Vec::new();
@@ -967,7 +1040,9 @@ pub fn build(
                 .as_ref()
                 .map(|m| m.nodes_after)
                 .unwrap_or(usize::MAX);
-            (m, reps[**j].0.dtype.clone())
+            // a representative Python can show first (introduced UB is undefined only in C)
+            let ub = reps[**j].0.symptom == "ub-introduced";
+            (ub, m, reps[**j].0.dtype.clone())
         }) else {
             continue;
         };
@@ -980,9 +1055,19 @@ pub fn build(
         let mut signatures: Vec<String> = Vec::new();
         let mut trusted_by: Vec<String> = Vec::new();
         let (mut dirs, mut raw) = (0usize, 0u64);
+        let entry_fix = js.iter().find_map(|j| fixes[*j].clone());
+        let mut verified = 0usize;
         for j in &js {
             for i in &by_key[&reps[*j].0] {
                 let a = &analyzed[*i].0;
+                let own = a.cause.as_ref().and_then(|c| c.fix.as_ref());
+                if let (Some(e), Some(o)) = (&entry_fix, own) {
+                    let within = match (fix_rules(e), fix_rules(o)) {
+                        (Some(es), Some(os)) => es.is_subset(&os),
+                        _ => e.what == o.what,
+                    };
+                    verified += usize::from(within);
+                }
                 signatures.push(a.signature.clone());
                 dirs += 1;
                 raw += a.raw;
@@ -999,6 +1084,9 @@ pub fn build(
         trusted_by.dedup();
         let c = &m.cause;
         let source = match (&c.bounds, &c.rule_source) {
+            _ if fixes[best].is_some() => fixes[best]
+                .as_ref()
+                .map_or_else(String::new, |f| f.source.clone()),
             (Some(b), _) => b.source.to_string(),
             (None, Some(s)) => s.clone(),
             _ => "-".into(),
@@ -1039,6 +1127,8 @@ pub fn build(
             finding_dirs: dirs,
             raw_findings: raw,
             by_design: by_design(key, &m.graph, m.root),
+            fix: entry_fix,
+            fix_verified: verified,
             off_by_default: off,
             representative: l.label.clone(),
             nodes_before: m.nodes_before,
@@ -1119,6 +1209,16 @@ fn bug_md(o: &mut String, n: usize, b: &Bug) {
         "- **Root cause**: `{}` — `{}` (tinygrad 0.14.0)",
         b.blamed, b.source
     );
+    match &b.fix {
+        Some(f) => {
+            let _ = writeln!(
+                o,
+                "- **Removed by**: {} (`{}`) — {} of the {} finding dir(s) of this entry checked to pass with it alone",
+                f.text, f.source, b.fix_verified, b.finding_dirs
+            );
+        }
+        None => o.push_str("- **Cause not isolated**: no single fix of the port removes it; the key is the blamed rule or case\n"),
+    }
     if let Some(v) = &b.bounds {
         let _ = writeln!(
             o,

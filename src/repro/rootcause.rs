@@ -28,7 +28,7 @@ use crate::oracle::bounds;
 use crate::oracle::compare::{PointVerdict, compare_point};
 use crate::oracle::tolerance::FloatPolicy;
 use crate::oracle::verdict::Class;
-use crate::rewrite::analysis::Cache;
+use crate::rewrite::analysis::{Cache, SoundCase};
 use crate::rewrite::engine::{RuleError, Stop};
 use crate::rewrite::pipeline::Rewritten;
 use crate::smt::triage::reduce::MAX_COMPLETIONS;
@@ -46,6 +46,10 @@ pub enum Symptom {
     /// The rewritten side is undefined (division by zero, out-of-range float→int, ...) where the
     /// original is defined.
     UbIntroduced,
+    /// As `UbIntroduced`, but the undefined operation lies only in a WHERE arm the point does
+    /// not select and the value is the original's: tinygrad's decompositions compute both arms
+    /// of a select on purpose.
+    MaskedUb,
     /// One side is NaN or ±inf.
     NanInf,
     /// A vector's lanes or a shape are lost (lane count differs).
@@ -60,6 +64,7 @@ impl Symptom {
         match self {
             Symptom::Wraparound => "wraparound",
             Symptom::UbIntroduced => "ub-introduced",
+            Symptom::MaskedUb => "masked-ub",
             Symptom::NanInf => "nan-inf",
             Symptom::LaneLoss => "lane-loss",
             Symptom::Precision => "precision",
@@ -107,8 +112,36 @@ impl RootCause {
                 format!("{}|{}|{}", self.class.name(), self.blamed, self.op)
             }
             Class::UnsoundBounds => format!("{}|{}", self.class.name(), self.blamed),
-            _ => format!("{}|{}|{}", self.class.name(), self.blamed, self.symptom),
+            _ => format!(
+                "{}|{}|{}",
+                self.class.name(),
+                self.blamed,
+                self.symptom_group()
+            ),
         }
+    }
+    /// The symptom as it tells defects apart: a wrong value is one whether an operation wrapped
+    /// on the way, lanes were lost or the rewrite introduced UB (one fix of the rule removes
+    /// them all); float precision, NaN/inf and masked UB decide the class.
+    pub fn symptom_group(&self) -> &str {
+        match self.symptom.as_str() {
+            "wraparound" | "wrong-value" | "lane-loss" | "ub-introduced" => "wrong-value",
+            s => s,
+        }
+    }
+    /// The key of the entry this key belongs to, given the fix verified for it: a cycle is its
+    /// fix (the rules whose removal alone ends it), whether it stopped as a nontermination or as
+    /// a KeyError; the rest is [`RootCause::bug_key`].
+    pub fn entry_key(&self, fix: Option<&Fix>) -> String {
+        match fix {
+            Some(f) if self.is_cycle() => format!("cycle|{}", f.what),
+            _ => self.bug_key(),
+        }
+    }
+    /// A nontermination, or the KeyError of a node made to depend on itself.
+    pub fn is_cycle(&self) -> bool {
+        self.class == Class::Nontermination
+            || (self.class == Class::RewriteError && self.op == "KeyError")
     }
     /// Parses [`Display`]'s form (the known-findings list).
     pub fn parse(s: &str) -> Option<RootCause> {
@@ -144,11 +177,26 @@ pub struct Cause {
     pub actual: Option<String>,
     /// The raw exception text (an error).
     pub error: Option<String>,
+    /// The counterfactual fix verified at the point: with it alone the port's rewrite of this
+    /// case finishes and is right there. `None`: no single intervention was found (the key is
+    /// then the blamed rule or case, not isolated).
+    pub fix: Option<Fix>,
     /// The node the key is read at (the blamed step's `before`, or the node outside its
     /// bounds), in the graph the analysis rewrote: ids below the analyzed graph's length are
     /// its own nodes (the minimizer tries subgraphs holding it first).
     #[serde(skip)]
     pub node: Option<UOp>,
+}
+
+/// One change to the port that makes a finding pass: the key of the bug it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    /// `bounds:ADD` (a `_min_max` case given its sound range) or `disable:rule[+rule]`.
+    pub what: String,
+    /// tinygrad's file:line the fix changes.
+    pub source: String,
+    /// The fix in words, for the bug list.
+    pub text: String,
 }
 
 fn is_bad(v: PointVerdict) -> bool {
@@ -357,13 +405,13 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
     let Some((o, n)) = found else {
         return Symptom::WrongValue;
     };
-    let s = symptom_of(g, before, env, &o, &n);
+    let s = symptom_of(g, before, after, env, &o, &n);
     // inside a loop, "precision" is a claim about every iteration: one that differs by more
     // than rounding is the symptom (it is what the kernel's stored values show, and what the
     // step taken out of the loop shows at that iteration)
     if s == Symptom::Precision && pair(env).is_none() {
         for (o, n) in iterations() {
-            let t = symptom_of(g, before, env, &o, &n);
+            let t = symptom_of(g, before, after, env, &o, &n);
             if t != Symptom::Precision {
                 return t;
             }
@@ -372,8 +420,11 @@ fn symptom(g: &Graph, before: UOp, after: UOp, env: &Env) -> Symptom {
     s
 }
 
-fn symptom_of(g: &Graph, before: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Symptom {
+fn symptom_of(g: &Graph, before: UOp, after: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Symptom {
     if n.hard_ub && !o.hard_ub {
+        if same_value(o, n) && ub_unselected(g, after, env, n) {
+            return Symptom::MaskedUb;
+        }
         return Symptom::UbIntroduced;
     }
     if lanes(o) != lanes(n) {
@@ -392,6 +443,40 @@ fn symptom_of(g: &Graph, before: UOp, env: &Env, o: &Outcome, n: &Outcome) -> Sy
         _ if wraps(o) || wraps(n) || unsigned_wrap(g, before, env) => Symptom::Wraparound,
         _ => Symptom::WrongValue,
     }
+}
+
+/// Whether two outcomes hold the same value (floats to a relative 2^-20: a decomposition's
+/// approximation, not a wrong value).
+fn same_value(o: &Outcome, n: &Outcome) -> bool {
+    match (o.value, n.value) {
+        (Some(Val::Float(a)), Some(Val::Float(b))) => {
+            a == b || (a.is_finite() && (a - b).abs() <= a.abs().max(b.abs()) / 1048576.0)
+        }
+        (Some(a), Some(b)) => a.same(&b),
+        _ => false,
+    }
+}
+
+/// Whether the undefined operation of `n` (the outcome of `after` at `env`) lies under the arm of
+/// a WHERE that the point does not select, and not under the selected one.
+fn ub_unselected(g: &Graph, after: UOp, env: &Env, n: &Outcome) -> bool {
+    let Some((u, kind)) = n.ub_at else {
+        return false;
+    };
+    if !kind.is_hard() {
+        return false;
+    }
+    g.toposort(&[after]).into_iter().any(|w| {
+        if g.op(w) != Ops::WHERE {
+            return false;
+        }
+        let s = g.src(w);
+        let Some(Val::Bool(c)) = outcome(g, s[0], env).and_then(|o| o.value) else {
+            return false;
+        };
+        let (sel, unsel) = if c { (s[1], s[2]) } else { (s[2], s[1]) };
+        g.toposort(&[unsel]).contains(&u) && !g.toposort(&[sel]).contains(&u)
+    })
 }
 
 /// An unsigned ADD/SUB/MUL/SHL under `u` whose exact result leaves its dtype (C defines the
@@ -455,6 +540,150 @@ pub fn bounds_key(g: &Graph, v: &bounds::Violation, env: &Env) -> RootCause {
         op: v.op.name().into(),
         dtype: v.case.split_once('.').map_or("-", |x| x.1).to_string(),
         symptom: if wrapped { "wraparound" } else { "wrong-range" }.into(),
+    }
+}
+
+/// The name of a `_min_max` case's dtype in a key (a CAST's names its source: `int->char`).
+fn case_dtype(c: SoundCase) -> String {
+    match c.from {
+        Some(f) => format!("{}->{}", f.py_name(), c.dtype.py_name()),
+        None => c.dtype.py_name().into(),
+    }
+}
+
+/// The key and fix of a `_min_max` case whose sound range alone removes a finding.
+fn case_fix(c: SoundCase) -> (RootCause, Fix) {
+    let (op, dt) = (c.op.name(), c.dtype.py_name());
+    let source = bounds::case_source(c.op, c.dtype).to_string();
+    let text = match c.op {
+        Ops::CONST => format!(
+            "an int constant of {dt} holds its wrapped value in vmin/vmax ({source} returns the unwrapped arg)"
+        ),
+        Ops::CAST => format!(
+            "CAST {}'s range is {dt}'s whole range when its source's leaves {dt} ({source} clamps what the cast wraps)",
+            case_dtype(c)
+        ),
+        _ => format!(
+            "{op}'s range on {dt} is {dt}'s whole range when it leaves {dt} ({source} computes it without the wrap)"
+        ),
+    };
+    let key = RootCause {
+        class: Class::UnsoundBounds,
+        blamed: format!("bounds:{op}"),
+        op: op.into(),
+        dtype: case_dtype(c),
+        symptom: if c.op == Ops::CONST {
+            "unwrapped-constant"
+        } else {
+            "wraparound"
+        }
+        .into(),
+    };
+    let fix = Fix {
+        what: format!("bounds:{op}"),
+        source,
+        text,
+    };
+    (key, fix)
+}
+
+/// The lowest `_min_max` case under `roots` of `g` whose sound range alone removes the finding
+/// (`removed` asks under a cache giving that case its sound range): the cause of a wrong range is
+/// where it first becomes unsound given sound ranges of its sources, not where a value leaves it.
+fn sound_case(
+    g: &Graph,
+    roots: &[UOp],
+    mut removed: impl FnMut(SoundCase) -> bool,
+) -> Option<(SoundCase, UOp)> {
+    bounds::unsound_cases(g, roots)
+        .into_iter()
+        .take(MAX_CASES)
+        .find(|(c, _)| removed(*c))
+}
+/// At most this many candidate cases are tried per finding (each is one rewrite).
+const MAX_CASES: usize = 12;
+
+/// Whether the pipeline's rewrite of `root` under `cache` finishes and is right at `env`, with no
+/// node outside its (counterfactual) bounds when `bounds_too`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
+fn passes(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+    mut cache: Cache,
+    bounds_too: bool,
+) -> bool {
+    let sound = cache.sound;
+    let mut gw = g.clone();
+    let rw = pipe.rewrite(&mut gw, &mut cache, root, Some(COUNTERFACTUAL_FUEL));
+    if rw.stop != Stop::Done {
+        return false;
+    }
+    if rw.root != root && is_bad(judge_point(&gw, root, rw.root, env, policy, judge)) {
+        return false;
+    }
+    !bounds_too
+        || match sound {
+            Some(c) => bounds::first_origin_sound(&gw, &[root, rw.root], env, c).is_none(),
+            None => bounds::first_origin(&gw, &[root, rw.root], env).is_none(),
+        }
+}
+/// The fuel of a counterfactual rewrite: far past any terminating rewrite of a finding's graph,
+/// far below the step limit a cycle runs into.
+const COUNTERFACTUAL_FUEL: usize = 20_000;
+
+/// The pipeline with rule `name` removed from every stage.
+fn without(pipe: &Pipeline, name: &str) -> Vec<crate::rewrite::engine::RuleSet> {
+    pipe.stages.iter().map(|s| s.without(name)).collect()
+}
+
+/// The rules among `cands` whose removal alone makes the rewrite of `root` finish and be right
+/// at `env`.
+fn rule_fixes(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+    cands: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    cands
+        .iter()
+        .filter(|r| {
+            let sets = without(pipe, r);
+            let p = Pipeline {
+                name: pipe.name.clone(),
+                stages: sets.iter().collect(),
+            };
+            passes(&p, g, root, env, policy, judge, Cache::default(), false)
+        })
+        .cloned()
+        .collect()
+}
+
+fn rule_fix(rules: &BTreeSet<String>, sources: &HashMap<String, String>, what: &str) -> Fix {
+    let src: Vec<String> = rules
+        .iter()
+        .filter_map(|r| sources.get(r).cloned())
+        .collect();
+    Fix {
+        what: format!("disable:{}", join(rules)),
+        source: src.join(", "),
+        text: if rules.len() == 1 {
+            format!("{what} ends with `{}` removed", join(rules))
+        } else {
+            format!(
+                "{what} ends with any one of `{}` removed",
+                rules.iter().cloned().collect::<Vec<_>>().join("`, `")
+            )
+        },
     }
 }
 
@@ -606,6 +835,7 @@ pub fn analyze_as(
         expected: None,
         actual: None,
         error: None,
+        fix: None,
         node: None,
     };
     match &rw.stop {
@@ -635,6 +865,10 @@ pub fn analyze_as(
             cause.rule = Some(rule.to_string());
             cause.rule_source = Some(source.to_string());
             cause.error = Some(text);
+            let raising: BTreeSet<String> = std::iter::once(rule.to_string()).collect();
+            if !rule_fixes(pipe, g, root, env, policy, judge, &raising).is_empty() {
+                cause.fix = Some(rule_fix(&raising, &rule_sources(pipe), "the raise"));
+            }
             return Some(cause);
         }
         Stop::Unresolved => {
@@ -656,6 +890,8 @@ pub fn analyze_as(
                 symptom: "a rewrite made a node depend on itself".into(),
             };
             cause.error = Some("KeyError: a rewrite made a node depend on itself".into());
+            let cands: BTreeSet<String> = rw.trace.iter().map(|s| s.rule.to_string()).collect();
+            cycle_key(pipe, g, root, env, policy, judge, &cands, &mut cause);
             return Some(cause);
         }
         Stop::NonTermination { steps } => {
@@ -667,6 +903,8 @@ pub fn analyze_as(
                 symptom: "no fixpoint".into(),
             };
             cause.error = Some(format!("no fixpoint after {steps} rule applications"));
+            let cands = cycle_rules(&rw.trace);
+            cycle_key(pipe, g, root, env, policy, judge, &cands, &mut cause);
             return Some(cause);
         }
         Stop::Done | Stop::FuelExhausted => {}
@@ -695,12 +933,18 @@ pub fn analyze_as(
         } else {
             vec![root, rw.root]
         };
-        return bounds_cause(&gw, &roots, env, cause);
+        let mut c = bounds_cause(&gw, &roots, env, cause)?;
+        sound_bounds_key(pipe, g, root, env, policy, judge, &gw, &roots, true, &mut c);
+        return Some(c);
     }
     let Some((i, gfull, full)) = blame_at(pipe, g, root, env, policy, judge) else {
         // a point that shows only a wrong range (a smaller case of a rule that trusted it)
         return match class {
-            Class::RewriteBug => bounds_cause(g, &[root], env, cause),
+            Class::RewriteBug => {
+                let mut c = bounds_cause(g, &[root], env, cause)?;
+                sound_bounds_key(pipe, g, root, env, policy, judge, g, &[root], true, &mut c);
+                Some(c)
+            }
             _ => None,
         };
     };
@@ -736,14 +980,119 @@ pub fn analyze_as(
             (v.node != step.before).then_some((v, e))
         })
         .next();
-    if let Some((v, e)) = wrong_range
-        && needs_bound(pipe, &gfull, step.before, v.node, &e, policy, judge)
-    {
-        cause.key = bounds_key(&gfull, &v, &e);
-        cause.node = Some(v.node);
-        cause.bounds = Some(v);
+    if let Some((v, e)) = wrong_range {
+        let before = step.before;
+        let fixed = sound_case(&gfull, &[before], |c| {
+            passes(
+                pipe,
+                g,
+                root,
+                env,
+                policy,
+                judge,
+                Cache::with_sound(c),
+                false,
+            )
+        });
+        if let Some((c, node)) = fixed {
+            let (key, fix) = case_fix(c);
+            cause.key = key;
+            cause.fix = Some(fix);
+            cause.node = Some(node);
+            cause.bounds = Some(v);
+            return Some(cause);
+        }
+        if needs_bound(pipe, &gfull, before, v.node, &e, policy, judge) {
+            cause.key = bounds_key(&gfull, &v, &e);
+            cause.node = Some(v.node);
+            cause.bounds = Some(v);
+            return Some(cause);
+        }
+    }
+    // the blamed rule, checked: with it removed the case finishes and is right at the point
+    let blamed: BTreeSet<String> = std::iter::once(step.rule.to_string()).collect();
+    if !rule_fixes(pipe, g, root, env, policy, judge, &blamed).is_empty() {
+        let sources = rule_sources(pipe);
+        cause.fix = Some(rule_fix(&blamed, &sources, "the wrong rewrite"));
     }
     Some(cause)
+}
+
+/// Every rule's tinygrad source line, by name.
+fn rule_sources(pipe: &Pipeline) -> HashMap<String, String> {
+    pipe.rules()
+        .map(|r| (r.name.to_string(), r.source.to_string()))
+        .collect()
+}
+
+/// Keys a cycle (a nontermination, or a rewrite that raised after making a node depend on
+/// itself) by the rules among `cands` whose removal alone ends it, whatever rule fired last.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
+fn cycle_key(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+    cands: &BTreeSet<String>,
+    cause: &mut Cause,
+) {
+    let fixes = rule_fixes(pipe, g, root, env, policy, judge, cands);
+    if fixes.is_empty() {
+        return;
+    }
+    cause.key.blamed = join(&fixes);
+    if cause.key.class == Class::RewriteError {
+        cause.key.symptom = "a rewrite cycle".into();
+    }
+    let what = match cause.key.class {
+        Class::Nontermination => "the rewrite",
+        _ => "the rewrite cycle (and its KeyError)",
+    };
+    cause.fix = Some(rule_fix(&fixes, &rule_sources(pipe), what));
+}
+
+/// Re-keys the bounds cause `c` (found in `gw` under `roots`) on the lowest `_min_max` case whose
+/// sound range alone removes the finding; `c` is left as it is when none does.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
+fn sound_bounds_key(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+    gw: &Graph,
+    roots: &[UOp],
+    bounds_too: bool,
+    c: &mut Cause,
+) {
+    let fixed = sound_case(gw, roots, |case| {
+        passes(
+            pipe,
+            g,
+            root,
+            env,
+            policy,
+            judge,
+            Cache::with_sound(case),
+            bounds_too,
+        )
+    });
+    if let Some((case, node)) = fixed {
+        let (key, fix) = case_fix(case);
+        c.key = key;
+        c.rule_source = Some(fix.source.clone());
+        c.fix = Some(fix);
+        c.node = Some(node);
+    }
 }
 
 #[cfg(test)]

@@ -39,10 +39,83 @@ pub struct Cache {
     /// Whether `raises` / `inexact` has any node: while not, `min_max_fill` skips their lookups.
     pub(super) any_raises: bool,
     pub(super) any_inexact: bool,
+    /// A counterfactual `_min_max` (never tinygrad's by default): the one case whose range is
+    /// replaced by a sound one, to ask whether that case's range is what a finding needs.
+    pub sound: Option<SoundCase>,
     /// The worklist `min_max` reuses (no allocation per uncached read).
     mm_stack: Vec<(UOp, bool)>,
     /// The worklist `shape::shape` reuses.
     pub(crate) shape_stack: Vec<(UOp, bool)>,
+}
+
+/// One `_min_max` case (uop/ops.py:1051-1110): the op, the node's dtype and, for a CAST, its
+/// source's dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SoundCase {
+    pub op: Ops,
+    pub dtype: DType,
+    pub from: Option<DType>,
+}
+
+impl SoundCase {
+    /// The case of node `u`.
+    pub fn of(g: &Graph, u: UOp) -> SoundCase {
+        let n = g.node(u);
+        SoundCase {
+            op: n.op,
+            dtype: n.dtype,
+            from: (n.op == Ops::CAST)
+                .then(|| n.src.first().map(|s| g.dtype(*s)))
+                .flatten(),
+        }
+    }
+    /// The sound range of a node of this case whose `_min_max` gave `v` (`src`: a CAST's source
+    /// range): a fixed-width int range that leaves its dtype holds values the dtype wraps, so it
+    /// becomes the dtype's whole range, and so does an int CAST whose source range leaves the
+    /// dtype (ops.py:1104 clamps it, the cast wraps); a CONST becomes its wrapped value (what the
+    /// program holds, `truncate` of dtype.py). `None` where `v` is sound already.
+    pub fn correct(
+        self,
+        op: Ops,
+        v: (ConstVal, ConstVal),
+        src: Option<(ConstVal, ConstVal)>,
+    ) -> Option<(ConstVal, ConstVal)> {
+        let dt = self.dtype;
+        if dt == DType::Bool {
+            // an int range on a bool (`True + True` is [2, 2], ops.py:1054): the bool's range
+            return match v {
+                (I(a), I(b)) if a < 0 || b > 1 => Some((B(false), B(true))),
+                _ => None,
+            };
+        }
+        let (dlo, dhi) = dt.int_bounds().filter(|_| dt.is_fixed_int())?;
+        let (lo, hi) = match (op, src) {
+            (Ops::CAST, Some((I(a), I(b)))) if self.from.is_some_and(|f| f.is_int()) => (a, b),
+            (Ops::CAST, _) => return None,
+            (_, _) => match v {
+                (I(a), I(b)) => (a, b),
+                _ => return None,
+            },
+        };
+        if dlo <= lo && hi <= dhi {
+            return None;
+        }
+        if op == Ops::CONST && lo == hi {
+            let w = crate::ir::truncate::wrap_int(dt, lo);
+            return Some((I(w), I(w)));
+        }
+        Some((I(dlo), I(dhi)))
+    }
+}
+
+impl Cache {
+    /// A cache whose `_min_max` gives `case` its sound range ([`SoundCase::correct`]).
+    pub fn with_sound(case: SoundCase) -> Cache {
+        Cache {
+            sound: Some(case),
+            ..Cache::default()
+        }
+    }
 }
 
 /// `(dtype.min, dtype.max)`.
@@ -574,6 +647,9 @@ pub fn min_max_ref<'c>(g: &Graph, cache: &'c mut Cache, u: UOp) -> &'c (ConstVal
 /// frame.
 #[inline(never)]
 pub(super) fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) {
+    if cache.sound.is_some() {
+        return min_max_sound(g, cache, u);
+    }
     // a leaf asked itself (a variable, most often: `vmin_eq_vmax` matches PARAM): its entry
     // without the src walk and [`min_max_quick`]'s dispatch
     if fill_leaf(g, cache, u) {
@@ -600,6 +676,43 @@ pub(super) fn min_max_below(g: &Graph, cache: &mut Cache, u: UOp) {
         return;
     }
     min_max_deep(g, cache, u)
+}
+
+/// [`min_max_below`] under a counterfactual case ([`Cache::sound`]): every uncached read node
+/// filled from its srcs in post-order, the case's nodes corrected before any node above reads
+/// them.
+#[cold]
+#[inline(never)]
+fn min_max_sound(g: &Graph, cache: &mut Cache, u: UOp) {
+    let Some(case) = cache.sound else { return };
+    let mut stack = vec![(u, false)];
+    while let Some((x, expanded)) = stack.pop() {
+        if cache.min_max.contains_key(&x) {
+            continue;
+        }
+        if !expanded {
+            stack.push((x, true));
+            for s in bound_reads(g, x) {
+                if !cache.min_max.contains_key(s) {
+                    stack.push((*s, false));
+                }
+            }
+            continue;
+        }
+        if !fill_leaf(g, cache, x) {
+            min_max_fill(g, cache, x);
+        }
+        let src = (g.op(x) == Ops::CAST)
+            .then(|| g.src(x).first().map(|s| cache.min_max.at(s)))
+            .flatten();
+        if SoundCase::of(g, x) == case
+            && let Some(v) = case.correct(g.op(x), cache.min_max.at(&x), src)
+        {
+            cache.min_max.set(x, v);
+            cache.inexact.remove(x);
+            cache.collapsed.remove(x);
+        }
+    }
 }
 
 /// [`min_max_below`] of a subgraph deeper than [`MIN_MAX_REC_DEPTH`]: a worklist (no stack

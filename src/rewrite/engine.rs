@@ -163,6 +163,12 @@ impl RuleSet {
         rules[i] = Arc::new(new);
         Some(RuleSet::from_arcs(&self.name, rules))
     }
+    /// A copy without the rules named `name` (a counterfactual: which rule's removal ends a
+    /// finding; never a set tinygrad runs).
+    pub fn without(&self, name: &str) -> RuleSet {
+        let rules = self.rules.iter().filter(|r| r.name != name).cloned();
+        RuleSet::from_arcs(&self.name, rules.collect())
+    }
     pub fn len(&self) -> usize {
         self.rules.len()
     }

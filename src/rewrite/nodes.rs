@@ -96,6 +96,11 @@ impl NodeSet {
         }
         !std::mem::replace(&mut self.bits[u.idx()], true)
     }
+    pub fn remove(&mut self, u: UOp) {
+        if let Some(b) = self.bits.get_mut(u.idx()) {
+            *b = false;
+        }
+    }
 }
 
 /// One node's entry in [`BoundsMap`]: `tag` = the map's epoch `<< 2` | the kind (0: none,

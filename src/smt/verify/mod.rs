@@ -28,6 +28,7 @@
 //! PERMUTE and REDUCE (no shape or loop model), INDEX of an INDEX (multi-dimensional indexing
 //! of shaped values), ALU on STACKs (`stack_broadcast_alu`'s one-lane STACK is a broadcast of
 //! unstated width), FDIV (not in `python_alu`), TRUNC on weakint.
+pub mod bounds;
 pub mod falsify;
 pub mod instances;
 mod seeds;
