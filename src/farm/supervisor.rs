@@ -396,91 +396,240 @@ impl Status {
 
 /// Runs the farm until its time is up or a store error stops it.
 pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
-    let l = Layout::new(&o.dir);
-    let io = |what: &Path, e: std::io::Error| FarmError::io(what, e).to_string();
-    l.create().map_err(|e| FarmError::io(&l.root, e))?;
-    store::lock(&l)?;
-    for r in &o.rules {
-        choose_rules(r, None)?;
+    let mut s = Supervisor::start(o)?;
+    loop {
+        s.check_time();
+        if !s.stopping {
+            s.restart_workers();
+        }
+        if s.stopping && s.stop_done() {
+            break;
+        }
+        s.events();
+        s.watchdog();
+        s.triage_and_scan();
+        s.sync();
+        s.checkpoint_and_stats();
     }
-    let mut st = match State::load(&l)? {
-        Some(s) => s,
-        None => State {
-            farm_id: new_farm_id(o.seed),
-            seed: o.seed,
-            ..Default::default()
-        },
-    };
-    if st.positions.len() < o.workers {
-        st.positions.resize(o.workers, 0);
-    }
-    // the same --time as a run that stopped before it was up resumes that run's budget
-    let budget_from = match (st.unfinished, o.time) {
-        (Some(b), Some(t)) if b.time == t => b.from,
-        _ => st.elapsed,
-    };
-    st.unfinished = o.time.map(|time| Budget {
-        time,
-        from: budget_from,
-    });
-    if st.elapsed > 0.0 {
-        st.resumes.push(st.elapsed);
-    }
-    if let Some(t) = o.time
-        && budget_from < st.elapsed
-        && !o.json
-    {
-        eprintln!(
-            "farm: resuming a --time {t} run stopped after {:.0}s: {:.0}s left",
-            st.elapsed - budget_from,
-            (t - (st.elapsed - budget_from)).max(0.0)
-        );
-    }
-    let (rules_total, rule_names) = rules_total(&o.rules);
-    let mut sched = Scheduler::new(
-        arms(&o.rules, &o.backends, &o.families, o.corpus_arms),
-        &st.arms,
-        st.seed,
-    );
-    let mut filed: BTreeSet<String> = store::finding_names(&l).into_iter().collect();
-    let (ttx, trx) = mpsc::channel::<PathBuf>();
-    let (rtx, rrx) = mpsc::channel::<(PathBuf, triage::Outcome)>();
-    let mut triage_queued: HashSet<String> = HashSet::new();
-    let triage_running = o.triage.then(|| triage::spawn(o.exe.clone(), trx, rtx));
-    let _ = triage::write_bug_list(&l);
-    let (tx, rx) = mpsc::channel::<Ev>();
-    let now = Instant::now();
-    let mut slots: Vec<Slot> = (0..o.workers)
-        .map(|_| Slot {
-            child: None,
-            stdin: None,
-            incarnation: 0,
-            batch: Default::default(),
-            last_case: None,
-            last_msg: now,
-            case_seen: Vec::new(),
-            hung: false,
-            alive: false,
-        })
-        .collect();
-    let start = Instant::now();
-    let base_elapsed = st.elapsed;
-    // seconds of this run's budget: what an earlier run of the same budget ran, and this one
-    let budget_secs = || base_elapsed - budget_from + start.elapsed().as_secs_f64();
-    let status = Status::new(o, budget_secs());
-    let mut last_checkpoint = Instant::now();
-    let mut last_stats = Instant::now();
-    let mut last_sync: Option<Instant> = None;
-    let mut last_scan = Instant::now();
-    let mut window: Vec<(Instant, u64)> = vec![(Instant::now(), st.execs)];
-    let mut fatal: Option<String> = None;
-    let mut stopping = false;
-    let mut stop_started: Option<Instant> = None;
-    let corpus_count = |l: &Layout| super::corpus::list(&l.corpus()).len();
-    let mut corpus_n = corpus_count(&l);
+    Ok(s.finish())
+}
 
-    let assign = |k: usize, s: &mut Slot, st: &mut State, sched: &Scheduler, corpus_n: usize| {
-        let arm = sched.pick(st.batches, corpus_n > 0);
+/// The farm's state between two turns of its loop: the workers' slots, the scheduler, the
+/// checkpointed [`State`] and the clocks of the periodic work. Each method is one section of a
+/// turn; a store error sets `fatal`, which stops the farm at the next turn.
+struct Supervisor<'o> {
+    o: &'o FarmOpts,
+    l: Layout,
+    st: State,
+    sched: Scheduler,
+    slots: Vec<Slot>,
+    tx: mpsc::Sender<Ev>,
+    rx: mpsc::Receiver<Ev>,
+    /// Finding directories seen so far; those not yet triaged are sent to the triage worker.
+    filed: BTreeSet<String>,
+    ttx: mpsc::Sender<PathBuf>,
+    rrx: mpsc::Receiver<(PathBuf, triage::Outcome)>,
+    triage_queued: HashSet<String>,
+    triage_running: Option<triage::Running>,
+    rules_total: usize,
+    rule_names: HashSet<String>,
+    corpus_n: usize,
+    status: Status,
+    start: Instant,
+    /// `State::elapsed` when this run started, and where this run's `--time` budget began.
+    base_elapsed: f64,
+    budget_from: f64,
+    last_checkpoint: Instant,
+    last_stats: Instant,
+    last_sync: Option<Instant>,
+    last_scan: Instant,
+    /// (when, execs) of the last few statistics lines: the execs/s window.
+    window: Vec<(Instant, u64)>,
+    fatal: Option<String>,
+    stopping: bool,
+    stop_started: Option<Instant>,
+    time_up: bool,
+}
+
+fn io_msg(what: &Path, e: std::io::Error) -> String {
+    FarmError::io(what, e).to_string()
+}
+
+impl<'o> Supervisor<'o> {
+    /// Locks the farm directory, loads (or starts) its state and resumes the `--time` budget
+    /// of a run that stopped before it was up.
+    fn start(o: &'o FarmOpts) -> Result<Supervisor<'o>, FarmError> {
+        let l = Layout::new(&o.dir);
+        l.create().map_err(|e| FarmError::io(&l.root, e))?;
+        store::lock(&l)?;
+        for r in &o.rules {
+            choose_rules(r, None)?;
+        }
+        let mut st = match State::load(&l)? {
+            Some(s) => s,
+            None => State {
+                farm_id: new_farm_id(o.seed),
+                seed: o.seed,
+                ..Default::default()
+            },
+        };
+        if st.positions.len() < o.workers {
+            st.positions.resize(o.workers, 0);
+        }
+        // the same --time as a run that stopped before it was up resumes that run's budget
+        let budget_from = match (st.unfinished, o.time) {
+            (Some(b), Some(t)) if b.time == t => b.from,
+            _ => st.elapsed,
+        };
+        st.unfinished = o.time.map(|time| Budget {
+            time,
+            from: budget_from,
+        });
+        if st.elapsed > 0.0 {
+            st.resumes.push(st.elapsed);
+        }
+        if let Some(t) = o.time
+            && budget_from < st.elapsed
+            && !o.json
+        {
+            eprintln!(
+                "farm: resuming a --time {t} run stopped after {:.0}s: {:.0}s left",
+                st.elapsed - budget_from,
+                (t - (st.elapsed - budget_from)).max(0.0)
+            );
+        }
+        let (rules_total, rule_names) = rules_total(&o.rules);
+        let sched = Scheduler::new(
+            arms(&o.rules, &o.backends, &o.families, o.corpus_arms),
+            &st.arms,
+            st.seed,
+        );
+        let filed: BTreeSet<String> = store::finding_names(&l).into_iter().collect();
+        let (ttx, trx) = mpsc::channel::<PathBuf>();
+        let (rtx, rrx) = mpsc::channel::<(PathBuf, triage::Outcome)>();
+        let triage_running = o.triage.then(|| triage::spawn(o.exe.clone(), trx, rtx));
+        let _ = triage::write_bug_list(&l);
+        let (tx, rx) = mpsc::channel::<Ev>();
+        let now = Instant::now();
+        let slots: Vec<Slot> = (0..o.workers)
+            .map(|_| Slot {
+                child: None,
+                stdin: None,
+                incarnation: 0,
+                batch: Default::default(),
+                last_case: None,
+                last_msg: now,
+                case_seen: Vec::new(),
+                hung: false,
+                alive: false,
+            })
+            .collect();
+        let base_elapsed = st.elapsed;
+        let status = Status::new(o, base_elapsed - budget_from);
+        let corpus_n = super::corpus::list(&l.corpus()).len();
+        let execs = st.execs;
+        Ok(Supervisor {
+            o,
+            l,
+            st,
+            sched,
+            slots,
+            tx,
+            rx,
+            filed,
+            ttx,
+            rrx,
+            triage_queued: HashSet::new(),
+            triage_running,
+            rules_total,
+            rule_names,
+            corpus_n,
+            status,
+            start: Instant::now(),
+            base_elapsed,
+            budget_from,
+            last_checkpoint: Instant::now(),
+            last_stats: Instant::now(),
+            last_sync: None,
+            last_scan: Instant::now(),
+            window: vec![(Instant::now(), execs)],
+            fatal: None,
+            stopping: false,
+            stop_started: None,
+            time_up: false,
+        })
+    }
+
+    /// Seconds of this run's budget: what an earlier run of the same budget ran, and this one.
+    fn budget_secs(&self) -> f64 {
+        self.base_elapsed - self.budget_from + self.start.elapsed().as_secs_f64()
+    }
+
+    /// Starts stopping once the budget is spent or a store error happened: EOF on every
+    /// worker's stdin, so each ends after its batch.
+    fn check_time(&mut self) {
+        let run_secs = self.budget_secs();
+        if !self.stopping && (self.o.time.is_some_and(|t| run_secs >= t) || self.fatal.is_some()) {
+            self.time_up = self.fatal.is_none();
+            self.stopping = true;
+            self.stop_started = Some(Instant::now());
+            for s in self.slots.iter_mut() {
+                s.stdin = None;
+            }
+        }
+    }
+
+    /// Whether stopping is over: every worker ended, or the rest are killed after the grace
+    /// time.
+    fn stop_done(&mut self) -> bool {
+        if self.slots.iter().all(|s| !s.alive) {
+            return true;
+        }
+        let grace = Duration::from_secs_f64(self.o.hang_secs.max(2.0));
+        if self.stop_started.is_some_and(|t| t.elapsed() > grace) {
+            for s in self.slots.iter_mut() {
+                if let Some(c) = s.child.as_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                s.alive = false;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// (Re)starts every worker that is not alive, with two batches ordered.
+    fn restart_workers(&mut self) {
+        for k in 0..self.slots.len() {
+            if self.slots[k].alive {
+                continue;
+            }
+            self.slots[k].incarnation += 1;
+            match spawn_worker(self.o, &self.l, k, self.slots[k].incarnation, &self.tx) {
+                Ok((c, i)) => {
+                    let s = &mut self.slots[k];
+                    s.child = Some(c);
+                    s.stdin = Some(i);
+                    s.alive = true;
+                    s.hung = false;
+                    s.batch.clear();
+                    s.last_case = None;
+                    s.last_msg = Instant::now();
+                    self.assign(k);
+                    self.assign(k);
+                }
+                Err(e) => {
+                    self.fatal = Some(format!("cannot start worker {k}: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Orders worker `k`'s next batch on the arm the scheduler picks.
+    fn assign(&mut self, k: usize) {
+        let (st, sched, s) = (&mut self.st, &self.sched, &mut self.slots[k]);
+        let arm = sched.pick(st.batches, self.corpus_n > 0);
         st.batches += 1;
         // sized by the arm's own rate: an interpreter batch after a compiled-backend one (or
         // the reverse) would otherwise be a hundred times too short (or too long)
@@ -508,169 +657,129 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
             }
             s.batch.push_back((arm, b));
         }
-    };
+    }
 
-    let mut time_up = false;
-    loop {
-        let run_secs = budget_secs();
-        if !stopping && (o.time.is_some_and(|t| run_secs >= t) || fatal.is_some()) {
-            time_up = fatal.is_none();
-            stopping = true;
-            stop_started = Some(Instant::now());
-            for s in slots.iter_mut() {
-                // EOF on stdin: the worker ends after its batch
-                s.stdin = None;
-            }
-        }
-        // (re)start workers
-        if !stopping {
-            for (k, s) in slots.iter_mut().enumerate() {
-                if s.alive {
-                    continue;
-                }
-                s.incarnation += 1;
-                match spawn_worker(o, &l, k, s.incarnation, &tx) {
-                    Ok((c, i)) => {
-                        s.child = Some(c);
-                        s.stdin = Some(i);
-                        s.alive = true;
-                        s.hung = false;
-                        s.batch.clear();
-                        s.last_case = None;
-                        s.last_msg = Instant::now();
-                        assign(k, s, &mut st, &sched, corpus_n);
-                        assign(k, s, &mut st, &sched, corpus_n);
-                    }
-                    Err(e) => {
-                        fatal = Some(format!("cannot start worker {k}: {e}"));
-                    }
-                }
-            }
-        }
-        if stopping && slots.iter().all(|s| !s.alive) {
-            break;
-        }
-        if stopping
-            && stop_started
-                .is_some_and(|t| t.elapsed() > Duration::from_secs_f64(o.hang_secs.max(2.0)))
-        {
-            for s in slots.iter_mut() {
-                if let Some(c) = s.child.as_mut() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
-                s.alive = false;
-            }
-            break;
-        }
-        // events
+    /// The workers' reports and ends: waits up to 100 ms for the first, then takes what is
+    /// queued.
+    fn events(&mut self) {
         let mut first = true;
         loop {
             let ev = if first {
                 first = false;
-                match rx.recv_timeout(Duration::from_millis(100)) {
+                match self.rx.recv_timeout(Duration::from_millis(100)) {
                     Ok(e) => e,
                     Err(_) => break,
                 }
             } else {
-                match rx.try_recv() {
+                match self.rx.try_recv() {
                     Ok(e) => e,
                     Err(_) => break,
                 }
             };
             match ev {
-                Ev::Line(k, incarnation, line) if incarnation == slots[k].incarnation => {
-                    let s = &mut slots[k];
-                    s.last_msg = Instant::now();
-                    if let Some(json) = line.strip_prefix("d ") {
-                        let Ok(d) = serde_json::from_str::<Done>(json) else {
-                            continue;
-                        };
-                        let Some((arm, b)) = s.batch.pop_front() else {
-                            continue;
-                        };
-                        s.last_case = None;
-                        st.positions[k] = b.start + b.n;
-                        st.execs += d.execs;
-                        for (c, n) in &d.by_class {
-                            *st.by_class.entry(c.clone()).or_insert(0) += n;
-                        }
-                        let mut new_features = 0;
-                        for (f, n) in &d.coverage {
-                            let e = st.coverage.entry(f.clone()).or_insert(0);
-                            if *e == 0 {
-                                new_features += 1;
-                            }
-                            *e += n;
-                        }
-                        corpus_n += d.corpus_added as usize;
-                        sched.credit(arm, d.execs, d.secs, d.filed.len() as u64, new_features);
-                        if !stopping {
-                            assign(k, s, &mut st, &sched, corpus_n);
-                        }
-                    } else if let Some(msg) = line.strip_prefix("x ") {
-                        fatal = Some(msg.to_string());
-                    }
+                Ev::Line(k, incarnation, line) if incarnation == self.slots[k].incarnation => {
+                    self.on_line(k, &line)
                 }
-                Ev::Eof(k, incarnation) if incarnation == slots[k].incarnation => {
-                    let s = &mut slots[k];
-                    s.alive = false;
-                    s.stdin = None;
-                    let code = s.child.as_mut().and_then(|c| c.wait().ok());
-                    s.child = None;
-                    if code.and_then(|c| c.code()) == Some(EXIT_STORE)
-                        || (stopping && s.batch.is_empty())
-                    {
-                        continue;
-                    }
-                    if stopping && !s.hung && code.is_some_and(|c| c.success()) {
-                        continue;
-                    }
-                    // a crash: file the case in flight, resume after it
-                    st.restarts += 1;
-                    s.last_case = read_case(&l, k).filter(|c| {
-                        s.batch
-                            .front()
-                            .is_some_and(|(_, b)| (b.start..b.start + b.n).contains(&c.0))
-                    });
-                    let (kind, why) = if s.hung {
-                        st.hangs += 1;
-                        (
-                            "hang",
-                            format!("hung for over {:.0}s (watchdog killed it)", o.hang_secs),
-                        )
-                    } else {
-                        match code {
-                            Some(c) if c.code().is_none() => {
-                                ("killed", format!("was killed ({c})"))
-                            }
-                            Some(c) => ("panic", {
-                                let w = last_words(&l, k);
-                                format!("exited ({c}){}{w}", if w.is_empty() { "" } else { ": " })
-                            }),
-                            None => ("killed", "vanished".to_string()),
-                        }
-                    };
-                    if let (Some((_, b)), Some(case)) = (s.batch.front(), &s.last_case) {
-                        st.harness_crashes += 1;
-                        if let Err(e) =
-                            file_crash(&l, &st, k, &b.arm, b.slot_seed, case, kind, &why)
-                        {
-                            fatal = Some(io(&l.findings(), e));
-                        }
-                        st.positions[k] = case.0 + 1;
-                    }
-                    status_note(&status, &format!("worker {k} {why}; restarted"));
-                    s.batch.clear();
-                    s.last_case = None;
+                Ev::Eof(k, incarnation) if incarnation == self.slots[k].incarnation => {
+                    self.on_eof(k)
                 }
                 _ => {}
             }
         }
-        // watchdog: progress is a change of the worker's case record
-        for (k, s) in slots.iter_mut().enumerate() {
+    }
+
+    /// A worker's line: a batch done (credit its arm, order the next) or a store error.
+    fn on_line(&mut self, k: usize, line: &str) {
+        self.slots[k].last_msg = Instant::now();
+        if let Some(json) = line.strip_prefix("d ") {
+            let Ok(d) = serde_json::from_str::<Done>(json) else {
+                return;
+            };
+            let Some((arm, b)) = self.slots[k].batch.pop_front() else {
+                return;
+            };
+            self.slots[k].last_case = None;
+            let st = &mut self.st;
+            st.positions[k] = b.start + b.n;
+            st.execs += d.execs;
+            for (c, n) in &d.by_class {
+                *st.by_class.entry(c.clone()).or_insert(0) += n;
+            }
+            let mut new_features = 0;
+            for (f, n) in &d.coverage {
+                let e = st.coverage.entry(f.clone()).or_insert(0);
+                if *e == 0 {
+                    new_features += 1;
+                }
+                *e += n;
+            }
+            self.corpus_n += d.corpus_added as usize;
+            self.sched
+                .credit(arm, d.execs, d.secs, d.filed.len() as u64, new_features);
+            if !self.stopping {
+                self.assign(k);
+            }
+        } else if let Some(msg) = line.strip_prefix("x ") {
+            self.fatal = Some(msg.to_string());
+        }
+    }
+
+    /// A worker's end: expected (stopping, a store error it reported), or a crash, whose case
+    /// in flight is filed as `harness-crash` and skipped on restart.
+    fn on_eof(&mut self, k: usize) {
+        let (o, l, st) = (self.o, &self.l, &mut self.st);
+        let s = &mut self.slots[k];
+        s.alive = false;
+        s.stdin = None;
+        let code = s.child.as_mut().and_then(|c| c.wait().ok());
+        s.child = None;
+        if code.and_then(|c| c.code()) == Some(EXIT_STORE) || (self.stopping && s.batch.is_empty())
+        {
+            return;
+        }
+        if self.stopping && !s.hung && code.is_some_and(|c| c.success()) {
+            return;
+        }
+        st.restarts += 1;
+        s.last_case = read_case(l, k).filter(|c| {
+            s.batch
+                .front()
+                .is_some_and(|(_, b)| (b.start..b.start + b.n).contains(&c.0))
+        });
+        let (kind, why) = if s.hung {
+            st.hangs += 1;
+            (
+                "hang",
+                format!("hung for over {:.0}s (watchdog killed it)", o.hang_secs),
+            )
+        } else {
+            match code {
+                Some(c) if c.code().is_none() => ("killed", format!("was killed ({c})")),
+                Some(c) => ("panic", {
+                    let w = last_words(l, k);
+                    format!("exited ({c}){}{w}", if w.is_empty() { "" } else { ": " })
+                }),
+                None => ("killed", "vanished".to_string()),
+            }
+        };
+        if let (Some((_, b)), Some(case)) = (s.batch.front(), &s.last_case) {
+            st.harness_crashes += 1;
+            if let Err(e) = file_crash(l, st, k, &b.arm, b.slot_seed, case, kind, &why) {
+                self.fatal = Some(io_msg(&l.findings(), e));
+            }
+            st.positions[k] = case.0 + 1;
+        }
+        status_note(&self.status, &format!("worker {k} {why}; restarted"));
+        s.batch.clear();
+        s.last_case = None;
+    }
+
+    /// A worker with a batch that has not changed its case record for `--hang-secs` is
+    /// killed; its end is then filed as a hang.
+    fn watchdog(&mut self) {
+        for (k, s) in self.slots.iter_mut().enumerate() {
             if s.alive && !s.batch.is_empty() {
-                let rec = std::fs::read(worker::case_file(&l, k)).unwrap_or_default();
+                let rec = std::fs::read(worker::case_file(&self.l, k)).unwrap_or_default();
                 if rec != s.case_seen {
                     s.case_seen = rec;
                     s.last_msg = Instant::now();
@@ -679,7 +788,7 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
             if s.alive
                 && !s.hung
                 && !s.batch.is_empty()
-                && s.last_msg.elapsed().as_secs_f64() > o.hang_secs
+                && s.last_msg.elapsed().as_secs_f64() > self.o.hang_secs
             {
                 s.hung = true;
                 if let Some(c) = s.child.as_mut() {
@@ -687,166 +796,175 @@ pub fn run(o: &FarmOpts) -> Result<Ended, FarmError> {
                 }
             }
         }
-        // triage results and new findings
-        while let Ok((dir, out)) = rrx.try_recv() {
+    }
+
+    /// Triage results into the state and the bug list; new finding directories into the bug
+    /// list and, once a second, to the triage worker.
+    fn triage_and_scan(&mut self) {
+        while let Ok((dir, out)) = self.rrx.try_recv() {
             match out {
                 triage::Outcome::Done(c) => {
                     if c == "unknown" {
-                        st.triage_unknown += 1;
+                        self.st.triage_unknown += 1;
                     }
                 }
                 triage::Outcome::Timeout => {
-                    st.triage_timeouts += 1;
-                    st.triage_failed.insert(dir.display().to_string());
+                    self.st.triage_timeouts += 1;
+                    self.st.triage_failed.insert(dir.display().to_string());
                 }
                 triage::Outcome::Failed(_) => {
-                    st.triage_failed.insert(dir.display().to_string());
+                    self.st.triage_failed.insert(dir.display().to_string());
                 }
             }
-            if let Err(e) = triage::write_bug_list(&l) {
-                fatal.get_or_insert(io(&l.bugs(), e));
+            if let Err(e) = triage::write_bug_list(&self.l) {
+                self.fatal.get_or_insert(io_msg(&self.l.bugs(), e));
             }
         }
-        if last_scan.elapsed() >= Duration::from_secs(1) {
-            last_scan = Instant::now();
-            let names = store::finding_names(&l);
-            let mut new = false;
-            for n in names {
-                if !filed.contains(&n) {
-                    new = true;
-                    filed.insert(n);
-                }
+        if self.last_scan.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last_scan = Instant::now();
+        let mut new = false;
+        for n in store::finding_names(&self.l) {
+            new |= self.filed.insert(n);
+        }
+        if new && let Err(e) = triage::write_bug_list(&self.l) {
+            self.fatal.get_or_insert(io_msg(&self.l.bugs(), e));
+        }
+        if !self.o.triage {
+            return;
+        }
+        for n in &self.filed {
+            let d = self.l.findings().join(n);
+            if self.triage_queued.contains(n)
+                || d.join("triaged.json").exists()
+                || self.st.triage_failed.contains(&d.display().to_string())
+            {
+                continue;
             }
-            if new && let Err(e) = triage::write_bug_list(&l) {
-                fatal.get_or_insert(io(&l.bugs(), e));
-            }
-            if o.triage {
-                for n in &filed {
-                    let d = l.findings().join(n);
-                    if triage_queued.contains(n)
-                        || d.join("triaged.json").exists()
-                        || st.triage_failed.contains(&d.display().to_string())
-                    {
-                        continue;
-                    }
-                    if let Some(f) = store::read_filed(&d)
-                        && triage::triageable(&f)
-                    {
-                        triage_queued.insert(n.clone());
-                        let _ = ttx.send(d);
-                    }
-                }
+            if let Some(f) = store::read_filed(&d)
+                && triage::triageable(&f)
+            {
+                self.triage_queued.insert(n.clone());
+                let _ = self.ttx.send(d);
             }
         }
-        // sync
-        if let Some(sd) = &o.sync
-            && last_sync.is_none_or(|t| t.elapsed().as_secs_f64() >= o.sync_secs)
+    }
+
+    /// Exchanges findings and corpus with the other farms every `--sync-secs`.
+    fn sync(&mut self) {
+        let Some(sd) = &self.o.sync else { return };
+        if self
+            .last_sync
+            .is_some_and(|t| t.elapsed().as_secs_f64() < self.o.sync_secs)
         {
-            last_sync = Some(Instant::now());
-            match sync::exchange(&l, sd, &mut st) {
-                Ok(m) => corpus_n += m.imported_corpus as usize,
-                Err(e) => {
-                    fatal.get_or_insert(io(sd, e));
-                }
+            return;
+        }
+        self.last_sync = Some(Instant::now());
+        match sync::exchange(&self.l, sd, &mut self.st) {
+            Ok(m) => self.corpus_n += m.imported_corpus as usize,
+            Err(e) => {
+                self.fatal.get_or_insert(io_msg(sd, e));
             }
         }
-        // checkpoint and statistics
-        let elapsed = base_elapsed + start.elapsed().as_secs_f64();
-        if last_checkpoint.elapsed().as_secs_f64() >= o.checkpoint_secs {
-            last_checkpoint = Instant::now();
-            st.elapsed = elapsed;
-            st.arms = sched.stats.clone();
-            if let Err(e) = st.save(&l) {
-                fatal.get_or_insert(io(&l.state(), e));
+    }
+
+    /// The state every `--checkpoint-secs`; a statistics line every `--stats-secs`.
+    fn checkpoint_and_stats(&mut self) {
+        let elapsed = self.base_elapsed + self.start.elapsed().as_secs_f64();
+        if self.last_checkpoint.elapsed().as_secs_f64() >= self.o.checkpoint_secs {
+            self.last_checkpoint = Instant::now();
+            self.st.elapsed = elapsed;
+            self.st.arms = self.sched.stats.clone();
+            if let Err(e) = self.st.save(&self.l) {
+                self.fatal.get_or_insert(io_msg(&self.l.state(), e));
             }
         }
-        if last_stats.elapsed().as_secs_f64() >= o.stats_secs {
-            last_stats = Instant::now();
-            window.push((Instant::now(), st.execs));
-            if window.len() > 6 {
-                window.remove(0);
-            }
-            let (t0, e0) = window[0];
-            let rate = if window.len() > 1 {
-                (st.execs - e0) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
-            } else {
-                0.0
-            };
-            let line = stat_line(
-                o,
-                &l,
-                &st,
-                &slots,
-                rate,
-                budget_secs(),
-                elapsed,
-                rules_total,
-                &rule_names,
-                corpus_n,
-            );
-            if let Err(e) = store::append_line(
-                &l.stats(),
-                &serde_json::to_string(&line).unwrap_or_default(),
-            ) {
-                fatal.get_or_insert(io(&l.stats(), e));
-            }
-            if o.json {
-                println!("{}", serde_json::to_string(&line).unwrap_or_default());
-            }
-            status.show(o, &line, budget_secs());
+        if self.last_stats.elapsed().as_secs_f64() < self.o.stats_secs {
+            return;
+        }
+        self.last_stats = Instant::now();
+        self.window.push((Instant::now(), self.st.execs));
+        if self.window.len() > 6 {
+            self.window.remove(0);
+        }
+        let (t0, e0) = self.window[0];
+        let rate = if self.window.len() > 1 {
+            (self.st.execs - e0) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+        } else {
+            0.0
+        };
+        let line = self.stat_line(rate, elapsed);
+        if let Err(e) = store::append_line(
+            &self.l.stats(),
+            &serde_json::to_string(&line).unwrap_or_default(),
+        ) {
+            self.fatal.get_or_insert(io_msg(&self.l.stats(), e));
+        }
+        if self.o.json {
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
+        }
+        self.status.show(self.o, &line, self.budget_secs());
+    }
+
+    fn stat_line(&self, rate: f64, elapsed: f64) -> StatLine {
+        stat_line(
+            self.o,
+            &self.l,
+            &self.st,
+            &self.slots,
+            rate,
+            self.budget_secs(),
+            elapsed,
+            self.rules_total,
+            &self.rule_names,
+            self.corpus_n,
+        )
+    }
+
+    /// The last checkpoint (best effort when the disk is full), sync, bug list and statistics
+    /// line; the lock released.
+    fn finish(mut self) -> Ended {
+        self.status.finish();
+        if let Some(r) = &self.triage_running {
+            triage::stop(r);
+        }
+        self.st.elapsed = self.base_elapsed + self.start.elapsed().as_secs_f64();
+        self.st.arms = self.sched.stats.clone();
+        if self.time_up && self.fatal.is_none() {
+            self.st.unfinished = None;
+        }
+        if self.fatal.is_none()
+            && let Some(sd) = &self.o.sync
+            && let Err(e) = sync::exchange(&self.l, sd, &mut self.st)
+        {
+            self.fatal = Some(io_msg(sd, e));
+        }
+        if let Err(e) = self.st.save(&self.l) {
+            self.fatal.get_or_insert(io_msg(&self.l.state(), e));
+        }
+        let _ = triage::write_bug_list(&self.l);
+        for k in 0..self.slots.len() {
+            let _ = std::fs::remove_file(worker::case_file(&self.l, k));
+        }
+        // over the same window as the lines before it: this run's whole time under the last
+        // window's execs drew a false drop at the end of every run
+        let (t0, e0) = self.window[0];
+        let rate = self.st.execs.saturating_sub(e0) as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+        let line = self.stat_line(rate, self.st.elapsed);
+        let _ = store::append_line(
+            &self.l.stats(),
+            &serde_json::to_string(&line).unwrap_or_default(),
+        );
+        let _ = std::fs::remove_file(self.l.lock());
+        if self.o.json {
+            println!("{}", serde_json::to_string(&line).unwrap_or_default());
+        }
+        match self.fatal {
+            Some(m) => Ended::StoreError(m),
+            None => Ended::Done,
         }
     }
-    status.finish();
-    if let Some(r) = &triage_running {
-        triage::stop(r);
-    }
-    // final checkpoint (best effort when the disk is full) and sync
-    st.elapsed = base_elapsed + start.elapsed().as_secs_f64();
-    st.arms = sched.stats.clone();
-    if time_up && fatal.is_none() {
-        st.unfinished = None;
-    }
-    if fatal.is_none()
-        && let Some(sd) = &o.sync
-        && let Err(e) = sync::exchange(&l, sd, &mut st)
-    {
-        fatal = Some(io(sd, e));
-    }
-    if let Err(e) = st.save(&l) {
-        fatal.get_or_insert(io(&l.state(), e));
-    }
-    let _ = triage::write_bug_list(&l);
-    for k in 0..slots.len() {
-        let _ = std::fs::remove_file(worker::case_file(&l, k));
-    }
-    // over the same window as the lines before it: this run's whole time under the last
-    // window's execs drew a false drop at the end of every run
-    let rate =
-        st.execs.saturating_sub(window[0].1) as f64 / window[0].0.elapsed().as_secs_f64().max(1e-9);
-    let line = stat_line(
-        o,
-        &l,
-        &st,
-        &slots,
-        rate,
-        budget_secs(),
-        st.elapsed,
-        rules_total,
-        &rule_names,
-        corpus_n,
-    );
-    let _ = store::append_line(
-        &l.stats(),
-        &serde_json::to_string(&line).unwrap_or_default(),
-    );
-    let _ = std::fs::remove_file(l.lock());
-    if o.json {
-        println!("{}", serde_json::to_string(&line).unwrap_or_default());
-    }
-    Ok(match fatal {
-        Some(m) => Ended::StoreError(m),
-        None => Ended::Done,
-    })
 }
 
 fn status_note(s: &Status, msg: &str) {
