@@ -385,8 +385,10 @@ fn wait_cc(child: Child) -> Result<(), CcError> {
 
 /// Compiles `kernels` into one shared object: tinygrad's flags on the kernels' TU (source on
 /// stdin, as `ClangCompiler.compile` feeds it), the entry wrappers apart, then `-shared`. A
-/// batch that fails to compile is split in halves until each failing kernel stands alone, so
-/// one bad kernel costs only its own result.
+/// batch that fails to compile loses the kernel clang's first error lies in (compiled alone, so
+/// its message does not depend on the batch) and compiles again; where no error names a
+/// kernel, it is split in halves until each failing kernel stands alone. One bad kernel costs
+/// only its own result.
 fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, ExecError> {
     if kernels.is_empty() {
         return Ok(Vec::new());

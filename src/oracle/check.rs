@@ -9,7 +9,8 @@
 //! `backend-ub`, `backend-crash`), then the rewritten with the original on that backend (a
 //! rewrite bug only a backend shows keeps class `rewrite-bug`, with the backend in its
 //! signature). A detection lists which backends agree with which at its point (Rustlantis'
-//! groups).
+//! groups). The backends' part can wait ([`stage_case`], [`finish_backends`]), so the fuzz loop
+//! hands a compiled backend many graphs at once; a case's verdict is the same either way.
 //!
 //! When nothing else is detected, the bounds oracle (`super::bounds`) checks every int node of
 //! the original and the rewritten graph against its vmin/vmax at the same points: a value
