@@ -196,6 +196,41 @@ mod tests {
     }
 
     #[test]
+    fn every_graph_checks_each_int_variable_at_its_dtype_edges() {
+        use crate::generate::{Family, GenConfig, generate_seeded};
+        let cfg = GenConfig::family(Family::FixedInt);
+        let mut seen = 0;
+        for seed in 0..40 {
+            let case = generate_seeded(seed, &cfg).case;
+            if !case.buffers.is_empty() {
+                continue;
+            }
+            let o = CheckOpts {
+                seed,
+                ..CheckOpts::default()
+            };
+            let points = make_points(&case, &o);
+            for v in case.vars.iter().filter(|v| v.dtype == DType::Int32) {
+                if (v.lo, v.hi) != (i32::MIN as i128, i32::MAX as i128) || v.multiple_of > 1 {
+                    continue;
+                }
+                if points.len() < 5 {
+                    continue;
+                }
+                seen += 1;
+                for x in [i32::MIN as i128, i32::MAX as i128, 0, 1, -1] {
+                    assert!(
+                        points.iter().any(|p| p.env.vars[&v.name] == Val::Int(x)),
+                        "seed {seed}: {} never {x}",
+                        v.name
+                    );
+                }
+            }
+        }
+        assert!(seen > 0, "no full-range int32 variable in 40 graphs");
+    }
+
+    #[test]
     fn float_boundaries_are_representable() {
         let h = float_boundaries(DType::Half, true);
         assert!(h.contains(&65504.0) && h.iter().any(|x| x.is_nan()));
