@@ -68,7 +68,7 @@ pub struct Args {
     /// ratios this/other are printed beside this binary's.
     #[arg(long)]
     pub against: Option<std::path::PathBuf>,
-    /// Seconds of each graphs/s run (loop).
+    /// Seconds of each graphs/s run (loop; backends: the fuzz loop with each backend).
     #[arg(long, default_value_t = 5.0, value_parser = super::args::seconds)]
     pub rate_secs: f64,
     /// graphs/s runs per configuration and binary; the median counts (loop).
@@ -99,24 +99,37 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        return match crate::oracle::bench::bench_backends(&names, a.graphs, a.seed, a.points) {
+        return match crate::oracle::bench::bench_backends(
+            &names,
+            a.graphs,
+            a.seed,
+            a.points,
+            a.rate_secs,
+        ) {
             Ok(rows) => {
                 if a.json {
                     outln!("{}", serde_json::to_string(&rows)?);
                 } else {
                     let anchor = rows.first().map(|r| r.runs_per_sec).unwrap_or(1.0);
+                    let loop_anchor = rows
+                        .iter()
+                        .find(|r| r.backend == crate::exec::reference().name())
+                        .map_or(0.0, |r| r.loop_graphs_per_sec);
                     for r in &rows {
                         outln!(
-                            "  {:10} {} graphs x {} points: prepare {:.2} s, run {:.2} s: {:12.0} runs/s ({:.3}x {}), {:10.0} runs/s with prepare",
+                            "  {:10} {} graphs x {} points: prepare {:.2} s ({:.2} ms a graph in one batch), run {:.2} s: {:12.0} runs/s ({:.3}x {}), {:10.0} runs/s with prepare; fuzz loop with it: {:.0} graphs/s ({:.4}x interp alone)",
                             r.backend,
                             r.graphs,
                             r.points / r.graphs.max(1),
                             r.prepare_s,
+                            r.prepare_ms_per_graph,
                             r.run_s,
                             r.runs_per_sec,
                             r.runs_per_sec / anchor.max(1e-9),
                             names.first().copied().unwrap_or(""),
-                            r.runs_per_sec_with_prepare
+                            r.runs_per_sec_with_prepare,
+                            r.loop_graphs_per_sec,
+                            r.loop_graphs_per_sec / loop_anchor.max(1e-9)
                         );
                     }
                 }

@@ -3,7 +3,8 @@
 //! with `--json` is the machine-readable summary.
 use crate::generate::Family;
 use crate::oracle::fuzz::{
-    BLAME_PER_KEY, FuzzError, FuzzOpts, IDEMPOTENCE_EVERY, KERNEL_POINTS, load_known, run_with,
+    BACKEND_BATCH, BLAME_PER_KEY, FuzzError, FuzzOpts, IDEMPOTENCE_EVERY, KERNEL_POINTS,
+    load_known, run_with,
 };
 use crate::oracle::inject;
 use crate::oracle::rewriter::Rewriter;
@@ -86,6 +87,10 @@ pub struct Args {
     /// check too (without it, a rewrite bug is signed by the backend that shows it).
     #[arg(long, value_delimiter = ',', default_value = "interp")]
     pub backend: Vec<String>,
+    /// Graphs the other backends take at once (one compile per batch on a compiled backend);
+    /// findings do not depend on it.
+    #[arg(long, default_value_t = BACKEND_BATCH, value_parser = super::args::count::<usize>())]
+    pub backend_batch: usize,
     /// What rewrites each graph: the Rust port, or real tinygrad (long-lived worker processes,
     /// one per thread; `--rules` also takes `codegen`: tinygrad's whole `full_rewrite_to_sink`,
     /// for `--family kernel`).
@@ -160,6 +165,7 @@ pub fn run_cmd(a: Args) -> ExitCode {
         idempotence_every: a.idempotence_every,
         adaptive_points: !a.no_adaptive_points,
         kernel_points: a.kernel_points,
+        backend_batch: a.backend_batch,
         ..FuzzOpts::default()
     };
     if let Some(k) = a.known {
@@ -298,6 +304,12 @@ pub fn run_cmd(a: Args) -> ExitCode {
     }
     for (b, n) in &s.backend_unsupported {
         println!("backend {b}: {n} graphs unsupported (skipped on it)");
+    }
+    for (b, reasons) in &s.backend_skips {
+        let mut by: Vec<(&String, &u64)> = reasons.iter().collect();
+        by.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+        let list: Vec<String> = by.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        println!("backend {b} skips by reason: {}", list.join("; "));
     }
     if !s.port_panics.is_empty() {
         println!(

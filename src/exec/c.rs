@@ -106,9 +106,10 @@ pub enum CcError {
     /// Feeding the source, reading the output, or writing a file beside it failed.
     #[error("{0}")]
     Io(String),
-    /// The compiler refused: the first lines of what it printed.
-    #[error("{0}")]
-    Rejected(String),
+    /// The compiler refused: the first lines of what it printed (`errors`: its `error:` lines,
+    /// all of them).
+    #[error("{first}")]
+    Rejected { first: String, errors: Vec<String> },
 }
 
 fn capabilities() -> &'static Capabilities {
@@ -335,6 +336,11 @@ fn scratch_dir() -> PathBuf {
 }
 
 fn run_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<(), CcError> {
+    spawn_cc(args, input, cwd).and_then(wait_cc)
+}
+
+/// Starts the compiler on `args` (feeding it `input`) without waiting for it.
+fn spawn_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<Child, CcError> {
     let mut cmd = Command::new(cc());
     cmd.args(args)
         .current_dir(cwd)
@@ -354,6 +360,11 @@ fn run_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<(), CcError>
             .write_all(src.as_bytes())
             .map_err(|e| CcError::Io(format!("writing the source: {e}")))?;
     }
+    Ok(child)
+}
+
+/// Waits for a compiler started by [`spawn_cc`]: what it printed when it failed.
+fn wait_cc(child: Child) -> Result<(), CcError> {
     let out = child
         .wait_with_output()
         .map_err(|e| CcError::Io(e.to_string()))?;
@@ -361,16 +372,23 @@ fn run_cc(args: &[&str], input: Option<&str>, cwd: &Path) -> Result<(), CcError>
         Ok(())
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        Err(CcError::Rejected(
-            err.lines().take(6).collect::<Vec<_>>().join("\n"),
-        ))
+        Err(CcError::Rejected {
+            first: err.lines().take(6).collect::<Vec<_>>().join("\n"),
+            errors: err
+                .lines()
+                .filter(|l| l.contains(": error:"))
+                .map(str::to_string)
+                .collect(),
+        })
     }
 }
 
 /// Compiles `kernels` into one shared object: tinygrad's flags on the kernels' TU (source on
 /// stdin, as `ClangCompiler.compile` feeds it), the entry wrappers apart, then `-shared`. A
-/// batch that fails to compile is split in halves until each failing kernel stands alone, so
-/// one bad kernel costs only its own result.
+/// batch that fails to compile loses the kernel clang's first error lies in (compiled alone, so
+/// its message does not depend on the batch) and compiles again; where no error names a
+/// kernel, it is split in halves until each failing kernel stands alone. One bad kernel costs
+/// only its own result.
 fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, ExecError> {
     if kernels.is_empty() {
         return Ok(Vec::new());
@@ -382,24 +400,37 @@ fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, Ex
     let names: Vec<String> = (0..kernels.len()).map(|i| format!("k{i}")).collect();
     let mut src = String::new();
     let mut entry = String::new();
+    // the first source line of each kernel (1-based), to tell whose lines clang rejects
+    let mut first_line: Vec<usize> = Vec::with_capacity(kernels.len());
+    let mut line = 1;
     for (k, name) in kernels.iter().zip(&names) {
+        first_line.push(line);
         // the renderer names every kernel `test` (no KernelInfo); the batch renames each
-        src.push_str(&k.source.replacen("void test(", &format!("void {name}("), 1));
+        let text = k.source.replacen("void test(", &format!("void {name}("), 1);
+        line += text.matches('\n').count();
+        src.push_str(&text);
+        if !text.ends_with('\n') {
+            src.push('\n');
+            line += 1;
+        }
         entry.push_str(&entry_wrapper(name, k));
     }
     let mut args: Vec<&str> = flags.to_vec();
     args.extend(["-", "-o", "kernels.o"]);
-    let res = run_cc(&args, Some(&src), &dir)
+    // the entry wrappers compile beside the kernels (another process), then both link
+    let entry_cc = std::fs::write(dir.join("entry.c"), &entry)
+        .map_err(|e| CcError::Io(e.to_string()))
         .and_then(|_| {
-            std::fs::write(dir.join("entry.c"), &entry).map_err(|e| CcError::Io(e.to_string()))
-        })
-        .and_then(|_| {
-            run_cc(
+            spawn_cc(
                 &["-c", "-O1", "-fPIC", "entry.c", "-o", "entry.o"],
                 None,
                 &dir,
             )
-        })
+        });
+    let compiled = run_cc(&args, Some(&src), &dir);
+    let res = compiled
+        .clone()
+        .and(entry_cc.and_then(wait_cc))
         .and_then(|_| {
             run_cc(
                 &["-shared", "kernels.o", "entry.o", "-o", "lib.so"],
@@ -425,6 +456,46 @@ fn compile_batch(kernels: &[&CKernel], flags: &[&str]) -> Result<Vec<LibRef>, Ex
                     what: e.to_string(),
                 })]);
             }
+            // the kernels clang's errors point into are compiled alone (their message is then
+            // what it is in any batch), the others together again
+            if let Err(CcError::Rejected { errors, .. }) = &compiled {
+                // the first error only: a kernel with an unbalanced brace makes every kernel
+                // after it an error too, the next one first, at its definition
+                let mut bad = vec![false; kernels.len()];
+                if let Some(err) = errors.first() {
+                    let at = err
+                        .strip_prefix("<stdin>:")
+                        .and_then(|r| r.split(':').next())
+                        .and_then(|n| n.parse::<usize>().ok());
+                    if let Some(l) = at {
+                        let mut k = first_line.partition_point(|f| *f <= l).saturating_sub(1);
+                        if err.contains("function definition is not allowed here") {
+                            k = k.saturating_sub(1);
+                        }
+                        bad[k] = true;
+                    }
+                }
+                let nbad = bad.iter().filter(|b| **b).count();
+                if nbad > 0 && nbad < kernels.len() {
+                    let rest: Vec<&CKernel> = kernels
+                        .iter()
+                        .zip(&bad)
+                        .filter(|(_, b)| !**b)
+                        .map(|(k, _)| *k)
+                        .collect();
+                    let mut rest = compile_batch(&rest, flags)?.into_iter();
+                    let mut out = Vec::with_capacity(kernels.len());
+                    for (k, b) in kernels.iter().zip(&bad) {
+                        if *b {
+                            out.extend(compile_batch(&[*k], flags)?);
+                        } else {
+                            out.extend(rest.next());
+                        }
+                    }
+                    return Ok(out);
+                }
+            }
+            // otherwise halves, until each failing kernel stands alone
             let (a, b) = kernels.split_at(kernels.len() / 2);
             let mut out = compile_batch(a, flags)?;
             out.extend(compile_batch(b, flags)?);
@@ -683,6 +754,10 @@ impl Drop for Worker {
     }
 }
 
+/// Libraries a worker loads before it is replaced (it never unloads one; a fuzz run loads one
+/// per batch).
+const MAX_LOADED: usize = 64;
+
 /// Idle workers, one taken per call (so fuzz threads run in parallel).
 static POOL: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
 
@@ -772,7 +847,11 @@ fn call_many(lib: &Lib, func: &str, calls: &[&[Vec<u8>]]) -> Vec<Result<Vec<Vec<
                 }
             }
         }
-        if healthy && let Ok(mut p) = POOL.lock() {
+        // a worker keeps every library it loaded mapped: a fresh one after a few
+        if healthy
+            && w.loaded.len() < MAX_LOADED
+            && let Ok(mut p) = POOL.lock()
+        {
             p.push(w);
         }
     }

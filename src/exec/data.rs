@@ -181,6 +181,15 @@ pub struct Unsupported {
     pub reason: String,
 }
 
+impl Unsupported {
+    /// The reason without the node it names, so the same reason on two graphs counts once
+    /// ("SQRT at double (node 12)" → "SQRT at double").
+    pub fn key(&self) -> String {
+        let r = self.reason.split(" (node").next().unwrap_or(&self.reason);
+        r.chars().take(90).collect()
+    }
+}
+
 impl std::fmt::Display for Unsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.reason)

@@ -130,6 +130,11 @@ pub struct BackendRow {
     /// graph × point executions per second, run only and with preparation.
     pub runs_per_sec: f64,
     pub runs_per_sec_with_prepare: f64,
+    /// `prepare_s` per graph prepared: one batch of all the graphs.
+    pub prepare_ms_per_graph: f64,
+    /// The fuzz loop's graphs/s on one thread with `--backend interp,<this>` (`interp` alone
+    /// for the interpreter's row), `loop_secs` each.
+    pub loop_graphs_per_sec: f64,
 }
 
 /// Why `bench backends` cannot run.
@@ -150,6 +155,7 @@ pub fn bench_backends(
     graphs: usize,
     seed: u64,
     points: usize,
+    loop_secs: f64,
 ) -> Result<Vec<BackendRow>, BenchError> {
     use crate::exec::build;
     use crate::generate::generate_seeded;
@@ -223,7 +229,22 @@ pub fn bench_backends(
         let run_s = t.elapsed().as_secs_f64();
         let points: usize = ready.iter().map(|(_, e)| e.len()).sum();
         let runs_per_sec = np as f64 / run_s.max(1e-9);
+        let mut on = vec![crate::exec::reference().name().to_string()];
+        if b.name() != on[0] {
+            on.push(b.name().to_string());
+        }
+        let fuzz = crate::oracle::fuzz::FuzzOpts {
+            seed,
+            time_secs: Some(loop_secs),
+            threads: Some(1),
+            backends: on,
+            ..crate::oracle::fuzz::FuzzOpts::default()
+        };
+        let loop_graphs_per_sec = crate::oracle::fuzz::run(&fuzz, &mut super::sink::Discard)
+            .map_or(0.0, |s| s.graphs_per_sec);
         rows.push(BackendRow {
+            prepare_ms_per_graph: 1e3 * prepare_s / ng.max(1) as f64,
+            loop_graphs_per_sec,
             backend: b.name().to_string(),
             graphs: ng,
             points,

@@ -9,7 +9,8 @@
 //! `backend-ub`, `backend-crash`), then the rewritten with the original on that backend (a
 //! rewrite bug only a backend shows keeps class `rewrite-bug`, with the backend in its
 //! signature). A detection lists which backends agree with which at its point (Rustlantis'
-//! groups).
+//! groups). The backends' part can wait ([`stage_case`], [`finish_backends`]), so the fuzz loop
+//! hands a compiled backend many graphs at once; a case's verdict is the same either way.
 //!
 //! When nothing else is detected, the bounds oracle (`super::bounds`) checks every int node of
 //! the original and the rewritten graph against its vmin/vmax at the same points: a value
@@ -21,11 +22,11 @@ use super::inputs::{Point, make_points};
 use super::rewriter::{RewriteMemo, Rewriter, RewriterError};
 use super::tolerance::FloatPolicy;
 use super::verdict::Class;
+use crate::exec::Observed;
 use crate::exec::backend::{self, Backend, ExecError};
 use crate::exec::interp::Env;
 use crate::exec::interp_backend::observe_roots_kept;
 use crate::exec::tape::{Columns, Tape};
-use crate::exec::{Observed, Prepared};
 use crate::generate::Case;
 use crate::ir::alu::Val;
 use crate::ir::{DType, Graph, UOp};
@@ -33,42 +34,7 @@ use crate::rewrite::engine::{RuleError, Stop};
 use crate::rewrite::pipeline::Rewritten;
 use crate::rewrite::rules;
 
-#[derive(Clone, Debug)]
-pub struct CheckOpts {
-    pub policy: FloatPolicy,
-    /// Input points per graph without buffers.
-    pub points: usize,
-    /// Input points per kernel (a graph with buffers); `None`: a quarter of `points`. The fuzz
-    /// loop's choice (`FuzzOpts::kernel_points`); other callers draw as they did.
-    pub kernel_points: Option<usize>,
-    pub seed: u64,
-    /// Also check that a second rewrite changes nothing (Halide's fuzzer does the same).
-    pub idempotence: bool,
-    /// Blame a rewrite-bug here; `false` leaves it to the caller (`CaseResult::blame_due`,
-    /// [`finish_blame`]): the fuzz loop blames only the first few findings of each pre-blame key.
-    pub blame: bool,
-    /// The bounds oracle (`super::bounds::Screen`) on graphs where nothing else was detected.
-    pub bounds: bool,
-    /// A graph with at most `points` possible inputs is checked at each of them, once
-    /// (`inputs::whole_space`), instead of at `points` drawn ones. The fuzz loop's choice
-    /// (`FuzzOpts::adaptive_points`); off by default, so other callers draw as they did.
-    pub adaptive_points: bool,
-}
-
-impl Default for CheckOpts {
-    fn default() -> CheckOpts {
-        CheckOpts {
-            policy: FloatPolicy::FastMath,
-            points: 24,
-            kernel_points: None,
-            seed: 0,
-            idempotence: true,
-            blame: true,
-            bounds: true,
-            adaptive_points: false,
-        }
-    }
-}
+pub use super::opts::CheckOpts;
 
 /// A detected problem, before it is written out.
 #[derive(Clone, Debug)]
@@ -101,8 +67,11 @@ pub struct CaseResult {
     pub float_rounding: usize,
     /// The port left its i128 range (not a tinygrad behaviour): nothing was checked.
     pub out_of_range: bool,
-    /// Backends that answered `Unsupported` for this graph (skipped for it).
+    /// Backends that answered `Unsupported` for this graph's original (skipped for it).
     pub unsupported: Vec<&'static str>,
+    /// Every skip on a backend, with its reason (`Unsupported::key`): `original: ...` where the
+    /// graph did not run there, `rewritten: ...` where only its original did.
+    pub skips: Vec<(&'static str, String)>,
     /// The rewriter gave no answer (a tinygrad worker that crashed or hung): nothing was checked.
     pub rewriter_failure: Option<RewriterError>,
     /// `detected` is a rewrite bug left unblamed (`CheckOpts::blame` false): its `blamed` and,
@@ -126,7 +95,7 @@ pub fn check_case_on(
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> CaseResult {
-    check_case_in(case, pipe, opts, backends, &mut case.graph.clone())
+    check_case_graph(case, pipe, opts, backends).0
 }
 
 /// [`check_case_on`], also returning the graph the rewrite ran in: it holds the original and the
@@ -137,23 +106,68 @@ pub fn check_case_graph(
     opts: &CheckOpts,
     backends: &[&dyn Backend],
 ) -> (CaseResult, Graph) {
-    let mut g = case.graph.clone();
-    let res = check_case_in(case, pipe, opts, backends, &mut g);
-    (res, g)
+    let mut st = stage_case(case, pipe, opts, backends);
+    finish_backends(&mut [(case, &mut st)], pipe, backends);
+    (st.res, st.graph)
 }
 
-fn check_case_in(
+/// A case checked up to its backends ([`stage_case`]): what the reference decided, and what the
+/// other backends still have to run. [`finish_backends`] runs a batch of them, so a compiled
+/// backend compiles the batch's graphs together; the verdict is the one-case check's whatever
+/// the batch.
+pub struct Staged {
+    pub res: CaseResult,
+    /// The graph the rewrite ran in (original and rewritten).
+    pub graph: Graph,
+    pending: Option<Pending>,
+}
+
+impl Staged {
+    /// Whether the backends still have to run this case.
+    pub fn pending(&self) -> bool {
+        self.pending.is_some()
+    }
+}
+
+/// The backends' part of a case: the roots they run (the original, and the rewritten where the
+/// rewrite changed it), the points and the reference's observations there, and what the
+/// bounds oracle found, which stands when the backends find nothing.
+struct Pending {
+    roots: Vec<UOp>,
+    points: Vec<Point>,
+    reference: Vec<Vec<Observed>>,
+    bounds: Option<Detected>,
+    policy: FloatPolicy,
+    blame: bool,
+}
+
+/// The reference's part of [`check_case_on`]: rewrite, the reference's own check and the bounds
+/// oracle; the other backends' runs wait in the result for [`finish_backends`].
+pub fn stage_case(
+    case: &Case,
+    pipe: &dyn Rewriter,
+    opts: &CheckOpts,
+    backends: &[&dyn Backend],
+) -> Staged {
+    let mut g = case.graph.clone();
+    let (res, pending) = stage_in(case, pipe, opts, backends, &mut g);
+    Staged {
+        res,
+        graph: g,
+        pending,
+    }
+}
+
+fn stage_in(
     case: &Case,
     pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
     g: &mut Graph,
-) -> CaseResult {
-    let others: Vec<&dyn Backend> = backends
+) -> (CaseResult, Option<Pending>) {
+    let others = backends
         .iter()
-        .copied()
-        .filter(|b| b.name() != crate::exec::reference().name())
-        .collect();
+        .any(|b| b.name() != crate::exec::reference().name());
     let mut memo = RewriteMemo::default();
     let mut res = CaseResult {
         rewritten: Rewritten {
@@ -167,6 +181,7 @@ fn check_case_in(
         float_rounding: 0,
         out_of_range: false,
         unsupported: Vec::new(),
+        skips: Vec::new(),
         rewriter_failure: None,
         blame_due: false,
     };
@@ -174,7 +189,7 @@ fn check_case_in(
         Ok(rw) => rw,
         Err(e) => {
             res.rewriter_failure = Some(e);
-            return res;
+            return (res, None);
         }
     };
     res.rewritten = rw.clone();
@@ -185,7 +200,7 @@ fn check_case_in(
             ..
         } => {
             res.out_of_range = true;
-            return res;
+            return (res, None);
         }
         Stop::RuleError { rule, error, .. } => {
             let blamed = None;
@@ -200,7 +215,7 @@ fn check_case_in(
                 groups: Vec::new(),
                 bounds: None,
             });
-            return res;
+            return (res, None);
         }
         Stop::NonTermination { steps } => {
             res.detected = Some(Detected {
@@ -214,7 +229,7 @@ fn check_case_in(
                 groups: Vec::new(),
                 bounds: None,
             });
-            return res;
+            return (res, None);
         }
         Stop::Unresolved => {
             let last = rw.trace.last().map(|s| s.rule).unwrap_or("-");
@@ -231,7 +246,7 @@ fn check_case_in(
                 groups: Vec::new(),
                 bounds: None,
             });
-            return res;
+            return (res, None);
         }
         Stop::FuelExhausted => unreachable!("no fuel given"),
     }
@@ -258,9 +273,9 @@ fn check_case_in(
         }
     }
     let points = make_points(case, opts);
-    if rw.root == case.root && others.is_empty() {
+    if rw.root == case.root && !others {
         check_bounds(g, case, &rw, &points, opts, &mut res, None, &mut memo);
-        return res;
+        return (res, None);
     }
     // the reference's own original-vs-rewritten check runs when it is one of the backends asked
     // for; `--backend c` alone compares the rewrite on `c` (the reference still defines which
@@ -274,17 +289,43 @@ fn check_case_in(
         && reference_asked
         && check_reference(g, case, pipe, &rw, &points, opts, &mut res, &mut tape)
     {
-        return res;
+        return (res, None);
     }
-    if !others.is_empty()
-        && let Some(d) = check_backends(g, case, pipe, &rw, &points, opts, &others, &mut res)
-    {
-        res.detected = Some(d);
-    }
+    // the bounds oracle runs where nothing else is detected: what it finds now stands unless
+    // the backends find something
     if reference_asked {
         check_bounds(g, case, &rw, &points, opts, &mut res, tape, &mut memo);
     }
-    res
+    if !others {
+        return (res, None);
+    }
+    let roots: Vec<UOp> = if rw.root != case.root {
+        vec![case.root, rw.root]
+    } else {
+        vec![case.root]
+    };
+    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
+    let Ok(reference) = run_guarded(crate::exec::reference(), g, &roots, &envs) else {
+        return (res, None);
+    };
+    let bounds = if res
+        .detected
+        .as_ref()
+        .is_some_and(|d| d.class == Class::UnsoundBounds)
+    {
+        res.detected.take()
+    } else {
+        None
+    };
+    let pending = Pending {
+        roots,
+        points,
+        reference,
+        bounds,
+        policy: opts.policy,
+        blame: opts.blame,
+    };
+    (res, Some(pending))
 }
 
 /// The bounds oracle (`super::bounds`) on the original and the rewritten graph at `points`,
@@ -493,6 +534,12 @@ fn is_bad(v: PointVerdict) -> bool {
     matches!(v, PointVerdict::Differ | PointVerdict::LessDefined)
 }
 
+/// Rows of a run: one per point, one [`Observed`] per root.
+type Rows = Vec<Vec<Observed>>;
+
+/// One graph of a batch: the graph, the roots to run and the points.
+type Job<'a> = (&'a Graph, &'a [UOp], &'a [&'a Env]);
+
 /// Prepares and runs `roots` on `b` at every point; a panic becomes `ExecError::Crash` on every
 /// observation, so a crashing backend is a verdict.
 fn run_guarded(
@@ -500,35 +547,240 @@ fn run_guarded(
     g: &Graph,
     roots: &[UOp],
     envs: &[&Env],
-) -> Result<Vec<Vec<Observed>>, backend::Unsupported> {
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut p: Box<dyn Prepared + '_> = b.prepare(g, roots)?;
-        Ok(p.run(envs))
-    }));
-    match ran {
-        Ok(Ok(rows)) if rows.len() == envs.len() && rows.iter().all(|r| r.len() == roots.len()) => {
-            Ok(rows)
+) -> Result<Rows, backend::Unsupported> {
+    run_batch(b, &[(g, roots, envs)])
+        .pop()
+        .unwrap_or_else(|| Ok(crashed("prepared nothing".into(), roots, envs)))
+}
+
+/// [`run_guarded`] for many graphs, prepared together (`Backend::prepare_many`: one translation
+/// unit, one compile, one load for a compiled backend); one result per job, in order. A panic
+/// in the preparation is a crash of every job, one in a run a crash of that job.
+fn run_batch(b: &dyn Backend, jobs: &[Job]) -> Vec<Result<Rows, backend::Unsupported>> {
+    let specs: Vec<(&Graph, &[UOp])> = jobs.iter().map(|(g, r, _)| (*g, *r)).collect();
+    let all_crashed = |what: String| -> Vec<Result<Rows, backend::Unsupported>> {
+        jobs.iter()
+            .map(|(_, roots, envs)| Ok(crashed(what.clone(), roots, envs)))
+            .collect()
+    };
+    let prepared =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.prepare_many(&specs)));
+    let prepared = match prepared {
+        Ok(p) if p.len() == jobs.len() => p,
+        Ok(_) => return all_crashed("prepared the wrong number of graphs".into()),
+        Err(panic) => return all_crashed(format!("panicked: {}", panic_message(&*panic))),
+    };
+    jobs.iter()
+        .zip(prepared)
+        .map(|((_, roots, envs), p)| {
+            let mut p = p?;
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.run(envs)));
+            Ok(match ran {
+                Ok(rows)
+                    if rows.len() == envs.len() && rows.iter().all(|r| r.len() == roots.len()) =>
+                {
+                    rows
+                }
+                Ok(_) => crashed(
+                    "returned the wrong number of observations".into(),
+                    roots,
+                    envs,
+                ),
+                Err(panic) => crashed(format!("panicked: {}", panic_message(&*panic)), roots, envs),
+            })
+        })
+        .collect()
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+fn crashed(what: String, roots: &[UOp], envs: &[&Env]) -> Rows {
+    let o = Observed::failed(ExecError::Crash { what });
+    vec![vec![o; roots.len()]; envs.len()]
+}
+
+/// Runs the backends' part of every staged case ([`stage_case`]) and decides it, as the one-case
+/// check does: each backend prepares all the cases' graphs at once (`run_batch`), then each case
+/// is decided on its own, so a verdict does not depend on the batch. A graph whose rewritten
+/// form a backend cannot run still runs its original there. A UB-exploiting backend's strict
+/// twin, when both are asked for, runs only on the cases where that backend differs: it
+/// classifies a difference (`backend-ub`), it does not look for one.
+pub fn finish_backends(
+    cases: &mut [(&Case, &mut Staged)],
+    pipe: &dyn Rewriter,
+    backends: &[&dyn Backend],
+) {
+    let others: Vec<&dyn Backend> = backends
+        .iter()
+        .copied()
+        .filter(|b| b.name() != crate::exec::reference().name())
+        .collect();
+    let todo: Vec<usize> = (0..cases.len()).filter(|k| cases[*k].1.pending()).collect();
+    if todo.is_empty() {
+        return;
+    }
+    let twin_of = |j: usize| {
+        others
+            .iter()
+            .position(|b| b.strict_twin() == Some(others[j].name()))
+    };
+    // runs[k][j]: backend j's rows for case todo[k], where it ran
+    let mut runs: Vec<Vec<Option<Rows>>> = vec![vec![None; others.len()]; todo.len()];
+    for (j, b) in others.iter().enumerate() {
+        if twin_of(j).is_none() {
+            let all: Vec<usize> = (0..todo.len()).collect();
+            run_cases(*b, j, &all, &todo, cases, &mut runs);
         }
-        Ok(Ok(_)) => Ok(crashed(
-            "returned the wrong number of observations".into(),
-            roots,
-            envs,
-        )),
-        Ok(Err(u)) => Err(u),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Ok(crashed(format!("panicked: {msg}"), roots, envs))
+    }
+    let mut verdicts: Vec<Option<Verdict>> = (0..todo.len())
+        .map(|k| decide_case(&*cases[todo[k]].1, &others, &runs[k]))
+        .collect();
+    // the strict twins, lazily: on the cases where their backend differs
+    for j in 0..others.len() {
+        let Some(primary) = twin_of(j) else { continue };
+        let want: Vec<usize> = (0..todo.len())
+            .filter(|k| {
+                verdicts[*k].as_ref().is_some_and(|v| {
+                    v.det.backend == others[primary].name() && v.det.class != Class::BackendCrash
+                })
+            })
+            .collect();
+        if want.is_empty() {
+            continue;
+        }
+        run_cases(others[j], j, &want, &todo, cases, &mut runs);
+        for k in want {
+            verdicts[k] = decide_case(&*cases[todo[k]].1, &others, &runs[k]);
+        }
+    }
+    for (k, v) in todo.into_iter().zip(verdicts) {
+        let (case, st) = &mut cases[k];
+        let Some(pending) = st.pending.take() else {
+            continue;
+        };
+        match v {
+            Some(Verdict { mut det, blame }) => {
+                if let Some(b) = blame {
+                    if pending.blame {
+                        let b = others[b];
+                        let p = det.point.as_ref().map(|p| p.env.clone());
+                        det.blamed = p.and_then(|env| {
+                            blame_on(
+                                b,
+                                case,
+                                pipe,
+                                &env,
+                                pending.policy,
+                                st.res.rewritten.trace.len(),
+                                det.expected.as_ref(),
+                                Some((&st.graph, &st.res.rewritten)),
+                            )
+                        });
+                        det.class = class_of(pending.policy, &st.res.rewritten, det.blamed);
+                    } else {
+                        st.res.blame_due = true;
+                    }
+                }
+                st.res.detected = Some(det);
+            }
+            None => {
+                if let Some(d) = pending.bounds {
+                    st.res.detected = Some(d);
+                }
+            }
         }
     }
 }
 
-fn crashed(what: String, roots: &[UOp], envs: &[&Env]) -> Vec<Vec<Observed>> {
-    let o = Observed::failed(ExecError::Crash { what });
-    vec![vec![o; roots.len()]; envs.len()]
+/// Runs backend `j` (`b`) on the cases `which` (positions in `todo`), all prepared together,
+/// into `runs`; a case whose rewritten form `b` cannot run is run again with its original
+/// alone. Skips and their reasons go into each case's result.
+fn run_cases(
+    b: &dyn Backend,
+    j: usize,
+    which: &[usize],
+    todo: &[usize],
+    cases: &mut [(&Case, &mut Staged)],
+    runs: &mut [Vec<Option<Rows>>],
+) {
+    let mut skips: Vec<(usize, String)> = Vec::new();
+    let mut unsupported: Vec<usize> = Vec::new();
+    // the capability table answers first, without a compile: a graph whose original the backend
+    // lacks an op for is skipped, one whose rewritten form it lacks one for runs its original
+    let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let mut envs: Vec<Vec<&Env>> = Vec::with_capacity(which.len());
+    for k in which {
+        envs.push(match &cases[todo[*k]].1.pending {
+            Some(p) => p.points.iter().map(|p| &p.env).collect(),
+            None => Vec::new(),
+        });
+    }
+    for (k, e) in which.iter().zip(&envs) {
+        let st = &*cases[todo[*k]].1;
+        let Some(p) = &st.pending else { continue };
+        let caps = b.capabilities();
+        if let Err(u) = caps.check(&st.graph, &p.roots[..1]) {
+            skips.push((*k, format!("original: {}", u.key())));
+            unsupported.push(*k);
+        } else if let Err(u) = caps.check(&st.graph, &p.roots[1..]) {
+            skips.push((*k, format!("rewritten: {}", u.key())));
+            jobs.push((*k, (&st.graph, &p.roots[..1], e.as_slice())));
+        } else {
+            jobs.push((*k, (&st.graph, p.roots.as_slice(), e.as_slice())));
+        }
+    }
+    let batch: Vec<Job> = jobs.iter().map(|(_, job)| *job).collect();
+    let got = run_batch(b, &batch);
+    // the original alone where the pair could not run
+    let mut again: Vec<(usize, Job, String)> = Vec::new();
+    for ((k, job), r) in jobs.iter().zip(got) {
+        match r {
+            Ok(rows) => runs[*k][j] = Some(rows),
+            Err(u) if job.1.len() > 1 => again.push((*k, (job.0, &job.1[..1], job.2), u.key())),
+            Err(u) => {
+                skips.push((*k, format!("original: {}", u.key())));
+                unsupported.push(*k);
+            }
+        }
+    }
+    if !again.is_empty() {
+        let alone: Vec<Job> = again.iter().map(|(_, job, _)| *job).collect();
+        for ((k, _, why), r) in again.iter().zip(run_batch(b, &alone)) {
+            match r {
+                Ok(rows) => {
+                    runs[*k][j] = Some(rows);
+                    skips.push((*k, format!("rewritten: {why}")));
+                }
+                Err(u) => {
+                    skips.push((*k, format!("original: {}", u.key())));
+                    unsupported.push(*k);
+                }
+            }
+        }
+    }
+    drop((jobs, batch, again));
+    drop(envs);
+    // in case order, whatever order the skips were found in
+    skips.sort_by_key(|(k, _)| *k);
+    for (k, why) in skips {
+        cases[todo[k]].1.res.skips.push((b.name(), why));
+    }
+    for k in unsupported {
+        cases[todo[k]].1.res.unsupported.push(b.name());
+    }
+}
+
+/// A backend detection before blame: `blame` is the index (in the backends checked) of the
+/// backend whose rewrite bug is to be blamed.
+struct Verdict {
+    det: Detected,
+    blame: Option<usize>,
 }
 
 /// A result as a group key: equal keys are equal results (NaN payloads and the sign of zero
@@ -566,39 +818,22 @@ fn agreeing_groups(obs: &[(String, &Observed)]) -> Vec<Vec<String>> {
     groups.into_iter().map(|(_, n)| n).collect()
 }
 
-/// The other backends against the reference, point by point: first the original graph across
-/// backends, then original vs rewritten on each backend.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the check's state, borrowed piecewise"
-)]
-fn check_backends(
-    g: &Graph,
-    case: &Case,
-    pipe: &dyn Rewriter,
-    rw: &Rewritten,
-    points: &[Point],
-    opts: &CheckOpts,
-    others: &[&dyn Backend],
-    res: &mut CaseResult,
-) -> Option<Detected> {
-    let changed = rw.root != case.root;
-    let roots: Vec<UOp> = if changed {
-        vec![case.root, rw.root]
-    } else {
-        vec![case.root]
-    };
-    let envs: Vec<&Env> = points.iter().map(|p| &p.env).collect();
-    let reference = run_guarded(crate::exec::reference(), g, &roots, &envs).ok()?;
-    let mut runs: Vec<(&dyn Backend, Vec<Vec<Observed>>)> = Vec::new();
-    for b in others {
-        match run_guarded(*b, g, &roots, &envs) {
-            Ok(rows) => runs.push((*b, rows)),
-            Err(_) => res.unsupported.push(b.name()),
-        }
-    }
-    let policy = opts.policy;
-    for (i, p) in points.iter().enumerate() {
+/// The backends' runs of a staged case against the reference, point by point: first the
+/// original graph across backends, then original vs rewritten on each backend that ran both.
+/// `runs[j]`: the rows of `others[j]`, where it ran.
+fn decide_case(st: &Staged, others: &[&dyn Backend], runs: &[Option<Rows>]) -> Option<Verdict> {
+    let pending = st.pending.as_ref()?;
+    let g = &st.graph;
+    let (orig, new) = (pending.roots[0], st.res.rewritten.root);
+    let reference = &pending.reference;
+    let runs: Vec<(usize, &dyn Backend, &Rows)> = others
+        .iter()
+        .zip(runs)
+        .enumerate()
+        .filter_map(|(j, (b, r))| r.as_ref().map(|r| (j, *b, r)))
+        .collect();
+    let policy = pending.policy;
+    for (i, p) in pending.points.iter().enumerate() {
         let o_ref = &reference[i][0];
         // the reference leaves this point undefined (division by zero, INT_MIN/-1, shift
         // count, float→int out of range, out of bounds) or raises: whatever a backend does
@@ -608,58 +843,63 @@ fn check_backends(
         }
         let groups = || {
             let mut obs: Vec<(String, &Observed)> = Vec::new();
-            for (k, root) in roots.iter().enumerate() {
-                let suffix = if *root == case.root { "" } else { "/rewritten" };
+            for (k, root) in pending.roots.iter().enumerate() {
+                let suffix = if *root == orig { "" } else { "/rewritten" };
                 let name = crate::exec::reference().name();
                 obs.push((format!("{name}{suffix}"), &reference[i][k]));
-                for (b, rows) in &runs {
-                    obs.push((format!("{}{suffix}", b.name()), &rows[i][k]));
+                for (_, b, rows) in &runs {
+                    if let Some(o) = rows[i].get(k) {
+                        obs.push((format!("{}{suffix}", b.name()), o));
+                    }
                 }
             }
             agreeing_groups(&obs)
         };
         let found =
-            |class: Class, b: &dyn Backend, summary: String, blamed, o: &Observed, n: &Observed| {
-                Detected {
-                    class,
-                    summary,
-                    blamed,
-                    point: Some(p.clone()),
-                    expected: Some(o.clone()),
-                    actual: Some(n.clone()),
-                    backend: b.name().into(),
-                    groups: groups(),
-                    bounds: None,
-                }
+            |class: Class, b: &dyn Backend, summary: String, blame, o: &Observed, n: &Observed| {
+                Some(Verdict {
+                    det: Detected {
+                        class,
+                        summary,
+                        blamed: None,
+                        point: Some(p.clone()),
+                        expected: Some(o.clone()),
+                        actual: Some(n.clone()),
+                        backend: b.name().into(),
+                        groups: groups(),
+                        bounds: None,
+                    },
+                    blame,
+                })
             };
         // the original across backends
-        for (b, rows) in &runs {
+        for (_, b, rows) in &runs {
             let ob = &rows[i][0];
             match &ob.error {
                 Some(e) if e.is_resource_limit() => continue,
                 Some(e) if e.is_backend_failure() => {
                     let s = format!("{} fails on the original graph: {e}", b.name());
-                    return Some(found(Class::BackendCrash, *b, s, None, o_ref, ob));
+                    return found(Class::BackendCrash, *b, s, None, o_ref, ob);
                 }
                 _ => {}
             }
             let names = [crate::exec::reference().name(), b.name()];
             if !is_bad(decide_between(
-                g, case.root, case.root, &p.env, o_ref, ob, policy, names,
+                g, orig, orig, &p.env, o_ref, ob, policy, names,
             )) || b.by_design(o_ref, ob).is_some()
             {
                 continue;
             }
             // a UB-exploiting backend whose strict twin agrees: the graph relies on UB
             let twin_agrees = b.strict_twin().is_some_and(|t| {
-                runs.iter().any(|(x, trows)| {
+                runs.iter().any(|(_, x, trows)| {
                     let to = &trows[i][0];
                     x.name() == t
                         && to.error.is_none()
                         && !is_bad(decide_between(
                             g,
-                            case.root,
-                            case.root,
+                            orig,
+                            orig,
                             &p.env,
                             o_ref,
                             to,
@@ -680,29 +920,31 @@ fn check_backends(
                 result_key(o_ref),
                 result_key(ob)
             );
-            let note = accuracy_note(g, case.root, case.root, &p.env, o_ref, ob, names);
+            let note = accuracy_note(g, orig, orig, &p.env, o_ref, ob, names);
             let s = note.map_or(s.clone(), |a| format!("{s}; {a}"));
-            return Some(found(class, *b, s, None, o_ref, ob));
+            return found(class, *b, s, None, o_ref, ob);
         }
-        if !changed {
+        if orig == new {
             continue;
         }
         // original vs rewritten on each backend (the reference's own check ran first)
-        for (b, rows) in &runs {
-            let (ob, nb) = (&rows[i][0], &rows[i][1]);
+        for (j, b, rows) in &runs {
+            let [ob, nb] = rows[i].as_slice() else {
+                continue;
+            };
             match &nb.error {
                 Some(e) if e.is_resource_limit() => continue,
                 Some(e) if e.is_backend_failure() => {
                     let s = format!("{} fails on the rewritten graph: {e}", b.name());
-                    return Some(found(Class::BackendCrash, *b, s, None, ob, nb));
+                    return found(Class::BackendCrash, *b, s, None, ob, nb);
                 }
                 _ => {}
             }
             if ob.error.is_some()
                 || !is_bad(decide_between(
                     g,
-                    case.root,
-                    rw.root,
+                    orig,
+                    new,
                     &p.env,
                     ob,
                     nb,
@@ -715,21 +957,14 @@ fn check_backends(
             // the rewritten graph's C relies on UB: its strict twin keeps original and rewritten
             // equal, so this is clang exploiting the UB, not the rewrite changing the value
             let twin_agrees = b.strict_twin().is_some_and(|t| {
-                runs.iter().any(|(x, trows)| {
-                    let (to, tn) = (&trows[i][0], &trows[i][1]);
+                runs.iter().any(|(_, x, trows)| {
+                    let [to, tn] = trows[i].as_slice() else {
+                        return false;
+                    };
                     x.name() == t
                         && to.error.is_none()
                         && tn.error.is_none()
-                        && !is_bad(decide_between(
-                            g,
-                            case.root,
-                            rw.root,
-                            &p.env,
-                            to,
-                            tn,
-                            policy,
-                            [t, t],
-                        ))
+                        && !is_bad(decide_between(g, orig, new, &p.env, to, tn, policy, [t, t]))
                 })
             });
             if twin_agrees {
@@ -739,24 +974,9 @@ fn check_backends(
                     result_key(nb),
                     result_key(ob)
                 );
-                return Some(found(Class::BackendUb, *b, s, None, ob, nb));
+                return found(Class::BackendUb, *b, s, None, ob, nb);
             }
-            let blamed = if opts.blame {
-                blame_on(
-                    *b,
-                    case,
-                    pipe,
-                    &p.env,
-                    policy,
-                    rw.trace.len(),
-                    Some(ob),
-                    Some((g, rw)),
-                )
-            } else {
-                res.blame_due = true;
-                None
-            };
-            let class = class_of(policy, rw, blamed);
+            let class = class_of(policy, &st.res.rewritten, None);
             let s = format!(
                 "on {}: expected {} got {}",
                 b.name(),
@@ -764,9 +984,9 @@ fn check_backends(
                 result_key(nb)
             );
             let names = ["original", "rewritten"];
-            let note = accuracy_note(g, case.root, rw.root, &p.env, ob, nb, names);
+            let note = accuracy_note(g, orig, new, &p.env, ob, nb, names);
             let s = note.map_or(s.clone(), |a| format!("{s}; {a}"));
-            return Some(found(class, *b, s, blamed, ob, nb));
+            return found(class, *b, s, Some(*j), ob, nb);
         }
     }
     None

@@ -6,7 +6,8 @@
 //! panic fence), [`Coverage`] (rule hits and the directed targets drawn from them), [`Dedup`]
 //! (one finding per signature, known or new), the sink (disk) and [`Progress`] (the spinner).
 use super::check::{
-    CaseResult, CheckOpts, Detected, check_case_graph, check_case_on, dtype_family, finish_blame,
+    CaseResult, CheckOpts, Detected, Staged, check_case_graph, check_case_on, dtype_family,
+    finish_backends, finish_blame, stage_case,
 };
 use super::inject;
 use super::inputs::Point;
@@ -69,7 +70,16 @@ pub struct FuzzOpts {
     pub adaptive_points: bool,
     /// Input points per kernel (`CheckOpts::kernel_points`).
     pub kernel_points: usize,
+    /// Graphs the backends other than the reference take at once (`check::finish_backends`:
+    /// one compile per batch on a compiled backend). The verdicts and their order do not
+    /// depend on it.
+    pub backend_batch: usize,
 }
+
+/// [`FuzzOpts::backend_batch`]'s default: large enough that a compiled backend's fixed cost per
+/// batch (a compiler process, a link, a load) is small beside its cost per graph, small enough
+/// that a short run is not one batch.
+pub const BACKEND_BATCH: usize = 256;
 
 /// [`FuzzOpts::idempotence_every`]'s default: the second rewrite is a health statistic nothing
 /// acts on, and a sample of 1 in 16 names the rules that leave a graph short of a fixpoint at a
@@ -120,6 +130,7 @@ impl Default for FuzzOpts {
             idempotence_every: IDEMPOTENCE_EVERY,
             adaptive_points: true,
             kernel_points: KERNEL_POINTS,
+            backend_batch: BACKEND_BATCH,
         }
     }
 }
@@ -329,6 +340,10 @@ pub struct Summary {
     /// Graphs each backend answered `Unsupported` for (skipped on it).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub backend_unsupported: BTreeMap<String, u64>,
+    /// Skips per backend and reason: `original: <why>` (the graph did not run there),
+    /// `rewritten: <why>` (only its original did).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_skips: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// Per-iteration seed: a fixed mix so neighbouring iterations are unrelated.
@@ -470,16 +485,18 @@ impl Blames {
     }
 }
 
-fn run_one_kept(
+/// The reference's part of iteration `seed`'s check ([`stage_case`]); the backends' part waits
+/// for the loop's next backend batch.
+fn stage_one(
     seed: u64,
     family: Option<Family>,
     target: Option<&Rule>,
     pipe: &dyn Rewriter,
     opts: &CheckOpts,
     backends: &[&dyn Backend],
-) -> Checked {
+) -> (Generated, Staged) {
     let case = make_case(seed, family, target);
-    let (res, graph) = check_case_graph(
+    let st = stage_case(
         &case,
         pipe,
         &CheckOpts {
@@ -488,17 +505,60 @@ fn run_one_kept(
         },
         backends,
     );
-    let key = if res.blame_due {
-        PreKey::of(&case, &res).map(|k| (k, false))
+    (case, st)
+}
+
+/// A staged iteration once its backends ran: its pre-blame key where it has one.
+fn checked(case: Generated, st: Staged) -> Checked {
+    let key = if st.res.blame_due {
+        PreKey::of(&case, &st.res).map(|k| (k, false))
     } else {
         None
     };
     Checked {
         case,
-        res,
-        graph,
+        res: st.res,
+        graph: st.graph,
         key,
     }
+}
+
+/// Runs the backends' part of the queued iterations, one batch for all ([`finish_backends`]);
+/// an iteration whose part panicked (a port bug) is `None`, as a panicking check is.
+fn finish_queue(
+    queue: Vec<(u64, Option<(Generated, Staged)>)>,
+    pipe: &dyn Rewriter,
+    backends: &[&dyn Backend],
+) -> Vec<(u64, Option<Checked>)> {
+    let mut queue = queue;
+    let all = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut items: Vec<(&crate::generate::Case, &mut Staged)> = queue
+            .iter_mut()
+            .filter_map(|(_, r)| r.as_mut().map(|(c, st)| (&c.case, st)))
+            .collect();
+        finish_backends(&mut items, pipe, backends);
+    }));
+    if all.is_err() {
+        // each still pending case alone, to find the one that panics
+        for (_, r) in &mut queue {
+            let failed = match r.as_mut() {
+                Some((c, st)) if st.pending() => {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        finish_backends(&mut [(&c.case, st)], pipe, backends);
+                    }))
+                    .is_err()
+                }
+                _ => false,
+            };
+            if failed {
+                *r = None;
+            }
+        }
+    }
+    queue
+        .into_iter()
+        .map(|(s, r)| (s, r.map(|(case, st)| checked(case, st))))
+        .collect()
 }
 
 /// The signature of a detection (what [`to_finding`] signs it with) and the blamed rule's source.
@@ -937,25 +997,48 @@ pub fn run_with(
     let start = Instant::now();
     let batch = 64u64;
     let mut i = 0u64;
-    'outer: loop {
-        if opts.iters.is_some_and(|n| i >= n)
+    // staged iterations in seed order, waiting for a backend batch
+    let mut queue: Vec<(u64, Option<(Generated, Staged)>)> = Vec::new();
+    let mut queued = 0usize;
+    let over = |i: u64| {
+        opts.iters.is_some_and(|n| i >= n)
             || opts
                 .time_secs
                 .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
-        {
+    };
+    'outer: loop {
+        let ending = over(i);
+        if ending && queue.is_empty() {
             break;
         }
-        let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
-        let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
-        let mut results = workers.batch(&jobs, |s, t| {
-            let idem = check.idempotence
-                && (opts.check_idempotence || idempotence_sampled(s, opts.idempotence_every));
-            let o = CheckOpts {
-                idempotence: idem,
-                ..check.clone()
-            };
-            run_one_kept(s, opts.family, t, pipe, &o, &backends)
-        });
+        if !ending {
+            let n = opts.iters.map(|t| (t - i).min(batch)).unwrap_or(batch);
+            let jobs = coverage.plan(opts.seed, i, n, opts.directed_per_mille);
+            let staged = workers.batch(&jobs, |s, t| {
+                let idem = check.idempotence
+                    && (opts.check_idempotence || idempotence_sampled(s, opts.idempotence_every));
+                let o = CheckOpts {
+                    idempotence: idem,
+                    ..check.clone()
+                };
+                stage_one(s, opts.family, t, pipe, &o, &backends)
+            });
+            // coverage steers the next batch's directed targets: counted now, not when the
+            // backends are done
+            for (_, st) in staged.iter().filter_map(|(_, r)| r.as_ref()) {
+                if st.res.rewriter_failure.is_none() {
+                    coverage.record(&st.res);
+                }
+                queued += st.pending() as usize;
+            }
+            queue.extend(staged);
+            i += n;
+            if queued < opts.backend_batch.max(1) && queued > 0 && !over(i) {
+                continue;
+            }
+        }
+        queued = 0;
+        let mut results = finish_queue(std::mem::take(&mut queue), pipe, &backends);
         // the first few rewrite bugs of each pre-blame key, in seed order, are blamed (in
         // parallel); the rest only counted
         for c in results.iter_mut().filter_map(|(_, r)| r.as_mut()) {
@@ -1003,12 +1086,18 @@ pub fn run_with(
                 }
                 continue;
             }
-            coverage.record(&res);
             sum.points_compared += res.points_compared as u64;
             sum.float_rounding_points += res.float_rounding as u64;
             sum.out_of_range += res.out_of_range as u64;
             for b in &res.unsupported {
                 *sum.backend_unsupported.entry(b.to_string()).or_insert(0) += 1;
+            }
+            for (b, why) in &res.skips {
+                *sum.backend_skips
+                    .entry(b.to_string())
+                    .or_default()
+                    .entry(why.clone())
+                    .or_insert(0) += 1;
             }
             // a key whose blames all panicked has no signature yet: this one is blamed
             let counted_on = match &key {
@@ -1071,7 +1160,6 @@ pub fn run_with(
                 break 'outer;
             }
         }
-        i += n;
         progress.tick(
             &sum,
             dedup.signatures(),

@@ -4,7 +4,7 @@
 //! [`make_points`] builds a generated graph's points; the ends of free RANGE/SPECIAL leaves
 //! are evaluated on the reference interpreter (inputs are the reference's business, never a
 //! backend's).
-use super::check::CheckOpts;
+use super::opts::CheckOpts;
 use crate::exec::interp::{Buffer, Env};
 use crate::exec::interp_backend::Runner;
 use crate::generate::{Case, VarInfo};
@@ -196,6 +196,41 @@ mod tests {
     }
 
     #[test]
+    fn every_graph_checks_each_int_variable_at_its_dtype_edges() {
+        use crate::generate::{Family, GenConfig, generate_seeded};
+        let cfg = GenConfig::family(Family::FixedInt);
+        let mut seen = 0;
+        for seed in 0..40 {
+            let case = generate_seeded(seed, &cfg).case;
+            if !case.buffers.is_empty() {
+                continue;
+            }
+            let o = CheckOpts {
+                seed,
+                ..CheckOpts::default()
+            };
+            let points = make_points(&case, &o);
+            for v in case.vars.iter().filter(|v| v.dtype == DType::Int32) {
+                if (v.lo, v.hi) != (i32::MIN as i128, i32::MAX as i128) || v.multiple_of > 1 {
+                    continue;
+                }
+                if points.len() < 5 {
+                    continue;
+                }
+                seen += 1;
+                for x in [i32::MIN as i128, i32::MAX as i128, 0, 1, -1] {
+                    assert!(
+                        points.iter().any(|p| p.env.vars[&v.name] == Val::Int(x)),
+                        "seed {seed}: {} never {x}",
+                        v.name
+                    );
+                }
+            }
+        }
+        assert!(seen > 0, "no full-range int32 variable in 40 graphs");
+    }
+
+    #[test]
     fn float_boundaries_are_representable() {
         let h = float_boundaries(DType::Half, true);
         assert!(h.contains(&65504.0) && h.iter().any(|x| x.is_nan()));
@@ -281,6 +316,12 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
             }
         })
         .collect();
+    // the first points put every variable at the same edge of its range (its ends, which are
+    // its dtype's min and max for a full-range variable, then 0, 1, -1), so a graph that
+    // breaks at an edge (`x+1 < x` at INT_MAX) is seen at it in every graph that has it
+    let edges: Vec<Vec<Val>> = case.vars.iter().map(var_edges).collect();
+    let aligned = edges.iter().map(Vec::len).max().unwrap_or(0);
+    let aligned = if n > aligned { aligned } else { 0 };
     // their ends are evaluated at every point: compile each once
     let (mut range_ends, mut special_ends) = (end_runners(g, &ranges), end_runners(g, &specials));
     // each buffer element is an edge value with probability 0.3: list the edges once
@@ -291,8 +332,11 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         let mut env = Env::new();
         for (i, v) in case.vars.iter().enumerate() {
             let vals = &var_values[i];
-            // first points: walk each variable through its boundary list; later: random
-            let val = if p < 2 * vals.len().max(1) && !vals.is_empty() && rng.random_bool(0.7) {
+            // first points: every variable at an edge, then walk each through its boundary
+            // list; later: random
+            let val = if p < aligned && !edges[i].is_empty() {
+                edges[i][p.min(edges[i].len() - 1)]
+            } else if p < 2 * vals.len().max(1) && !vals.is_empty() && rng.random_bool(0.7) {
                 vals[(p + i * 3) % vals.len()]
             } else if v.dtype.is_float() {
                 let x = random_float(&mut rng, v.dtype).clamp(v.lo as f64, v.hi as f64);
@@ -356,6 +400,47 @@ pub fn make_points(case: &Case, opts: &CheckOpts) -> Vec<Point> {
         }
     }
     points
+}
+
+/// The edges of a variable's range every graph checks it at: its ends (for a full-range
+/// variable its dtype's min and max), 0, 1 and -1 (and -0.0 for a float), those inside it and a
+/// multiple of its `multiple_of`, in that order without repeats.
+fn var_edges(v: &VarInfo) -> Vec<Val> {
+    if v.dtype == DType::Bool {
+        return vec![Val::Bool(false), Val::Bool(true)];
+    }
+    if v.dtype.is_float() {
+        let (lo, hi) = (v.lo as f64, v.hi as f64);
+        let mut out: Vec<Val> = Vec::new();
+        for x in [lo, hi, 0.0, 1.0, -1.0, -0.0] {
+            let x = crate::ir::truncate::round_float(v.dtype, x);
+            let seen = out
+                .iter()
+                .any(|y| matches!(y, Val::Float(y) if y.to_bits() == x.to_bits()));
+            if x >= lo && x <= hi && !seen {
+                out.push(Val::Float(x));
+            }
+        }
+        return out;
+    }
+    let m = v.multiple_of.max(1) as i128;
+    let mut out: Vec<Val> = Vec::new();
+    for x in [v.lo, v.hi, 0, 1, -1] {
+        if x >= v.lo && x <= v.hi && x.rem_euclid(m) == 0 && !out.contains(&Val::Int(x)) {
+            out.push(Val::Int(x));
+        }
+    }
+    // a range without one of its ends on a multiple: the multiples nearest its ends
+    if out.is_empty() {
+        let first = v.lo + (-v.lo).rem_euclid(m);
+        let last = v.hi - v.hi.rem_euclid(m);
+        for x in [first, last] {
+            if x >= v.lo && x <= v.hi && !out.contains(&Val::Int(x)) {
+                out.push(Val::Int(x));
+            }
+        }
+    }
+    out
 }
 
 /// Every input of a graph whose only inputs are `vars`, when there are at most `cap` of them

@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod fuzz;
 pub mod inject;
 pub mod inputs;
+pub mod opts;
 pub mod rewriter;
 pub mod sink;
 pub mod tolerance;
