@@ -34,7 +34,7 @@ impl Buffer {
 }
 
 /// A buffer element's zero of `dt` (what a fresh buffer holds).
-pub(crate) fn zero(dt: DType) -> Val {
+pub fn zero(dt: DType) -> Val {
     if dt.is_float() {
         Val::Float(0.0)
     } else if dt == DType::Bool {

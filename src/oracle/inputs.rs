@@ -484,23 +484,13 @@ pub fn whole_space(vars: &[VarInfo], cap: usize) -> Option<Vec<Env>> {
     Some(envs)
 }
 
-fn zero_of(dt: DType) -> Val {
-    if dt.is_float() {
-        Val::Float(0.0)
-    } else if dt == DType::Bool {
-        Val::Bool(false)
-    } else {
-        Val::Int(0)
-    }
-}
-
-/// `Buffer::from_vec(dt, vec![zero_of(dt); n])`, the one value truncated once instead of at
+/// `Buffer::from_vec(dt, vec![crate::exec::data::zero(dt); n])`, the one value truncated once instead of at
 /// every element (the same result, or the same error where there is an element).
 fn zeros_of(dt: DType, n: usize) -> Result<Buffer, crate::ir::alu::AluError> {
     let z = if n == 0 {
-        zero_of(dt)
+        crate::exec::data::zero(dt)
     } else {
-        crate::ir::alu::truncate_val(dt, zero_of(dt))?
+        crate::ir::alu::truncate_val(dt, crate::exec::data::zero(dt))?
     };
     Ok(Buffer {
         dtype: dt,

@@ -982,18 +982,7 @@ pub fn analyze_as(
         .next();
     if let Some((v, e)) = wrong_range {
         let before = step.before;
-        let fixed = sound_case(&gfull, &[before], |c| {
-            passes(
-                pipe,
-                g,
-                root,
-                env,
-                policy,
-                judge,
-                Cache::with_sound(c),
-                false,
-            )
-        });
+        let fixed = sound_fix(pipe, g, root, env, policy, judge, &gfull, &[before], false);
         if let Some((c, node)) = fixed {
             let (key, fix) = case_fix(c);
             cause.key = key;
@@ -1056,6 +1045,37 @@ fn cycle_key(
     cause.fix = Some(rule_fix(&fixes, &rule_sources(pipe), what));
 }
 
+/// The lowest `_min_max` case of `gw` under `roots` whose sound range alone makes the case pass
+/// (with `bounds_too`, also with no value outside its range), and the node it is at.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a counterfactual re-runs the analysis: its case, point, policy and judge"
+)]
+fn sound_fix(
+    pipe: &Pipeline,
+    g: &Graph,
+    root: UOp,
+    env: &Env,
+    policy: FloatPolicy,
+    judge: Judge,
+    gw: &Graph,
+    roots: &[UOp],
+    bounds_too: bool,
+) -> Option<(SoundCase, UOp)> {
+    sound_case(gw, roots, |case| {
+        passes(
+            pipe,
+            g,
+            root,
+            env,
+            policy,
+            judge,
+            Cache::with_sound(case),
+            bounds_too,
+        )
+    })
+}
+
 /// Re-keys the bounds cause `c` (found in `gw` under `roots`) on the lowest `_min_max` case whose
 /// sound range alone removes the finding; `c` is left as it is when none does.
 #[expect(
@@ -1074,18 +1094,7 @@ fn sound_bounds_key(
     bounds_too: bool,
     c: &mut Cause,
 ) {
-    let fixed = sound_case(gw, roots, |case| {
-        passes(
-            pipe,
-            g,
-            root,
-            env,
-            policy,
-            judge,
-            Cache::with_sound(case),
-            bounds_too,
-        )
-    });
+    let fixed = sound_fix(pipe, g, root, env, policy, judge, gw, roots, bounds_too);
     if let Some((case, node)) = fixed {
         let (key, fix) = case_fix(case);
         c.key = key;
