@@ -56,6 +56,37 @@ pub struct Detected {
     pub bounds: Option<Violation>,
 }
 
+impl Detected {
+    /// A detection on the reference with only a class and a summary; the builder methods add
+    /// the rest.
+    pub fn new(class: Class, summary: String) -> Detected {
+        Detected {
+            class,
+            summary,
+            blamed: None,
+            point: None,
+            expected: None,
+            actual: None,
+            backend: crate::exec::reference().name().into(),
+            groups: Vec::new(),
+            bounds: None,
+        }
+    }
+    fn blamed(mut self, k: Option<usize>) -> Detected {
+        self.blamed = k;
+        self
+    }
+    fn at(mut self, p: &Point) -> Detected {
+        self.point = Some(p.clone());
+        self
+    }
+    fn observed(mut self, expected: Observed, actual: Observed) -> Detected {
+        self.expected = Some(expected);
+        self.actual = Some(actual);
+        self
+    }
+}
+
 /// The outcome of checking one graph.
 #[derive(Clone, Debug)]
 pub struct CaseResult {
@@ -204,48 +235,29 @@ fn stage_in(
         }
         Stop::RuleError { rule, error, .. } => {
             let blamed = None;
-            res.detected = Some(Detected {
-                class: Class::RewriteError,
-                summary: format!("{rule} raised {error}"),
-                blamed,
-                point: None,
-                expected: None,
-                actual: None,
-                backend: crate::exec::reference().name().into(),
-                groups: Vec::new(),
-                bounds: None,
-            });
+            res.detected = Some(
+                Detected::new(Class::RewriteError, format!("{rule} raised {error}")).blamed(blamed),
+            );
             return (res, None);
         }
         Stop::NonTermination { steps } => {
-            res.detected = Some(Detected {
-                class: Class::Nontermination,
-                summary: format!("rewrite did not terminate ({steps} rule applications)"),
-                blamed: None,
-                point: None,
-                expected: None,
-                actual: None,
-                backend: crate::exec::reference().name().into(),
-                groups: Vec::new(),
-                bounds: None,
-            });
+            res.detected = Some(Detected::new(
+                Class::Nontermination,
+                format!("rewrite did not terminate ({steps} rule applications)"),
+            ));
             return (res, None);
         }
         Stop::Unresolved => {
             let last = rw.trace.last().map(|s| s.rule).unwrap_or("-");
-            res.detected = Some(Detected {
-                class: Class::RewriteError,
-                summary: format!(
-                    "graph_rewrite raises KeyError: a rewrite made a node depend on itself (last rule: {last})"
-                ),
-                blamed: rw.trace.len().checked_sub(1),
-                point: None,
-                expected: None,
-                actual: None,
-                backend: crate::exec::reference().name().into(),
-                groups: Vec::new(),
-                bounds: None,
-            });
+            res.detected = Some(
+                Detected::new(
+                    Class::RewriteError,
+                    format!(
+                        "graph_rewrite raises KeyError: a rewrite made a node depend on itself (last rule: {last})"
+                    ),
+                )
+                .blamed(rw.trace.len().checked_sub(1)),
+            );
             return (res, None);
         }
         Stop::FuelExhausted => unreachable!("no fuel given"),
@@ -258,17 +270,10 @@ fn stage_in(
             && again.root != rw.root
         {
             let first = again.trace.first().map(|s| s.rule).unwrap_or("-");
-            res.detected = Some(Detected {
-                class: Class::NotIdempotent,
-                summary: format!("a second rewrite changes the result again (first: {first})"),
-                blamed: None,
-                point: None,
-                expected: None,
-                actual: None,
-                backend: crate::exec::reference().name().into(),
-                groups: Vec::new(),
-                bounds: None,
-            });
+            res.detected = Some(Detected::new(
+                Class::NotIdempotent,
+                format!("a second rewrite changes the result again (first: {first})"),
+            ));
             // keep going: a semantic difference matters more than idempotence
         }
     }
@@ -363,17 +368,9 @@ fn check_bounds(
         None => Screen::new(g, &roots).and_then(|mut s| s.first(&envs)),
     };
     if let Some((k, v)) = found {
-        res.detected = Some(Detected {
-            class: Class::UnsoundBounds,
-            summary: v.describe(),
-            blamed: None,
-            point: Some(points[k].clone()),
-            expected: None,
-            actual: None,
-            backend: crate::exec::reference().name().into(),
-            groups: Vec::new(),
-            bounds: Some(v),
-        });
+        let mut d = Detected::new(Class::UnsoundBounds, v.describe()).at(&points[k]);
+        d.bounds = Some(v);
+        res.detected = Some(d);
     }
 }
 
@@ -456,17 +453,12 @@ fn check_reference(
                     .then(|| accuracy_note(g, case.root, rw.root, &p.env, &o, &n, names))
                     .flatten();
                 let what = note.map_or(what.clone(), |a| format!("{what}; {a}"));
-                res.detected = Some(Detected {
-                    class,
-                    summary: what,
-                    blamed,
-                    point: Some(p.clone()),
-                    expected: Some(o),
-                    actual: Some(n),
-                    backend: crate::exec::reference().name().into(),
-                    groups: Vec::new(),
-                    bounds: None,
-                });
+                res.detected = Some(
+                    Detected::new(class, what)
+                        .blamed(blamed)
+                        .at(p)
+                        .observed(o, n),
+                );
                 return true;
             }
         }
@@ -859,15 +851,11 @@ fn decide_case(st: &Staged, others: &[&dyn Backend], runs: &[Option<Rows>]) -> O
             |class: Class, b: &dyn Backend, summary: String, blame, o: &Observed, n: &Observed| {
                 Some(Verdict {
                     det: Detected {
-                        class,
-                        summary,
-                        blamed: None,
-                        point: Some(p.clone()),
-                        expected: Some(o.clone()),
-                        actual: Some(n.clone()),
                         backend: b.name().into(),
                         groups: groups(),
-                        bounds: None,
+                        ..Detected::new(class, summary)
+                            .at(p)
+                            .observed(o.clone(), n.clone())
                     },
                     blame,
                 })
