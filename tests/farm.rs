@@ -315,8 +315,10 @@ fn a_killed_worker_is_filed_replayably_and_a_resumed_farm_finishes_its_time() {
     let ran = t0.elapsed().as_secs_f64();
     let st = state(&d);
     let total = st["elapsed"].as_f64().unwrap();
+    // a fresh budget would end past before + 10 s (14 s or more); stopping (workers end after
+    // their batch) takes a few seconds on a loaded machine
     assert!(
-        ran < 10.0 - before + 4.0 && total < 10.0 + 1.5,
+        ran < 10.0 - before + 4.0 && total < 13.0,
         "the resumed farm ran {ran:.1}s after {before:.1}s; {total:.1}s in all"
     );
     assert!(total >= 10.0, "{total}");

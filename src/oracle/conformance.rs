@@ -96,12 +96,13 @@ pub fn explained(
     // of a sub-word value then see the wide one
     // tinygrad's TRUNC is `math.trunc(x)` (ops.py:1291), an int: a negative fraction truncates
     // to +0.0 where every device's IEEE trunc gives -0.0, and a sign of zero that reaches a
-    // RECIPROCAL, FDIV, SQRT, LOG2 or POW becomes an infinity or NaN of the other sign
+    // RECIPROCAL, FDIV, SQRT, LOG2 or POW becomes an infinity or NaN of the other sign, one
+    // that reaches a BITCAST other bits (a variable's INT_MIN bitcast to float is -0.0)
     let nodes = g.toposort(&[root]);
     let zero_sign_op = |o: Ops| {
         matches!(
             o,
-            Ops::RECIPROCAL | Ops::FDIV | Ops::SQRT | Ops::LOG2 | Ops::POW
+            Ops::RECIPROCAL | Ops::FDIV | Ops::SQRT | Ops::LOG2 | Ops::POW | Ops::BITCAST
         )
     };
     if backend != "interp"
@@ -113,7 +114,7 @@ pub fn explained(
         })
     {
         return Some(
-            "TRUNC of a negative fraction: +0.0 in tinygrad (math.trunc, ops.py:1291), -0.0 on the device, and the sign of zero reaches a reciprocal, division, sqrt, log2 or pow",
+            "TRUNC of a negative fraction: +0.0 in tinygrad (math.trunc, ops.py:1291), -0.0 on the device, and the sign of zero reaches a reciprocal, division, sqrt, log2, pow or bitcast",
         );
     }
     let cstyle = |b: &str| matches!(b, "c" | "c-strict" | "cuda" | "cuda-strict");
