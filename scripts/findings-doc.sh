@@ -13,7 +13,7 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 "$bin" fuzz --time "$secs" --threads 1 --seed "$seed" --out "$dir/findings" --json >"$dir/summary.json"
 "$bin" bugs "$dir/findings" --out "$dir/bugs.md"
-graphs="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["graphs"])' "$dir/summary.json" 2>/dev/null || echo "?")"
+graphs="$(tail -1 "$dir/summary.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["execs"])' 2>/dev/null || echo "?")"
 {
   cat <<MD
 # What it finds on tinygrad 0.14.0
