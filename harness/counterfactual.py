@@ -4,7 +4,7 @@
 #                                becomes the dtype's; CONST: its wrapped value; CAST: when the
 #                                source range leaves the dtype)
 #   -                            nothing changed
-# usage: cf.py FIX repro.py
+# usage: harness/counterfactual.py FIX repro.py (with the venv's python)
 import sys, runpy, functools
 import tinygrad.uop.ops as ops
 from tinygrad.uop.ops import PatternMatcher, UOp, Ops
